@@ -17,6 +17,8 @@ torch's per-block cache, so that a captured CUDA graph keeps one address for it.
 float16 needs a loss scale, as in torch (its gradients underflow below 6e-8; bfloat16's
 range is fp32's): GradScaler, torch's dynamic one, with its state on the device."""
 import functools
+import sys
+import types
 import warnings
 
 import torch
@@ -276,3 +278,23 @@ def custom_bwd(bwd=None, *, device_type="cuda"):
         finally:
             _state["dtype"] = previous
     return backward
+
+
+def device_amp(package, device_type, default_dtype):
+    """torch.<device>.amp (torch.cuda.amp, torch.cpu.amp) for tnet.<device> (package): autocast(enabled, dtype,
+    cache_enabled) and GradScaler(init_scale, ...) with device_type fixed, default_dtype autocast's, in a module of
+    its own in sys.modules, so that `from tnet.cuda.amp import autocast` imports."""
+    def autocast_init(self, enabled=True, dtype=default_dtype, cache_enabled=True):
+        autocast.__init__(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+    def scaler_init(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
+                    enabled=True):
+        GradScaler.__init__(self, device_type, init_scale, growth_factor, backoff_factor, growth_interval, enabled)
+    module = types.ModuleType(f"{package}.amp", f"torch.{device_type}.amp's autocast and GradScaler for device type "
+                                                f"{device_type!r}.")
+    for base, init in ((autocast, autocast_init), (GradScaler, scaler_init)):
+        setattr(module, base.__name__, type(base.__name__, (base,), {
+            "__init__": init, "__module__": module.__name__,
+            "__doc__": f"torch.{device_type}.amp.{base.__name__}: tnet.amp.{base.__name__}({device_type!r}, ...)."}))
+    sys.modules[module.__name__] = module
+    return module

@@ -1,9 +1,7 @@
 """torch.cuda's questions a training script asks (`torch.cuda.is_available()` in
 `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), answered for tnet: a
 process has one device, tnet.DEVICE."""
-import sys
 import time
-import types
 
 import torch
 
@@ -123,26 +121,9 @@ Event = torch.cuda.Event if is_available() else _HostEvent  # CUDA events on the
 
 # ---- torch.cuda.amp: autocast and GradScaler with the "cuda" device type fixed -------------------
 
-class autocast(_amp.autocast):
-    """torch.cuda.amp.autocast(enabled, dtype, cache_enabled): tnet.amp.autocast("cuda", ...)."""
-
-    def __init__(self, enabled=True, dtype=torch.float16, cache_enabled=True):
-        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
-
-
-class GradScaler(_amp.GradScaler):
-    """torch.cuda.amp.GradScaler(init_scale, ...): tnet.amp.GradScaler("cuda", ...)."""
-
-    def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000,
-                 enabled=True):
-        super().__init__("cuda", init_scale, growth_factor, backoff_factor, growth_interval, enabled)
-
-
-# tnet.cuda.amp, a module of its own in sys.modules, so that `from tnet.cuda.amp import autocast` imports
-amp = types.ModuleType(__name__ + ".amp", "torch.cuda.amp's names: autocast and GradScaler for device type 'cuda'.")
-amp.autocast, amp.GradScaler = autocast, GradScaler
+amp = _amp.device_amp(__name__, "cuda", torch.float16)
 amp.custom_fwd, amp.custom_bwd = _amp.custom_fwd, _amp.custom_bwd
-sys.modules[amp.__name__] = amp
+autocast, GradScaler = amp.autocast, amp.GradScaler
 
 
 def __getattr__(name):
