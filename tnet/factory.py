@@ -14,7 +14,7 @@ import torch
 
 from ._device import DEVICE
 from .kernels import random as _random
-from .kernels.launch import INTEGERS, InputError, InputTypeError
+from .kernels.launch import INTEGERS, InputError, InputTypeError, check
 from .tensor import Tensor, as_storage, check_device, check_dtype
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
@@ -274,6 +274,13 @@ default_generator = DefaultGenerator()
 def is_global(generator):
     """Whether a generator= argument means tnet's global state: None or default_generator."""
     return generator is None or generator is default_generator
+
+
+def check_global(name, generator):
+    """A device draw's generator=: tnet's global state alone (None or default_generator), the one generator
+    its kernels draw from."""
+    check(is_global(generator), lambda: f"{name}: generator= is not supported (tnet draws from its one generator, "
+                                        f"seeded by tnet.manual_seed)")
 
 
 def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=None):

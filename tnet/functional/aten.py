@@ -2,8 +2,8 @@
 whose arguments follow aten's schemas rather than F's: another order, a reduction as an int (0
 'none', 1 'mean', 2 'sum'), flags that only pick torch's backends (cudnn_enabled, ignored). Each
 calls tnet's functional op; the ones whose signatures match F's are F's own functions."""
-from ..factory import is_global
-from ..kernels.launch import check, check_type
+from ..factory import check_global
+from ..kernels.launch import check_type
 from . import inplace as _inplace
 from .composed import ctc_loss as _ctc_loss
 from .composed import poisson_nll_loss as _poisson_nll_loss
@@ -105,7 +105,7 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
-    check(is_global(generator), "rrelu: generator= is not supported (tnet draws from its one generator)")
+    check_global("rrelu", generator)
     return _rrelu(input, lower, upper, training)
 
 

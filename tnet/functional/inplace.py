@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .. import amp
-from ..factory import host_generator, is_global, rng_state
+from ..factory import check_global, host_generator, rng_state
 from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
@@ -329,8 +329,7 @@ def _write(dst, src):
 
 def _draw(name, self, normal, scale, shift, generator):
     """self = shift + scale * (a uniform [0, 1) or standard normal draw of tnet's generator)."""
-    check(is_global(generator), lambda: f"{name}: generator= is not supported (tnet draws from its one generator, "
-                                     f"seeded by tnet.manual_seed)")
+    check_global(name, generator)
     check(self.dtype in _random.FLOATS, lambda: f"{name}: expected a float tensor, got {self.dtype}")
 
     def compute(x):
@@ -390,7 +389,7 @@ def random_(self, *args, generator=None, **kwargs):
 def bernoulli_(self, p=0.5, *, generator=None):
     """self = 1 with probability p (a number or a tensor broadcast to self), else 0, from tnet's
     generator (other numbers than torch's)."""
-    check(is_global(generator), "bernoulli_: generator= is not supported (tnet draws from its one generator)")
+    check_global("bernoulli_", generator)
     P = p.memory if isinstance(p, Tensor) else float(p)
     check(isinstance(p, Tensor) or 0.0 <= P <= 1.0, lambda: f"bernoulli_ expects p to be in [0, 1], but got p={p}")
 
@@ -598,8 +597,7 @@ def subtract_(self, other, *, alpha=1):
 def _transformed_draw(name, self, normal, transform, generator, integers=False):
     """self = transform(z) (torch tensors, in fp32), z uniform [0, 1) or standard normal numbers of
     tnet's generator (other numbers than torch's); integers: an integer self takes the result too."""
-    check(is_global(generator), lambda: f"{name}: generator= is not supported (tnet draws from its one generator, "
-                                     f"seeded by tnet.manual_seed)")
+    check_global(name, generator)
     check(self.dtype in _random.FLOATS or integers and self.dtype in (torch.int64, torch.int32),
           lambda: f"{name}: expected a float tensor, got {self.dtype}")
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .._device import DEVICE
-from ..factory import host_generator, is_global, ones, rng_state
+from ..factory import check_global, host_generator, ones, rng_state
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_
@@ -206,16 +206,11 @@ def bernoulli_draw(p, shape, dtype, device):
     return copy_(torch.empty(tuple(shape), dtype=dtype, device=device), _pw.pointwise("lt", draw(shape, device), p))
 
 
-def _no_generator(name, generator):
-    check(is_global(generator), lambda: f"{name}: generator= is not supported (tnet draws from its one generator, "
-                                     f"seeded by tnet.manual_seed)")
-
-
 def bernoulli(input, p=None, *, generator=None):
     """0 or 1 in input's dtype, 1 with the probability input holds (or p, a number, where given), from
     tnet's generator (other numbers than torch's). No gradient (torch's is 0)."""
     check_tensors("bernoulli", input=input)
-    _no_generator("bernoulli", generator)
+    check_global("bernoulli", generator)
     check(input.memory.is_floating_point(), lambda: f"bernoulli: expected a float tensor, got {input.dtype}")
     return Tensor(bernoulli_draw(input.memory if p is None else float(p), input.shape, input.dtype, input.device))
 
@@ -224,7 +219,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     """mean + std * (a standard normal draw), as torch.normal's forms: mean and std tensors or
     numbers (broadcast), or both numbers and a size; from tnet's generator (other numbers than
     torch's). Where mean or std are tensors the result carries no gradient (torch's is 0)."""
-    _no_generator("normal", generator)
+    check_global("normal", generator)
     tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
     for name, v in (("mean", mean), ("std", std)):
         check_type(isinstance(v, (Tensor, numbers.Real)),
