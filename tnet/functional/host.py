@@ -202,11 +202,11 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
     check(range is None or len(range) == 2 * D,
           lambda: f"torch.histogramdd: for a {D}-dimensional histogram range should have {2 * D} elements, but got "
                   f"{len(range)}")
-    w = None if weight is None else _host(weight).reshape(-1)
     check(weight is None or tuple(weight.shape) == tuple(input.shape[:-1]),
           lambda: f"torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor "
                   f"excluding its innermost dimension, but got input with shape {list(input.shape)} and weight with "
                   f"shape {list(weight.shape)}")
+    w = None if weight is None else _host(weight).reshape(-1)  # read back once its shape is checked
     edges = []
     for d, b in enumerate(bins):
         if isinstance(b, Tensor):
