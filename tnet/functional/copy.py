@@ -25,7 +25,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
-from ..kernels.launch import as_value_of, at_least, no_host_read, pair
+from ..kernels.launch import as_value_of, at_least, check_batch_only_empty, no_host_read, pair
 from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
@@ -1254,9 +1254,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     x = input if input.ndim == 4 else unsqueeze(input, 0)
     positions, (kh, kw), (ph, pw), (hp, wp), blocks = _sliding_blocks("unfold", x.shape[2:], kernel_size, dilation,
                                                                       padding, stride)
-    check(all(input.shape[1 if input.ndim == 4 else 0:]),  # torch's im2col: only a batch may be empty
-          lambda: f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero dimensions for "
-                  f"input, but got: {list(input.shape)}")
+    check_batch_only_empty(input.shape, 2)  # torch's im2col
     if ph or pw:
         x = pad(x, (pw, pw, ph, ph))
     n, c = x.shape[:2]

@@ -608,7 +608,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     for v in (pos_weight, weight):  # torch multiplies them in place into the input's shape: none broadcasts past it
         if v is not None:
-            shape = torch.broadcast_shapes(tuple(input.shape), tuple(v.shape))
+            shape = _pw.broadcast_shape("binary_cross_entropy_with_logits", input.shape, v.shape)
             check(shape == tuple(input.shape),
                   lambda: f"output with shape {list(input.shape)} doesn't match the broadcast shape {list(shape)}")
     with no_grad():

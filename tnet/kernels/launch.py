@@ -53,6 +53,14 @@ def check(cond, msg):
         raise InputError(msg() if callable(msg) else msg)
 
 
+def check_batch_only_empty(shape, spatial):
+    """torch's rule for its kernels over images of `spatial` dims (reflection and replication padding, im2col):
+    an input of spatial + 1 or spatial + 2 dims, of which only a batch (the first of spatial + 2) may be empty."""
+    check(all(shape[1 if len(shape) == spatial + 2 else 0:]),
+          lambda: f"Expected {spatial + 1}D or {spatial + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                  f"non-zero dimensions for input, but got: {list(shape)}")
+
+
 def check_type(cond, msg):
     """check for an argument's type (a number where a tensor is wanted, a string for a dim):
     InputTypeError, torch's TypeError."""

@@ -10,7 +10,8 @@ import triton
 import triton.language as tl
 
 from .autotune import autotune, fit
-from .launch import BLOCK_CONFIGS, FLOATS, check, check_type, grid1d, is_channels_last, memory_format
+from .launch import (BLOCK_CONFIGS, FLOATS, check, check_batch_only_empty, check_type, grid1d, is_channels_last,
+                     memory_format)
 
 MODES = ("constant", "reflect", "replicate", "circular")
 DTYPES = (*FLOATS, torch.int64, torch.int32, torch.uint8)  # uint8: also a bool tensor's bytes
@@ -122,10 +123,8 @@ def pads_of(name, shape, pad, mode):
         check(1 <= k <= 3 and ndim in (k + 1, k + 2),
               lambda: f"{name}: padding size {len(pad)} is not supported for {ndim}D input in mode {mode!r} (as torch: "
                       f"2 for 2D or 3D input, 4 for 3D or 4D, 6 for 4D or 5D)")
-        # torch's reflection and replication kernels: only a batch (the first of k + 2 dims) may be empty
-        check(mode == "circular" or all(shape[1 if ndim == k + 2 else 0:]),
-              lambda: f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other non-zero "
-                      f"dimensions for input, but got: {list(shape)}")
+        if mode != "circular":  # torch's reflection and replication kernels
+            check_batch_only_empty(shape, k)
         for d, (b, a) in enumerate(pads):
             L = shape[d]
             if b == a == 0:  # an unpadded dim (a batch of 0 too) is not checked, as torch's
