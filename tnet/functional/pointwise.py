@@ -1064,11 +1064,14 @@ def glu(input, dim=-1):
         y = mul(a, s)
     A, S = a.memory, s.memory
     need_a, need_b = needs_grad(a, b)
+
+    def graph(g, out):  # the same products on the tape, sigmoid(b) taken once
+        sb = sigmoid(b)
+        return g * sb, a * sb * (1.0 - sb) * g
     return _record2("glu", y.memory, a, b,
                     lambda g: (_pw.pointwise("mul", g, S) if need_a else None,
                                _pw.pointwise("mul", _pw.pointwise("sigmoid_backward", A, S), g) if need_b else None),
-                    saved=(S, A if need_b else None),
-                    graph=lambda g, out: (g * sigmoid(b), a * sigmoid(b) * (1.0 - sigmoid(b)) * g))
+                    saved=(S, A if need_b else None), graph=graph)
 
 
 # ---- tensor math: lerp, addcmul, addcdiv, masked_fill, tril, triu -------------------------------
