@@ -369,14 +369,13 @@ class Tensor:
         else:
             memory, requires_grad = _legacy_memory(memory, requires_grad, sizes), False
         self.memory = memory  # the torch tensor: tnet's kernels read and write it
-        self.requires_grad = requires_grad
+        self._requires_grad = requires_grad  # a new tensor is a leaf: no setter check
         if _inference[0]:  # made in an inference_mode block (the class's False otherwise)
             self._is_inference = _inference_made[0] = True
-        self.grad = None
         self._entry = None
         self._shape_of = None  # the storage whose shape self._shape holds
-        if source is not None and _grad_enabled[0] and source.requires_grad:
-            self.requires_grad = True
+        if source is not None and _grad_enabled[0] and source._requires_grad:
+            self._requires_grad = True
             self._entry = _Entry("alias", (source,), lambda g: (g,), [], lambda g, y: (g,), saves_nothing=True)
 
     @property
@@ -675,7 +674,7 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
             for check_grads in backward_checks:
                 check_grads(Node(entry), gxs)
             for x, gx in zip(entry.inputs, gxs):
-                if gx is None or not x.requires_grad:
+                if gx is None or not x._requires_grad:
                     continue
                 if "_stale_after" in x.__dict__:
                     _check_fresh(x, entry)
@@ -723,7 +722,7 @@ def _tape(roots):
             if _rebased[0]:
                 t._entry.inputs = _inputs_then(t, t._entry, stale)
             for x in t._entry.inputs:  # a loop, not a generator: every entry of every backward
-                if x.requires_grad:
+                if x._requires_grad:
                     stack.append(x)
                     last_use[id(x)] = max(last_use.get(id(x), -1), t._entry.seq)
     for t, written in stale:  # read after its base's write: its values changed under it (see _inputs_then)
@@ -813,7 +812,7 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                 for check_grads in backward_checks:
                     check_grads(Node(entry), gxs)
                 for x, gx in zip(entry.inputs, gxs):
-                    if gx is None or not x.requires_grad:
+                    if gx is None or not x._requires_grad:
                         continue
                     if "_stale_after" in x.__dict__:
                         _check_fresh(x, entry)
@@ -916,10 +915,10 @@ def _accumulate_leaf(x, g):
     if "_hooks" in x.__dict__:
         g = _hooked_grad(x, g)
     g = in_layout(g, x.memory)
-    if x.grad is None:  # set past .grad's checks: the tape's gradient has x's shape
+    if x._grad_value is None:  # set past .grad's checks: the tape's gradient has x's shape
         x._grad_value = Tensor(g.clone() if g._base is not None else g)
     else:
-        add_(x.grad.memory, g)
+        add_(x._grad_value.memory, g)
     hooks = x.__dict__.get("_grad_hooks")
     if hooks:
         for hook in list(hooks.values()):
@@ -944,7 +943,7 @@ def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False
     support loss's graph."""
     out = Tensor(data)
     if _grad_enabled[0] and any_requires_grad(inputs):
-        out.requires_grad = True
+        out._requires_grad = True  # out is new: no setter check
         if _inference_made[0]:
             _check_not_inference(inputs, saved)
         versions = []
@@ -988,7 +987,7 @@ def linear_graph(op, backward, adjoint):
 def any_requires_grad(inputs):
     """any(x.requires_grad for x in inputs), as a loop: every recorded op asks."""
     for x in inputs:
-        if x.requires_grad:
+        if x._requires_grad:  # the property's own field: every recorded op asks
             return True
     return False
 

@@ -10,7 +10,7 @@ from ..tensor import Tensor
 
 def needs_grad(*xs):
     """For each argument, whether it is a tnet.Tensor that requires a gradient."""
-    return [isinstance(x, Tensor) and x.requires_grad for x in xs]
+    return [isinstance(x, Tensor) and x._requires_grad for x in xs]
 
 
 def legacy_reduction(size_average, reduce, reduction):

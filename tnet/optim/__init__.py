@@ -204,7 +204,7 @@ class Optimizer:
         self.update_lr()
         if self._reshapes != reshaped_parameters[0]:
             self._refit_state()
-        took = tuple(p.grad is not None for p in self._params)
+        took = tuple(p._grad_value is not None for p in self._params)  # .grad's field: every step reads it
         if not any(took):
             return
         if took not in self._took:
@@ -212,9 +212,10 @@ class Optimizer:
         updates = []
         for group, (_, hyper) in zip(self.param_groups, self._device_hyper):
             for p in group["params"]:
-                if p.grad is not None:
+                grad = p._grad_value
+                if grad is not None:
                     memory, state = p.memory, self.state[p]
-                    updates.append((memory, in_layout(p.grad.memory, memory),
+                    updates.append((memory, in_layout(grad.memory, memory),
                                     [s and memory_of(state[s]) for s in self._slots[p]], amp.low_copies(p), hyper,
                                     memory_of(state["step"]), getattr(p, "lr_mult", 1.0),
                                     getattr(p, "decay_mult", 1.0)))
@@ -242,7 +243,7 @@ class Optimizer:
         # the groups' parameters, not self._params: a subclass may hand its groups to another optimizer (SAM)
         for p in (p for group in self.param_groups for p in group["params"]):
             if set_to_none:
-                p.grad = None
+                p._grad_value = None  # .grad = None, past the setter's checks of a tensor
             elif p.grad is not None:
                 p.grad.memory.zero_()
 
