@@ -43,8 +43,25 @@ class _NoLaunch:
         return lambda *args, **kwargs: grid({**self.meta, **kwargs}) if callable(grid) else None
 
 
+class _KeptNoLaunch:
+    """Stands for a Bound launch (autotune.launch_kept's, which the interpreter never keeps): asks the
+    grid once, and per call reads the tensors' addresses, as a GPU's kept launch does."""
+
+    def __init__(self, kernel, grid, args, kwargs):
+        grid = grid({**kernel.meta, **kwargs}) if callable(grid) else grid
+        self.grid = (*grid, 1, 1)[:3]
+        self.tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+
+    def __call__(self, *args):
+        for i in self.tensors:
+            args[i].data_ptr()
+        return True
+
+
 def no_launches():
-    """Replace every kernel (a module-level *_kernel) of tnet.kernels by _NoLaunch."""
+    """Replace every kernel (a module-level *_kernel) of tnet.kernels by _NoLaunch, and keep a
+    _KeptNoLaunch where a GPU keeps a Bound launch."""
+    tnet.kernels.autotune.bind = lambda kernel, grid, args, kwargs: _KeptNoLaunch(kernel, grid, args, kwargs)
     for info in pkgutil.iter_modules(tnet.kernels.__path__):
         module = importlib.import_module(f"tnet.kernels.{info.name}")
         for name in dir(module):

@@ -310,10 +310,25 @@ def conv(a, w, out_hw, out_channels, padding, transposed, *, stride=1, bias=None
     (y [N, out_channels, *out_hw]) or, transposed, the input gradient (a: dy; conv_tma_dgrad2_kernel
     at stride 2); padding: before the image; stride: the forward's, 1 or 2. Returns y channels-last in
     out_dtype."""
+    # the key: all the arguments but the tensors (dense channels-last: their shapes decide them)
+    key = (a.shape, a.dtype, w.shape, out_hw, padding, stride, transposed, bias is None, relu, precision)
+    kernel, grid, sizes, flags = kept(_PLANS, key, lambda: _plan(a, w, out_hw, out_channels, padding, transposed,
+                                                               stride, bias is not None, relu, precision))
+    y = torch.empty((a.shape[0], out_channels, *out_hw), device=a.device, dtype=out_dtype,
+                    memory_format=torch.channels_last)
+    if "BIAS" in flags:  # conv_tma_kernel's; conv_tma_dgrad2_kernel has no bias
+        launch_kept(_BOUND, key, kernel, grid, (a, w, y, y if bias is None else bias, *sizes), flags)
+    else:
+        launch_kept(_BOUND, key, kernel, grid, (a, w, y, *sizes), flags)
+    return y
+
+
+def _plan(a, w, out_hw, out_channels, padding, transposed, stride, bias, relu, precision):
+    """conv's (kernel, grid, its integer arguments, its keyword ones): what the shapes and arguments decide,
+    worked out once per key."""
     descriptor_memory(a.device)
     N, CA, H, W = a.shape
     (HO, WO), (PH, PW), (KH, KW) = out_hw, padding, w.shape[2:]
-    y = torch.empty((N, out_channels, HO, WO), device=a.device, dtype=out_dtype, memory_format=torch.channels_last)
     phases = transposed and stride == 2  # the stride-2 input gradient's boxes tile each phase's pixels
     box_hw = (HO // 2, WO // 2) if phases else (HO, WO)
     box_h, box_w = map(next_power_of_2, box_hw)
@@ -324,20 +339,16 @@ def conv(a, w, out_hw, out_channels, padding, transposed, *, stride=1, bias=None
         bh = min(box_h, m // bw)
         return min(meta["NUM_SMS"], cdiv(N, m // (bw * bh)) * cdiv(box_hw[0], bh) * cdiv(box_hw[1], bw) *
                    cdiv(out_channels, meta["BLOCK_N"])),
-    # the key: all the arguments but the tensors (dense channels-last: their shapes decide them)
-    key = (a.shape, w.shape, out_hw, padding, stride, transposed, bias is None, relu, precision)
     sizes = (N, H, W, CA, HO, WO, out_channels, KH, KW, PH, PW)
     flags = dict(PRECISION=precision, INTERPRET=INTERPRET, BOX_H=box_h, BOX_W=box_w, NUM_SMS=SMS or 4)
     if phases:
-        launch_kept(_BOUND, key, conv_tma_dgrad2_kernel, grid, (a, w, y, *sizes), flags)
-    else:
-        launch_kept(_BOUND, key, conv_tma_kernel, grid,
-                    (a, w, y, y if bias is None else bias, *sizes, 64 if transposed else _k_max(CA, a.dtype), stride),
-                    dict(TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu, **flags))
-    return y
+        return conv_tma_dgrad2_kernel, grid, sizes, flags
+    return (conv_tma_kernel, grid, (*sizes, 64 if transposed else _k_max(CA, a.dtype), stride),
+            dict(TRANSPOSED=transposed, BIAS=bias, RELU=relu, **flags))
 
 
-_BOUND = {}  # conv_tma_kernel's Bound launches (autotune.launch_kept) by conv's key
+_PLANS = {}  # conv's plans (_plan) by its key
+_BOUND = {}  # conv's and weight_grad's Bound launches (autotune.launch_kept) by their keys
 
 
 def weight_grad(x, dy, weight_size, padding, precision, channels_last=True):
@@ -345,28 +356,38 @@ def weight_grad(x, dy, weight_size, padding, precision, channels_last=True):
     gradient dy [N, Cout, OH, OW] (suits_weight); padding: before the image. The pixels split into
     parts (each at least four runs) that fill the SMs' program slots about twice, summed after in a
     fixed order."""
+    key = (x.shape, x.dtype, dy.shape, tuple(weight_size), padding, precision)
+    blocks, parts_of, most, sizes, flags = kept(_WGRAD_PLANS, key, lambda: _weight_plan(x, dy, weight_size, padding,
+                                                                                          precision))
+    dw = torch.empty(tuple(weight_size), device=x.device, dtype=torch.float32, memory_format=torch.channels_last)
+    sums = PartSums(dw, most)
+    grid = lambda meta: (*blocks(meta), sums.parts(parts_of(meta)))
+    launch_kept(_BOUND, key, conv_tma_wgrad_kernel, grid, (x, dy, sums.buffer, *sizes), flags)
+    # the parts hold [Cout, kh, kw, C]: dw's channels-last memory; a kept launch's grid tells how many ran
+    sums.finish(dw.permute(0, 2, 3, 1).view(-1), lambda: _BOUND[key].grid[2])
+    return dw if channels_last else dw.contiguous()
+
+
+def _weight_plan(x, dy, weight_size, padding, precision):
+    """weight_grad's (blocks(meta), parts_of(meta), the most parts of any config, the kernel's integer
+    arguments, its keyword ones), worked out once per key."""
     descriptor_memory(x.device)
     N, C, H, W = x.shape
     cout, _, KH, KW = weight_size
     OH, OW = dy.shape[2:]
-    dw = torch.empty(tuple(weight_size), device=x.device, dtype=torch.float32, memory_format=torch.channels_last)
-
     box_h, box_w = next_power_of_2(OH), next_power_of_2(OW)
+    blocks = lambda meta: (KH * KW * cdiv(C, meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]))
 
     def parts_of(meta):
-        blocks = KH * KW * cdiv(C, meta["BLOCK_N"]) * cdiv(cout, meta["BLOCK_M"])
         rows = min(box_h, meta["BLOCK_K"] // box_w)  # the kernel's runs: BH rows, or BI images
         runs = cdiv(N, meta["BLOCK_K"] // (box_w * rows)) * cdiv(OH, rows)
         # the gathering weight gradient's model of whole waves against the parts' sums
         slots = SMS * _WGRAD_RESIDENT[meta["BLOCK_M"], meta["BLOCK_N"], meta["BLOCK_K"]]
-        return best_parts(runs * meta["BLOCK_K"], blocks, slots, meta["BLOCK_K"])
-    sums = PartSums(dw, kept(_MOST_PARTS, (x.shape, dy.shape, KH, KW),
-                             lambda: max(parts_of(c.kwargs) for c in _WGRAD_CONFIGS)))
-    grid = lambda meta: (KH * KW * cdiv(C, meta["BLOCK_N"]), cdiv(cout, meta["BLOCK_M"]), sums.parts(parts_of(meta)))
-    conv_tma_wgrad_kernel[grid](x, dy, sums.buffer, N, dw.numel(), H, W, C, OH, OW, cout, KH, KW, *padding,
-                                BOX_H=box_h, BOX_W=box_w, PRECISION=precision, INTERPRET=INTERPRET)
-    sums.finish(dw.permute(0, 2, 3, 1).view(-1))  # the parts hold [Cout, kh, kw, C]: dw's channels-last memory
-    return dw if channels_last else dw.contiguous()
+        grid_blocks = blocks(meta)
+        return best_parts(runs * meta["BLOCK_K"], grid_blocks[0] * grid_blocks[1], slots, meta["BLOCK_K"])
+    most = max(parts_of(c.kwargs) for c in _WGRAD_CONFIGS)
+    sizes = (N, cout * weight_size[1] * KH * KW, H, W, C, OH, OW, cout, KH, KW, *padding)
+    return blocks, parts_of, most, sizes, dict(BOX_H=box_h, BOX_W=box_w, PRECISION=precision, INTERPRET=INTERPRET)
 
 
-_MOST_PARTS = {}  # weight_grad's largest part count of any config, by shapes
+_WGRAD_PLANS = {}  # weight_grad's plans (_weight_plan) by its key
