@@ -1138,3 +1138,24 @@ def test_glu_gradient_of_a_huge_half_takes_its_product_with_sigmoid_first_as_tor
         return y, a.grad
     for got, want in zip(results(tnet), results(torch)):
         _same(got.detach().numpy(), want)
+
+
+def test_lbfgs_line_search_takes_the_midpoint_where_its_cubic_is_nan_as_torch():
+    """torch's cubic interpolation tests `d2_square >= 0`, so a NaN (a target of inf makes the loss inf and a
+    step of 0 along an inf direction NaN) takes the bracket's midpoint; tnet's `< 0` let the NaN through as the
+    step and every parameter became NaN, torch's only the one facing the inf (fuzz seed 118, case 1539)."""
+    def run(m):
+        p, t = m.tensor([0.3, -0.5, 1.2], requires_grad=True), m.tensor([INF, 0.2, -1.0])
+        opt = m.optim.LBFGS([p], lr=0.5, history_size=3, line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = ((p - t) ** 2).sum()
+            loss.backward()
+            return loss
+        for _ in range(2):
+            opt.step(closure)
+        return p.detach()
+    got, want = run(tnet), run(torch)
+    assert np.isfinite(want.numpy()).sum() == 2
+    _same(got.numpy(), want)

@@ -22,7 +22,7 @@ def _cubic_interpolate(x1, f1, g1, x2, f2, g2, bounds=None):
 def _cubic_minimum(x1, f1, g1, x2, f2, g2, xmin_bound, xmax_bound):
     d1 = g1 + g2 - 3 * (f1 - f2) / (x1 - x2)
     d2_square = d1 ** 2 - g1 * g2
-    if d2_square < 0:
+    if not d2_square >= 0:  # a NaN takes the midpoint too, as torch's `if d2_square >= 0: ... else:`
         return (xmin_bound + xmax_bound) / 2.0
     d2 = d2_square ** 0.5
     if x1 <= x2:
