@@ -1291,6 +1291,21 @@ def test_round_25_as_torch(call):
     _same_outcome(call)
 
 
+@pytest.mark.parametrize("call", [  # fuzz seeds 115-120
+    # a range past float32's: torch's edges end in NaN and none counts (tnet's numpy raised ValueError; seed 120,
+    # case 1313, found beside it); edges not increasing or NaN, which numpy refuses: torch's bisection of them
+    lambda m, f, t: m.histc(t([-3e38, 0.0, 3e38]), bins=4), lambda m, f, t: m.histc(t([1.0, 2.0]), 4, min=-3e38, max=3e38),
+    lambda m, f, t: m.histogram(t([-3e38, 0.0, 3e38]), 4).hist, lambda m, f, t: m.histogram(t([-3e38, 0.0, 3e38]), 4).bin_edges,
+    lambda m, f, t: m.histogram(t([-3e38, 0.0, 3e38]), 4, density=True).hist,
+    lambda m, f, t: m.histogram(t([-1.0, 0.0, 0.5, 1.0]), t([0.0, float("nan"), 1.0])).hist,
+    lambda m, f, t: m.histogram(t([-1.0, 0.0, 0.5, 1.0]), t([1.0, 0.0, 2.0]), weight=t([1.0, 2.0, 3.0, 4.0])).hist,
+    lambda m, f, t: m.histogram(t([-1.0, 0.0, 0.5, 1.0, 2.5]), t([2.0, 1.0, 0.5, -1.0, 3.0]), density=True).hist,
+    lambda m, f, t: m.histogramdd(t([[-3e38, 0.0], [3e38, 1.0]]), [4, 2]).hist,
+    lambda m, f, t: m.histogramdd(t([[0.5, 0.0], [1.5, 1.0], [0.2, 0.9]]), [t([1.0, 0.0, 2.0]), t([0.0, 0.7, 1.0])]).hist])
+def test_round_26_as_torch(call):
+    _same_outcome(call)
+
+
 @pytest.mark.parametrize("beta, alpha", [(1, 0.5), (0, 0.5), (-7, 1)])
 def test_addr_gradients_by_torchs_formulas(beta, alpha):
     """addr's gradients as torch's: (g vec2) alpha and (g^T vec1) alpha (a huge vec2 makes g vec2 overflow before

@@ -100,6 +100,9 @@ def histc(input, bins=100, min=0, max=0):
     check(lo <= hi, lambda: f"torch.histc: max must be larger than min, got {min} and {max}")
     check(np.isfinite(lo) and np.isfinite(hi), lambda: f"torch.histc: range of [{lo}, {hi}] is not finite")
     x = x[(x >= lo) & (x <= hi)]
+    with np.errstate(over="ignore"):
+        if not np.isfinite(hi - lo):  # torch's edges (linspace's) over a range past float32's end in NaN: none counts
+            x = x[:0]
     if lo == hi:  # past 2^25 the +-1 above rounds away: torch counts the elements in the middle bin, as in [v - 1, v + 1]
         return _device(np.bincount(np.full(x.size, bins // 2), minlength=bins), input.dtype, input.device)
     with np.errstate(over="ignore"):  # (x - lo) * bins may overflow near 3e38: inf, clipped to the last bin
@@ -145,7 +148,7 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     """histogram_result(hist, bin_edges): input's elements counted (or their weights summed) in
     `bins` equal bins over range (None: the elements' min and max) or between the given edges (a
     1-D tensor), the last bin closed, density-normalised if asked, as torch.histogram (numpy's
-    rule). Computed on the host: a sync."""
+    rule; edges that do not increase, torch's: _histogramdd). Computed on the host: a sync."""
     check_tensors("histogram", input=input)
     if not input.memory.is_floating_point():
         raise NotImplementedError(f"\"histogramdd\" not implemented for '{input.dtype}'")
@@ -158,9 +161,8 @@ def histogram(input, bins, *, range=None, weight=None, density=False):
     w = None if weight is None else _host(weight).reshape(-1)
     check(w is None or w.shape == x.shape, "torch.histogram(): if weight tensor is provided it should have the same "
                                            "shape as the input tensor excluding its innermost dimension")
-    if not isinstance(bins, np.ndarray):
-        bins = _edges(x, bins, range)
-    hist, edges = np.histogram(x, bins, weights=w, density=density)
+    edges = bins if isinstance(bins, np.ndarray) else _edges(x, bins, range)
+    hist, _ = _histogramdd(x.reshape(-1, 1), [edges], w, density)
     return histogram_result(_device(hist, input.dtype, input.device), _device(edges, input.dtype, input.device))
 
 
@@ -177,9 +179,47 @@ def _edges(x, bins, range):
     check(lo <= hi, lambda: f"torch.histogramdd: min should not exceed max, but got min {lo} max {hi} for dimension 0")
     if lo == hi:
         lo, hi = lo - x.dtype.type(0.5), hi + x.dtype.type(0.5)
-    step = np.float64((hi - lo) / x.dtype.type(bins))  # in x's dtype; the products exact in float64
     i = np.arange(bins + 1)
-    return np.where(i < (bins + 1) // 2, lo + i * step, hi - (bins - i) * step).astype(x.dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # a range past the dtype's: an inf step, NaN edges as torch's
+        step = np.float64((hi - lo) / x.dtype.type(bins))  # in x's dtype; the products exact in float64
+        return np.where(i < (bins + 1) // 2, lo + i * step, hi - (bins - i) * step).astype(x.dtype)
+
+
+def _histogramdd(x, edges, w, density):
+    """numpy's histogramdd of the points x [n, D] where every dimension's edges increase (torch's rule there too);
+    else torch's own: a point counts where each coordinate lies in [its first edge, its last] (a NaN edge at
+    either end, as an overflowing range's, counts none) and falls in the bin before the first edge above it
+    by std::upper_bound's bisection (unsorted or NaN edges probed as torch's), the last edge in the last bin.
+    numpy refuses such edges (ValueError); torch counts."""
+    if all(np.all(e[:-1] <= e[1:]) for e in edges):
+        with np.errstate(invalid="ignore", divide="ignore"):  # the density of no point: 0 / 0, NaN as torch's
+            return np.histogramdd(x, edges, weights=w, density=density)
+    keep, index = np.ones(len(x), bool), []
+    for d, e in enumerate(edges):
+        v = x[:, d]
+        keep &= (v >= e[0]) & (v <= e[-1])
+        index.append(np.minimum(_upper_bound(e, v) - 1, len(e) - 2))
+    shape = tuple(len(e) - 1 for e in edges)
+    flat = np.ravel_multi_index(tuple(np.clip(i[keep], 0, n - 1) for i, n in zip(index, shape)), shape)
+    hist = np.bincount(flat, None if w is None else w[keep], minlength=int(np.prod(shape))).reshape(shape)
+    if density:
+        with np.errstate(all="ignore"):  # no point counted: 0 / 0, NaN as torch's
+            hist = hist / hist.sum()
+            for d, e in enumerate(edges):
+                hist = hist / np.diff(e).reshape([-1 if k == d else 1 for k in range(len(edges))])
+    return hist, edges
+
+
+def _upper_bound(edges, v):
+    """std::upper_bound(edges, v) for each v: the first i with v < edges[i], by its bisection (on unsorted or
+    NaN edges the probes, hence the answer, are torch's)."""
+    first, count = np.zeros(v.shape, np.int64), np.full(v.shape, len(edges), np.int64)
+    while count.any():
+        step = count // 2
+        probe = first + step
+        right = (count > 0) & ~(v < edges[np.minimum(probe, len(edges) - 1)])
+        first, count = np.where(right, probe + 1, first), np.where(right, count - step - 1, step)
+    return first
 
 
 histogram_result = collections.namedtuple("histogram", ["hist", "bin_edges"])
@@ -215,6 +255,6 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False):
         else:
             check(b > 0, lambda: f"torch.histogram(): bins must be > 0, but got {b} for dimension {d}")
             edges.append(_edges(x[:, d], b, None if range is None else range[2 * d:2 * d + 2]))
-    hist, _ = np.histogramdd(x, edges, weights=w, density=density)
+    hist, _ = _histogramdd(x, edges, w, density)
     return histogramdd_result(_device(hist, input.dtype, input.device),
                               [_device(e, input.dtype, input.device) for e in edges])
