@@ -1301,7 +1301,12 @@ def test_round_25_as_torch(call):
     lambda m, f, t: m.histogram(t([-1.0, 0.0, 0.5, 1.0]), t([1.0, 0.0, 2.0]), weight=t([1.0, 2.0, 3.0, 4.0])).hist,
     lambda m, f, t: m.histogram(t([-1.0, 0.0, 0.5, 1.0, 2.5]), t([2.0, 1.0, 0.5, -1.0, 3.0]), density=True).hist,
     lambda m, f, t: m.histogramdd(t([[-3e38, 0.0], [3e38, 1.0]]), [4, 2]).hist,
-    lambda m, f, t: m.histogramdd(t([[0.5, 0.0], [1.5, 1.0], [0.2, 0.9]]), [t([1.0, 0.0, 2.0]), t([0.0, 0.7, 1.0])]).hist])
+    lambda m, f, t: m.histogramdd(t([[0.5, 0.0], [1.5, 1.0], [0.2, 0.9]]), [t([1.0, 0.0, 2.0]), t([0.0, 0.7, 1.0])]).hist,
+    # instance_norm of no channels (an empty batch or C = 0) is torch's batch_norm of 0 channels: empty, or its
+    # IndexError for a weight or bias (C = 0 raised ZeroDivisionError in group_norm; seed 118, case 1138: returned)
+    lambda m, f, t: f.instance_norm(m.ones(2, 0, 4)), lambda m, f, t: f.instance_norm(m.ones(2, 0, 4), weight=m.ones(0)),
+    lambda m, f, t: f.instance_norm(m.ones(0, 3, 4), bias=m.ones(3)), lambda m, f, t: f.instance_norm(m.ones(0, 3, 4)),
+    lambda m, f, t: m.nn.InstanceNorm1d(3, affine=True)(m.ones(0, 3, 3))])
 def test_round_26_as_torch(call):
     _same_outcome(call)
 

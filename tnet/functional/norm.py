@@ -196,10 +196,11 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     check_args("instance_norm", "bool", use_input_stats=use_input_stats)  # then torch's argument parser
     check_args("instance_norm", "Tensor", running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
     check(input.dim() >= 3, lambda: f"instance_norm: expected an input of 3 or more dimensions, got {tuple(input.shape)}")
+    n, c = input.shape[:2]
     if running_mean is None and running_var is None:
         check(use_input_stats, "instance_norm: use_input_stats=False needs running_mean and running_var")
-        return group_norm(input, input.shape[1], weight, bias, eps)
-    n, c = input.shape[:2]
+        if n * c:  # no channels at all: torch's batch_norm below (of 0 channels: its IndexError for a weight or bias)
+            return group_norm(input, c, weight, bias, eps)
     repeated = [None if v is None else repeat(v, n) for v in (running_mean, running_var, weight, bias)]
     out = batch_norm(reshape(input, (1, n * c, *input.shape[2:])), *repeated, use_input_stats, momentum, eps)
     for running, updated in zip((running_mean, running_var), repeated):
