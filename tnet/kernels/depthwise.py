@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET, TRIAL
+from .._device import INTERPRET
 from .autotune import autotune, fastest, fit, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source, source_axis
 from .gemm import SMS, pick_precision, shape_text
@@ -164,10 +164,10 @@ def depthwise_weight_kernel(x_ptr, dy_ptr, dw_ptr, NPIX, stride_dp,
 
 # [BLOCK_W, BLOCK_C] tiles of 1K to 4K elements: thirteen of them (the nine sums, three rows of dy, a window of x)
 # live at once in the weight gradient
+# (32 channels over 8 warps: fewer registers a thread, more loads in flight an SM; the tuner's pick at dw144 tf32)
 _ROW_CONFIGS = [triton.Config({"BLOCK_C": 32}, num_warps=4), triton.Config({"BLOCK_C": 64}, num_warps=8),
-                triton.Config({"BLOCK_C": 128}, num_warps=8), triton.Config({"BLOCK_C": 16}, num_warps=4)]
-if TRIAL:  # fewer registers a thread, more loads in flight an SM: timed faster at one layer, its GPU tests to run
-    _ROW_CONFIGS += [triton.Config({"BLOCK_C": 32}, num_warps=8)]
+                triton.Config({"BLOCK_C": 128}, num_warps=8), triton.Config({"BLOCK_C": 32}, num_warps=8),
+                triton.Config({"BLOCK_C": 16}, num_warps=4)]  # the smallest last: _prune_rows's fallback
 
 
 def _prune_rows(configs, named_args, **kwargs):
