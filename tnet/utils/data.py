@@ -360,8 +360,10 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n, rng = len(self.data_source), host_generator("RandomSampler", self.generator)
-        if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+        if self.replacement:  # in blocks of 32, as torch's: minGPT's trainer asks for num_samples=int(1e10)
+            for _ in range(self.num_samples // 32):
+                yield from rng.integers(0, n, size=32).tolist()
+            yield from rng.integers(0, n, size=self.num_samples % 32).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
