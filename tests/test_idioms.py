@@ -147,6 +147,7 @@ def test_names_scripts_touch_once():
     assert tuple(nn.Unflatten(1, (2, 1))(x).shape) == (2, 2, 1)
     # the device questions modern scripts ask, and torch.cuda's other names (torch's own)
     assert tnet.backends.mps.is_available() is False and tnet.backends.cudnn.is_available() in (True, False)
+    assert tnet.xpu.is_available() is False and tnet.xpu.device_count() == 0  # the tutorials' chain asks it too
     import tnet.backends.cudnn as cudnn  # pytorch/examples' imagenet and kuangliu's main.py import it so
     import tnet.backends.mps as mps
     import tnet.multiprocessing as mp
