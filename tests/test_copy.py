@@ -118,6 +118,8 @@ ADVANCED = [
     ("x[[[0], [2]], ..., range(3)]", lambda a, L: a[[[0], [2]], ..., range(3)]),
     ("x[True], x[:, False]", lambda a, L: a[True][:, :, False]),
     ("x[[]]", lambda a, L: a[[]]),
+    ("x[[rows, cols]]: a list of sequences is a tuple (torch warns)", lambda a, L: a[[[0, 3, 1], L(J[:3])]]),
+    ("x[[0, slice, i]]", lambda a, L: a[[0, slice(None), L(I)]]),
     ("x[0-d i]", lambda a, L: a[L(np.array(2))]),
     ("duplicates sum their gradients", lambda a, L: a[L(np.array([1, 1, 2, 1])), L(np.array([0, 0, 4, 0]))]),
     ("transposed: the block copied", lambda a, L: a.transpose(0, 2)[L(np.array([5, 0])), L(np.array([1, 1]))]),

@@ -370,6 +370,7 @@ PUTS = [
     (lambda L: (Ellipsis, [0, 2]), ()), (lambda L: (slice(None), [0, 2], 1), (2,)), (lambda L: (L(MASK), slice(1, None)), (3, 4, 6)),
     (lambda L: (L(MASK),), (6,)), (lambda L: (L(MASK), 2), ()), (lambda L: (slice(1, 3), L(J), slice(None, None, 2)), (3, 1, 1)),
     (lambda L: (None, L(I).int(), 2, L(I)), (1, 4)), (lambda L: (True, 0, L(J)), (6,)),
+    (lambda L: [[0, 3, 1], [1, 1, 4]], (3, 6)),  # a list of sequences is a tuple of indices, as torch (which warns)
 ]
 
 

@@ -26,7 +26,8 @@ from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, as_int64, as_value_of, check, check_type, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
-from .copy import Indexing, basic_index, check_put_dtype, index_put, reshape, scalar_indices, scatter, scatter_add, to
+from .copy import (Indexing, basic_index, check_put_dtype, index_put, reshape, scalar_indices, scatter, scatter_add,
+                   sequence_as_tuple, to)
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardsigmoid,
                         hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu, round, scale_first,
@@ -441,7 +442,7 @@ def setitem(self, index, value):
     to its shape."""
     if isinstance(value, numbers.Real) and self.dtype in _pw.INTEGERS and self.dtype != torch.bool:
         as_int64(value)  # before the index, as torch converts it: x[1.5] = nan of an int64 x is its RuntimeError
-    index = scalar_indices(index)
+    index = scalar_indices(sequence_as_tuple(index))
     plan = Indexing.of(self.memory, index)
     if plan is not None:
         sole = plan.sole_mask()
