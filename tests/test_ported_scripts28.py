@@ -1,6 +1,6 @@
-"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports alone,
-as test_ported_scripts.py: John Schulman's Reptile on sine waves (deepcopy of a state_dict, an inner SGD through
-param.data -= and the outer step as a state_dict comprehension loaded back); facebookresearch's MADGRAD (an
+"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports
+alone, as test_ported_scripts.py: John Schulman's Reptile on sine waves (deepcopy of a state_dict, an inner SGD
+through param.data -= and the outer step as a state_dict comprehension loaded back); facebookresearch's MADGRAD (an
 Optimizer subclass keeping its step count as a long tensor under the string key self.state['k'], the cube-root dual
 averaging by addcmul_, addcdiv and mul_().add_()); Hugging Face's Adafactor (factored second moments by row and column
 means, rsqrt_, a parameter's RMS kept as a 0-d tensor that max() and the lr carry into add_'s alpha, relative steps
@@ -14,15 +14,16 @@ NetVLAD (torch.zeros(..., layout=x.layout), which found that tnet's factories la
 init_params, triplet losses over split encodings); a SegNet of max_pool2d(return_indices=True) and max_unpool2d;
 DeepCTR-Torch's DCN (CrossNet's tensordot and slice-by-slice init of 3-d parameters, a regularisation list);
 wgrathwohl's JEM (SGLD on the input by autograd.grad and x.data +=, a replay buffer); zylo117's BiFPN (static same
-padding, a Swish Function reading ctx.saved_variables, normalised fusion weights, ReduceLROnPlateau); ECA-Net,
-GCNet's ContextBlock and TripletAttention under SequentialLR with an EMA by torch._foreach_*; NVIDIA's Tacotron2
-(location-sensitive attention, .data.masked_fill_ on tensors of the graph, LSTMCells, the gate loss); and karpathy's
-minGPT with its Trainer (whose RandomSampler(replacement=True, num_samples=int(1e10)) found that tnet drew every
-index at once). Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the
-losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws, or torch replays tnet's
-draws (`replay`); shapes are tiny and runs take one to three steps. Each script seeds torch first, as its source's
-main does. Where Adam would normalise a gradient that is rounding alone (an attention key's bias, a bias before a
-BatchNorm), that bias is frozen or left out of the summary, as each script says."""
+padding, a Swish Function reading ctx.saved_variables, normalised fusion weights, ReduceLROnPlateau); ECA-Net, GCNet's
+ContextBlock and TripletAttention under SequentialLR with an EMA by torch._foreach_*; NVIDIA's Tacotron2
+(location-sensitive attention, .data.masked_fill_ on tensors of the graph, LSTMCells, the gate loss); williamleif's
+graphsage-simple (a mask written by mask[rows, cols] = 1, a lambda over the first encoder as the second's features);
+and karpathy's minGPT with its Trainer (whose RandomSampler(replacement=True, num_samples=int(1e10)) found that tnet
+drew every index at once). Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy),
+and the losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws, or torch replays
+tnet's draws (`replay`); shapes are tiny and runs take one to three steps. Each script seeds torch first, as its
+source's main does. Where Adam would normalise a gradient that is rounding alone (an attention key's bias, a bias
+before a BatchNorm), that bias is frozen or left out of the summary, as each script says."""
 import copy
 import math
 
@@ -115,11 +116,11 @@ def test_reptile_sine():
     compare(reptile_sine)
 
 
-# (b) facebookresearch/madgrad's MADGRAD (madgrad.py): an Optimizer subclass with ValueErrors for its arguments, the step
-# count kept as torch.tensor([0], dtype=torch.long) under the string key self.state['k'] (sharding-safe) and read by
-# .item(), lamb = lr * sqrt(k + 1), grad_sum_sq.addcmul_(grad, grad, value=lamb), the cube-root rms, s.data.add_(grad,
-# alpha=lamb), x0 recomputed by addcdiv when momentum is 0, else p.data.mul_(1 - ck).add_(z, alpha=ck); two param groups
-# (one without momentum), weight decay into the gradient, on a small MLP classifier
+# (b) facebookresearch/madgrad's MADGRAD (madgrad.py): an Optimizer subclass with ValueErrors for its arguments, the
+# step count kept as torch.tensor([0], dtype=torch.long) under the string key self.state['k'] (sharding-safe) and read
+# by .item(), lamb = lr * sqrt(k + 1), grad_sum_sq.addcmul_(grad, grad, value=lamb), the cube-root rms,
+# s.data.add_(grad, alpha=lamb), x0 recomputed by addcdiv when momentum is 0, else p.data.mul_(1 - ck).add_(z,
+# alpha=ck); two param groups (one without momentum), weight decay into the gradient, on a small MLP classifier
 def madgrad(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     torch.manual_seed(1)
@@ -276,7 +277,6 @@ def adafactor(m, state=None):
         @staticmethod
         def _approx_sq_grad(exp_avg_sq_row, exp_avg_sq_col):
             # copy from fairseq's adafactor implementation:
-            # https://github.com/huggingface/transformers/blob/8395f14de6068012787d83989c3627c3df6a252b/src/transformers/optimization.py#L505
             r_factor = (exp_avg_sq_row / exp_avg_sq_row.mean(dim=-1, keepdim=True)).rsqrt_().unsqueeze(-1)
             c_factor = exp_avg_sq_col.unsqueeze(-2).rsqrt()
             return torch.mul(r_factor, c_factor)
@@ -1199,14 +1199,14 @@ def test_dgi(tmp_path):
 
 
 # (h) Nanne/pytorch-NetVlad (netvlad.py, main.py): an encoder ending in an L2Norm module, its early layers frozen by
-# requires_grad = False; centroids from descriptors sampled under no_grad (faiss' k-means here one Lloyd step in
-# numpy); init_params' alpha from sorted dot products, self.centroids and self.conv.weight replaced by new
-# nn.Parameters of torch.from_numpy arrays, conv.bias set to None; the forward's soft assignment by a 1x1 conv and
-# softmax, the residuals to each cluster in a Python loop (unsqueeze(0).permute, expand of a centroid row, `residual *=`,
-# written into torch.zeros([N, K, C], dtype=x.dtype, layout=x.layout, device=x.device) by slice assignment), intra- and
-# global F.normalize; the model as a bare nn.Module() with add_module; torch.split by [B, B, nNeg], a sum of
-# TripletMarginLoss(reduction='sum') over each query's negatives indexed by (torch.sum(negCounts[:i]) + n).item(),
-# `loss /= nNeg.float()`, SGD over filter(lambda p: p.requires_grad, ...)
+# requires_grad = False; centroids from descriptors sampled under no_grad (faiss' k-means here one Lloyd step in numpy);
+# init_params' alpha from sorted dot products, self.centroids and self.conv.weight replaced by new nn.Parameters of
+# torch.from_numpy arrays, conv.bias set to None; the forward's soft assignment by a 1x1 conv and softmax, the residuals
+# to each cluster in a Python loop (unsqueeze(0).permute, expand of a centroid row, `residual *=`, written into
+# torch.zeros([N, K, C], dtype=x.dtype, layout=x.layout, device=x.device) by slice assignment), intra- and global
+# F.normalize; the model as a bare nn.Module() with add_module; torch.split by [B, B, nNeg], a sum of
+# TripletMarginLoss(reduction='sum') over each query's negatives indexed by (torch.sum(negCounts[:i]) + n).item(), `loss
+# /= nNeg.float()`, SGD over filter(lambda p: p.requires_grad, ...)
 def netvlad(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     torch.manual_seed(7)
@@ -1868,8 +1868,8 @@ def test_jem():
 # efficientnet/utils.py, train.py), at three levels: Conv2dStaticSamePadding and MaxPool2dStaticSamePadding (F.pad by
 # math.ceil of the stride, kernel sizes read back from the wrapped module as lists), SeparableConvBlock (depthwise and
 # pointwise convs, BatchNorm2d(momentum=0.01, eps=1e-3)), MemoryEfficientSwish by a custom autograd Function that reads
-# ctx.saved_variables, the fast normalised fusion of nn.Parameter(torch.ones(2)) weights through ReLU and
-# w / (torch.sum(w, dim=0) + eps), nearest Upsample; train.py's SGD(momentum=0.9, nesterov=True) with clip_grad_norm_ and
+# ctx.saved_variables, the fast normalised fusion of nn.Parameter(torch.ones(2)) weights through ReLU and w /
+# (torch.sum(w, dim=0) + eps), nearest Upsample; train.py's SGD(momentum=0.9, nesterov=True) with clip_grad_norm_ and
 # ReduceLROnPlateau stepped on np.mean of the epoch's losses
 def bifpn(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
@@ -2065,7 +2065,8 @@ def bifpn(m, state=None):
         if 'pointwise_conv.conv.bias' in name or 'down_channel.0.conv.bias' in name:
             p.requires_grad = False
     init = load(m, model, state)
-    assert model.bifpn[0].p4_downsample.kernel_size == [3, 3] and model.bifpn[0].conv4_up.depthwise_conv.stride == (1, 1)
+    assert model.bifpn[0].p4_downsample.kernel_size == [3, 3]
+    assert model.bifpn[0].conv4_up.depthwise_conv.stride == (1, 1)
     optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], 0.1, momentum=0.9, nesterov=True)
     scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=0, factor=0.5)
     losses = []
@@ -2292,7 +2293,8 @@ def attention_blocks(m, state=None):
     class Net(nn.Module):
         def __init__(self, num_classes=3):
             super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1, bias=False), nn.BatchNorm2d(6), nn.ReLU(inplace=True))
+            self.stem = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1, bias=False), nn.BatchNorm2d(6),
+                                      nn.ReLU(inplace=True))
             self.eca = eca_layer(6)
             self.gc = ContextBlock(6, ratio=1. / 2, fusion_types=('channel_add', 'channel_mul'))
             self.triplet = TripletAttention()
@@ -2340,18 +2342,18 @@ def test_attention_blocks():
     compare(attention_blocks)
 
 
-# (n) NVIDIA/tacotron2 (model.py, layers.py, utils.py, loss_function.py, train.py), at toy sizes: LinearNorm and ConvNorm
-# with xavier_uniform_(gain=calculate_gain(w_init_gain)); the encoder's ConvNorm-BatchNorm1d-ReLU stack into a packed
-# bidirectional LSTM (input_lengths.cpu().numpy(), flatten_parameters); the decoder's Prenet, attention and decoder
-# LSTMCells with states made by memory.data.new(B, n).zero_() in Variables, location-sensitive attention (a Conv1d over
-# torch.cat of the previous and cumulative weights, `alignment.data.masked_fill_(mask, -inf)` on a tensor of the graph,
-# `self.attention_weights_cum += self.attention_weights` after torch.cat read it), teacher forcing over parsed
-# decoder inputs, torch.stack'd outputs; the postnet's tanh residual; get_mask_from_lengths by torch.arange(0, max_len,
-# out=torch.LongTensor(max_len)) (the CPU spelling of its torch.cuda.LongTensor); parse_output's masked_fill_ through
-# .data of mask.expand(...).permute; Tacotron2Loss (targets' requires_grad = False, two MSELoss and BCEWithLogitsLoss of
-# the gate); Adam with weight decay, clip_grad_norm_ and math.isnan of its result. Numpy draws the Prenet's and encoder's
-# always-on dropout masks; the conv biases before BatchNorm are frozen (their gradient is rounding alone, which Adam
-# would normalise into a full step)
+# (n) NVIDIA/tacotron2 (model.py, layers.py, utils.py, loss_function.py, train.py), at toy sizes: LinearNorm and
+# ConvNorm with xavier_uniform_(gain=calculate_gain(w_init_gain)); the encoder's ConvNorm-BatchNorm1d-ReLU stack into a
+# packed bidirectional LSTM (input_lengths.cpu().numpy(), flatten_parameters); the decoder's Prenet, attention and
+# decoder LSTMCells with states made by memory.data.new(B, n).zero_() in Variables, location-sensitive attention (a
+# Conv1d over torch.cat of the previous and cumulative weights, `alignment.data.masked_fill_(mask, -inf)` on a tensor of
+# the graph, `self.attention_weights_cum += self.attention_weights` after torch.cat read it), teacher forcing over
+# parsed decoder inputs, torch.stack'd outputs; the postnet's tanh residual; get_mask_from_lengths by torch.arange(0,
+# max_len, out=torch.LongTensor(max_len)) (the CPU spelling of its torch.cuda.LongTensor); parse_output's masked_fill_
+# through .data of mask.expand(...).permute; Tacotron2Loss (targets' requires_grad = False, two MSELoss and
+# BCEWithLogitsLoss of the gate); Adam with weight decay, clip_grad_norm_ and math.isnan of its result. Numpy draws the
+# Prenet's and encoder's always-on dropout masks; the conv biases before BatchNorm are frozen (their gradient is
+# rounding alone, which Adam would normalise into a full step)
 def tacotron2(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     Variable = torch.autograd.Variable
@@ -2365,7 +2367,8 @@ def tacotron2(m, state=None):
         return x * keep / (1 - p)
 
     class hparams:
-        n_symbols, symbols_embedding_dim, encoder_kernel_size, encoder_n_convolutions, encoder_embedding_dim = 6, 4, 3, 1, 4
+        n_symbols, symbols_embedding_dim, encoder_kernel_size = 6, 4, 3
+        encoder_n_convolutions, encoder_embedding_dim = 1, 4
         n_mel_channels, n_frames_per_step, attention_rnn_dim, decoder_rnn_dim, prenet_dim = 3, 1, 4, 4, 3
         attention_dim, attention_location_n_filters, attention_location_kernel_size = 3, 2, 3
         postnet_embedding_dim, postnet_kernel_size, postnet_n_convolutions = 3, 3, 2
@@ -2888,9 +2891,11 @@ def mingpt(m, state=None, replay=None):
             param_dict = {pn: p for pn, p in self.named_parameters()}
             inter_params = decay & no_decay
             union_params = decay | no_decay
-            assert len(inter_params) == 0, "parameters %s made it into both decay/no_decay sets!" % (str(inter_params), )
+            assert len(inter_params) == 0, \
+                "parameters %s made it into both decay/no_decay sets!" % (str(inter_params), )
             assert len(param_dict.keys() - union_params) == 0, \
-                "parameters %s were not separated into either decay/no_decay set!" % (str(param_dict.keys() - union_params), )
+                "parameters %s were not separated into either decay/no_decay set!" \
+                % (str(param_dict.keys() - union_params), )
             optim_groups = [
                 {"params": [param_dict[pn] for pn in sorted(list(decay))], "weight_decay": train_config.weight_decay},
                 {"params": [param_dict[pn] for pn in sorted(list(no_decay))], "weight_decay": 0.0},
@@ -3029,7 +3034,8 @@ def mingpt(m, state=None, replay=None):
     def batch_end_callback(trainer):
         losses.append(trainer.loss.item())
         if trainer.iter_num % 100 == 0:
-            print(f"iter_dt {trainer.iter_dt * 1000:.2f}ms; iter {trainer.iter_num}: train loss {trainer.loss.item():.5f}")
+            print(f"iter_dt {trainer.iter_dt * 1000:.2f}ms; "
+                  f"iter {trainer.iter_num}: train loss {trainer.loss.item():.5f}")
     trainer.set_callback('on_batch_end', batch_end_callback)
     trainer.run()
     replay.setdefault('indices', list(train_dataset.seen))
@@ -3051,3 +3057,160 @@ def mingpt(m, state=None, replay=None):
 
 def test_mingpt():
     compare(mingpt, replay={})
+
+
+# (p) williamleif/graphsage-simple (graphsage/aggregators.py, encoders.py, model.py's run_cora), in its PyTorch 0.3
+# style: MeanAggregator with `self.cuda = cuda` (a bool shadowing Module.cuda), neighbour sets, a mask of
+# Variable(torch.zeros(...)) written by mask[row_indices, column_indices] = 1 from Python lists, mask.div of its row
+# sums and mask.mm of the embedded neighbours; Encoder's nn.Parameter(torch.FloatTensor(...)) filled by the deprecated
+# init.xavier_uniform, `if base_model != None`, the second layer's features a lambda over the first encoder
+# (enc1(nodes).t(), nodes a LongTensor iterated by int(node)); features as an Embedding whose weight is replaced by
+# nn.Parameter(torch.FloatTensor(feat_data), requires_grad=False); SupervisedGraphSage's scores.t() into
+# CrossEntropyLoss of labels.squeeze(); SGD over filter(lambda p: p.requires_grad, ...) at lr=0.7, random.shuffle of
+# the training nodes (Python's random, seeded alike on both sides), val_output.data.numpy().argmax(axis=1). Two
+# branches this run does not take are mended for Python 3: random.sample of sorted(to_neigh) (3.11 refuses a set)
+# and the gcn union by | (the source's set + set raises)
+def graphsage(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    init = nn.init
+    Variable = torch.autograd.Variable
+    import random
+    torch.manual_seed(15)
+    random.seed(1)
+    rng = np.random.default_rng(15)
+
+    class MeanAggregator(nn.Module):
+        """
+        Aggregates a node's embeddings using mean of neighbors' embeddings
+        """
+
+        def __init__(self, features, cuda=False, gcn=False):
+            super(MeanAggregator, self).__init__()
+            self.features = features
+            self.cuda = cuda
+            self.gcn = gcn
+
+        def forward(self, nodes, to_neighs, num_sample=10):
+            # Local pointers to functions (speed hack)
+            _set = set
+            if num_sample is not None:
+                _sample = random.sample
+                samp_neighs = [_set(_sample(sorted(to_neigh), num_sample)) if len(to_neigh) >= num_sample else to_neigh
+                               for to_neigh in to_neighs]
+            else:
+                samp_neighs = to_neighs
+            if self.gcn:
+                samp_neighs = [samp_neigh | set([nodes[i]]) for i, samp_neigh in enumerate(samp_neighs)]
+            unique_nodes_list = list(set.union(*samp_neighs))
+            unique_nodes = {n: i for i, n in enumerate(unique_nodes_list)}
+            mask = Variable(torch.zeros(len(samp_neighs), len(unique_nodes)))
+            column_indices = [unique_nodes[n] for samp_neigh in samp_neighs for n in samp_neigh]
+            row_indices = [i for i in range(len(samp_neighs)) for j in range(len(samp_neighs[i]))]
+            mask[row_indices, column_indices] = 1
+            if self.cuda:
+                mask = mask.cuda()
+            num_neigh = mask.sum(1, keepdim=True)
+            mask = mask.div(num_neigh)
+            if self.cuda:
+                embed_matrix = self.features(torch.LongTensor(unique_nodes_list).cuda())
+            else:
+                embed_matrix = self.features(torch.LongTensor(unique_nodes_list))
+            to_feats = mask.mm(embed_matrix)
+            return to_feats
+
+    class Encoder(nn.Module):
+        """
+        Encodes a node's using 'convolutional' GraphSage approach
+        """
+
+        def __init__(self, features, feature_dim, embed_dim, adj_lists, aggregator, num_sample=10, base_model=None,
+                     gcn=False, cuda=False, feature_transform=False):
+            super(Encoder, self).__init__()
+            self.features = features
+            self.feat_dim = feature_dim
+            self.adj_lists = adj_lists
+            self.aggregator = aggregator
+            self.num_sample = num_sample
+            if base_model != None:  # noqa: E711
+                self.base_model = base_model
+            self.gcn = gcn
+            self.embed_dim = embed_dim
+            self.cuda = cuda
+            self.aggregator.cuda = cuda
+            self.weight = nn.Parameter(torch.FloatTensor(embed_dim, self.feat_dim if self.gcn else 2 * self.feat_dim))
+            init.xavier_uniform(self.weight)
+
+        def forward(self, nodes):
+            neigh_feats = self.aggregator.forward(nodes, [self.adj_lists[int(node)] for node in nodes],
+                                                  self.num_sample)
+            if not self.gcn:
+                if self.cuda:
+                    self_feats = self.features(torch.LongTensor(nodes).cuda())
+                else:
+                    self_feats = self.features(torch.LongTensor(nodes))
+                combined = torch.cat([self_feats, neigh_feats], dim=1)
+            else:
+                combined = neigh_feats
+            combined = F.relu(self.weight.mm(combined.t()))
+            return combined
+
+    class SupervisedGraphSage(nn.Module):
+        def __init__(self, num_classes, enc):
+            super(SupervisedGraphSage, self).__init__()
+            self.enc = enc
+            self.xent = nn.CrossEntropyLoss()
+            self.weight = nn.Parameter(torch.FloatTensor(num_classes, enc.embed_dim))
+            init.xavier_uniform(self.weight)
+
+        def forward(self, nodes):
+            embeds = self.enc(nodes)
+            scores = self.weight.mm(embeds)
+            return scores.t()
+
+        def loss(self, nodes, labels):
+            scores = self.forward(nodes)
+            return self.xent(scores, labels.squeeze())
+
+    num_nodes, num_feats, num_classes = 12, 6, 3
+    feat_data = (rng.random((num_nodes, num_feats)) < 0.5).astype(np.float32)
+    labels = rng.integers(0, num_classes, (num_nodes, 1))
+    adj_lists = {i: set() for i in range(num_nodes)}
+    for a, b in zip(range(num_nodes), rng.permutation(num_nodes)):
+        if a != b:
+            adj_lists[a].add(int(b))
+            adj_lists[int(b)].add(a)
+    for i in range(num_nodes):
+        adj_lists[i].add((i + 1) % num_nodes)
+        adj_lists[(i + 1) % num_nodes].add(i)
+    features = nn.Embedding(num_nodes, num_feats)
+    features.weight = nn.Parameter(torch.FloatTensor(feat_data), requires_grad=False)
+    agg1 = MeanAggregator(features, cuda=True)
+    enc1 = Encoder(features, num_feats, 5, adj_lists, agg1, gcn=True, cuda=False)
+    agg2 = MeanAggregator(lambda nodes: enc1(nodes).t(), cuda=False)
+    enc2 = Encoder(lambda nodes: enc1(nodes).t(), enc1.embed_dim, 4, adj_lists, agg2, base_model=enc1, gcn=True,
+                   cuda=False)
+    enc1.num_samples = 5
+    enc2.num_samples = 10
+    graphsage = SupervisedGraphSage(num_classes, enc2)
+    init_state = load(m, graphsage, state)
+    rand_indices = rng.permutation(num_nodes)
+    val = rand_indices[:4]
+    train = list(rand_indices[4:])
+    optimizer = torch.optim.SGD(filter(lambda p: p.requires_grad, graphsage.parameters()), lr=0.7)
+    losses = []
+    for batch in range(2):
+        batch_nodes = train[:5]
+        random.shuffle(train)
+        optimizer.zero_grad()
+        loss = graphsage.loss(batch_nodes, Variable(torch.LongTensor(labels[np.array(batch_nodes)])))
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    val_output = graphsage.forward(val)
+    f1 = float((labels[val, 0] == val_output.data.numpy().argmax(axis=1)).mean())  # micro F1: the accuracy
+    assert not features.weight.requires_grad and graphsage.enc.aggregator.cuda is False
+    return init_state, losses + val_output.flatten().tolist() + [f1] + summary(graphsage.parameters())
+
+
+def test_graphsage():
+    compare(graphsage)
