@@ -151,7 +151,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
 
 # torch's constants and type facts, and the switches scripts set
-from torch import Size, channels_last, contiguous_format, finfo, iinfo, preserve_format  # noqa: E402
+from torch import Size, channels_last, channels_last_3d, contiguous_format, finfo, iinfo, memory_format  # noqa: E402
+from torch import preserve_format  # noqa: E402
 from math import e, inf, nan, pi  # noqa: E402
 
 _MATMUL_PRECISIONS = {"highest": "ieee", "high": "tf32", "medium": "tf32"}
