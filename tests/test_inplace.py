@@ -318,6 +318,17 @@ def test_view_read_before_its_base_is_written_as_torch(rng):
         (v * 2).sum().backward()
 
 
+def test_clamp_output_written_in_place_as_torch(rng):
+    """clamp saves its input alone, as torch's: its output may be written in place before the backward."""
+    x, xr = leaf(rng, 3, 4)
+
+    def clamped(lib, a):
+        y = a.clamp(-0.5, 0.5)
+        y.mul_(2)
+        return y
+    check(lambda a: clamped(tnet, a), lambda a: clamped(torch, a), [(x, xr)], rng)
+
+
 def test_in_place_ops_use_torch_for_memory_only(rng):
     x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
     w = tnet.tensor(rng.standard_normal(4), requires_grad=True)

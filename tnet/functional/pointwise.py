@@ -615,9 +615,11 @@ def clamp(input, min=None, max=None):
     y = _pw.pointwise("clamp", X, lo, hi)
     if lo > hi:  # y is max everywhere: no x lies within the bounds, so none takes a gradient (torch's rule)
         return record("clamp", y, (input,), lambda g: (torch.zeros_like(g),))
-    kept = lambda g: _pw.pointwise("clamp_backward", g, X, y)  # g where x lies within the bounds
+    # g where x lies within the bounds; the output is recomputed, not saved, as torch's saves x alone, so
+    # that a script may write the output in place (`y = x.clamp(...); y.mul_(2)`)
+    kept = lambda g: _pw.pointwise("clamp_backward", g, X, _pw.pointwise("clamp", X, lo, hi))
     backward = lambda g: (kept(g),)
-    return record("clamp", y, (input,), backward, saved=(X, y), graph=linear_graph("clamp", backward, kept))
+    return record("clamp", y, (input,), backward, saved=(X,), graph=linear_graph("clamp", backward, kept))
 
 
 def _clamp_tensors(input, min, max):
