@@ -316,6 +316,13 @@ def test_view_read_before_its_base_is_written_as_torch(rng):
     y.mul_(3)
     with pytest.raises(RuntimeError, match="does not rebase views"):
         (v * 2).sum().backward()
+    # so does a view of a view, which ends in the base's own shape (it gave the base's gradient of before the write)
+    for chain in (lambda a: a.mT.mT, lambda a: a.view(-1).view(a.shape), lambda a: a.unsqueeze(0).squeeze(0)):
+        y = x * 1
+        v = chain(y)
+        y.mul_(3)
+        with pytest.raises(RuntimeError, match="does not rebase views"):
+            (v * 2).sum().backward()
 
 
 def test_clamp_output_written_in_place_as_torch(rng):
