@@ -336,6 +336,20 @@ def test_clamp_output_written_in_place_as_torch(rng):
     check(lambda a: clamped(tnet, a), lambda a: clamped(torch, a), [(x, xr)], rng)
 
 
+@pytest.mark.parametrize("name", ["maximum", "minimum", "atan2", "fmod"])
+def test_binary_output_written_in_place_as_torch(rng, name):
+    """maximum, minimum, atan2 and fmod save their operands alone, as torch's: the output may be written in place
+    before the backward (a box's `torch.min(x2, x2g).clamp_(min=0)`)."""
+    x, xr = leaf(rng, 3, 4)
+    w, wr = leaf(rng, 3, 4, positive=True)
+
+    def written(lib, a, b):
+        y = getattr(lib, name)(a, b)
+        y.mul_(2)
+        return y
+    check(lambda a, b: written(tnet, a, b), lambda a, b: written(torch, a, b), [(x, xr), (w, wr)], rng)
+
+
 def test_in_place_ops_use_torch_for_memory_only(rng):
     x = tnet.tensor(rng.standard_normal((3, 4)), requires_grad=True)
     w = tnet.tensor(rng.standard_normal(4), requires_grad=True)
