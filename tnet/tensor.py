@@ -729,6 +729,9 @@ def _tape(roots):
     if stale:  # a view of a stale view (a.t().t(), a.view(6).view(2, 3)) made before the write is stale too
         written_under = {id(t): written for t, written in stale}
         for t in sorted(entries, key=lambda t: t._entry.seq):
+            past = t.__dict__.get("_past")
+            if past and past[-1][0] == t._entry.seq:  # an in-place write's result (its memory, no view of it)
+                continue
             for x in t._entry.inputs:
                 written = written_under.get(id(x))
                 if written is not None and t._entry.seq < written and memory_root(t.memory) is memory_root(x.memory):
