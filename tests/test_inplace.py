@@ -325,6 +325,20 @@ def test_view_read_before_its_base_is_written_as_torch(rng):
             (v * 2).sum().backward()
 
 
+def test_augmented_assignment_from_the_same_tensor_as_torch(rng):
+    """`boxes[:, 2:] += boxes[:, :2]` (xywh to xyxy) is boxes.__setitem__(i, boxes[i].__iadd__(boxes[:, :2])): the
+    store-back of the view just written is no second write (it gave every gradient 0), here and through a view."""
+    x, xr = leaf(rng, 3, 4)
+
+    def xyxy(lib, a):
+        b = a * 1
+        b[:, 2:] += b[:, :2]
+        c = b[1:]
+        c[:, :2] -= c[:, 2:]
+        return b
+    check(lambda a: xyxy(tnet, a), lambda a: xyxy(torch, a), [(x, xr)], rng)
+
+
 def test_clamp_output_written_in_place_as_torch(rng):
     """clamp saves its input alone, as torch's: its output may be written in place before the backward."""
     x, xr = leaf(rng, 3, 4)

@@ -456,6 +456,9 @@ def setitem(self, index, value):
     items = index if isinstance(index, tuple) else (index,)
     items = basic_index(items)
     value = _check_value(value, tuple(self.memory[items].shape))
+    if _stored_back(self, items, value):
+        bump_version(self)  # counted as a write, as torch's copy
+        return
 
     def compute(x):
         part = self.memory[items]
@@ -475,6 +478,17 @@ def setitem(self, index, value):
             return gx, sum_to(gv if tuple(gv.shape) == value.shape else gv.contiguous(), value)  # reduce: dense
         return record("setitem", self.memory, (x, value) if isinstance(value, Tensor) else (x,), backward)
     inplace(self, "setitem", compute, (value,))
+
+
+def _stored_back(self, items, value):
+    """Whether self[items] = value stores back the view that an in-place op just wrote, as Python's `x[:, 2:] +=
+    x[:, :2]` does (x.__setitem__(i, x[i].__iadd__(...))): the same memory, whose write self's latest node (the
+    write's copy_slices) already records. Recorded again, the copy would read that view after its own write."""
+    entry = self._entry
+    if not isinstance(value, Tensor) or entry is None or entry.op != "copy_slices" or entry.inputs[-1] is not value:
+        return False
+    part, memory = self.memory[items], value.memory
+    return (memory.data_ptr(), memory.shape, memory.stride()) == (part.data_ptr(), part.shape, part.stride())
 
 
 def _check_value(value, shape):
