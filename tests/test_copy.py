@@ -118,6 +118,8 @@ ADVANCED = [
     ("x[[[0], [2]], ..., range(3)]", lambda a, L: a[[[0], [2]], ..., range(3)]),
     ("x[True], x[:, False]", lambda a, L: a[True][:, :, False]),
     ("x[[]]", lambda a, L: a[[]]),
+    ("x[[rows, cols]]: a list of sequences is a tuple (torch warns)", lambda a, L: a[[[0, 3, 1], L(J[:3])]]),
+    ("x[[0, slice, i]]", lambda a, L: a[[0, slice(None), L(I)]]),
     ("x[0-d i]", lambda a, L: a[L(np.array(2))]),
     ("duplicates sum their gradients", lambda a, L: a[L(np.array([1, 1, 2, 1])), L(np.array([0, 0, 4, 0]))]),
     ("transposed: the block copied", lambda a, L: a.transpose(0, 2)[L(np.array([5, 0])), L(np.array([1, 1]))]),
@@ -605,6 +607,24 @@ def test_empty_and_like_factories_keep_torchs_dtypes_and_layouts():
     assert tnet.full_like(tnet.tensor([1, 2]), 2.5).tolist() == [2, 2]  # an int tensor stays int, as torch
     with pytest.raises(TypeError):
         tnet.zeros_like(np.zeros(3))
+
+
+def test_factories_take_torchs_layout_and_pin_memory():
+    # NetVLAD's `torch.zeros([N, K, C], dtype=x.dtype, layout=x.layout, device=x.device)`; tnet's tensors are
+    # strided alone, so another layout raises
+    x = tnet.ones(2, 3)
+    made = [tnet.zeros([2, 3], dtype=x.dtype, layout=x.layout, device=x.device), tnet.ones(2, layout=torch.strided),
+            tnet.full((2,), 1.0, layout=torch.strided), tnet.empty(2, layout=torch.strided, pin_memory=False),
+            tnet.rand(2, layout=torch.strided, pin_memory=False), tnet.randn(2, layout=torch.strided),
+            tnet.arange(3, layout=torch.strided), tnet.eye(2, layout=torch.strided),
+            tnet.linspace(0, 1, 3, layout=torch.strided), tnet.randint(0, 3, (2,), layout=torch.strided),
+            tnet.randperm(3, layout=torch.strided, pin_memory=False), tnet.zeros_like(x, layout=None),
+            tnet.ones_like(x, layout=torch.strided), tnet.empty_like(x, layout=torch.strided),
+            tnet.full_like(x, 2.0, layout=torch.strided), tnet.rand_like(x, layout=None), tnet.randn_like(x, layout=None),
+            tnet.randint_like(x, 3, layout=torch.strided)]
+    assert all(t.layout == torch.strided for t in made)
+    with pytest.raises(RuntimeError, match="layout"):
+        tnet.zeros(2, layout=torch.sparse_coo)
 
 
 @pytest.mark.parametrize("args,kwargs", [((5,), {}), ((2, 9, 3), {}), ((5, 0, -2), {}), ((0, 1, 0.1), {}),

@@ -164,6 +164,10 @@ def collectives_worker(rank, world, port, out):
     keys = tnet.arange(3) + 10 * rank
     gathered = [tnet.ones_like(keys) for _ in range(dist.get_world_size())]
     dist.all_gather(gathered, keys, async_op=False)
+    flat = tnet.zeros(3 * dist.get_world_size(), dtype=keys.dtype)
+    dist.all_gather_into_tensor(flat, keys)
+    assert flat.tolist() == [0, 1, 2, 10, 11, 12] and dist.group.WORLD is torch.distributed.group.WORLD
+    assert dist.is_nccl_available() == torch.distributed.is_nccl_available() and dist.Backend.GLOO == "gloo"
     weights = tnet.full((2,), float(rank))
     dist.broadcast(weights, src=1)
     dist.barrier()

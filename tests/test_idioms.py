@@ -147,6 +147,9 @@ def test_names_scripts_touch_once():
     assert tuple(nn.Unflatten(1, (2, 1))(x).shape) == (2, 2, 1)
     # the device questions modern scripts ask, and torch.cuda's other names (torch's own)
     assert tnet.backends.mps.is_available() is False and tnet.backends.cudnn.is_available() in (True, False)
+    assert tnet.xpu.is_available() is False and tnet.xpu.device_count() == 0  # the tutorials' chain asks it too
+    video = tnet.ones(1, 2, 3, 4, 5).contiguous(memory_format=tnet.channels_last_3d)  # a 3-D model's memory format
+    assert video.is_contiguous(memory_format=torch.channels_last_3d) and isinstance(tnet.channels_last, tnet.memory_format)
     import tnet.backends.cudnn as cudnn  # pytorch/examples' imagenet and kuangliu's main.py import it so
     import tnet.backends.mps as mps
     import tnet.multiprocessing as mp

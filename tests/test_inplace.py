@@ -316,6 +316,52 @@ def test_view_read_before_its_base_is_written_as_torch(rng):
     y.mul_(3)
     with pytest.raises(RuntimeError, match="does not rebase views"):
         (v * 2).sum().backward()
+    # so does a view of a view, which ends in the base's own shape (it gave the base's gradient of before the write)
+    for chain in (lambda a: a.mT.mT, lambda a: a.view(-1).view(a.shape), lambda a: a.unsqueeze(0).squeeze(0)):
+        y = x * 1
+        v = chain(y)
+        y.mul_(3)
+        with pytest.raises(RuntimeError, match="does not rebase views"):
+            (v * 2).sum().backward()
+
+
+def test_augmented_assignment_from_the_same_tensor_as_torch(rng):
+    """`boxes[:, 2:] += boxes[:, :2]` (xywh to xyxy) is boxes.__setitem__(i, boxes[i].__iadd__(boxes[:, :2])): the
+    store-back of the view just written is no second write (it gave every gradient 0), here and through a view."""
+    x, xr = leaf(rng, 3, 4)
+
+    def xyxy(lib, a):
+        b = a * 1
+        b[:, 2:] += b[:, :2]
+        c = b[1:]
+        c[:, :2] -= c[:, 2:]
+        return b
+    check(lambda a: xyxy(tnet, a), lambda a: xyxy(torch, a), [(x, xr)], rng)
+
+
+def test_clamp_output_written_in_place_as_torch(rng):
+    """clamp saves its input alone, as torch's: its output may be written in place before the backward."""
+    x, xr = leaf(rng, 3, 4)
+
+    def clamped(lib, a):
+        y = a.clamp(-0.5, 0.5)
+        y.mul_(2)
+        return y
+    check(lambda a: clamped(tnet, a), lambda a: clamped(torch, a), [(x, xr)], rng)
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "atan2", "fmod"])
+def test_binary_output_written_in_place_as_torch(rng, name):
+    """maximum, minimum, atan2 and fmod save their operands alone, as torch's: the output may be written in place
+    before the backward (a box's `torch.min(x2, x2g).clamp_(min=0)`)."""
+    x, xr = leaf(rng, 3, 4)
+    w, wr = leaf(rng, 3, 4, positive=True)
+
+    def written(lib, a, b):
+        y = getattr(lib, name)(a, b)
+        y.mul_(2)
+        return y
+    check(lambda a, b: written(tnet, a, b), lambda a, b: written(torch, a, b), [(x, xr), (w, wr)], rng)
 
 
 def test_in_place_ops_use_torch_for_memory_only(rng):
@@ -370,6 +416,7 @@ PUTS = [
     (lambda L: (Ellipsis, [0, 2]), ()), (lambda L: (slice(None), [0, 2], 1), (2,)), (lambda L: (L(MASK), slice(1, None)), (3, 4, 6)),
     (lambda L: (L(MASK),), (6,)), (lambda L: (L(MASK), 2), ()), (lambda L: (slice(1, 3), L(J), slice(None, None, 2)), (3, 1, 1)),
     (lambda L: (None, L(I).int(), 2, L(I)), (1, 4)), (lambda L: (True, 0, L(J)), (6,)),
+    (lambda L: [[0, 3, 1], [1, 1, 4]], (3, 6)),  # a list of sequences is a tuple of indices, as torch (which warns)
 ]
 
 

@@ -400,7 +400,12 @@ def test_state_dict_hooks_and_extra_state_as_torch():
         bad.register_state_dict_post_hook(lambda *a: {})
         with pytest.raises(RuntimeError, match="must return None"):
             bad.state_dict()
-        return keys, calls, repr(result), loaded, missing
+        # the private _register_state_dict_hook (older code's): a new dict returned is the root's result
+        legacy = lib.nn.Sequential(lib.nn.Linear(1, 1))
+        legacy[0]._register_state_dict_hook(lambda m, sd, prefix, meta: {"child": 1})
+        child_ignored = list(legacy.state_dict())
+        legacy._register_state_dict_hook(lambda m, sd, prefix, meta: {"root": 1})
+        return keys, calls, repr(result), loaded, missing, child_ignored, list(legacy.state_dict())
     assert run(tnet) == run(torch)
 
 

@@ -362,6 +362,10 @@ def test_comparison_operators_and_accuracy_idiom(rng):
     assert np.array_equal((0 < x).numpy(), (x.memory > 0).cpu().numpy())  # Python reflects it to x > 0
     assert np.array_equal((x != x).numpy(), np.zeros((9, 4), bool))
     assert hash(x) == hash(x) and len({x, x}) == 1  # tensors stay hashable by identity
+    # == and != with no tensor, array or number compare identities, as torch's: `if mask == None:`
+    assert (x == None) is False and (x != None) is True and (x == "a") is False and (x == [1]) is False  # noqa: E711
+    with pytest.raises(TypeError):
+        x < None
     counts = (x > 0).sum(1)
     assert counts.dtype == torch.int64 and np.array_equal(counts.numpy(), (x.memory > 0).sum(1).cpu().numpy())
     assert (x > 0).long().sum().item() == int((x.memory > 0).sum()) and (x > 0).int().dtype == torch.int32

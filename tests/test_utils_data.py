@@ -135,6 +135,12 @@ def test_samplers():
     assert len(over) == 12 and sorted(over[:5]) == sorted(over[5:10]) == list(range(5)) and len(set(over[10:])) == 2
     drawn = list(data.RandomSampler(range(5), replacement=True, num_samples=30))
     assert len(drawn) == 30 and set(drawn) <= set(range(5))
+    # drawn as it is read, as torch's: minGPT's trainer asks for int(1e10) samples and reads a few
+    endless = DataLoader(TensorDataset(np.arange(5)), 2, sampler=data.RandomSampler(range(5), True, int(1e10)))
+    (batch,) = next(iter(endless))
+    assert len(endless) == 5 * 10 ** 9 and batch.shape == (2,)
+    batches = iter(DataLoader(range(10), batch_size=4))  # the iterator's len() is the loader's, as torch's
+    assert len(batches) == 3 and next(batches).tolist() == [0, 1, 2, 3] and len(list(batches)) == 2
     subset = data.SubsetRandomSampler([9, 4, 7])
     assert sorted(subset) == [4, 7, 9] and len(subset) == 3
     for drop_last in (False, True):

@@ -12,7 +12,7 @@ from .tensor import check_device as _check_device, is_tnets_device as _is_tnets_
 from .amp import GradScaler, autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
-from . import cpu, multiprocessing, version  # noqa: E402
+from . import cpu, multiprocessing, version, xpu  # noqa: E402
 from . import _dynamo, _inductor  # noqa: E402,F401  (torch._dynamo.config, torch._inductor.config without their own import)
 from torch.distributed import is_available as _distributed_available  # noqa: E402
 if _distributed_available():  # tnet.distributed without its own import, as torch's (where torch has it)
@@ -151,7 +151,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
 
 # torch's constants and type facts, and the switches scripts set
-from torch import Size, channels_last, contiguous_format, finfo, iinfo, preserve_format  # noqa: E402
+from torch import Size, channels_last, channels_last_3d, contiguous_format, finfo, iinfo, memory_format  # noqa: E402
+from torch import preserve_format  # noqa: E402
 from math import e, inf, nan, pi  # noqa: E402
 
 _MATMUL_PRECISIONS = {"highest": "ieee", "high": "tf32", "medium": "tf32"}

@@ -24,6 +24,9 @@ import torch.distributed as _dist
 from torch.distributed import (ReduceOp, all_gather_object, barrier, broadcast_object_list, destroy_process_group,
                                get_backend, get_rank, get_world_size, init_process_group, is_available,
                                is_initialized, new_group)
+# the questions and names of setup code that touch no tensor (`"nccl" if dist.is_nccl_available() else "gloo"`)
+from torch.distributed import (Backend, GroupMember, get_node_local_rank, group, is_gloo_available, is_mpi_available,
+                               is_nccl_available, is_torchelastic_launched, monitored_barrier)
 
 from . import amp
 from .kernels.copy import copy_
@@ -32,9 +35,11 @@ from .kernels.pointwise import scale_
 from .nn import Module
 from .tensor import Tensor, bump_version, empty_in_layout, is_grad_enabled, queue_callback
 
-__all__ = ["DistributedDataParallel", "ReduceOp", "all_gather", "all_gather_object", "all_reduce", "barrier",
-           "broadcast", "broadcast_object_list", "destroy_process_group", "get_backend", "get_rank", "get_world_size",
-           "init_process_group", "is_available", "is_initialized", "new_group", "reduce"]
+__all__ = ["Backend", "DistributedDataParallel", "GroupMember", "ReduceOp", "all_gather", "all_gather_into_tensor",
+           "all_gather_object", "all_reduce", "barrier", "broadcast", "broadcast_object_list", "destroy_process_group",
+           "get_backend", "get_node_local_rank", "get_rank", "get_world_size", "group", "init_process_group",
+           "is_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
+           "is_torchelastic_launched", "monitored_barrier", "new_group", "reduce"]
 
 BUCKET_CAP_MB = 25  # torch's default
 
@@ -63,6 +68,12 @@ def broadcast(tensor, src=None, group=None, async_op=False, group_src=None):
 def all_gather(tensor_list, tensor, group=None, async_op=False):
     """tensor_list[i] = rank i's tensor."""
     return _written(tensor_list, _dist.all_gather([t.memory for t in tensor_list], tensor.memory, group, async_op))
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """output_tensor (world_size times input_tensor's size along dim 0) = the ranks' input_tensors, in rank order."""
+    return _written([output_tensor], _dist.all_gather_into_tensor(output_tensor.memory, input_tensor.memory, group,
+                                                                  async_op))
 
 
 def _flat(t):

@@ -188,6 +188,12 @@ def _size(name, size, keyword=None):
     return tuple(size)
 
 
+def check_layout(name, layout):
+    """A factory's layout=: torch.strided (or None, a *_like's "input's"), the one layout tnet's tensors have."""
+    if layout is not None and layout != torch.strided:
+        raise InputError(f"{name}: layout={layout} is not supported (tnet's tensors are strided)")
+
+
 def _leaf(name, data, requires_grad):
     check_dtype(name, data.dtype)
     if requires_grad and not data.is_floating_point():
@@ -221,10 +227,11 @@ def _with_out(factory):
 
 
 @_with_out
-def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+def full(size, fill_value, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     """A tensor of `size` filled with fill_value; dtype as torch infers it (int64 for an int,
     bool for a bool, float32 otherwise)."""
     check_device("full", device)
+    check_layout("full", layout)
     if dtype is not None:  # the argument's type before the size's values, as torch's parser
         check_dtype("full", dtype)
     data = torch.full(_size("full", (size,)), fill_value, dtype=dtype, device=DEVICE)
@@ -232,15 +239,15 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
 
 
 @_with_out
-def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+def zeros(*sizes, size=None, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     check_dtype("zeros", dtype or float32)
-    return full(_size("zeros", sizes, size), 0.0, dtype or float32, device, requires_grad)
+    return full(_size("zeros", sizes, size), 0.0, dtype or float32, layout, device, requires_grad)
 
 
 @_with_out
-def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+def ones(*sizes, size=None, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     check_dtype("ones", dtype or float32)
-    return full(_size("ones", sizes, size), 1.0, dtype or float32, device, requires_grad)
+    return full(_size("ones", sizes, size), 1.0, dtype or float32, layout, device, requires_grad)
 
 
 class DefaultGenerator:
@@ -298,69 +305,79 @@ def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=N
     return _leaf(name, data, requires_grad)
 
 
-def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+def rand(*sizes, size=None, generator=None, dtype=None, layout=torch.strided, device=None, requires_grad=False,
+         pin_memory=False):
     """Uniform numbers in [0, 1) from tnet's generator, or on the host from generator= (a
     tnet.Generator): other numbers than torch.rand's."""
+    check_layout("rand", layout)
     return _random_tensor("rand", _size("rand", sizes, size), dtype, device, requires_grad, False, generator)
 
 
-def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+def randn(*sizes, size=None, generator=None, dtype=None, layout=torch.strided, device=None, requires_grad=False,
+          pin_memory=False):
     """Standard normal numbers from tnet's generator, or on the host from generator= (a
     tnet.Generator): other numbers than torch.randn's."""
+    check_layout("randn", layout)
     return _random_tensor("randn", _size("randn", sizes, size), dtype, device, requires_grad, True, generator)
 
 
 # ---- torch's other factories: uninitialised memory, tensors like another, ranges and permutations ----
 
-def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False, memory_format=torch.contiguous_format):
+def empty(*sizes, size=None, dtype=None, layout=torch.strided, device=None, requires_grad=False, pin_memory=False,
+          memory_format=torch.contiguous_format):
     """An uninitialised tensor of `size` (float32 unless dtype says)."""
     check_device("empty", device)
+    check_layout("empty", layout)
     data = torch.empty(_size("empty", sizes, size), dtype=dtype or float32, device=DEVICE, memory_format=memory_format)
     return _leaf("empty", data, requires_grad)
 
 
-def _like(name, input, make, dtype, device, requires_grad, memory_format):
+def _like(name, input, make, dtype, layout, device, requires_grad, memory_format):
     """make(input's storage, dtype, memory_format): a new tensor shaped like input, of input's dtype
     unless dtype says, in input's layout by default (torch's preserve_format)."""
     check_device(name, device)
+    check_layout(name, layout)
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be a tnet.Tensor, not {type(input).__name__}")
     return _leaf(name, make(input.memory, dtype=dtype or input.dtype, memory_format=memory_format), requires_grad)
 
 
-def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
-    return _like("empty_like", input, torch.empty_like, dtype, device, requires_grad, memory_format)
+def empty_like(input, dtype=None, layout=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+    return _like("empty_like", input, torch.empty_like, dtype, layout, device, requires_grad, memory_format)
 
 
-def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
-    return _like("zeros_like", input, torch.zeros_like, dtype, device, requires_grad, memory_format)
+def zeros_like(input, dtype=None, layout=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+    return _like("zeros_like", input, torch.zeros_like, dtype, layout, device, requires_grad, memory_format)
 
 
-def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
-    return _like("ones_like", input, torch.ones_like, dtype, device, requires_grad, memory_format)
+def ones_like(input, dtype=None, layout=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+    return _like("ones_like", input, torch.ones_like, dtype, layout, device, requires_grad, memory_format)
 
 
-def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+def full_like(input, fill_value, dtype=None, layout=torch.strided, device=None, requires_grad=False,
+              memory_format=torch.preserve_format):
     fill = lambda x, **kw: torch.full_like(x, fill_value, **kw)
-    return _like("full_like", input, fill, dtype, device, requires_grad, memory_format)
+    return _like("full_like", input, fill, dtype, layout, device, requires_grad, memory_format)
 
 
-def rand_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+def rand_like(input, dtype=None, layout=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
     """rand of input's shape (and dtype unless dtype says), from tnet's generator."""
+    check_layout("rand_like", layout)
     return _random_tensor("rand_like", tuple(input.shape), dtype or input.dtype, device, requires_grad, normal=False)
 
 
-def randn_like(input, dtype=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
+def randn_like(input, dtype=None, layout=None, device=None, requires_grad=False, memory_format=torch.preserve_format):
     """randn of input's shape (and dtype unless dtype says), from tnet's generator."""
+    check_layout("randn_like", layout)
     return _random_tensor("randn_like", tuple(input.shape), dtype or input.dtype, device, requires_grad, normal=True)
 
 
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False,
+def randint_like(input, low=0, high=None, *, dtype=None, layout=torch.strided, device=None, requires_grad=False,
                  memory_format=torch.preserve_format):
     """randint of input's shape and dtype (unless dtype says): randint_like(input, high) or
     (input, low, high), drawn on the host as randint."""
     low, high = (0, low) if high is None else (low, high)
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device,
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, layout=layout, device=device,
                    requires_grad=requires_grad)
 
 def _is_int(v):
@@ -368,10 +385,11 @@ def _is_int(v):
 
 
 @_with_out
-def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+def arange(start, end=None, step=1, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     """start, start + step, ... up to end (excluded), as torch.arange: int64 when start, end and
     step are ints, else float32 (unless dtype says). Computed on the host in float64, then copied."""
     check_device("arange", device)
+    check_layout("arange", layout)
     check_dtype("arange", dtype or float32)
     start, end = (0, start) if end is None else (start, end)
     if not all(math.isfinite(v) for v in (start, end)):
@@ -399,9 +417,10 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
 
 
 @_with_out
-def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+def eye(n, m=None, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     """The n x m (m = n) identity, float32 unless dtype says, as torch.eye."""
     check_device("eye", device)
+    check_layout("eye", layout)
     if dtype is not None:
         check_dtype("eye", dtype)
     if n < 0 or m is not None and m < 0:
@@ -410,9 +429,10 @@ def eye(n, m=None, dtype=None, device=None, requires_grad=False):
 
 
 @_with_out
-def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+def linspace(start, end, steps, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     """steps values from start to end, evenly spaced (computed on the host in float64), as torch.linspace."""
     check_device("linspace", device)
+    check_layout("linspace", layout)
     _check_steps("linspace", steps)
     return _leaf("linspace", as_storage(np.linspace(start, end, steps), dtype or float32), requires_grad)
 
@@ -425,11 +445,13 @@ def _check_steps(name, steps):
         raise InputError(f"{name}: number of steps must be non-negative, got {steps}")
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
+def randint(low, high=None, size=None, *, generator=None, dtype=None, layout=torch.strided, device=None,
+            requires_grad=False):
     """Integers uniform in [low, high) (randint(high, size): from 0), int64 unless dtype says, drawn on
     the host from the stream tnet.manual_seed reseeds (or from generator, a numpy Generator): other
     numbers than torch's."""
     check_device("randint", device)
+    check_layout("randint", layout)
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
     if high is None or size is None:
@@ -440,11 +462,13 @@ def randint(low, high=None, size=None, *, generator=None, dtype=None, device=Non
     return _leaf("randint", as_storage(draw, dtype or int64), requires_grad)
 
 
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+def randperm(n, *, generator=None, dtype=None, layout=torch.strided, device=None, requires_grad=False,
+             pin_memory=False):
     """A random permutation of 0 .. n-1 (int64 unless dtype says), drawn on the host from the
     stream that tnet.manual_seed reseeds (init_generator) or from generator (a tnet.Generator), then
     copied: other numbers than torch's."""
     check_device("randperm", device)
+    check_layout("randperm", layout)
     if not _is_int(n):
         raise InputTypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     if n < 0:

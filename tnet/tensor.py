@@ -725,6 +725,17 @@ def _tape(roots):
                 if x._requires_grad:
                     stack.append(x)
                     last_use[id(x)] = max(last_use.get(id(x), -1), t._entry.seq)
+    if stale:  # a view of a stale view (a.t().t(), a.view(6).view(2, 3)) made before the write is stale too
+        written_under = {id(t): written for t, written in stale}
+        for t in sorted(entries, key=lambda t: t._entry.seq):
+            past = t.__dict__.get("_past")
+            if past and past[-1][0] == t._entry.seq:  # an in-place write's result (its memory, no view of it)
+                continue
+            for x in t._entry.inputs:
+                written = written_under.get(id(x))
+                if written is not None and t._entry.seq < written and memory_root(t.memory) is memory_root(x.memory):
+                    written_under[id(t)] = written
+                    stale.append((t, written))
     for t, written in stale:  # read after its base's write: its values changed under it (see _inputs_then)
         if last_use.get(id(t), -1) > written:
             raise RuntimeError(f"backward: a view ({t._entry.op}) of a tensor that was later modified by an inplace "

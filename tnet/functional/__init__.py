@@ -8,6 +8,9 @@ memory), where the convolutions read a tap's channels as one vector. Element-wis
 input's layout. The tape hands every backward its gradient in the layout of the op's output.
 
 Tensor's operators and methods are bound here, at the end, and nowhere else."""
+import numbers
+
+import numpy as np
 import torch
 
 from .. import factory
@@ -77,6 +80,16 @@ def _swapped(op):
     return lambda self, other: op(other, self)
 
 
+def _or_identity(compare):
+    """== and != with an operand that is no tensor, array or number (None, a string, a list): NotImplemented,
+    so that Python compares identities, as torch's (`if mask == None:` is False for a tensor mask)."""
+    def method(self, other):
+        if not isinstance(other, (Tensor, torch.Tensor, np.ndarray, np.generic, numbers.Number)):
+            return NotImplemented
+        return compare(self, other)
+    return method
+
+
 def _cast(dtype):
     return lambda self: to(self, dtype)
 
@@ -97,7 +110,7 @@ for _name, _method in {
         "__neg__": neg, "__pow__": pow, "exp": exp, "log": log, "sqrt": sqrt,
         "sum": sum, "mean": mean, "max": max, "argmax": argmax,
         # element-wise ops, activations and reductions (issue 26); __hash__ stays id-based, as torch's
-        "__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge, "__hash__": object.__hash__,
+        "__eq__": _or_identity(eq), "__ne__": _or_identity(ne), "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge, "__hash__": object.__hash__,
         "__invert__": bitwise_not, "__and__": bitwise_and, "__or__": bitwise_or, "__xor__": bitwise_xor, "eq": eq, "ne": ne, "lt": lt,
         "le": le, "gt": gt, "ge": ge, "logical_not": logical_not, "logical_and": logical_and,
         "logical_or": logical_or, "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "abs": abs, "__abs__": abs,

@@ -63,7 +63,7 @@ def getitem(x, index):
     """x[index] as torch's: basic indexing (ints, slices with step > 0, None, Ellipsis) is a view of
     the same memory; with advanced indices (integer or bool tensors, lists, numpy arrays, ranges,
     bools) among them, a copy (Indexing.take)."""
-    index = scalar_indices(index)
+    index = scalar_indices(sequence_as_tuple(index))
     plan = Indexing.of(x.memory, index)
     if plan is None:
         index = basic_index(index)
@@ -73,6 +73,24 @@ def getitem(x, index):
 
 def is_advanced(item):
     return isinstance(item, (Tensor, list, np.ndarray, range, bool, np.bool_))
+
+
+_SEQUENCE_INDEX = ("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+                   "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "
+                   "tensor index, x[torch.tensor(seq)], which will result either in an error or a different result")
+
+
+def sequence_as_tuple(index):
+    """A list index as torch still reads it (NumPy's old rule, deprecated with its warning): fewer than 32
+    items of which one is a tensor, a sequence, a slice, Ellipsis or None are a tuple of indices, so that
+    old scripts' x[[rows, cols]] is x[rows, cols]; any other index as it is."""
+    if not isinstance(index, list) or len(index) >= 32:
+        return index
+    if any(isinstance(item, (Tensor, torch.Tensor, list, tuple, range, np.ndarray, str, slice)) or item is None or
+           item is Ellipsis for item in index):
+        _warn_at_caller(_SEQUENCE_INDEX)
+        return tuple(index)
+    return index
 
 
 def scalar_indices(index):

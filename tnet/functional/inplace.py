@@ -26,7 +26,8 @@ from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, as_int64, as_value_of, check, check_type, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
-from .copy import Indexing, basic_index, check_put_dtype, index_put, reshape, scalar_indices, scatter, scatter_add, to
+from .copy import (Indexing, basic_index, check_put_dtype, index_put, reshape, scalar_indices, scatter, scatter_add,
+                   sequence_as_tuple, to)
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardsigmoid,
                         hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu, round, scale_first,
@@ -441,7 +442,7 @@ def setitem(self, index, value):
     to its shape."""
     if isinstance(value, numbers.Real) and self.dtype in _pw.INTEGERS and self.dtype != torch.bool:
         as_int64(value)  # before the index, as torch converts it: x[1.5] = nan of an int64 x is its RuntimeError
-    index = scalar_indices(index)
+    index = scalar_indices(sequence_as_tuple(index))
     plan = Indexing.of(self.memory, index)
     if plan is not None:
         sole = plan.sole_mask()
@@ -455,6 +456,9 @@ def setitem(self, index, value):
     items = index if isinstance(index, tuple) else (index,)
     items = basic_index(items)
     value = _check_value(value, tuple(self.memory[items].shape))
+    if _stored_back(self, items, value):
+        bump_version(self)  # counted as a write, as torch's copy
+        return
 
     def compute(x):
         part = self.memory[items]
@@ -474,6 +478,17 @@ def setitem(self, index, value):
             return gx, sum_to(gv if tuple(gv.shape) == value.shape else gv.contiguous(), value)  # reduce: dense
         return record("setitem", self.memory, (x, value) if isinstance(value, Tensor) else (x,), backward)
     inplace(self, "setitem", compute, (value,))
+
+
+def _stored_back(self, items, value):
+    """Whether self[items] = value stores back the view that an in-place op just wrote, as Python's `x[:, 2:] +=
+    x[:, :2]` does (x.__setitem__(i, x[i].__iadd__(...))): the same memory, whose write self's latest node (the
+    write's copy_slices) already records. Recorded again, the copy would read that view after its own write."""
+    entry = self._entry
+    if not isinstance(value, Tensor) or entry is None or entry.op != "copy_slices" or entry.inputs[-1] is not value:
+        return False
+    part, memory = self.memory[items], value.memory
+    return (memory.data_ptr(), memory.shape, memory.stride()) == (part.data_ptr(), part.shape, part.stride())
 
 
 def _check_value(value, shape):

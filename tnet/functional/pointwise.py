@@ -615,9 +615,11 @@ def clamp(input, min=None, max=None):
     y = _pw.pointwise("clamp", X, lo, hi)
     if lo > hi:  # y is max everywhere: no x lies within the bounds, so none takes a gradient (torch's rule)
         return record("clamp", y, (input,), lambda g: (torch.zeros_like(g),))
-    kept = lambda g: _pw.pointwise("clamp_backward", g, X, y)  # g where x lies within the bounds
+    # g where x lies within the bounds; the output is recomputed, not saved, as torch's saves x alone, so
+    # that a script may write the output in place (`y = x.clamp(...); y.mul_(2)`)
+    kept = lambda g: _pw.pointwise("clamp_backward", g, X, _pw.pointwise("clamp", X, lo, hi))
     backward = lambda g: (kept(g),)
-    return record("clamp", y, (input,), backward, saved=(X, y), graph=linear_graph("clamp", backward, kept))
+    return record("clamp", y, (input,), backward, saved=(X,), graph=linear_graph("clamp", backward, kept))
 
 
 def _clamp_tensors(input, min, max):
@@ -1205,10 +1207,12 @@ def triu(input, diagonal=0):
 
 # ---- division's remainders and quotients, two-operand functions, NaN and infinity handling ------
 
-def _binary(name, input, other, op, grads=None, graph=None):
+def _binary(name, input, other, op, grads=None, graph=None, saves_output=False):
     """Record y = op(input, other) elementwise, broadcasting (a number on either side); grads(g, a,
     b, y) gives both operands' gradients (None: not needed); grads None: a zero gradient, as torch's
-    for step functions. graph(g, input, other, y): grads' twin on tnet Tensors (record's graph=). Integer operands compute in int64 where op takes them (fmod, remainder,
+    for step functions. graph(g, input, other, y): grads' twin on tnet Tensors (record's graph=).
+    The backward saves the operands, and y only where saves_output (grads or graph read it: hypot's
+    g x / y), as torch's, so that a script may write y in place (`torch.min(a, b).clamp_(min=0)`). Integer operands compute in int64 where op takes them (fmod, remainder,
     floor_divide), without gradient; the float-only ops take integer and bool tensors as floats, of
     the dtype torch's promotion gives (_ints_to_float), unless both are integers (NO_INTEGERS: torch's
     NotImplementedError)."""
@@ -1229,7 +1233,7 @@ def _binary(name, input, other, op, grads=None, graph=None):
     need = needs_grad(input, other)
     return _record2(name, y, input, other,
                     lambda g: tuple(v if n else None for v, n in zip(grads(g, a, b, y, need), need)),
-                    saved=[v for v in (a, b, y) if isinstance(v, torch.Tensor)],
+                    saved=[v for v in (a, b, y if saves_output else None) if isinstance(v, torch.Tensor)],
                     graph=None if graph is None else lambda g, out: graph(g, input, other, out))
 
 
@@ -1309,7 +1313,7 @@ def hypot(input, other):
     y = 0), as torch's."""
     return _binary("hypot", input, other, "hypot", lambda g, a, b, y, need: (
         need[0] and _pw.pointwise("muldiv", g, a, y), need[1] and _pw.pointwise("muldiv", g, b, y)),
-        graph=lambda g, a, b, y: (g * a / y, g * b / y))
+        graph=lambda g, a, b, y: (g * a / y, g * b / y), saves_output=True)
 
 
 def logaddexp(input, other):
@@ -1317,7 +1321,7 @@ def logaddexp(input, other):
     return _binary("logaddexp", input, other, "logaddexp", lambda g, a, b, y, need: (
         need[0] and _pw.pointwise("logaddexp_backward", g, a, b), need[1] and _pw.pointwise("logaddexp_backward", g, b, a)),
         graph=lambda g, a, b, y: (g * exp(a - y) if isinstance(a, Tensor) else None,
-                                  g * exp(b - y) if isinstance(b, Tensor) else None))
+                                  g * exp(b - y) if isinstance(b, Tensor) else None), saves_output=True)
 
 
 def _atan2_graph(g, a, b, y):  # (g b, -g a) / (a^2 + b^2), 0 where a^2 + b^2 is 0, as atan2_backward
@@ -1478,7 +1482,7 @@ def copysign(input, other):
     give float32. input's gradient is g * (y / x), its factor 0 where x is 0; other's is 0, as torch's."""
     return _binary("copysign", input, other, "copysign", lambda g, a, b, y, need: (
         need[0] and _pw.pointwise("mul", g, _pw.pointwise("std_backward", 1.0, a, y)),  # torch's g where(x == 0, 0, y / x)
-        need[1] and torch.zeros_like(g)))
+        need[1] and torch.zeros_like(g)), saves_output=True)
 
 
 def heaviside(input, values):

@@ -778,6 +778,7 @@ class Module:
         out = OrderedDict() if destination is None else destination
         if destination is None:
             out._metadata = OrderedDict()
+        returned = []  # what the root's _register_state_dict_hook hooks return, which replaces out, as torch's
 
         def save(module, prefix):
             for hook in list(module.__dict__.get("_state_dict_pre_hooks", {}).values()):
@@ -792,10 +793,13 @@ class Module:
             for name, child in module._submodules():
                 save(child, prefix + name + ".")
             for hook in list(module.__dict__.get("_state_dict_post_hooks", {}).values()):
-                if hook(module, out, prefix, local_metadata) is not None:
+                result = hook(module, out, prefix, local_metadata)
+                if result is not None and not getattr(hook, "may_return", False):
                     raise RuntimeError("state_dict post-hook must return None")
+                if result is not None and module is self:
+                    returned.append(result)
         save(self, prefix)
-        return out
+        return returned[-1] if returned else out
 
     def get_extra_state(self):
         """torch's: the state a class adds to its state_dict beside its tensors (any value), under
@@ -814,6 +818,14 @@ class Module:
         """hook(module, state_dict, prefix, local_metadata) once state_dict saved this module and its
         children; it edits state_dict in place and returns None (else RuntimeError), as torch's."""
         return add_hook(self, "_state_dict_post_hooks", hook)
+
+    def _register_state_dict_hook(self, hook):
+        """torch's private form, which older code calls: a post-hook that may also return a new
+        state dict, which replaces the result where the hook is the root module's."""
+        def legacy(*args):
+            return hook(*args)
+        legacy.may_return = True
+        return add_hook(self, "_state_dict_post_hooks", legacy)
 
     def register_load_state_dict_pre_hook(self, hook):
         """hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,

@@ -360,8 +360,10 @@ class RandomSampler(Sampler):
 
     def __iter__(self):
         n, rng = len(self.data_source), host_generator("RandomSampler", self.generator)
-        if self.replacement:
-            yield from rng.integers(0, n, size=self.num_samples).tolist()
+        if self.replacement:  # in blocks of 32, as torch's: minGPT's trainer asks for num_samples=int(1e10)
+            for _ in range(self.num_samples // 32):
+                yield from rng.integers(0, n, size=32).tolist()
+            yield from rng.integers(0, n, size=self.num_samples % 32).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from rng.permutation(n).tolist()
@@ -535,6 +537,23 @@ def _gathered(dataset, indices):
     return batch
 
 
+class _LoaderIter:
+    """A DataLoader's iterator: next() gives its batches, len() is the loader's, as torch's
+    (`tqdm(iter(loader))` reads its total)."""
+
+    def __init__(self, loader, batches):
+        self._loader, self._batches = loader, batches
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._batches)
+
+    def __len__(self):
+        return len(self._loader)
+
+
 class DataLoader:
     """torch's DataLoader, its arguments in its order: batches of dataset's items in the order of
     sampler (default: SequentialSampler; shuffle=True: a RandomSampler with generator), in lists of
@@ -602,7 +621,7 @@ class DataLoader:
 
     def __iter__(self):
         if self.num_workers == 0:
-            return self._batches()
+            return _LoaderIter(self, self._batches())
         info = WorkerInfo(0, 1, initial_seed(), self.dataset)
         if self.worker_init_fn is not None and not (self.persistent_workers and vars(self).get("_started")):
             self._started = True
@@ -615,7 +634,7 @@ class DataLoader:
                 _worker[0] = None
                 random.setstate(states[0])
                 np.random.set_state(states[1])
-        return _as_worker(info, self._batches())
+        return _LoaderIter(self, _as_worker(info, self._batches()))
 
     def _batches(self):
         if isinstance(self.dataset, IterableDataset):
