@@ -6,11 +6,13 @@ It needs the GPU machine's Triton in its own environment (the CPU's Triton is ne
     python -m venv --system-site-packages /tmp/v36 && /tmp/v36/bin/pip install triton==3.6.0
     /tmp/v36/bin/python tools/aot_compile.py [--kernels depthwise,lerp,grid_sample]
 
-Prints each compile's seconds and PTX size. Compiling is not running: a kernel that compiles may still
+Prints each compile's seconds, PTX size and global loads by kind (ld.global.v4.b32: vectors of 4 words). Compiling is not running: a kernel that compiles may still
 fail its GPU tests (races, miscompiles), and the timings are this machine's, not the GPU machine's.
 `compile_kernel` takes any autotuned tnet kernel, its argument types and its constexprs."""
 import argparse
+import collections
 import os
+import re
 import sys
 import tempfile
 import time
@@ -35,16 +37,19 @@ TARGET = GPUTarget("cuda", 90, 32)
 
 
 def compile_kernel(kernel, arg_types, constexprs, config):
-    """(seconds, PTX characters) of compiling `kernel` (an autotuned tnet kernel) for sm_90 with `config`:
+    """(seconds, PTX) of compiling `kernel` (an autotuned tnet kernel) for sm_90 with `config`:
     arg_types the Triton type of each non-constexpr argument ('*fp32', 'i32', ('i32',) for a tuple),
     constexprs the others' values but the config's."""
     fn = kernel.fn
     consts = {**constexprs, **config.kwargs}
     signature = {name: "constexpr" if name in consts else arg_types[name] for name in fn.arg_names}
+    # pointers 16-byte aligned, as a launch's tensors are (torch's allocations): what lets loads vectorize
+    attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
+             if isinstance(signature[name], str) and signature[name].startswith("*")}
     start = time.time()
-    compiled = triton.compile(ASTSource(fn, signature, consts), target=TARGET,
+    compiled = triton.compile(ASTSource(fn, signature, consts, attrs), target=TARGET,
                               options={"num_warps": config.num_warps, "num_stages": config.num_stages})
-    return time.time() - start, len(compiled.asm["ptx"])
+    return time.time() - start, compiled.asm["ptx"]
 
 
 def depthwise():
@@ -61,12 +66,26 @@ def depthwise():
         yield f"depthwise_rows_kernel {k}x{k}", d.depthwise_rows_kernel, rows, dict(
             HI=16, WI=16, C=64, HO=16, WO=16, KH=k, KW=k, PH=k // 2, PW=k // 2, TRANSPOSED=False, BIAS=False,
             RELU=False, BLOCK_W=16)
+        yield f"depthwise_flat_kernel {k}x{k}", d.depthwise_flat_kernel, rows, dict(
+            HI=16, WI=16, C=64, HO=16, WO=16, KH=k, KW=k, PH=k // 2, PW=k // 2, TRANSPOSED=False, BIAS=False,
+            RELU=False)
         grads = {"x_ptr": "*bf16", "dy_ptr": "*bf16", "dw_ptr": "*fp32", "NPIX": "i32", "stride_dp": "i32"}
         yield f"depthwise_weight_kernel {k}x{k}", d.depthwise_weight_kernel, grads, dict(
             **geometry, TAPS=16, PART_PIXELS=d.PART_PIXELS)
     rows3 = {"x_ptr": "*bf16", "dy_ptr": "*bf16", "dw_ptr": "*fp32", "ROWS": "i32", "stride_dp": "i32"}
     yield "depthwise_weight3_kernel 3x3", d.depthwise_weight3_kernel, rows3, dict(
         H=16, W=16, C=64, OH=16, OW=16, PH=1, PW=1, BLOCK_W=16)
+
+
+def depthwise_flat():
+    """depthwise_flat_kernel at MobileNetV2's 144 channels at 32x32, fp32 and bf16 (136: channels that no vector of 4
+    divides)."""
+    from tnet.kernels import depthwise as d
+    for dtype in ("*fp32", "*bf16"):
+        for c in (144, 136):
+            rows = {"x_ptr": dtype, "w_ptr": dtype, "y_ptr": dtype, "bias_ptr": dtype, "NROWS": "i32"}
+            yield f"depthwise_flat_kernel {dtype} C={c}", d.depthwise_flat_kernel, rows, dict(
+                HI=32, WI=32, C=c, HO=32, WO=32, KH=3, KW=3, PH=1, PW=1, TRANSPOSED=False, BIAS=False, RELU=False)
 
 
 def lerp():
@@ -96,7 +115,7 @@ def grid_sample():
                        dict(BILINEAR=bilinear, PAD=pad, ALIGN=False, DX=True, DGRID=bilinear, BLOCK_C=4))
 
 
-GROUPS = {"depthwise": depthwise, "lerp": lerp, "grid_sample": grid_sample}
+GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample}
 
 
 def main():
@@ -111,8 +130,10 @@ def main():
         for name, kernel, arg_types, constexprs in GROUPS[group]():
             for config in kernel.all_configs:
                 seconds, ptx = compile_kernel(kernel, arg_types, constexprs, config)
+                loads = ", ".join(f"{n} {kind}" for kind, n in sorted(collections.Counter(
+                    re.findall(r"ld\.global(?:\.\w+)*", ptx)).items()))
                 print(f"{name:52s} {str(config.kwargs):32s} w{config.num_warps}  {seconds:6.2f} s  "
-                      f"PTX {ptx // 1000} K", flush=True)
+                      f"PTX {len(ptx) // 1000} K  {loads}", flush=True)
 
 
 if __name__ == "__main__":

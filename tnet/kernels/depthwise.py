@@ -25,7 +25,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET
+from .._device import INTERPRET, TRIAL
 from .autotune import autotune, fastest, fit, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source, source_axis
 from .gemm import SMS, pick_precision, shape_text
@@ -296,6 +296,57 @@ def depthwise_rows_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr
                  mask=(cols < WO)[:, None] & mask_c[None, :])
 
 
+# Flat rows: BLOCK consecutive elements of an output row's WO * C (NHWC: its columns' channels, one vector), ROWS rows
+_FLAT_CONFIGS = [triton.Config({"BLOCK": 1024, "ROWS": 4}, num_warps=4),
+                 triton.Config({"BLOCK": 2048, "ROWS": 2}, num_warps=8),
+                 triton.Config({"BLOCK": 512, "ROWS": 8}, num_warps=4),
+                 triton.Config({"BLOCK": 256, "ROWS": 8}, num_warps=2)]
+
+
+def _prune_flat(configs, named_args, **kwargs):
+    """Blocks not far past a row's WO * C elements."""
+    a = {**named_args, **kwargs}
+    return [c for c in configs if c.kwargs["BLOCK"] <= max(256, 2 * a["WO"] * a["C"])] or configs[-1:]
+
+
+@autotune(_FLAT_CONFIGS, key=["NROWS", "HI", "WI", "C", "HO", "WO", "KH", "KW", "PH", "PW", "TRANSPOSED"],
+          prune_configs_by={"early_config_prune": _prune_flat},
+          interpret={"BLOCK": fit(lambda a: a["WO"] * a["C"], 1024), "ROWS": fit("NROWS", 64, 1)})
+@jit
+def depthwise_flat_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr, WI: tl.constexpr, C: tl.constexpr,
+                          HO: tl.constexpr, WO: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, PH: tl.constexpr,
+                          PW: tl.constexpr, TRANSPOSED: tl.constexpr, BIAS: tl.constexpr, RELU: tl.constexpr,
+                          BLOCK: tl.constexpr, ROWS: tl.constexpr):
+    """depthwise_rows_kernel's convolution (y [N, HO, WO, C] from x [N, HI, WI, C], NHWC memory, one output
+    channel per input channel, weights taps-major [KH, KW, C] at w_ptr; TRANSPOSED: the input gradient) over
+    flat rows: an output row's WO * C elements are one vector, element f = wo * C + c, and tap (i, j) reads
+    x's row h + i - PH (transposed h - i + PH) at f + (j - PW) * C (transposed (PW - j) * C): contiguous
+    loads whatever C is, no channel block past the channels. Grid (blocks of a row, blocks of ROWS rows)."""
+    f = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    live = f < WO * C
+    c = f % C
+    wo = f // C
+    first = tl.program_id(1) * ROWS
+    for r in range(first, tl.minimum(first + ROWS, NROWS)):
+        n = r // HO
+        h = r - n * HO
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for i in tl.static_range(KH):
+            hi = (h - i + PH if TRANSPOSED else h + i - PH) + tl.zeros_like(f)  # a vector: the interpreter's masks
+            row = live & (hi >= 0) & (hi < HI)
+            for j in tl.static_range(KW):
+                dj = PW - j if TRANSPOSED else j - PW
+                ok = row & (wo + dj >= 0) & (wo + dj < WI)
+                x = tl.load(x_ptr + (n * HI + hi) * (WI * C) + f + dj * C, mask=ok, other=0.0)
+                wt = tl.load(w_ptr + (i * KW + j) * C + c, mask=live, other=0.0)
+                acc += x.to(tl.float32) * wt.to(tl.float32)
+        if BIAS:
+            acc += tl.load(bias_ptr + c, mask=live, other=0.0).to(tl.float32)
+        if RELU:
+            acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
+        tl.store(y_ptr + r * (WO * C) + f, acc.to(y_ptr.dtype.element_ty), mask=live)
+
+
 def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
     """Whether a pass may run by output rows: stride 1, no dilation, one output channel per input
     channel, rows of at most 256 columns; the forward and the input gradient (depthwise_rows_kernel,
@@ -348,10 +399,17 @@ def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, 
         depthwise_rows_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI, OH, OW, KH, KW, PH, PW,
                                     TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu,
                                     BLOCK_W=next_power_of_2(OW))
+    def by_flat_rows():
+        rows = N * OH
+        grid = lambda meta: (cdiv(OW * co, meta["BLOCK"]), cdiv(rows, meta["ROWS"]))
+        depthwise_flat_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI, OH, OW, KH, KW, PH, PW,
+                                    TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu)
     if by_rows(kernel, stride, dilation, co, CI, max(W, OW)) and x.numel() < 2**31:
-        # neither kernel wins everywhere (by rows won fp32's layers but one, lost bf16's but one: docs/results.md)
+        # neither kernel wins everywhere (by rows won fp32's layers but one, lost bf16's but one: docs/results.md);
+        # the flat rows are a trial, untimed
         fastest(("depthwise", x.shape, x.dtype, w.dtype, co, out_hw, kernel, padding, transposed,
-                 None if bias is None else bias.dtype, relu, out_dtype), (pixel_blocks, by_output_rows))
+                 None if bias is None else bias.dtype, relu, out_dtype),
+                (pixel_blocks, by_output_rows, by_flat_rows) if TRIAL else (pixel_blocks, by_output_rows))
     else:
         pixel_blocks()
     return y
