@@ -202,6 +202,9 @@ class Launches:
             return self.kernel[grid](*args, **kwargs)
         return launch
 
+    def __getattr__(self, name):  # the kernel's own attributes (an autotuned one's configs)
+        return getattr(self.kernel, name)
+
 
 # ---- files ----------------------------------------------------------------------------------
 

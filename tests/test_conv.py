@@ -132,27 +132,31 @@ def test_depthwise_by_rows(shape, kernel, padding, parts, precision, monkeypatch
 
 
 def by_flat_rows(monkeypatch):
-    """Make the depthwise forward and input gradient take their flat-rows kernel (a TNET_TRIAL candidate of
-    autotune.fastest), as the GPU would where it times fastest."""
+    """Make the depthwise forward and input gradient, and a 3x3 one's weight gradient, take their flat-rows kernels
+    (TNET_TRIAL candidates of autotune.fastest), as the GPU would where they time fastest."""
     monkeypatch.setattr(depthwise, "TRIAL", True)
     monkeypatch.setattr(depthwise, "fastest", lambda key, candidates: candidates[-1]())
+    monkeypatch.setattr(depthwise, "WEIGHT_BY_ROWS", True)
 
 
-@pytest.mark.parametrize("shape,kernel,padding,precision", [
-    ((2, 16, 7, 9), (3, 3), (1, 1), "ieee"),  # MobileNet's 3x3 'same'
-    ((2, 12, 5, 6), (3, 3), (1, 1), "bf16"),  # 12 channels: columns' channels not a power of 2
-    ((3, 8, 6, 5), (3, 3), (0, 0), "fp16"),  # 'valid': output rows narrower than the input's
-    ((2, 6, 7, 8), (5, 5), (2, 2), "ieee"),  # 5x5
-    ((1, 6, 5, 6), (2, 4), "same", "ieee"),  # an even kernel's 'same': more padding after than before
+@pytest.mark.parametrize("shape,kernel,padding,parts,precision", [
+    ((2, 16, 7, 9), (3, 3), (1, 1), None, "ieee"),  # MobileNet's 3x3 'same'
+    ((2, 12, 5, 6), (3, 3), (1, 1), 3, "bf16"),  # 12 channels (not a power of 2); rows in parts, the last shorter
+    ((3, 8, 6, 5), (3, 3), (0, 0), 2, "fp16"),  # 'valid': output rows narrower than the input's
+    ((2, 6, 7, 8), (5, 5), (2, 2), None, "ieee"),  # 5x5
+    ((1, 6, 5, 6), (2, 4), "same", None, "ieee"),  # an even kernel's 'same': more padding after than before
 ])
-def test_depthwise_by_flat_rows(shape, kernel, padding, precision, monkeypatch):
+def test_depthwise_by_flat_rows(shape, kernel, padding, parts, precision, monkeypatch):
     """A stride-1 layer's forward and input gradient by flat rows (depthwise_flat_kernel): each output row's
-    columns and channels one vector, each tap a shifted window of an input row."""
+    columns and channels one vector, each tap a shifted window of an input row; a 3x3 one's weight gradient too
+    (depthwise_weight_flat3_kernel: sums per flat offset and part, summed after)."""
     by_flat_rows(monkeypatch)
-    log = []
+    log, weights = [], []
     monkeypatch.setattr(depthwise, "depthwise_flat_kernel", Launches(depthwise.depthwise_flat_kernel, log))
-    check_conv(shape, shape[1], kernel, (1, 1), padding, precision, groups=shape[1], kernels=depthwise)
-    assert [kwargs["TRANSPOSED"] for *_, kwargs in log] == [False, True]
+    monkeypatch.setattr(depthwise, "depthwise_weight_flat3_kernel",
+                        Launches(depthwise.depthwise_weight_flat3_kernel, weights))
+    check_conv(shape, shape[1], kernel, (1, 1), padding, precision, parts, groups=shape[1], kernels=depthwise)
+    assert [kwargs["TRANSPOSED"] for *_, kwargs in log] == [False, True] and len(weights) == (kernel == (3, 3))
 
 
 @pytest.mark.parametrize("parts", [1, 2, 5])
@@ -226,7 +230,8 @@ def test_depthwise_every_config(i, precision, monkeypatch):
     is ieee's), in each storage dtype: stride 1 and 2, a channel multiplier, 'same' with an even
     kernel, several channel blocks, the weight gradient in parts."""
     for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel, depthwise.depthwise_rows_kernel,
-                   depthwise.depthwise_weight3_kernel, depthwise.depthwise_flat_kernel):
+                   depthwise.depthwise_weight3_kernel, depthwise.depthwise_flat_kernel,
+                   depthwise.depthwise_weight_flat3_kernel):
         only_config(monkeypatch, kernel, kernel.all_configs[min(i, len(kernel.all_configs) - 1)])
     monkeypatch.setattr(depthwise, "PART_PIXELS", 16)
     by_output_rows(monkeypatch)  # 3x3 layers by rows, then by pixel blocks
@@ -235,7 +240,7 @@ def test_depthwise_every_config(i, precision, monkeypatch):
     if depthwise.TRIAL:  # the flat rows, a trial candidate
         with monkeypatch.context() as flat:
             by_flat_rows(flat)
-            check_conv((2, 144, 9, 10), 144, (3, 3), (1, 1), (1, 1), precision, groups=144, kernels=depthwise)
+            check_conv((2, 144, 9, 10), 144, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=144, kernels=depthwise)
             check_conv((2, 24, 6, 7), 24, (5, 5), (1, 1), (2, 2), precision, groups=24, kernels=depthwise)
     monkeypatch.setattr(depthwise, "by_rows", lambda *args, **kwargs: False)  # the pixel-block kernels
     check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
