@@ -18,16 +18,16 @@ AutomaticWeightedLoss in its own param group); 4uiiurz1's UNet++ (NestedUNet wit
 Upsample(bilinear, align_corners=True), BCEDiceLoss, iou_score through .data.cpu().numpy()); NegatioN's online
 batch-all triplet loss (distances zeroed in place by masks, the sqrt guarded by eq(0), 3-d masks of broadcast
 comparisons and ~, the fraction of positive triplets); mit-han-lab's DiffAugment (colour, translation by meshgrid
-and advanced indexing of a padded channels-last copy, cutout by a mask written at index grids) under a hinge GAN;
-KaiyangZhou's MixStyle (instance statistics mixed by a Beta sample over a randperm, activated through model.apply);
-and wjmaddox's SWAG (parameters popped from module._parameters into mean, second-moment and deviation buffers,
-weights sampled as plain tensors set by __setattr__, bn_update's reset running buffers and b / (n + b) momenta).
-Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
-weights summed into a few numbers, agree. Numpy (or Python's random, seeded alike on both sides) draws what a script
-draws, or torch replays tnet's draws (`replayed`); shapes are tiny and runs take one to three steps. Each script
-seeds torch first, as its source's main does. Where Adam would normalise a gradient that is rounding alone (a bias
-before a BatchNorm, an embedding's bias under a distance), the script takes its source's SGD option or the layer has
-no bias, as it says."""
+and advanced indexing of a padded channels-last copy, cutout by a mask written at index grids; its meshgrid without
+indexing= found that tnet's took no indexing=None and gave no warning) under a hinge GAN; KaiyangZhou's MixStyle
+(instance statistics mixed by a Beta sample over a randperm, activated through model.apply); and wjmaddox's SWAG
+(parameters popped from module._parameters into mean, second-moment and deviation buffers, weights sampled as plain
+tensors set by __setattr__, bn_update's reset running buffers and b / (n + b) momenta). Each runs in tnet, then in
+torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few
+numbers, agree. Numpy (or Python's random, seeded alike on both sides) draws what a script draws, or torch replays
+tnet's draws (`replayed`); shapes are tiny and runs take one to three steps. Each script seeds torch first, as its
+source's main does. Where Adam would normalise a gradient that is rounding alone (a bias before a BatchNorm, an
+embedding's bias under a distance), the script takes its source's SGD option or the layer has no bias, as it says."""
 import math
 import random
 
@@ -1404,9 +1404,10 @@ def test_online_triplet():
 
 # (l) mit-han-lab/data-efficient-gans' DiffAugment_pytorch.py: DiffAugment over a policy string (channels_first
 # permutes, contiguous), rand_brightness, rand_saturation and rand_contrast by torch.rand(N, 1, 1, 1, dtype=, device=),
-# rand_translation (randint shifts, torch.meshgrid of three aranges, clamp, F.pad of eight values, advanced indexing
-# of a permuted contiguous copy by three index grids), rand_cutout (a ones mask written 0 at index grids); applied to
-# real and fake images alike in a hinge-loss GAN step (D on both, then G); torch replays tnet's draws
+# rand_translation (randint shifts, torch.meshgrid of three aranges without indexing=, which found that tnet's
+# meshgrid lacked torch's default of None and its warning; clamp, F.pad of eight values, advanced indexing of a
+# permuted contiguous copy by three index grids), rand_cutout (a ones mask written 0 at index grids); applied to real
+# and fake images alike in a hinge-loss GAN step (D on both, then G); torch replays tnet's draws
 def diffaugment(m, state=None, replay=None):
     torch, nn, F = m.torch, m.nn, m.F
     torch.manual_seed(11)
@@ -1452,7 +1453,6 @@ def diffaugment(m, state=None, replay=None):
             torch.arange(x.size(0), dtype=torch.long, device=x.device),
             torch.arange(x.size(2), dtype=torch.long, device=x.device),
             torch.arange(x.size(3), dtype=torch.long, device=x.device),
-            indexing='ij',
         )
         grid_x = torch.clamp(grid_x + translation_x + 1, 0, x.size(2) + 1)
         grid_y = torch.clamp(grid_y + translation_y + 1, 0, x.size(3) + 1)
@@ -1470,7 +1470,6 @@ def diffaugment(m, state=None, replay=None):
             torch.arange(x.size(0), dtype=torch.long, device=x.device),
             torch.arange(cutout_size[0], dtype=torch.long, device=x.device),
             torch.arange(cutout_size[1], dtype=torch.long, device=x.device),
-            indexing='ij',
         )
         grid_x = torch.clamp(grid_x + offset_x - cutout_size[0] // 2, min=0, max=x.size(2) - 1)
         grid_y = torch.clamp(grid_y + offset_y - cutout_size[1] // 2, min=0, max=x.size(3) - 1)
