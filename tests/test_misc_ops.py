@@ -210,6 +210,11 @@ def test_diagonals_tiles_stacks_and_grids():
     for indexing in ("ij", "xy"):
         for r, o in zip(torch.meshgrid(x, y, z, indexing=indexing), tnet.meshgrid(T(x), T(y), T(z), indexing=indexing)):
             same(o, r, f"meshgrid {indexing}")
+    for kwargs in ({}, {"indexing": None}):  # "ij", with torch's warning that indexing will be required
+        with pytest.warns(UserWarning, match="required to pass the indexing argument"):
+            grids = tnet.meshgrid(T(x), T(y), **kwargs)
+        for r, o in zip(torch.meshgrid(x, y, indexing="ij"), grids):
+            same(o, r, "meshgrid without indexing")
     check(lambda p, q: sum(g * (i + 1) for i, g in enumerate(tnet.meshgrid(p, q, indexing="xy"))),
           lambda p, q: sum(g * (i + 1) for i, g in enumerate(torch.meshgrid(p, q, indexing="xy"))),
           [leaf(rng, 3), leaf(rng, 2)], rng)

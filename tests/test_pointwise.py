@@ -441,6 +441,26 @@ def test_maximum_and_minimum_as_torch(rng):
     assert tnet.maximum(tnet.tensor([1, 5]), tnet.tensor([3, 2])).tolist() == [3, 5]
 
 
+def test_max_and_min_out_as_torch():
+    """out= of max(a, b), maximum, min(a, b) and max(x) as torch's: written in place (AdaBound's
+    `torch.max(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)`), resized with torch's warning, cast where the
+    result casts, and torch's RuntimeErrors where an argument requires grad or the result does not cast."""
+    a, b = np.array([1.0, -2.0, 3.0], np.float32), np.array([0.5, 0.0, 4.0], np.float32)
+    for lib in (tnet, torch):
+        m, v = lib.tensor(a), lib.tensor(b)
+        assert lib.max(m, v, out=m) is m and m.tolist() == [1.0, 0.0, 4.0]
+        assert lib.minimum(lib.tensor(a), v, out=lib.empty(0)).tolist() == [0.5, -2.0, 3.0]
+        assert lib.max(lib.tensor(a), out=lib.empty((), dtype=lib.float16)).item() == 3.0
+        with pytest.warns(UserWarning, match="was resized"):
+            assert lib.min(lib.tensor(a), v, out=lib.empty(2)).shape == (3,)
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            lib.max(lib.tensor(a, requires_grad=True), v, out=lib.empty(3))
+        with pytest.raises(RuntimeError, match="can't be cast"):
+            lib.maximum(lib.tensor(a), v, out=lib.empty(3, dtype=lib.int64))
+        with lib.no_grad():
+            assert lib.max(lib.tensor(a, requires_grad=True), v, out=lib.empty(3)).tolist() == [1.0, 0.0, 4.0]
+
+
 @pytest.mark.parametrize("fn", ["maximum", "minimum"])
 def test_maximum_and_minimum_ties_keep_the_first_bits_as_torch(fn):
     """A tie gives the first operand's bits, as torch's: its zero's sign, a subnormal (the halves of the

@@ -1371,11 +1371,16 @@ def vstack(tensors):
     return cat([_at_least(x, 2) for x in tensors], 0)
 
 
-def meshgrid(*tensors, indexing="ij"):
+def meshgrid(*tensors, indexing=None):
     """Coordinate grids of 1-D (or 0-d) tensors of one dtype, each expanded to [len(t0), len(t1), ...]
-    (indexing 'xy': the first two swapped), views, as torch.meshgrid."""
+    (indexing 'xy': the first two swapped), views, as torch.meshgrid. No indexing (None, the default): 'ij' with
+    torch's UserWarning that it will be required (DiffAugment's rand_translation omits it)."""
     if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)):
         tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=2)
+        indexing = "ij"
     check_type(isinstance(indexing, str), lambda: f"meshgrid(): argument 'indexing' must be str, not {type(indexing).__name__}")
     for x in tensors:
         check_tensors("meshgrid", tensors=x)

@@ -1,11 +1,13 @@
 """The checks every op makes of its tensor arguments (and of its bool, int and number ones), which of
-them need a gradient, numpy's argument names, and the losses' deprecated reduction arguments."""
+them need a gradient, numpy's argument names, the losses' deprecated reduction arguments, and `out=`."""
 import functools
 import numbers
 import warnings
 
-from ..kernels.launch import InputTypeError, check_type
-from ..tensor import Tensor
+import torch
+
+from ..kernels.launch import DTYPE_NAMES, InputTypeError, check, check_type
+from ..tensor import Tensor, is_grad_enabled
 
 
 def needs_grad(*xs):
@@ -79,3 +81,26 @@ def numpy_names(fn):
                 kwargs[name] = kwargs.pop(numpy_name)
         return fn(*args, **kwargs)
     return op
+
+
+def write_out(name, out, result, inputs):
+    """torch's `out=` of an op that computed result from inputs (AdaBound's `torch.max(m, v, out=m)`): out a
+    Tensor; under grad mode no input (nor out) requiring grad, since torch does not differentiate out= ops; result's
+    dtype one that casts to out's; out resized where its shape differs (with torch's deprecation warning where out
+    held elements); result written into out, which is returned."""
+    if not isinstance(out, Tensor):
+        raise InputTypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    check(not (is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in (*inputs, out))),
+          lambda: f"{name}(): functions with out=... arguments don't support automatic differentiation, but one of "
+                  f"the arguments requires grad.")
+    check(torch.can_cast(result.dtype, out.dtype), lambda: f"result type {DTYPE_NAMES[result.dtype]} can't be cast to "
+                                                           f"the desired output type {DTYPE_NAMES[out.dtype]}")
+    if out.shape != result.shape:
+        if out.numel():
+            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+                          f"which does not match the required output shape {list(result.shape)}. This behavior is "
+                          f"deprecated, and in a future PyTorch release outputs will not be resized unless they have "
+                          f"zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+                          f"elements with t.resize_(0).", UserWarning, stacklevel=3)
+        out.resize_(result.shape)
+    return out.copy_(result)

@@ -29,7 +29,7 @@ from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, as
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
 from .host import nonzero
-from .inputs import check_args, check_tensors, needs_grad
+from .inputs import check_args, check_tensors, needs_grad, write_out
 
 
 INPLACE = """inplace=True writes the result into the input and returns it, as torch's."""
@@ -817,16 +817,18 @@ def _extremum(name, input, other, sign):
                                              g * Tensor(side(1.0, b.memory, a.memory))))
 
 
-def maximum(input, other):
-    """The larger of each pair of elements (broadcast), as torch.maximum."""
+def maximum(input, other, *, out=None):
+    """The larger of each pair of elements (broadcast), as torch.maximum; out= as torch's (write_out)."""
     check_tensors("maximum", input=input, other=other)
-    return _extremum("maximum", input, other, 1.0)
+    result = _extremum("maximum", input, other, 1.0)
+    return result if out is None else write_out("maximum", out, result, (input, other))
 
 
-def minimum(input, other):
-    """The smaller of each pair of elements (broadcast), as torch.minimum."""
+def minimum(input, other, *, out=None):
+    """The smaller of each pair of elements (broadcast), as torch.minimum; out= as torch's (write_out)."""
     check_tensors("minimum", input=input, other=other)
-    return _extremum("minimum", input, other, -1.0)
+    result = _extremum("minimum", input, other, -1.0)
+    return result if out is None else write_out("minimum", out, result, (input, other))
 
 
 def prelu(input, weight):

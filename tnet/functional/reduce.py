@@ -18,7 +18,7 @@ from ..kernels.launch import (DTYPE_NAMES, FLOATS, InputError, InputIndexError, 
 from ..tensor import (Tensor, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record,
                       record_composed)
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
-from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
+from .inputs import check_args, check_tensors, legacy_reduction, numpy_names, write_out
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, graph_sum_to, gt, isclose, isnan, lgamma, log,
                         logical_not, logical_or, maximum, minimum, mul, ne, neg, pow, sigmoid, sign, softplus, sub, where,
                         xlogy)
@@ -191,26 +191,35 @@ def _overload(name, dim, keepdim):
     return None if dim is _ABSENT else dim, False if keepdim is _ABSENT else keepdim
 
 
+def _max_or_min_out(name, input, dim, keepdim, result, out):
+    """max's and min's forms with `out=` (write_out): of the largest element, and of (input, other), which
+    maximum's out= writes. The dim form's out=(values, indices) tnet does not take."""
+    if out is None:
+        return _max_or_min(name, input, *_overload(name, dim, keepdim), result)
+    check(dim is _ABSENT, f"{name}: out= with a dim is not supported by tnet")
+    return write_out(name, out, _max_or_min(name, input, *_overload(name, dim, keepdim), result), (input,))
+
+
 @numpy_names
-def max(input, dim=_ABSENT, keepdim=_ABSENT):
+def max(input, dim=_ABSENT, keepdim=_ABSENT, *, out=None):
     """No dim: the largest element (a 0-d tensor; its gradient is shared by the elements equal to
     it, as in PyTorch). An int dim: max_result(values, indices) along dim, the indices (int64) of
     the first maximum; the gradient goes to those. A tensor in dim's place: maximum(input, other).
     NaN counts as the largest, as in PyTorch. A dim of size 0 is an error, other empty axes give
     empty results, as torch's. Integer and bool tensors compare exactly (in int64), keeping their
-    dtype."""
+    dtype. out= as _max_or_min_out says."""
     if isinstance(dim, Tensor):
-        return maximum(input, dim)
-    return _max_or_min("max", input, *_overload("max", dim, keepdim), max_result)
+        return maximum(input, dim, out=out)
+    return _max_or_min_out("max", input, dim, keepdim, max_result, out)
 
 
 @numpy_names
-def min(input, dim=_ABSENT, keepdim=_ABSENT):
+def min(input, dim=_ABSENT, keepdim=_ABSENT, *, out=None):
     """As max, for the smallest: min(x), min(x, dim, keepdim) -> min_result(values, indices), and
     min(x, other) = minimum(x, other). NaN wins here too, as in PyTorch."""
     if isinstance(dim, Tensor):
-        return minimum(input, dim)
-    return _max_or_min("min", input, *_overload("min", dim, keepdim), min_result)
+        return minimum(input, dim, out=out)
+    return _max_or_min_out("min", input, dim, keepdim, min_result, out)
 
 
 def _arg(name, input, dim, keepdim):
