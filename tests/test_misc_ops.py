@@ -874,3 +874,46 @@ def test_assigning_grad_checks_type_and_size_as_torch():
         assert p.grad is None
     with pytest.raises(TypeError):
         tnet.nn.Parameter(tnet.ones(3)).grad = torch.ones(3)  # a torch tensor is no tnet gradient
+
+
+@pytest.mark.parametrize("name,args", [
+    ("add", lambda m: (m.tensor([1.0, 2.0]), m.tensor([3.0, -1.0]))),
+    ("cat", lambda m: ([m.tensor([1.0]), m.tensor([2.0, 3.0])],)),
+    ("stack", lambda m: ([m.tensor([1.0, 2.0]), m.tensor([3.0, 4.0])],)),
+    ("matmul", lambda m: (m.tensor([[1.0, 2.0], [3.0, 4.0]]), m.tensor([[0.5], [2.0]]))),
+    ("where", lambda m: (m.tensor([True, False]), m.tensor([1.0, 2.0]), m.tensor([5.0, 6.0]))),
+    ("sqrt", lambda m: (m.tensor([4.0, 9.0]),)),
+])
+def test_out_writes_the_result_into_out_as_torch(name, args):
+    """`tnet.add(a, b, out=c)` and the other OUT_FUNCTIONS write into out and return it, resizing an empty out,
+    as torch's."""
+    results = []
+    for m in (torch, tnet):
+        out = m.empty(0)
+        got = getattr(m, name)(*args(m), out=out)
+        assert got is out
+        results.append(np.asarray(out.detach().cpu().numpy() if m is torch else out.numpy()))
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+def test_out_refuses_what_torch_refuses():
+    """out= under grad mode with an input that requires grad: torch's RuntimeError; out not a tensor: its
+    TypeError; a float result into an int64 out: its RuntimeError. Every OUT_FUNCTIONS name's torch twin takes
+    out=."""
+    x = tnet.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        tnet.mul(x, 2.0, out=tnet.empty(2))
+    with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+        tnet.cat([x, x], out=tnet.empty(4))
+    with pytest.raises(TypeError, match="'out' must be Tensor"):
+        tnet.add(x.detach(), 1.0, out=[0.0, 0.0])
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        tnet.add(x.detach(), 1.0, out=tnet.zeros(2, dtype=tnet.int64))
+    with tnet.no_grad():
+        assert tnet.mul(x, 2.0, out=tnet.empty(2)).tolist() == [2.0, 4.0]
+    undocumented = {"clamp_max", "clamp_min"}  # torch's take out= but their docstrings do not say so
+    assert [name for name in tnet.OUT_FUNCTIONS if "out" not in (getattr(torch, name).__doc__ or "")] == sorted(undocumented)
+    a = torch.tensor([1.0, -1.0])
+    for name in undocumented:
+        out = torch.empty(2)
+        assert getattr(torch, name)(a, 0.0, out=out) is out

@@ -463,3 +463,19 @@ import os as _os  # noqa: E402
 if _os.environ.get("TNET_GC_FREEZE", "1") != "0":
     _gc.freeze()
     _atexit.register(_gc.unfreeze)
+
+
+# torch's `out=` on the top-level functions whose torch twins take it and return one tensor (max, min, maximum,
+# minimum and the factories take it themselves)
+from .functional.inputs import taking_out as _taking_out  # noqa: E402
+OUT_FUNCTIONS = ("abs", "acos", "add", "addcdiv", "addcmul", "addmm", "all", "amax", "amin", "any", "asin", "atan",
+                 "atan2", "baddbmm", "bmm", "cat", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "concat",
+                 "concatenate", "cos", "cosh", "cross", "cumprod", "cumsum", "diag", "div", "dot", "eq", "erf", "erfinv",
+                 "exp", "exp2", "expm1", "floor", "floor_divide", "fmod", "gather", "ge", "gt", "hypot", "index_select",
+                 "kron", "le", "lerp", "log", "log10", "log1p", "log2", "logical_and", "logical_not", "logical_or",
+                 "logsumexp", "lt", "matmul", "mean", "mm", "mul", "mv", "ne", "neg", "norm", "outer", "pow", "prod",
+                 "reciprocal", "remainder", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "stack",
+                 "std", "sub", "sum", "tan", "tanh", "tril", "triu", "trunc", "where")
+for _name in OUT_FUNCTIONS:
+    globals()[_name] = _taking_out(globals()[_name])
+del _name

@@ -104,3 +104,17 @@ def write_out(name, out, result, inputs):
                           f"elements with t.resize_(0).", UserWarning, stacklevel=3)
         out.resize_(result.shape)
     return out.copy_(result)
+
+
+def taking_out(fn):
+    """fn (a top-level function returning one tensor, whose torch twin takes `out=`) with torch's `out=`: fn's
+    result written into out by write_out, the inputs checked being fn's tensor arguments and those in its list
+    arguments (cat's, stack's). Only the top-level functions take it, as torch's Tensor methods do not."""
+    @functools.wraps(fn)
+    def op(*args, out=None, **kwargs):
+        result = fn(*args, **kwargs)
+        if out is None:
+            return result
+        inputs = [x for a in (*args, *kwargs.values()) for x in (a if isinstance(a, (list, tuple)) else (a,))]
+        return write_out(fn.__name__, out, result, inputs)
+    return op
