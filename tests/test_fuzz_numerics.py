@@ -1159,3 +1159,16 @@ def test_lbfgs_line_search_takes_the_midpoint_where_its_cubic_is_nan_as_torch():
     got, want = run(tnet), run(torch)
     assert np.isfinite(want.numpy()).sum() == 2
     _same(got.numpy(), want)
+
+
+def test_multilabel_margin_loss_takes_torchs_order_of_the_margin():
+    """z = 1 - x[j] + x[i] in that order, as torch's kernels: with x[j] = x[i] = -3e38, 1 + 3e38 rounds to 3e38 and
+    z is 0, so the pair is left out of the gradient (tnet's 1 + (x[i] - x[j]) = 1 counted it: fuzz seed 126, case 435)."""
+    x = [[-3e38, -0.4676, -3e38, 1e-40]]
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = F.multilabel_margin_loss(a, tnet.tensor([[3, 0, -1, 1]]), reduction="sum")
+    want = tF.multilabel_margin_loss(b, torch.tensor([[3, 0, -1, 1]]), reduction="sum")
+    _same(got.detach().numpy(), want)
+    got.backward()
+    want.backward()
+    _same(a.grad.numpy(), b.grad)
