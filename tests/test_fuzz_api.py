@@ -1311,6 +1311,18 @@ def test_round_26_as_torch(call):
     _same_outcome(call)
 
 
+@pytest.mark.parametrize("call", [  # fuzz seeds 121-126
+    # batch_norm in training checks the batch's size before eps, as torch's F.batch_norm (an eps of another type
+    # raised TypeError first: seed 123, case 800); group_norm's check is the same helper's
+    lambda m, f, t: f.batch_norm(m.ones(1, 1, 1), None, None, training=True, eps=object()),
+    lambda m, f, t: f.batch_norm(m.ones(1, 3), m.zeros(3), m.ones(3), training=True, eps=-1.0),
+    lambda m, f, t: f.batch_norm(m.ones(2, 3), None, None, training=True, eps=-1.0),
+    lambda m, f, t: f.batch_norm(m.ones(0, 3), None, None, training=True),
+    lambda m, f, t: f.group_norm(m.ones(1, 2, 1), 2), lambda m, f, t: f.group_norm(m.ones(1, 3, 1), 2)])
+def test_round_27_as_torch(call):
+    _same_outcome(call)
+
+
 @pytest.mark.parametrize("beta, alpha", [(1, 0.5), (0, 0.5), (-7, 1)])
 def test_addr_gradients_by_torchs_formulas(beta, alpha):
     """addr's gradients as torch's: (g vec2) alpha and (g^T vec1) alpha (a huge vec2 makes g vec2 overflow before
