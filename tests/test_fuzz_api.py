@@ -1318,7 +1318,14 @@ def test_round_26_as_torch(call):
     lambda m, f, t: f.batch_norm(m.ones(1, 3), m.zeros(3), m.ones(3), training=True, eps=-1.0),
     lambda m, f, t: f.batch_norm(m.ones(2, 3), None, None, training=True, eps=-1.0),
     lambda m, f, t: f.batch_norm(m.ones(0, 3), None, None, training=True),
-    lambda m, f, t: f.group_norm(m.ones(1, 2, 1), 2), lambda m, f, t: f.group_norm(m.ones(1, 3, 1), 2)])
+    lambda m, f, t: f.group_norm(m.ones(1, 2, 1), 2), lambda m, f, t: f.group_norm(m.ones(1, 3, 1), 2),
+    # the poolings refuse an empty dim but the batch's, as torch's (an empty channel dim returned: seed 123, case 796)
+    lambda m, f, t: f.avg_pool1d(m.ones(0, 2), 1), lambda m, f, t: f.avg_pool1d(m.ones(0, 3, 4), 2),
+    lambda m, f, t: f.max_pool1d(m.ones(2, 0, 4), 1), lambda m, f, t: f.max_pool1d(m.ones(0, 3, 4), 2),
+    lambda m, f, t: f.max_pool2d(m.ones(0, 3, 3), 1), lambda m, f, t: f.avg_pool2d(m.ones(2, 2, 0, 3), 1),
+    lambda m, f, t: f.lp_pool2d(m.ones(2, 0, 3, 3), 2.0, 1), lambda m, f, t: f.max_pool2d(m.ones(0, 2, 3, 3), 2),
+    lambda m, f, t: f.avg_pool3d(m.ones(1, 0, 2, 2, 2), 1), lambda m, f, t: f.max_pool3d(m.ones(0, 2, 2, 2), 1),
+    lambda m, f, t: f.max_pool3d(m.ones(0, 1, 2, 2, 2), 2)])
 def test_round_27_as_torch(call):
     _same_outcome(call)
 
