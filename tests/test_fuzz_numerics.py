@@ -1108,6 +1108,20 @@ def test_lerp_of_huge_values_by_one_fused_multiply_add_as_torch():
             _same(got.float().numpy(), want.float())
 
 
+def test_addcmul_by_one_fused_multiply_add_as_torch():
+    """torch's addcmul is input + (value * t1) * t2 by one fused multiply-add (its compilers contract it): inf plus a
+    product past float32's range is inf, where the rounded product made inf - inf = NaN (fuzz seed 123, case 1619),
+    and 3 (1 + 2^-12)^2 - 3 (1 + 2^-11) keeps its last 3 * 2^-24."""
+    x, t1, t2 = [INF, 1.0, -3 * (1 + 2 ** -11)], [-1.5536, 2.0, 1 + 2 ** -12], [-3e38, 0.5, 1 + 2 ** -12]
+    for dtype in (torch.float32, torch.float16):
+        def results(m):
+            a, b, c = (m.tensor(v, dtype=torch.float32) for v in (x, t1, t2))
+            return m.addcmul(a, b, c, value=-2 if dtype == torch.float32 else 3), a.to(dtype).addcmul_(b.to(dtype), c.to(dtype))
+        for got, want in zip(results(tnet), results(torch)):
+            assert got.dtype == want.dtype
+            _same(got.float().numpy(), want.float())
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_grid_sample_grid_gradient_of_a_huge_value_weighs_it_first_as_torch(dtype):
     """torch's grid gradient sums (value * its weight's derivative) * dy: a 3e38 pixel times dy = 1.5 first
@@ -1159,3 +1173,16 @@ def test_lbfgs_line_search_takes_the_midpoint_where_its_cubic_is_nan_as_torch():
     got, want = run(tnet), run(torch)
     assert np.isfinite(want.numpy()).sum() == 2
     _same(got.numpy(), want)
+
+
+def test_multilabel_margin_loss_takes_torchs_order_of_the_margin():
+    """z = 1 - x[j] + x[i] in that order, as torch's kernels: with x[j] = x[i] = -3e38, 1 + 3e38 rounds to 3e38 and
+    z is 0, so the pair is left out of the gradient (tnet's 1 + (x[i] - x[j]) = 1 counted it: fuzz seed 126, case 435)."""
+    x = [[-3e38, -0.4676, -3e38, 1e-40]]
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    got = F.multilabel_margin_loss(a, tnet.tensor([[3, 0, -1, 1]]), reduction="sum")
+    want = tF.multilabel_margin_loss(b, torch.tensor([[3, 0, -1, 1]]), reduction="sum")
+    _same(got.detach().numpy(), want)
+    got.backward()
+    want.backward()
+    _same(a.grad.numpy(), b.grad)

@@ -74,7 +74,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """The multi-label hinge loss of input [N, C] (or [C]) and int64 target of that shape, whose
     classes run up to its first -1: per sample the sum over those targets j and non-targets i of
-    max(0, 1 - (x[j] - x[i])) / C, as torch's (a repeated target counts twice)."""
+    max(0, 1 - x[j] + x[i]) / C in that order, as torch's (a repeated target counts twice)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     check_tensors("multilabel_margin_loss", input=input, target=target)
@@ -89,7 +89,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     is_target = narrow(scatter(Tensor(torch.zeros((n, c + 1), dtype=x.dtype, device=x.device)), 1, slot, value=1.0),
                        1, 0, c)
     x_target = gather(x, 1, where(listed, t, 0))  # [N, slots]
-    z = add(sub(unsqueeze(x, 1), unsqueeze(x_target, 2)), 1.0)  # [N, slots, C]
+    z = add(sub(1.0, unsqueeze(x_target, 2)), unsqueeze(x, 1))  # [N, slots, C], torch's order: 1 - x[j] + x[i]
     pairs = mul(unsqueeze(listed.to(x.dtype), 2), unsqueeze(sub(1.0, is_target), 1))
     # torch sums the pairs' margins where z > 0: a NaN one (a NaN input) is left out, as are the other pairs
     loss = div(sum(where(gt(mul(z, pairs), 0.0), z, 0.0), (1, 2)), c)

@@ -39,15 +39,17 @@ def _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out
     _conv.conv_pads(padding, stride, kernel, dilation)
 
 
-def conv_arg_types(stride, padding, dilation, groups):
-    """torch's argument parser's TypeErrors for a convolution's arguments (sizes: an int or ints, padding
-    also a string), which it raises before any check of a shape or a value."""
-    sizes_type(stride, 2, "conv2d: stride")
-    sizes_type(dilation, 2, "conv2d: dilation")
-    if not isinstance(padding, str):
-        sizes_type(padding, 2, "conv2d: padding")
+def conv_arg_types(stride, padding, dilation, groups, n=2, name="conv2d", output_padding=0):
+    """torch's argument parser's TypeErrors for the arguments of a convolution of n dims (sizes: an int or
+    ints, a convolution's padding also a string, a transposed one's output_padding too), which it raises
+    before any check of a shape or a value."""
+    sizes_type(stride, n, f"{name}: stride")
+    sizes_type(dilation, n, f"{name}: dilation")
+    if not isinstance(padding, str) or "transpose" in name:
+        sizes_type(padding, n, f"{name}: padding")
+    sizes_type(output_padding, n, f"{name}: output_padding")
     check_type(isinstance(groups, int) and not isinstance(groups, bool),
-               lambda: f"conv2d(): argument 'groups' must be int, not {type(groups).__name__}")
+               lambda: f"{name}(): argument 'groups' must be int, not {type(groups).__name__}")
 
 
 _CHECKED = {}  # (shapes, arguments) that passed _check_shapes, where the arguments are plain
@@ -273,7 +275,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     (padding also 'same' or 'valid'): conv2d over [N, C, 1, L]. The output [N, Cout, L'] keeps its
     channels-last memory (NLC). An unbatched input [C, L] gives [Cout, L'], as torch's."""
     check_tensors("conv1d", input=input, weight=weight)
-    # every argument's type before any shape or value, as torch's parser
+    conv_arg_types(stride, padding, dilation, groups, 1, "conv1d")  # every type before any shape or value, as torch's parser
     s, d = (single(v, f"conv1d: {name}", None) for v, name in ((stride, "stride"), (dilation, "dilation")))
     p = padding if isinstance(padding, str) else single(padding, "conv1d: padding", None)
     if input.ndim == 2:
@@ -292,7 +294,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """The transposed convolution of [N, Cin, L] (or [Cin, L]) by weight [Cin, Cout/groups, k], torch's
     arguments in torch's order: conv_transpose2d over [N, Cin, 1, L]."""
     check_tensors("conv_transpose1d", input=input, weight=weight)
-    # every argument's type before any shape or value, as torch's parser
+    conv_arg_types(stride, padding, dilation, groups, 1, "conv_transpose1d", output_padding)  # as conv1d's
     s, p, o, d = (single(v, f"conv_transpose1d: {name}", None) for v, name in (
         (stride, "stride"), (padding, "padding"), (output_padding, "output_padding"), (dilation, "dilation")))
     check(input.ndim in (2, 3) and weight.ndim == 3,
@@ -326,12 +328,12 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     meets; the kd results are added. The output is contiguous; an unbatched [C, D, H, W] gives
     [Cout, D', H', W'], as torch's."""
     check_tensors("conv3d", input=input, weight=weight)
+    conv_arg_types(stride, padding, dilation, groups, 3, "conv3d")  # every type before any shape or value, as torch's
     if input.ndim == 4:
         return conv3d(unsqueeze(input, 0), weight, bias, stride, padding, dilation, groups)[0]
     check(input.ndim == 5 and weight.ndim == 5,
           lambda: f"conv3d: expected input [N, C, D, H, W] and weight [Cout, C/groups, kd, kh, kw], got "
                   f"{input.shape} and {weight.shape}")
-    # the sizes' types before the channels, as torch's parser (conv2d checks groups' type)
     sd, sh, sw = triple(stride, "conv3d: stride", 1, True)
     dd, dh, dw = triple(dilation, "conv3d: dilation", 1, True)
     if not isinstance(padding, str):
@@ -371,6 +373,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     whose slice i lands on depth i * stride + k * dilation - padding; the kd results are added. The output
     is contiguous."""
     check_tensors("conv_transpose3d", input=input, weight=weight)
+    conv_arg_types(stride, padding, dilation, groups, 3, "conv_transpose3d", output_padding)  # as conv3d's
     if input.ndim == 4:
         return conv_transpose3d(unsqueeze(input, 0), weight, bias, stride, padding, output_padding, groups, dilation)[0]
     check(input.ndim == 5 and weight.ndim == 5,

@@ -16,6 +16,13 @@ from .pool import avg_pool2d
 from .reduce import mean, sum, var_mean
 
 
+def verify_batch_size(shape):
+    """torch's _verify_batch_size: a ValueError where shape [N, C, ...] leaves one value per channel (N times
+    the spatial sizes is 1), whose variance a training normalisation cannot take."""
+    if shape[0] * math.prod(shape[2:]) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(shape)}")
+
+
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05,
                *, num_batches_tracked=None, activation=None):
     """Batch normalisation of input [N, C], [N, C, L], [N, C, H, W] (NCHW or channels-last;
@@ -38,7 +45,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                    ("bias", bias), ("num_batches_tracked", num_batches_tracked)):
         if v is not None and not isinstance(v, Tensor):  # no message closure per argument
             raise InputTypeError(f"batch_norm: {arg} must be a tnet.Tensor or None, got {type(v).__name__}")
-    if training and eps <= 0.0:  # torch's F.batch_norm's checks
+    if training:  # torch's F.batch_norm's checks: the batch's size, then eps
+        verify_batch_size(input.shape)
+    if training and eps <= 0.0:
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
@@ -172,9 +181,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     n, c = input.shape[:2]
-    if n * c // num_groups * math.prod(input.shape[2:]) == 1:  # torch's _verify_batch_size, before the groups' check
-        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
-                         f"{[n * c // num_groups, num_groups, *input.shape[2:]]}")
+    verify_batch_size([n * c // num_groups, num_groups, *input.shape[2:]])  # before the groups' check, as torch's
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")

@@ -80,6 +80,9 @@ def _max_pool_graph(g, shape, index):
     return reshape(scatter_add(planes, 2, index, reshape(g.to(torch.float32), (N, C, -1))), shape)
 
 
+_EMPTY_2D = "Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got:"
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """Max pooling over [N, C, H, W] or [C, H, W], torch's arguments; ties go to the first maximum in
     row-major order, a NaN wins. return_indices=True also gives the int64 index h*W + w of each
@@ -88,6 +91,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     dilation = pair(dilation, "max_pool2d: dilation", 1, expand_one=True)
     check_tensors("max_pool2d", input=input)
     check(input.ndim in (3, 4), "non-empty 3D or 4D (batch mode) tensor expected for input")
+    planes_nonempty(input, 2, lambda: _EMPTY_2D + str(list(input.shape)))
     x = unsqueeze(input, 0) if input.ndim == 3 else input
     if dilation != (1, 1):
         y, index = _dilated_max_pool(x, *pool_args("max", kernel_size, stride, padding), dilation, ceil_mode)
@@ -159,6 +163,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                               f"{builtins.max(input.ndim, 1) - 1}], but got -3)")
     check(input.ndim == 4 or input.ndim == 3, lambda: f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
                                                       f"{input.ndim}D")
+    planes_nonempty(input, 2, lambda: _EMPTY_2D + str(list(input.shape)))
     x = unsqueeze(input, 0) if input.ndim == 3 else input
     y = _pool2d("avg", x, kernel_size, stride, padding, ceil_mode, count_include_pad=count_include_pad,
                 divisor_override=divisor_override)[0]
@@ -263,6 +268,9 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     taps (_dilated_max_pool)."""
     d = single(dilation, "max_pool1d: dilation", 1)
     k, s, p = _window_1d("max_pool1d", kernel_size, stride, padding, ceil_mode=ceil_mode)
+    _signal_as_image("max_pool1d", input)  # its rank's error first
+    planes_nonempty(input, 1, lambda: f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch "
+                                      f"size for input, but got:{list(input.shape)}")
     if d != 1:
         y, index = _dilated_max_pool(_signal_as_image("max_pool1d", input), (1, k), (1, s), (0, p), (1, d), ceil_mode)
         y, index = _image_as_signal(y, input), _image_as_signal(index, input)
@@ -273,6 +281,12 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         return y
     index = plane_indices(arg, (1, k), (1, s), (0, p), input.shape[-1])
     return y, _image_as_signal(Tensor(index), input)
+
+
+def planes_nonempty(input, n, message):
+    """torch's check of the (non-adaptive) poolings of n dims: no empty dim but the batch's, that is none of the
+    last n + 1 (the channels and the n pooled ones; an unbatched input's channels too); message: a callable."""
+    check(all(input.shape[-n - 1:]), message)
 
 
 def _nonempty(name, input):
@@ -426,6 +440,12 @@ def _volumes(name, input):
     return (unsqueeze(input, 0), True) if input.ndim == 4 else (input, False)
 
 
+def _volumes_nonempty(name, input):
+    """torch's pool3d_shape_check: an empty dim but the batch's raises (the size, 0, in its message)."""
+    planes_nonempty(input, 3, lambda: f"{name}(): Expected input's non-batch dimensions to have positive length, but "
+                                      f"input has a shape of {list(input.shape)} and non-batch dimension 0 has length zero!")
+
+
 def _window_3d(name, kernel_size, stride, padding):
     kernel = triple(kernel_size, f"{name}: kernel_size", 1, True)
     stride = kernel if stride is None or stride == [] or stride == () else triple(stride, f"{name}: stride", 1, True)
@@ -460,6 +480,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     arg_types("max_pool3d", 3, kernel_size, stride, padding, ceil_mode=ceil_mode)
     dilation = triple(dilation, "max_pool3d: dilation", 1, True)
     x, unbatched = _volumes("max_pool3d", input)
+    _volumes_nonempty("max_pool3d", input)
     if dilation != (1, 1, 1):
         out = _dilated_max_pool(x, *_window_3d("max_pool3d", kernel_size, stride, padding), dilation, ceil_mode)
         out = out if return_indices else out[0]
@@ -480,6 +501,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
         check_args("avg_pool3d", "int", divisor_override=divisor_override)
     x, unbatched = _volumes("avg_pool3d", input)
     check(divisor_override is None or divisor_override != 0, "divisor must be not zero")
+    _volumes_nonempty("avg_pool3d", input)
     (kd, *k2), (sd, *s2), (pd, *p2) = _window_3d("avg_pool3d", kernel_size, stride, padding)
     D, H, W = x.shape[2:]  # torch's avg_pool3d alone needs the unpadded input to hold a window (its 2-D one does not)
     check(D >= kd and H >= k2[0] and W >= k2[1],

@@ -703,8 +703,9 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         # torch's kernels (end + (w - 1) (end - start): the product alone may overflow where the result does not)
         d = b - a
         y = tl.where(tl.abs(c) < 0.5, tl.fma(c, d, a), tl.fma(c - 1.0, d, b))
-    elif OP == "addcmul":  # d = value
-        y = a + d * b * c
+    elif OP == "addcmul":  # d = value; one fused multiply-add as torch's kernels (its compilers contract
+        # a + (d * b) * c): inf + a product past the range stays inf, where the rounded product made NaN
+        y = tl.fma(d * b, c, a)
     elif OP == "addcdiv":  # d = value
         y = a + d * (b / c)
     elif OP == "fmod":
