@@ -17,7 +17,10 @@ from_numpy(...).type(torch.LongTensor), Variable, torch.max(outputs.data, 1)[1],
 float(total), loss.data kept in a list); and the "Learn the Basics" pages the quickstart's loop leaves out (Tensors'
 out= products into rand_like buffers, a custom Dataset with transform and target_transform, torch.randint(n,
 size=(1,)), the Transforms page's one-hot target by scatter_ of a 0-d index with value=, nn.Flatten and Softmax),
-which found that tnet's randint took no size= after high alone and its scatter_ no 0-d index. Each runs in tnet, then in torch from tnet's initial weights (state_dict
+which found that tnet's randint took no size= after high alone and its scatter_ no 0-d index; and yunjey's
+pytorch-tutorial (linear and logistic regression, the bidirectional LSTM over image rows with update_lr through
+param_groups, the LSTM language model's Dictionary, Corpus of a LongTensor filled by index, detached states and
+multinomial sampling). Each runs in tnet, then in torch from tnet's initial weights (state_dict
 through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy (or Python's random, seeded
 alike on both sides) draws what a script draws, or torch replays tnet's draws (`replayed`); images are small, widths
 reduced and loaders unshuffled, and runs take one to four short epochs. Each script seeds torch first, as its
@@ -892,3 +895,243 @@ def learn_the_basics(m, state=None):
 
 def test_learn_the_basics():
     compare(learn_the_basics)
+
+
+# (h) yunjey/pytorch-tutorial's basics and intermediate: linear_regression (x_train and y_train as float32 numpy columns,
+# nn.Linear(1, 1), torch.from_numpy per epoch, predicted = model(...).detach().numpy()), logistic_regression
+# (images.reshape(-1, input_size), torch.max(outputs.data, 1), correct += (predicted == labels).sum() and
+# 100 * correct / total), bidirectional_recurrent_neural_network (h0 and c0 of num_layers*2 zeros .to(device),
+# out[:, -1, :] into fc) and deep_residual_network's update_lr through param_groups with curr_lr /= 3; each saves
+# its state_dict to 'model.ckpt' (here a temporary directory)
+def yunjey_basics(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    out = []
+
+    # linear regression
+    input_size, output_size, num_epochs, learning_rate = 1, 1, 3, 0.05
+    x_train = np.array([[3.3], [4.4], [5.5], [6.71], [6.93], [4.168], [9.779], [6.182]], dtype=np.float32)
+    y_train = np.array([[1.7], [2.76], [2.09], [3.19], [1.694], [1.573], [3.366], [2.596]], dtype=np.float32)
+    model = nn.Linear(input_size, output_size)
+    criterion = nn.MSELoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate / 10)
+    models = {'linear': model}
+    for epoch in range(num_epochs):
+        inputs = torch.from_numpy(x_train)
+        targets = torch.from_numpy(y_train)
+        if epoch == 0:
+            init = {'linear': load(m, model, state and state['linear'])}
+        outputs = model(inputs)
+        loss = criterion(outputs, targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        out.append(loss.item())
+        print('Epoch [{}/{}], Loss: {:.4f}'.format(epoch + 1, num_epochs, loss.item()))
+    predicted = model(torch.from_numpy(x_train)).detach().numpy()
+    out.append(float(predicted.sum()))
+
+    # logistic regression on 4x4 "images"
+    input_size, num_classes, batch_size = 16, 3, 4
+    model = nn.Linear(input_size, num_classes)
+    models['logistic'] = model
+    init['logistic'] = load(m, model, state and state['logistic'])
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
+    train_loader = [(torch.from_numpy(normal(rng, batch_size, 1, 4, 4)), torch.from_numpy(rng.integers(0, 3, 4)))
+                    for _ in range(2)]
+    for i, (images, labels) in enumerate(train_loader):
+        images = images.reshape(-1, input_size)
+        outputs = model(images)
+        loss = criterion(outputs, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        out.append(loss.item())
+    with torch.no_grad():
+        correct = 0
+        total = 0
+        for images, labels in train_loader:
+            images = images.reshape(-1, input_size)
+            outputs = model(images)
+            _, predicted = torch.max(outputs.data, 1)
+            total += labels.size(0)
+            correct += (predicted == labels).sum()
+        print('Accuracy of the model on the test images: {} %'.format(100 * correct / total))
+        out.append((100 * correct / total).item())
+
+    # bidirectional LSTM over image rows, with deep_residual_network's lr decay by hand
+    class BiRNN(nn.Module):
+        def __init__(self, input_size, hidden_size, num_layers, num_classes):
+            super(BiRNN, self).__init__()
+            self.hidden_size = hidden_size
+            self.num_layers = num_layers
+            self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True, bidirectional=True)
+            self.fc = nn.Linear(hidden_size * 2, num_classes)  # 2 for bidirection
+
+        def forward(self, x):
+            # Set initial states
+            h0 = torch.zeros(self.num_layers * 2, x.size(0), self.hidden_size).to(device)  # 2 for bidirection
+            c0 = torch.zeros(self.num_layers * 2, x.size(0), self.hidden_size).to(device)
+            # Forward propagate LSTM
+            out, _ = self.lstm(x, (h0, c0))  # out: tensor of shape (batch_size, seq_length, hidden_size*2)
+            # Decode the hidden state of the last time step
+            out = self.fc(out[:, -1, :])
+            return out
+
+    sequence_length, input_size = 4, 4
+    model = BiRNN(input_size, 5, 1, num_classes).to(device)
+    models['birnn'] = model
+    init['birnn'] = load(m, model, state and state['birnn'])
+    curr_lr = 0.01
+    optimizer = torch.optim.Adam(model.parameters(), lr=curr_lr)
+
+    def update_lr(optimizer, lr):
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = lr
+
+    for epoch in range(2):
+        for i, (images, labels) in enumerate(train_loader[:1]):
+            images = images.reshape(-1, sequence_length, input_size).to(device)
+            labels = labels.to(device)
+            outputs = model(images)
+            loss = criterion(outputs, labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            out.append(loss.item())
+        if (epoch + 1) % 1 == 0:
+            curr_lr /= 3
+            update_lr(optimizer, curr_lr)
+    assert optimizer.param_groups[0]['lr'] == 0.01 / 3 / 3
+    with tempfile.TemporaryDirectory() as root:
+        torch.save(model.state_dict(), os.path.join(root, 'model.ckpt'))
+        model.load_state_dict(torch.load(os.path.join(root, 'model.ckpt')))
+    return init, out + sum((summary(v.parameters()) for v in models.values()), [])
+
+
+def test_yunjey_basics():
+    compare(yunjey_basics)
+
+
+# (i) yunjey/pytorch-tutorial's intermediate/language_model: Dictionary (word2idx, idx2word) and Corpus.get_data (two
+# passes over the text, ids = torch.LongTensor(tokens) filled by ids[token] = word2idx[word], trimmed to whole
+# batches and viewed as [batch_size, -1]), RNNLM (Embedding, LSTM(batch_first=True), out.reshape(B * T, H) into a
+# Linear), states detached between chunks by a list comprehension, inputs and targets sliced from ids with a
+# seq_length stride, clip_grad_norm_(0.5), perplexity by np.exp(loss.item()); then the sampling loop (torch.ones
+# prob, torch.multinomial(prob, num_samples=1).unsqueeze(1), output.exp(), input.fill_(word_id), idx2word): its draws
+# are tnet's and torch's own, so only their range is checked
+def yunjey_language_model(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    text = ("the cat sat on the mat <eos> the dog sat on the log <eos> a cat and a dog <eos> "
+            "the mat and the log <eos>").split(" <eos> ")
+
+    class Dictionary(object):
+        def __init__(self):
+            self.word2idx = {}
+            self.idx2word = {}
+            self.idx = 0
+
+        def add_word(self, word):
+            if word not in self.word2idx:
+                self.word2idx[word] = self.idx
+                self.idx2word[self.idx] = word
+                self.idx += 1
+
+        def __len__(self):
+            return len(self.word2idx)
+
+    class Corpus(object):
+        def __init__(self):
+            self.dictionary = Dictionary()
+
+        def get_data(self, lines, batch_size=20):
+            # Add words to the dictionary
+            tokens = 0
+            for line in lines:
+                words = line.split() + ['<eos>']
+                tokens += len(words)
+                for word in words:
+                    self.dictionary.add_word(word)
+            # Tokenize the file content
+            ids = torch.LongTensor(tokens)
+            token = 0
+            for line in lines:
+                words = line.split() + ['<eos>']
+                for word in words:
+                    ids[token] = self.dictionary.word2idx[word]
+                    token += 1
+            num_batches = ids.size(0) // batch_size
+            ids = ids[:num_batches * batch_size]
+            return ids.view(batch_size, -1)
+
+    embed_size, hidden_size, num_layers, num_epochs, batch_size, seq_length, learning_rate = 6, 8, 1, 2, 2, 4, 0.01
+    corpus = Corpus()
+    ids = corpus.get_data(text, batch_size)
+    vocab_size = len(corpus.dictionary)
+    num_batches = ids.size(1) // seq_length
+    assert tuple(ids.shape) == (2, 13) and vocab_size == 10 and num_batches == 3
+
+    class RNNLM(nn.Module):
+        def __init__(self, vocab_size, embed_size, hidden_size, num_layers):
+            super(RNNLM, self).__init__()
+            self.embed = nn.Embedding(vocab_size, embed_size)
+            self.lstm = nn.LSTM(embed_size, hidden_size, num_layers, batch_first=True)
+            self.linear = nn.Linear(hidden_size, vocab_size)
+
+        def forward(self, x, h):
+            x = self.embed(x)
+            out, (h, c) = self.lstm(x, h)
+            out = out.reshape(out.size(0) * out.size(1), out.size(2))
+            out = self.linear(out)
+            return out, (h, c)
+
+    model = RNNLM(vocab_size, embed_size, hidden_size, num_layers)
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+
+    def detach(states):
+        return [state.detach() for state in states]
+
+    out = []
+    for epoch in range(num_epochs):
+        states = (torch.zeros(num_layers, batch_size, hidden_size),
+                  torch.zeros(num_layers, batch_size, hidden_size))
+        for i in range(0, ids.size(1) - seq_length, seq_length):
+            inputs = ids[:, i:i + seq_length]
+            targets = ids[:, (i + 1):(i + 1) + seq_length]
+            states = detach(states)
+            outputs, states = model(inputs, states)
+            loss = criterion(outputs, targets.reshape(-1))
+            model.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            optimizer.step()
+            step = (i + 1) // seq_length
+            print('Epoch [{}/{}], Step[{}/{}], Loss: {:.4f}, Perplexity: {:5.2f}'
+                  .format(epoch + 1, num_epochs, step, num_batches, loss.item(), np.exp(loss.item())))
+            out.append(loss.item())
+
+    words = []
+    with torch.no_grad():
+        state = (torch.zeros(num_layers, 1, hidden_size), torch.zeros(num_layers, 1, hidden_size))
+        prob = torch.ones(vocab_size)
+        input = torch.multinomial(prob, num_samples=1).unsqueeze(1)
+        for i in range(3):
+            output, state = model(input, state)
+            prob = output.exp()
+            word_id = torch.multinomial(prob, num_samples=1).item()
+            input.fill_(word_id)
+            word = corpus.dictionary.idx2word[word_id]
+            word = '\n' if word == '<eos>' else word + ' '
+            words.append(word)
+    assert len(words) == 3 and input.shape == (1, 1)
+    return init, out + summary(model.parameters())
+
+
+def test_yunjey_language_model():
+    compare(yunjey_language_model)
