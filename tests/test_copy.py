@@ -954,6 +954,23 @@ def test_scatter_legacy_reduce_as_torch(rng):
         tnet.tensor(inp).scatter(1, tnet.tensor(index), 1.0, reduce="mean")
 
 
+def test_scatter_and_gather_take_a_0d_index_or_input_as_1d():
+    """A 0-d index (or input) counts as 1-d of size 1, as torch's: the Transforms tutorial's one-hot target
+    `torch.zeros(10).scatter_(0, torch.tensor(y), value=1)`; a 0-d index into a 2-d input still raises."""
+    for fn in (lambda lib: lib.zeros(10).scatter_(0, lib.tensor(3), value=1),
+               lambda lib: lib.zeros(10).scatter(-1, lib.tensor(3), lib.tensor(5.0)),
+               lambda lib: lib.zeros(10).scatter_add(0, lib.tensor(3), lib.tensor(5.0)),
+               lambda lib: lib.zeros(10).scatter_reduce(0, lib.tensor(3), lib.tensor(5.0), "amax"),
+               lambda lib: lib.zeros(()).scatter(0, lib.tensor([0]), 1.0),
+               lambda lib: lib.arange(10.0).gather(0, lib.tensor(4))):
+        out, ref = fn(tnet), fn(torch)
+        assert out.shape == ref.shape and out.tolist() == ref.tolist()
+    with pytest.raises(RuntimeError):
+        tnet.zeros(2, 3).scatter(1, tnet.tensor(1), 7.0)
+    with pytest.raises(IndexError):
+        tnet.zeros(10).scatter(1, tnet.tensor(3), 2.0)
+
+
 @pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
 def test_index_reduce_values_and_gradients_as_torch(rng, reduce):
     inp, src = rng.standard_normal((3, 4, 2)), rng.standard_normal((3, 5, 2))

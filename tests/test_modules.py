@@ -332,7 +332,11 @@ def test_layer_reprs_are_torchs():
                  lambda m: m.Conv2d(4, 8, 3, 2, 1, groups=2, dilation=2), lambda m: m.Conv2d(3, 4, 3, padding="same"),
                  lambda m: m.Conv2d(3, 4, 3, padding=1, padding_mode="reflect"),
                  lambda m: m.ConvTranspose2d(3, 4, 3, stride=2, output_padding=1), lambda m: m.Linear(3, 4, bias=False),
-                 lambda m: m.MaxPool2d(3, 2, 1), lambda m: m.AvgPool2d(2)):
+                 lambda m: m.MaxPool2d(3, 2, 1), lambda m: m.AvgPool2d(2),
+                 # ModuleList's runs of equal reprs as "(0-2): 3 x ...", a module registered twice and a None
+                 lambda m: m.ModuleList([m.Linear(2, 2) for _ in range(3)] + [m.ReLU()] + [m.Sequential(m.Tanh())] * 2),
+                 lambda m: m.ModuleList(), lambda m: (lambda lin: m.Sequential(lin, lin))(m.Linear(1, 1)),
+                 lambda m: (lambda s: (s.register_module("skip", None), s)[1])(m.Sequential(m.ReLU()))):
         assert repr(make(nn)) == repr(make(tnn))
 
 

@@ -643,3 +643,17 @@ def test_top_level_ctc_loss_as_torch():
         assert got.shape == ref.shape and np.allclose(got.numpy(), ref.numpy(), rtol=1e-5), (args, got, ref)
     with pytest.raises(TypeError):
         tnet.ctc_loss(tnet.tensor(lp.numpy()), tnet.tensor(t), il, tl, reduction="mean")
+
+
+def test_bce_with_logits_and_kl_div_refuse_integer_targets_as_torch():
+    """A beginner's long labels as BCEWithLogitsLoss's target, or an integer tensor into kl_div, raise torch's
+    RuntimeError (tnet computed a loss that torch refuses)."""
+    x = tnet.tensor([0.3, -0.2])
+    for target in (tnet.tensor([1, 0]), tnet.tensor([1, 0], dtype=tnet.int32)):
+        with pytest.raises(RuntimeError, match="can't be cast to the desired output type"):
+            tnet.nn.BCEWithLogitsLoss()(x, target)
+    with pytest.raises(RuntimeError, match="Integral inputs not supported"):
+        F.kl_div(x, tnet.tensor([1, 0]), reduction="sum")
+    with pytest.raises(RuntimeError, match="Integral inputs not supported"):
+        F.kl_div(tnet.tensor([1, 0]), x, reduction="sum")
+    assert F.binary_cross_entropy_with_logits(x, tnet.tensor([1.0, 0.0])).dtype == tnet.float32

@@ -567,6 +567,12 @@ def test_eye_linspace_randint_isnan_isinf_as_torch():
     tnet.manual_seed(5)
     assert a.tolist() == tnet.randint(3, 9, (200,)).tolist() and a.dtype == torch.int64
     assert set(a.tolist()) == set(range(3, 9)) and set(tnet.randint(2, (50,)).tolist()) <= {0, 1}
+    # torch's randint(high, size=...) and randint(high=, size=) (the Datasets tutorial's sample index); no size, or
+    # no high, is a TypeError
+    assert tnet.randint(4, size=(30,)).shape == (30,) and set(tnet.randint(high=3, size=(30,)).tolist()) <= {0, 1, 2}
+    for args, kwargs in (((10,), {}), ((), {"size": (2,)})):
+        with pytest.raises(TypeError):
+            tnet.randint(*args, **kwargs)
     x = [1.0, float("nan"), float("inf"), -float("inf"), 0.0]
     assert tnet.isnan(tnet.tensor(x)).tolist() == torch.isnan(torch.tensor(x)).tolist()
     assert tnet.isinf(tnet.tensor(x)).tolist() == torch.isinf(torch.tensor(x)).tolist()

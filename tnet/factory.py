@@ -445,17 +445,20 @@ def _check_steps(name, steps):
         raise InputError(f"{name}: number of steps must be non-negative, got {steps}")
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, layout=torch.strided, device=None,
+def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layout=torch.strided, device=None,
             requires_grad=False):
-    """Integers uniform in [low, high) (randint(high, size): from 0), int64 unless dtype says, drawn on
-    the host from the stream tnet.manual_seed reseeds (or from generator, a numpy Generator): other
-    numbers than torch's."""
+    """Integers uniform in [low, high) (randint(high, size), randint(high, size=...) and randint(high=,
+    size=): from 0), int64 unless dtype says, drawn on the host from the stream tnet.manual_seed reseeds
+    (or from generator, a numpy Generator): other numbers than torch's."""
     check_device("randint", device)
     check_layout("randint", layout)
     if size is None:  # randint(high, size)
-        low, high, size = 0, low, high
+        low, high, size = None, low, high
+    if high is None:  # randint(high, size=...): the Datasets tutorial's randint(len(training_data), size=(1,))
+        low, high = None, low
     if high is None or size is None:
         raise TypeError("randint() missing the high or size argument")
+    low = 0 if low is None else low
     if low >= high:  # torch's RuntimeError (numpy's is a ValueError only)
         raise InputError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     draw = host_generator("randint", generator).integers(low, high, size=tuple(size))

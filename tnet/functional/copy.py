@@ -1008,18 +1008,21 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 def flat_positions(name, input, dim, index):
     """The positions in input.reshape(-1) (row-major) that gather and scatter address: at
     coordinate c of index, c with c[dim] replaced by index[c]. index: int64 or int32 of input's
-    number of dims, no larger than input along every dim but dim. An index outside [0,
-    input.shape[dim]) raises IndexError (a host read of a device count, as index_select's)."""
+    number of dims, no larger than input along every dim but dim; a 0-d input or index counts as
+    1-d of size 1, as torch's (the Transforms tutorial's one-hot `zeros(10).scatter_(0,
+    torch.tensor(y), value=1)`). An index outside [0, input.shape[dim]) raises IndexError (a host
+    read of a device count, as index_select's)."""
     check_tensors(name, input=input, index=index)
     d = dim_index(dim, max(input.ndim, 1))  # before the index's dtype, as torch's
     check(index.dtype in _copy.INDEX_DTYPES or not index.numel(),  # an empty index of any dtype, as torch's
           lambda: f"{name}(): Expected dtype int64 for index")
-    check(index.ndim == input.ndim and all(index.shape[k] <= input.shape[k] for k in range(input.ndim) if k != d),
+    shape, index_shape = tuple(input.shape) or (1,), tuple(index.shape) or (1,)
+    check(len(index_shape) == len(shape) and all(index_shape[k] <= shape[k] for k in range(len(shape)) if k != d),
           lambda: f"{name}(): Size does not match at dimension: index {tuple(index.shape)}, input "
                   f"{tuple(input.shape)}, dim {d}")
-    _check_bounds(name, index, input.shape[d], d)
-    strides = [math.prod(input.shape[k + 1:]) for k in range(input.ndim)]
-    return add(mul(index.long(), strides[d] if input.ndim else 1), tensor(_off_dim_offsets(index.shape, strides, d)))
+    _check_bounds(name, index, shape[d], d)
+    strides = [math.prod(shape[k + 1:]) for k in range(len(shape))]
+    return add(mul(index.long(), strides[d]), tensor(_off_dim_offsets(index.shape, strides, d)))
 
 
 def _off_dim_offsets(shape, strides, d):

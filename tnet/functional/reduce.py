@@ -613,6 +613,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         check(not (v.requires_grad and is_grad_enabled()), lambda: f"The function 'binary_cross_entropy_with_logits' is "
               f"not differentiable with respect to argument '{k}'. This input cannot have requires_grad True.")
     x, y = _loss_inputs("binary_cross_entropy_with_logits", input, target, reduction)
+    # torch's loss takes target's dtype: an integer target (class labels as long) is its RuntimeError
+    check(y.dtype.is_floating_point, lambda: f"result type {DTYPE_NAMES.get(x.dtype, x.dtype)} can't be cast to the "
+                                             f"desired output type {DTYPE_NAMES.get(y.dtype, y.dtype)}")
     if target.shape != input.shape:  # torch's check: no broadcasting
         raise ValueError(f"Target size ({target.shape}) must be the same as input size ({input.shape})")
     for v in (pos_weight, weight):  # torch multiplies them in place into the input's shape: none broadcasts past it
@@ -868,6 +871,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     check(reduction in ("mean", "batchmean", "sum", "none"),
           lambda: f"kl_div: {reduction!r} is not a valid value for reduction")
     input, target = _loss_inputs("kl_div", input, target, "none")
+    check(input.dtype.is_floating_point and target.dtype.is_floating_point, "kl_div: Integral inputs not supported.")
     if log_target:
         loss = mul(exp(target), sub(target, input))
     else:  # torch's xlogy(target, target) - target * input: 0 at target 0, NaN below 0 and at NaN; and its

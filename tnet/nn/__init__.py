@@ -928,10 +928,11 @@ class Module:
 
     def __repr__(self):
         """torch's: a one-line extra_repr inside the parentheses where there are no children, else every
-        extra_repr line and each child "(name): repr" on lines of their own, indented by two."""
+        extra_repr line and each child "(name): repr" on lines of their own, indented by two; every entry of
+        _modules, as torch's (a module registered twice shows twice, a None as None)."""
         extra = self.extra_repr()
         extra = extra.split("\n") if extra else []
-        children = [f"({k}): " + repr(v).replace("\n", "\n  ") for k, v in self.named_children()]
+        children = [f"({k}): " + repr(v).replace("\n", "\n  ") for k, v in self._modules.items()]
         if len(extra) == 1 and not children:
             return f"{type(self).__name__}({extra[0]})"
         lines = extra + children
@@ -2680,6 +2681,21 @@ class ModuleList(_Numbered):
         if not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self._insert(index, module)
+
+    def __repr__(self):
+        """torch's: runs of equal children's reprs compressed into "(i-j): n x repr"."""
+        runs = []  # [first index, last index, repr]
+        for i, module in enumerate(self):
+            r = repr(module)
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        if not runs:
+            return f"{type(self).__name__}()"
+        lines = [(f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}").replace("\n", "\n  ")
+                 for a, b, r in runs]
+        return f"{type(self).__name__}(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):
