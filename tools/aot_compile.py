@@ -11,6 +11,7 @@ fail its GPU tests (races, miscompiles), and the timings are this machine's, not
 `compile_kernel` takes any autotuned tnet kernel, its argument types and its constexprs."""
 import argparse
 import collections
+import itertools
 import os
 import re
 import sys
@@ -92,15 +93,14 @@ def depthwise_flat():
 
 
 def lerp():
-    """pointwise_kernel's lerp (a fused multiply-add), flat and strided, fp32 and bf16."""
+    """pointwise_kernel's fused multiply-adds (lerp, addcmul), flat and strided, fp32 and bf16."""
     from tnet.kernels import pointwise as p
-    for dtype in ("*fp32", "*bf16"):
-        for flat in (True, False):
-            arg_types = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": dtype, "y_ptr": dtype, "n": "i32", "s0": "fp32",
-                         "s1": "fp32", "s2": "fp32", "s3": "fp32", "sizes": ("i32",), "a_strides": ("i32",),
-                         "b_strides": ("i32",), "c_strides": ("i32",)}
-            yield f"pointwise_kernel lerp {dtype} flat={flat}", p.pointwise_kernel, arg_types, dict(
-                OP="lerp", ARITY=3, SCALARS=0, FLAT=flat, ROUTE=0, COMPUTE=tl.float32)
+    for dtype, flat, op in itertools.product(("*fp32", "*bf16"), (True, False), ("lerp", "addcmul")):
+        arg_types = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": dtype, "y_ptr": dtype, "n": "i32", "s0": "fp32",
+                     "s1": "fp32", "s2": "fp32", "s3": "fp32", "sizes": ("i32",), "a_strides": ("i32",),
+                     "b_strides": ("i32",), "c_strides": ("i32",)}
+        yield f"pointwise_kernel {op} {dtype} flat={flat}", p.pointwise_kernel, arg_types, dict(
+            OP=op, ARITY=3, SCALARS=0, FLAT=flat, ROUTE=0, COMPUTE=tl.float32)
 
 
 def grid_sample():
