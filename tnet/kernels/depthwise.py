@@ -18,6 +18,9 @@ GEMM to run: these are memory-bound stencils over channels-last images (NHWC mem
   blocks); a 3x3 one's weight gradient `depthwise_weight3_kernel` on the GPU (WEIGHT_BY_ROWS),
   a program per (channel block, part of the rows of x) keeping a sum for each of the nine taps (the
   16-tap block leaves 7 lanes of 16 empty), each row of x loaded once against three rows of dy.
+- Trials under TNET_TRIAL=1, until timed: the same passes over flat rows (`depthwise_flat_kernel`,
+  `depthwise_weight_flat3_kernel`), an NHWC row's columns and channels one vector, each tap a shifted window
+  of it, as further autotune.fastest candidates.
 
 Products are fp32 at every precision: there are no tensor cores to feed, and 16-bit operands
 multiply exactly in fp32 (so `precision` is checked, and changes nothing)."""
