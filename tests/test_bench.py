@@ -857,7 +857,8 @@ def test_runs_twin_trains_the_recipe_on_the_sample():
 
 def test_host_cost_runs_every_case_without_launches():
     """tools/host_cost.py (issue 27's CPU measure): every case runs with its kernels stood in for."""
-    result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "host_cost.py"), "--calls", "1"],
+    result = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "host_cost.py"), "--calls", "1", "--launches"],
                             capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 0, result.stderr[-2000:]
     assert len([line for line in result.stdout.splitlines() if line.endswith(" us")]) == 7
+    assert "    1 launches: pointwise_kernel 1" in result.stdout.splitlines()  # a + b: one launch, counted

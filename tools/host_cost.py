@@ -3,12 +3,14 @@
 the checks, plans, tape and allocations around the launches (the host cost that issue 27 cuts),
 on any machine, the CPU included. Not a GPU figure: a launch adds Triton's launcher to each call.
 
-usage: python tools/host_cost.py [--case NAME] [--profile tottime|cumtime] [--calls N]
+usage: python tools/host_cost.py [--case NAME] [--profile tottime|cumtime] [--launches] [--calls N]
 
 Prints each case's median microseconds per call over 5 blocks, of this process's CPU time (so that
 other processes on the machine do not count); --profile prints cProfile's top functions of one
-case (with --case) sorted by that column.
+case (with --case) sorted by that column; --launches each case's kernel launches in one call, by
+kernel (the interpreter's: its optimizers pack fewer tensors a launch than a GPU's).
 """
+import collections
 import argparse
 import cProfile
 import importlib
@@ -35,12 +37,18 @@ class _NoLaunch:
     """Stands for a kernel: kernel[grid](...) launches nothing but asks the grid, as Triton does (with
     an autotuned kernel's first config): a launcher may count on its grid's side effects (PartSums)."""
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, name):
         configs = getattr(kernel, "configs", None)
-        self.meta = dict(configs[0].kwargs) if configs else {}
+        self.meta, self.name = dict(configs[0].kwargs) if configs else {}, name
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: grid({**self.meta, **kwargs}) if callable(grid) else None
+        def launch(*args, **kwargs):
+            LAUNCHES[self.name] += 1
+            return grid({**self.meta, **kwargs}) if callable(grid) else None
+        return launch
+
+
+LAUNCHES = collections.Counter()  # launches by kernel name, kept ones included
 
 
 class _KeptNoLaunch:
@@ -51,10 +59,12 @@ class _KeptNoLaunch:
         grid = grid({**kernel.meta, **kwargs}) if callable(grid) else grid
         self.grid = (*grid, 1, 1)[:3]
         self.tensors = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
+        self.name = kernel.name
 
     def __call__(self, *args):
         for i in self.tensors:
             args[i].data_ptr()
+        LAUNCHES[self.name] += 1
         return True
 
 
@@ -66,7 +76,7 @@ def no_launches():
         module = importlib.import_module(f"tnet.kernels.{info.name}")
         for name in dir(module):
             if name.endswith("_kernel"):
-                setattr(module, name, _NoLaunch(getattr(module, name)))
+                setattr(module, name, _NoLaunch(getattr(module, name), name))
 
 
 def cases():
@@ -115,6 +125,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--case", help="one case only (default: all): 'a + b', 'relu', 'conv2d', ...")
     parser.add_argument("--profile", choices=["tottime", "cumtime"], help="print cProfile's top functions of --case")
+    parser.add_argument("--launches", action="store_true", help="also print each case's kernel launches per call")
     parser.add_argument("--calls", type=int, default=None, help="calls per timed block (default: each case's own)")
     args = parser.parse_args()
     no_launches()
@@ -123,6 +134,10 @@ def main():
         parser.error(f"no case {args.case!r}")
     for name, (fn, calls) in chosen.items():
         print(f"{name:28s} {median_us(fn, args.calls or calls):10.1f} us", flush=True)
+        if args.launches:
+            LAUNCHES.clear()
+            fn()
+            print(f"    {sum(LAUNCHES.values())} launches: " + ", ".join(f"{k} {n}" for k, n in LAUNCHES.most_common()))
     if args.profile:
         name, (fn, calls) = next(iter(chosen.items()))
         profile = cProfile.Profile()
