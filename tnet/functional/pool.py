@@ -12,8 +12,8 @@ from ..factory import rand
 from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
-from ..kernels.launch import (InputIndexError, at_least, check, dense, is_channels_last, is_flat, keeps_channels_last,
-                              ntuple, out_size, pair, single, sizes_type, triple)
+from ..kernels.launch import (InputIndexError, at_least, check, check_batch_only_empty, dense, is_channels_last,
+                              is_flat, keeps_channels_last, ntuple, out_size, pair, single, sizes_type, triple)
 from ..tensor import Tensor, as_storage, in_layout, linear_graph, record, tensor
 from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, stack, unsqueeze
 from .pad import pad
@@ -91,7 +91,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     dilation = pair(dilation, "max_pool2d: dilation", 1, expand_one=True)
     check_tensors("max_pool2d", input=input)
     check(input.ndim in (3, 4), "non-empty 3D or 4D (batch mode) tensor expected for input")
-    planes_nonempty(input, 2, lambda: _EMPTY_2D + str(list(input.shape)))
+    check_batch_only_empty(input.shape, 2, lambda: _EMPTY_2D + str(list(input.shape)))
     x = unsqueeze(input, 0) if input.ndim == 3 else input
     if dilation != (1, 1):
         y, index = _dilated_max_pool(x, *pool_args("max", kernel_size, stride, padding), dilation, ceil_mode)
@@ -163,7 +163,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                               f"{builtins.max(input.ndim, 1) - 1}], but got -3)")
     check(input.ndim == 4 or input.ndim == 3, lambda: f"non-empty 3D or 4D (batch mode) tensor expected for input, got "
                                                       f"{input.ndim}D")
-    planes_nonempty(input, 2, lambda: _EMPTY_2D + str(list(input.shape)))
+    check_batch_only_empty(input.shape, 2, lambda: _EMPTY_2D + str(list(input.shape)))
     x = unsqueeze(input, 0) if input.ndim == 3 else input
     y = _pool2d("avg", x, kernel_size, stride, padding, ceil_mode, count_include_pad=count_include_pad,
                 divisor_override=divisor_override)[0]
@@ -269,8 +269,8 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     d = single(dilation, "max_pool1d: dilation", 1)
     k, s, p = _window_1d("max_pool1d", kernel_size, stride, padding, ceil_mode=ceil_mode)
     _signal_as_image("max_pool1d", input)  # its rank's error first
-    planes_nonempty(input, 1, lambda: f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch "
-                                      f"size for input, but got:{list(input.shape)}")
+    check_batch_only_empty(input.shape, 1, lambda: f"max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
+                                                   f"dim batch size for input, but got:{list(input.shape)}")
     if d != 1:
         y, index = _dilated_max_pool(_signal_as_image("max_pool1d", input), (1, k), (1, s), (0, p), (1, d), ceil_mode)
         y, index = _image_as_signal(y, input), _image_as_signal(index, input)
@@ -281,12 +281,6 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
         return y
     index = plane_indices(arg, (1, k), (1, s), (0, p), input.shape[-1])
     return y, _image_as_signal(Tensor(index), input)
-
-
-def planes_nonempty(input, n, message):
-    """torch's check of the (non-adaptive) poolings of n dims: no empty dim but the batch's, that is none of the
-    last n + 1 (the channels and the n pooled ones; an unbatched input's channels too); message: a callable."""
-    check(all(input.shape[-n - 1:]), message)
 
 
 def _nonempty(name, input):
@@ -442,8 +436,9 @@ def _volumes(name, input):
 
 def _volumes_nonempty(name, input):
     """torch's pool3d_shape_check: an empty dim but the batch's raises (the size, 0, in its message)."""
-    planes_nonempty(input, 3, lambda: f"{name}(): Expected input's non-batch dimensions to have positive length, but "
-                                      f"input has a shape of {list(input.shape)} and non-batch dimension 0 has length zero!")
+    check_batch_only_empty(input.shape, 3, lambda: f"{name}(): Expected input's non-batch dimensions to have positive "
+                                                   f"length, but input has a shape of {list(input.shape)} and "
+                                                   f"non-batch dimension 0 has length zero!")
 
 
 def _window_3d(name, kernel_size, stride, padding):

@@ -53,12 +53,13 @@ def check(cond, msg):
         raise InputError(msg() if callable(msg) else msg)
 
 
-def check_batch_only_empty(shape, spatial):
-    """torch's rule for its kernels over images of `spatial` dims (reflection and replication padding, im2col):
-    an input of spatial + 1 or spatial + 2 dims, of which only a batch (the first of spatial + 2) may be empty."""
+def check_batch_only_empty(shape, spatial, message=None):
+    """torch's rule for its kernels over images of `spatial` dims (reflection and replication padding, im2col,
+    the non-adaptive poolings): an input of spatial + 1 or spatial + 2 dims, of which only a batch (the first of
+    spatial + 2) may be empty. message: the error's text (a callable) where the kernel's words differ."""
     check(all(shape[1 if len(shape) == spatial + 2 else 0:]),
-          lambda: f"Expected {spatial + 1}D or {spatial + 2}D (batch mode) tensor with possibly 0 batch size and other "
-                  f"non-zero dimensions for input, but got: {list(shape)}")
+          message or (lambda: f"Expected {spatial + 1}D or {spatial + 2}D (batch mode) tensor with possibly 0 batch "
+                              f"size and other non-zero dimensions for input, but got: {list(shape)}"))
 
 
 def check_type(cond, msg):
