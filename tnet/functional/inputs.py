@@ -90,7 +90,7 @@ def write_out(name, out, result, inputs):
     held elements); result written into out, which is returned."""
     if not isinstance(out, Tensor):
         raise InputTypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
-    check(not (is_grad_enabled() and any(isinstance(x, Tensor) and x.requires_grad for x in (*inputs, out))),
+    check(not (is_grad_enabled() and any(needs_grad(*inputs, out))),
           lambda: f"{name}(): functions with out=... arguments don't support automatic differentiation, but one of "
                   f"the arguments requires grad.")
     check(torch.can_cast(result.dtype, out.dtype), lambda: f"result type {DTYPE_NAMES[result.dtype]} can't be cast to "
