@@ -941,8 +941,8 @@ def matrix_power(A, n):
 def matrix_exp(A):
     """torch.linalg.matrix_exp (torch.matrix_exp, Tensor.matrix_exp): e^A by scaling and squaring on the
     device: A / 2^s with its 1-norm below 1/2, a Taylor polynomial of degree 12 (Horner, tnet's matmul;
-    error below 1e-14), squared s times; with gradients through those ops. fp32 products are exact ("ieee",
-    not tnet's tf32 default: the squarings multiply tf32's error by 2^s, 1.6% at [[1, 2], [3, -4]]). Each matrix of a batch has
+    error below 1e-14), squared s times; with gradients through those ops. Its fp32 products are exact
+    ("ieee", not tnet's tf32 default: the squarings multiply tf32's error by 2^s). Each matrix of a batch has
     its own s (from its 1-norm: one host read), so a large one does not scale the others to zero;
     the batch squares max(s) times, a matrix only in its first s. A 1 x 1 matrix is exp of its entry,
     as torch's special case (so [[-inf]] gives 0, where the scaling would give inf or NaN); a larger one
