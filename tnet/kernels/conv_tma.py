@@ -44,8 +44,9 @@ from .launch import cdiv, kept, next_power_of_2, resident, tile_config
 from .reduce import PartSums, best_parts
 
 ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering kernels everywhere (A/B timing)
-# Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs)
-MIN_OUT_CHANNELS = 128
+# Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs); the
+# trial's warp-specialized 64-wide tiles (below) may change that: 64 under TNET_TRIAL=1
+MIN_OUT_CHANNELS = 64 if TRIAL else 128
 # The stride-2 input gradient's gathering kernel masks about 3 of 4 tap-pixel pairs: from 64 outputs (ResNet's
 # first stride-2 layer) the phases' boxes ran faster (docs/results.md)
 MIN_PHASE_CHANNELS = 64
