@@ -1348,7 +1348,12 @@ def test_round_27_as_torch(call):
     # a p-norm of 16-bit input takes its powers in fp32 (0.13^-7 overflowed float16: seed 127 at --bad 0.5, case 105)
     lambda m, f, t: m.norm(t([[-1.3633, -0.1298, -1.5186], [-0.9141, 0.6577, 0.2583]]).half(), p=-7),
     lambda m, f, t: m.linalg.vector_norm(t([[30.0, 1.0], [2.0, 40.0]]).half(), 3.5, dim=1),
-    lambda m, f, t: m.linalg.vector_norm(t([[3e-3, 1.0], [2.0, 4e-3]]).half(), -3.0, dim=0)])
+    lambda m, f, t: m.linalg.vector_norm(t([[3e-3, 1.0], [2.0, 4e-3]]).half(), -3.0, dim=0),
+    # cross checks dim and the lengths of 3 before the broadcast, as torch's (a bad dim raised the broadcast's
+    # error: seed 132 at --bad 0.5, case 1510), and its default dim is input's first of size 3
+    lambda m, f, t: m.cross(t([[1.0, 2.0]]), t([[1.0, 2.0, 3.0]]), dim=5),
+    lambda m, f, t: m.linalg.cross(m.ones(2, 4), m.ones(2, 5), dim=-3),
+    lambda m, f, t: m.cross(t([[1.0, 2.0, 3.0]]), t([[0.5, -1.0, 2.0], [3.0, 0.0, 1.0], [1.0, 1.0, 1.0]]), dim=None)])
 def test_round_28_as_torch(call):
     _same_outcome(call)
 
