@@ -1787,17 +1787,18 @@ def kron(input, other):
 
 
 def cross(input, other, dim=None):
-    """The cross product of 3-vectors along dim (None: the first dim of size 3, as torch.cross's
-    deprecated default), input and other broadcast; element-wise ops, so both get gradients."""
+    """The cross product of 3-vectors along dim (None: input's first dim of size 3, as torch.cross's
+    deprecated default), input and other broadcast; element-wise ops, so both get gradients. torch's
+    checks in its order: the dims' count, dim, their lengths of 3, then the broadcast."""
     check_tensors("cross", input=input, other=other)
     check(input.ndim == other.ndim, "linalg.cross: inputs must have the same number of dimensions.")
-    a, b = broadcast_tensors(input, other)
     if dim is None:
-        dim = next((k for k, s in enumerate(a.shape) if s == 3), None)
+        dim = next((k for k, s in enumerate(input.shape) if s == 3), None)
         check(dim is not None, "no dimension of size 3 in input")
-    d = dim_index(dim, a.ndim)
+    d = dim_index(dim, input.ndim)
     check(input.shape[d] == 3 and other.shape[d] == 3,
           lambda: f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and {other.shape[d]}")
+    a, b = broadcast_tensors(input, other)
     check(input.dtype == other.dtype,  # torch's kernels read both as one dtype, at any size
           lambda: f"expected scalar type {DTYPE_NAMES[input.dtype]} but found {DTYPE_NAMES[other.dtype]}")
     x, y = ([narrow(t, d, k, 1) for k in range(3)] for t in (a, b))

@@ -234,7 +234,21 @@ hardtanh_ = _unary("hardtanh_", hardtanh, keeps_self=True)
 elu_ = _unary("elu_", elu, keeps_self=True)
 selu_ = _unary("selu_", selu, keeps_self=True)
 celu_ = _unary("celu_", celu, keeps_self=True)
-threshold_ = _unary("threshold_", threshold, keeps_self=True)
+_threshold_ = _unary("threshold_", threshold, keeps_self=True)
+
+
+def threshold_(self, threshold, value):
+    """self = threshold(self, threshold, value). torch's threshold_, alone of the in-place activations,
+    takes a self that overlaps itself (an expanded tensor): every alias of an element gets one value, so
+    outside a recorded graph the write goes to each element once, through the stride-0 dims taken once."""
+    m = self.memory
+    if _copy.overlaps(m) and not (is_grad_enabled() and self.requires_grad):
+        once = m.as_strided([1 if st == 0 else s for s, st in zip(m.shape, m.stride())], m.stride(), m.storage_offset())
+        _threshold_(Tensor(once), threshold, value)  # counts the write in self's version (one memory); an
+        return self  # as_strided self that still overlaps raises copy_'s error
+    return _threshold_(self, threshold, value)
+
+
 # the activations' inplace=True (F.relu(x, inplace=True), nn.ReLU(inplace=True), ...): their in-place forms
 INPLACE_WRITERS.update(relu=relu_, leaky_relu=leaky_relu_, hardtanh=hardtanh_, elu=elu_, selu=selu_, celu=celu_,
                        threshold=threshold_, **{op.__name__: _unary(op.__name__ + "_", op, keeps_self=True)

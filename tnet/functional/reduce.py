@@ -769,9 +769,14 @@ def _inf_norm(x, largest, dim, keepdim):
 
 def _p_norm(x, p, dim, keepdim):
     """sum(|x|^p)^(1/p) over dim, with torch's gradient sign(x) |x|^(p-1) g / norm^(p-1): 0
-    where the norm is 0, and where x is 0 (p < 1: |x|^(p-1) would be inf)."""
+    where the norm is 0, and where x is 0 (p < 1: |x|^(p-1) would be inf). The powers and their sum of
+    16-bit input in fp32, as torch's (0.13^-7 overflows float16)."""
     with no_grad():
-        y = abs(x) if _single(x, dim) else pow(sum(pow(abs(x), p), dim, keepdim=True), 1.0 / p)
+        if _single(x, dim):
+            y = abs(x)
+        else:
+            y = pow(sum(pow(abs(x).to(torch.float32), p), dim, keepdim=True), 1.0 / p)
+            y = y if y.dtype == x.dtype else y.to(x.dtype)
 
     def backward(g):
         with no_grad():
