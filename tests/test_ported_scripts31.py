@@ -1,0 +1,793 @@
+"""HEADER"""
+import itertools
+import math
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def replayed(m, replay, key, t):
+    """t as tnet drew it: tnet's run keeps its draw under key, torch's run takes that draw in place of its own."""
+    return m.torch.tensor(replay.setdefault(key, t.detach().cpu().numpy().copy()))
+
+
+# (a) BlinkDL/RWKV-LM's RWKV-v4 src/model.py and trainer.py, with the WKV recurrence written in PyTorch as its CPU
+# ports write it (the running max pp for stability, torch.maximum, exp of differences): RWKV_TimeMix and
+# RWKV_ChannelMix shifting tokens by nn.ZeroPad2d((0, 0, 1, -1)) (a negative pad crops the last step), the "fancy
+# init" under torch.no_grad() (decay_speed filled element by element, a zigzag, time_mix by torch.pow of a ramp),
+# squared ReLU, ln0 in the first block only, L2Wrap (a custom Function whose backward scatters the logits' max into a
+# gradient), _init_weights through apply, Adam over one no-decay group with betas (0.9, 0.99) and eps=1e-8, the
+# trainer's lr warmup then exponential decay written into each param_group, clip_grad_norm_, ppl by math.exp
+def rwkv_v4(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    np.random.seed(0)
+
+    class Config:
+        vocab_size, ctx_len, n_embd, n_layer = 11, 4, 8, 2
+
+    class RWKV_TimeMix(nn.Module):
+        def __init__(self, config, layer_id):
+            super().__init__()
+            self.layer_id = layer_id
+            self.ctx_len = config.ctx_len
+            self.n_embd = config.n_embd
+            attn_sz = config.n_embd
+            with torch.no_grad():  # fancy init
+                ratio_0_to_1 = (layer_id / (config.n_layer - 1))  # 0 to 1
+                ratio_1_to_almost0 = (1.0 - (layer_id / config.n_layer))  # 1 to ~0
+                # fancy time_decay
+                decay_speed = torch.ones(attn_sz)
+                for h in range(attn_sz):
+                    decay_speed[h] = -5 + 8 * (h / (attn_sz - 1)) ** (0.7 + 1.3 * ratio_0_to_1)
+                self.time_decay = nn.Parameter(decay_speed)
+                # fancy time_first
+                zigzag = (torch.tensor([(i + 1) % 3 - 1 for i in range(attn_sz)]) * 0.5)
+                self.time_first = nn.Parameter(torch.ones(attn_sz) * math.log(0.3) + zigzag)
+                # fancy time_mix
+                x = torch.ones(1, 1, config.n_embd)
+                for i in range(config.n_embd):
+                    x[0, 0, i] = i / config.n_embd
+                self.time_mix_k = nn.Parameter(torch.pow(x, ratio_1_to_almost0))
+                self.time_mix_v = nn.Parameter(torch.pow(x, ratio_1_to_almost0) + 0.3 * ratio_0_to_1)
+                self.time_mix_r = nn.Parameter(torch.pow(x, 0.5 * ratio_1_to_almost0))
+            self.time_shift = nn.ZeroPad2d((0, 0, 1, -1))
+            self.key = nn.Linear(config.n_embd, attn_sz, bias=False)
+            self.value = nn.Linear(config.n_embd, attn_sz, bias=False)
+            self.receptance = nn.Linear(config.n_embd, attn_sz, bias=False)
+            self.output = nn.Linear(attn_sz, config.n_embd, bias=False)
+            self.key.scale_init = 0
+            self.receptance.scale_init = 0
+            self.output.scale_init = 0
+
+        def forward(self, x):
+            B, T, C = x.size()  # x = (Batch,Time,Channel)
+            # Mix x with the previous timestep to produce xk, xv, xr
+            xx = self.time_shift(x)
+            xk = x * self.time_mix_k + xx * (1 - self.time_mix_k)
+            xv = x * self.time_mix_v + xx * (1 - self.time_mix_v)
+            xr = x * self.time_mix_r + xx * (1 - self.time_mix_r)
+            k = self.key(xk)
+            v = self.value(xv)
+            r = self.receptance(xr)
+            sr = torch.sigmoid(r)
+            rwkv = sr * wkv(-torch.exp(self.time_decay), self.time_first, k, v)
+            rwkv = self.output(rwkv)
+            return rwkv
+
+    def wkv(w, u, k, v):
+        B, T, C = k.size()
+        aa = torch.zeros(B, C, device=k.device)
+        bb = torch.zeros(B, C, device=k.device)
+        pp = torch.full((B, C), -1e38, device=k.device)
+        out = []
+        for t in range(T):
+            kk, vv = k[:, t], v[:, t]
+            ww = u + kk
+            p = torch.maximum(pp, ww)
+            e1 = torch.exp(pp - p)
+            e2 = torch.exp(ww - p)
+            out.append((e1 * aa + e2 * vv) / (e1 * bb + e2))
+            ww = w + pp
+            p = torch.maximum(ww, kk)
+            e1 = torch.exp(ww - p)
+            e2 = torch.exp(kk - p)
+            aa = e1 * aa + e2 * vv
+            bb = e1 * bb + e2
+            pp = p
+        return torch.stack(out, dim=1)
+
+    class RWKV_ChannelMix(nn.Module):
+        def __init__(self, config, layer_id):
+            super().__init__()
+            self.layer_id = layer_id
+            self.time_shift = nn.ZeroPad2d((0, 0, 1, -1))
+            with torch.no_grad():  # fancy init of time_mix
+                ratio_1_to_almost0 = (1.0 - (layer_id / config.n_layer))  # 1 to ~0
+                x = torch.ones(1, 1, config.n_embd)
+                for i in range(config.n_embd):
+                    x[0, 0, i] = i / config.n_embd
+                self.time_mix_k = nn.Parameter(torch.pow(x, ratio_1_to_almost0))
+                self.time_mix_r = nn.Parameter(torch.pow(x, ratio_1_to_almost0))
+            hidden_sz = 4 * config.n_embd
+            self.key = nn.Linear(config.n_embd, hidden_sz, bias=False)
+            self.receptance = nn.Linear(config.n_embd, config.n_embd, bias=False)
+            self.value = nn.Linear(hidden_sz, config.n_embd, bias=False)
+            self.value.scale_init = 0
+            self.receptance.scale_init = 0
+
+        def forward(self, x):
+            xx = self.time_shift(x)
+            xk = x * self.time_mix_k + xx * (1 - self.time_mix_k)
+            xr = x * self.time_mix_r + xx * (1 - self.time_mix_r)
+            k = self.key(xk)
+            k = torch.square(torch.relu(k))
+            kv = self.value(k)
+            rkv = torch.sigmoid(self.receptance(xr)) * kv
+            return rkv
+
+    class Block(nn.Module):
+        def __init__(self, config, layer_id):
+            super().__init__()
+            self.config = config
+            self.layer_id = layer_id
+            self.ln1 = nn.LayerNorm(config.n_embd)
+            self.ln2 = nn.LayerNorm(config.n_embd)
+            if self.layer_id == 0:
+                self.ln0 = nn.LayerNorm(config.n_embd)
+            self.att = RWKV_TimeMix(config, layer_id)
+            self.ffn = RWKV_ChannelMix(config, layer_id)
+
+        def forward(self, x):
+            if self.layer_id == 0:
+                x = self.ln0(x)
+            x = x + self.att(self.ln1(x))
+            x = x + self.ffn(self.ln2(x))
+            return x
+
+    class L2Wrap(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, loss, y):
+            ctx.save_for_backward(y)
+            return loss
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            y = ctx.saved_tensors[0]
+            # to encourage the logits to be close to 0
+            factor = 1e-4 / (y.shape[0] * y.shape[1])
+            maxx, ids = torch.max(y, -1, keepdim=True)
+            gy = torch.zeros_like(y)
+            gy.scatter_(-1, ids, maxx * factor)
+            return (grad_output, gy)
+
+    class GPT(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.step = 0
+            self.config = config
+            self.emb = nn.Embedding(config.vocab_size, config.n_embd)
+            self.blocks = nn.Sequential(*[Block(config, i) for i in range(config.n_layer)])
+            self.ln_out = nn.LayerNorm(config.n_embd)
+            self.head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+            self.ctx_len = config.ctx_len
+            self.apply(self._init_weights)
+
+        def _init_weights(self, module):
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                module.weight.data.normal_(mean=0.0, std=0.01 if getattr(module, 'scale_init', 1) else 0.02)
+
+        def configure_optimizers(self, train_config):
+            no_decay = set()
+            for mn, m_ in self.named_modules():  # here we disable weight_decay
+                for pn, p in m_.named_parameters():
+                    fpn = '%s.%s' % (mn, pn) if mn else pn  # full param name
+                    no_decay.add(fpn)
+            param_dict = {pn: p for pn, p in self.named_parameters()}
+            optim_groups = [
+                {"params": [param_dict[pn] for pn in sorted(list(no_decay))], "weight_decay": 0.0},
+            ]
+            return torch.optim.Adam(optim_groups, lr=train_config.learning_rate, betas=train_config.betas,
+                                    eps=train_config.eps)
+
+        def forward(self, idx, targets=None):
+            idx = idx.to(self.emb.weight.device)
+            self.step += 1
+            B, T = idx.size()
+            assert T <= self.ctx_len, "Cannot forward, because len(input) > model ctx_len."
+            x = self.emb(idx)
+            x = self.blocks(x)
+            x = self.ln_out(x)
+            x = self.head(x)
+            loss = None
+            if targets is not None:
+                loss = F.cross_entropy(x.view(-1, x.size(-1)), targets.to(x.device).view(-1))
+            return L2Wrap.apply(loss, x)
+
+    class Dataset(m.data.Dataset):
+        def __init__(self, data, ctx_len, epoch_length_fixed):
+            self.ctx_len = ctx_len
+            self.epoch_length_fixed = epoch_length_fixed
+            unique = sorted(list(set(data)))
+            self.vocab_size = len(unique)
+            self.stoi = {ch: i for i, ch in enumerate(unique)}
+            self.itos = {i: ch for i, ch in enumerate(unique)}
+            self.data_size = len(data)
+            self.data = data
+
+        def __len__(self):
+            return self.epoch_length_fixed
+
+        def __getitem__(self, idx):
+            # cheat: pick a random spot in dataset
+            i = np.random.randint(0, len(self.data) - (self.ctx_len + 1))
+            chunk = self.data[i:i + self.ctx_len + 1]
+            dix = [self.stoi[s] for s in chunk]
+            x = torch.tensor(dix[:-1], dtype=torch.long)
+            y = torch.tensor(dix[1:], dtype=torch.long)
+            return x, y
+
+    class TrainerConfig:
+        max_epochs, batch_size, learning_rate, lr_final = 1, 2, 4e-3, 1e-3
+        betas, eps, grad_norm_clip, warmup_tokens, final_tokens = (0.9, 0.99), 1e-8, 1.0, 12, 48
+
+    text = "the quick brown fox jumps over the lazy dog " * 2
+    train_dataset = Dataset(text, Config.ctx_len, epoch_length_fixed=2)
+    config = Config()
+    config.vocab_size = train_dataset.vocab_size
+    model = GPT(config)
+    init = load(m, model, state)
+    tc = TrainerConfig()
+    optimizer = model.configure_optimizers(tc)
+    loader = m.data.DataLoader(train_dataset, shuffle=False, pin_memory=True, batch_size=tc.batch_size)
+    tokens, losses = 0, []
+    model.train(True)
+    for it, (x, y) in enumerate(loader):
+        loss = model(x, y)  # forward the model
+        model.zero_grad()
+        loss.backward()
+        if tc.grad_norm_clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), tc.grad_norm_clip)
+        optimizer.step()
+        tokens += (y >= 0).sum()  # number of tokens processed this step (i.e. label is not -100)
+        lr_final_factor = tc.lr_final / tc.learning_rate
+        if tokens < tc.warmup_tokens:
+            # linear warmup
+            lr_mult = lr_final_factor + (1 - lr_final_factor) * float(tokens) / float(tc.warmup_tokens)
+            progress = 0
+        else:
+            # exponential learning rate decay
+            progress = float(tokens - tc.warmup_tokens) / float(max(1, tc.final_tokens - tc.warmup_tokens))
+            lr_mult = (0.5 + lr_final_factor / 2) + (0.5 - lr_final_factor / 2) * math.cos(math.pi * progress)
+        lr = tc.learning_rate * lr_mult
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = lr
+        losses += [loss.item(), math.exp(loss.item()), lr]
+    return init, losses + summary(model.parameters())
+
+
+def test_rwkv_v4():
+    compare(rwkv_v4)
+
+
+# (b) rosinality/stylegan2-pytorch's model.py and train.py at 4x4 (no up- or downsampling blur: the discriminator's
+# downsampling convolution has stride 2 alone): PixelNorm by torch.rsqrt, EqualLinear with lr_mul and
+# fused_leaky_relu written in PyTorch (F.leaky_relu of input + bias.view, times sqrt(2)), ModulatedConv2d (a style
+# modulates a [batch * out, in, k, k] weight, demodulated by rsqrt, run as one conv of groups=batch), NoiseInjection
+# (image.new_empty(...).normal_() when no noise is given; a zero-initialised weight), ConstantInput's repeat, ToRGB's
+# skip, style mixing by random.random() < prob and a latent index; the discriminator's minibatch stddev (var(0,
+# unbiased=False), mean over [2, 3, 4] with keepdims=, repeat); the losses d_logistic_loss by F.softplus, d_r1_loss
+# by autograd.grad(create_graph=True) of real_img.requires_grad = True, g_nonsaturating_loss, g_path_regularize over
+# the latents with its running mean; lazy regularisation (d_reg_every, g_reg_every, `+ 0 * real_pred[0]`), Adam
+# with lr * ratio and betas (0 ** ratio, 0.99 ** ratio), requires_grad(model, flag), accumulate() into g_ema by
+# mul_ and add_(alpha=). torch replays tnet's normal draws
+def stylegan2(m, state=None, replay=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    autograd = torch.autograd
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    import random
+    random.seed(0)
+    counter = itertools.count()
+
+    def draw(t):
+        return replayed(m, replay, next(counter), t)
+
+    def fused_leaky_relu(input, bias, negative_slope=0.2, scale=2 ** 0.5):
+        rest_dim = [1] * (input.ndim - bias.ndim - 1)
+        return F.leaky_relu(input + bias.view(1, bias.shape[0], *rest_dim), negative_slope=negative_slope) * scale
+
+    class PixelNorm(nn.Module):
+        def forward(self, input):
+            return input * torch.rsqrt(torch.mean(input ** 2, dim=1, keepdim=True) + 1e-8)
+
+    class EqualConv2d(nn.Module):
+        def __init__(self, in_channel, out_channel, kernel_size, stride=1, padding=0, bias=True):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(out_channel, in_channel, kernel_size, kernel_size))
+            self.scale = 1 / math.sqrt(in_channel * kernel_size ** 2)
+            self.stride = stride
+            self.padding = padding
+            self.bias = nn.Parameter(torch.zeros(out_channel)) if bias else None
+
+        def forward(self, input):
+            return F.conv2d(input, self.weight * self.scale, bias=self.bias, stride=self.stride, padding=self.padding)
+
+    class EqualLinear(nn.Module):
+        def __init__(self, in_dim, out_dim, bias=True, bias_init=0, lr_mul=1, activation=None):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(out_dim, in_dim).div_(lr_mul))
+            self.bias = nn.Parameter(torch.zeros(out_dim).fill_(bias_init)) if bias else None
+            self.activation = activation
+            self.scale = (1 / math.sqrt(in_dim)) * lr_mul
+            self.lr_mul = lr_mul
+
+        def forward(self, input):
+            if self.activation:
+                out = F.linear(input, self.weight * self.scale)
+                out = fused_leaky_relu(out, self.bias * self.lr_mul)
+            else:
+                out = F.linear(input, self.weight * self.scale, bias=self.bias * self.lr_mul)
+            return out
+
+    class ModulatedConv2d(nn.Module):
+        def __init__(self, in_channel, out_channel, kernel_size, style_dim, demodulate=True):
+            super().__init__()
+            self.eps = 1e-8
+            self.kernel_size = kernel_size
+            self.in_channel = in_channel
+            self.out_channel = out_channel
+            fan_in = in_channel * kernel_size ** 2
+            self.scale = 1 / math.sqrt(fan_in)
+            self.padding = kernel_size // 2
+            self.weight = nn.Parameter(torch.randn(1, out_channel, in_channel, kernel_size, kernel_size))
+            self.modulation = EqualLinear(style_dim, in_channel, bias_init=1)
+            self.demodulate = demodulate
+
+        def forward(self, input, style):
+            batch, in_channel, height, width = input.shape
+            style = self.modulation(style).view(batch, 1, in_channel, 1, 1)
+            weight = self.scale * self.weight * style
+            if self.demodulate:
+                demod = torch.rsqrt(weight.pow(2).sum([2, 3, 4]) + 1e-8)
+                weight = weight * demod.view(batch, self.out_channel, 1, 1, 1)
+            weight = weight.view(batch * self.out_channel, in_channel, self.kernel_size, self.kernel_size)
+            input = input.view(1, batch * in_channel, height, width)
+            out = F.conv2d(input, weight, padding=self.padding, groups=batch)
+            _, _, height, width = out.shape
+            return out.view(batch, self.out_channel, height, width)
+
+    class NoiseInjection(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.zeros(1))
+
+        def forward(self, image, noise=None):
+            if noise is None:
+                batch, _, height, width = image.shape
+                noise = draw(image.new_empty(batch, 1, height, width).normal_())
+            return image + self.weight * noise
+
+    class ConstantInput(nn.Module):
+        def __init__(self, channel, size=4):
+            super().__init__()
+            self.input = nn.Parameter(torch.randn(1, channel, size, size))
+
+        def forward(self, input):
+            batch = input.shape[0]
+            return self.input.repeat(batch, 1, 1, 1)
+
+    class StyledConv(nn.Module):
+        def __init__(self, in_channel, out_channel, kernel_size, style_dim, demodulate=True):
+            super().__init__()
+            self.conv = ModulatedConv2d(in_channel, out_channel, kernel_size, style_dim, demodulate=demodulate)
+            self.noise = NoiseInjection()
+            self.activate_bias = nn.Parameter(torch.zeros(out_channel))
+
+        def forward(self, input, style, noise=None):
+            out = self.conv(input, style)
+            out = self.noise(out, noise=noise)
+            return fused_leaky_relu(out, self.activate_bias)
+
+    class ToRGB(nn.Module):
+        def __init__(self, in_channel, style_dim):
+            super().__init__()
+            self.conv = ModulatedConv2d(in_channel, 3, 1, style_dim, demodulate=False)
+            self.bias = nn.Parameter(torch.zeros(1, 3, 1, 1))
+
+        def forward(self, input, style, skip=None):
+            out = self.conv(input, style)
+            out = out + self.bias
+            if skip is not None:
+                out = out + skip
+            return out
+
+    class Generator(nn.Module):
+        def __init__(self, style_dim, n_mlp, channel, lr_mlp=0.01):
+            super().__init__()
+            self.style_dim = style_dim
+            layers = [PixelNorm()]
+            for i in range(n_mlp):
+                layers.append(EqualLinear(style_dim, style_dim, lr_mul=lr_mlp, activation='fused_lrelu'))
+            self.style = nn.Sequential(*layers)
+            self.input = ConstantInput(channel)
+            self.conv1 = StyledConv(channel, channel, 3, style_dim)
+            self.to_rgb1 = ToRGB(channel, style_dim)
+            self.conv2 = StyledConv(channel, channel, 3, style_dim)
+            self.to_rgb2 = ToRGB(channel, style_dim)
+            self.n_latent = 3
+
+        def forward(self, styles, return_latents=False, inject_index=None):
+            styles = [self.style(s) for s in styles]
+            if len(styles) < 2:
+                inject_index = self.n_latent
+                if styles[0].ndim < 3:
+                    latent = styles[0].unsqueeze(1).repeat(1, inject_index, 1)
+                else:
+                    latent = styles[0]
+            else:
+                if inject_index is None:
+                    inject_index = random.randint(1, self.n_latent - 1)
+                latent = styles[0].unsqueeze(1).repeat(1, inject_index, 1)
+                latent2 = styles[1].unsqueeze(1).repeat(1, self.n_latent - inject_index, 1)
+                latent = torch.cat([latent, latent2], 1)
+            out = self.input(latent)
+            out = self.conv1(out, latent[:, 0])
+            skip = self.to_rgb1(out, latent[:, 1])
+            out = self.conv2(out, latent[:, 1])
+            image = self.to_rgb2(out, latent[:, 2], skip)
+            if return_latents:
+                return image, latent
+            return image, None
+
+    class Discriminator(nn.Module):
+        def __init__(self, channel):
+            super().__init__()
+            self.conv0 = EqualConv2d(3, channel, 1)
+            self.conv2 = EqualConv2d(channel, channel, 3, stride=2, padding=1)
+            self.skip = EqualConv2d(channel, channel, 1, stride=2, bias=False)
+            self.stddev_group = 4
+            self.stddev_feat = 1
+            self.final_conv = EqualConv2d(channel + 1, channel, 3, padding=1)
+            self.final_linear = nn.Sequential(EqualLinear(channel * 2 * 2, channel, activation='fused_lrelu'),
+                                              EqualLinear(channel, 1))
+
+        def forward(self, input):
+            out = F.leaky_relu(self.conv0(input), 0.2) * math.sqrt(2)
+            skip = self.skip(out)
+            out = F.leaky_relu(self.conv2(out), 0.2) * math.sqrt(2)
+            out = (out + skip) / math.sqrt(2)
+            batch, channel, height, width = out.shape
+            group = min(batch, self.stddev_group)
+            stddev = out.view(group, -1, self.stddev_feat, channel // self.stddev_feat, height, width)
+            stddev = torch.sqrt(stddev.var(0, unbiased=False) + 1e-8)
+            stddev = stddev.mean([2, 3, 4], keepdims=True).squeeze(2)
+            stddev = stddev.repeat(group, 1, height, width)
+            out = torch.cat([out, stddev], 1)
+            out = F.leaky_relu(self.final_conv(out), 0.2) * math.sqrt(2)
+            out = out.view(batch, -1)
+            return self.final_linear(out)
+
+    def requires_grad(model, flag=True):
+        for p in model.parameters():
+            p.requires_grad = flag
+
+    def accumulate(model1, model2, decay=0.999):
+        par1 = dict(model1.named_parameters())
+        par2 = dict(model2.named_parameters())
+        for k in par1.keys():
+            par1[k].data.mul_(decay).add_(par2[k].data, alpha=1 - decay)
+
+    def d_logistic_loss(real_pred, fake_pred):
+        real_loss = F.softplus(-real_pred)
+        fake_loss = F.softplus(fake_pred)
+        return real_loss.mean() + fake_loss.mean()
+
+    def d_r1_loss(real_pred, real_img):
+        grad_real, = autograd.grad(outputs=real_pred.sum(), inputs=real_img, create_graph=True)
+        grad_penalty = grad_real.pow(2).reshape(grad_real.shape[0], -1).sum(1).mean()
+        return grad_penalty
+
+    def g_nonsaturating_loss(fake_pred):
+        return F.softplus(-fake_pred).mean()
+
+    def g_path_regularize(fake_img, latents, mean_path_length, decay=0.01):
+        noise = draw(torch.randn_like(fake_img)) / math.sqrt(fake_img.shape[2] * fake_img.shape[3])
+        grad, = autograd.grad(outputs=(fake_img * noise).sum(), inputs=latents, create_graph=True)
+        path_lengths = torch.sqrt(grad.pow(2).sum(2).mean(1))
+        path_mean = mean_path_length + decay * (path_lengths.mean() - mean_path_length)
+        path_penalty = (path_lengths - path_mean).pow(2).mean()
+        return path_penalty, path_mean.detach(), path_lengths
+
+    def make_noise(batch, latent_dim, n_noise):
+        if n_noise == 1:
+            return draw(torch.randn(batch, latent_dim))
+        return draw(torch.randn(n_noise, batch, latent_dim)).unbind(0)
+
+    def mixing_noise(batch, latent_dim, prob):
+        if prob > 0 and random.random() < prob:
+            return make_noise(batch, latent_dim, 2)
+        else:
+            return [make_noise(batch, latent_dim, 1)]
+
+    class args:
+        batch, latent, n_mlp, channel, lr, r1, path_regularize, path_batch_shrink = 4, 8, 2, 4, 0.002, 10, 2, 2
+        d_reg_every, g_reg_every, mixing, iters = 2, 2, 0.9, 1
+
+    generator = Generator(args.latent, args.n_mlp, args.channel)
+    discriminator = Discriminator(args.channel)
+    g_ema = Generator(args.latent, args.n_mlp, args.channel)
+    g_ema.eval()
+    init = load(m, nn.ModuleDict({'g': generator, 'd': discriminator}), state)
+    accumulate(g_ema, generator, 0)
+    g_reg_ratio = args.g_reg_every / (args.g_reg_every + 1)
+    d_reg_ratio = args.d_reg_every / (args.d_reg_every + 1)
+    g_optim = torch.optim.Adam(generator.parameters(), lr=args.lr * g_reg_ratio,
+                               betas=(0 ** g_reg_ratio, 0.99 ** g_reg_ratio))
+    d_optim = torch.optim.Adam(discriminator.parameters(), lr=args.lr * d_reg_ratio,
+                               betas=(0 ** d_reg_ratio, 0.99 ** d_reg_ratio))
+    images = torch.tensor(np.tanh(normal(rng, 8, 3, 4, 4)))
+    loader = iter(m.data.DataLoader(m.data.TensorDataset(images), batch_size=args.batch, drop_last=True))
+    mean_path_length = 0
+    accum = 0.5 ** (32 / (10 * 1000))
+    losses = []
+    for idx in range(args.iters):
+        i = idx
+        real_img, = next(loader)
+        requires_grad(generator, False)
+        requires_grad(discriminator, True)
+        noise = mixing_noise(args.batch, args.latent, args.mixing)
+        fake_img, _ = generator(noise)
+        fake_pred = discriminator(fake_img)
+        real_pred = discriminator(real_img)
+        d_loss = d_logistic_loss(real_pred, fake_pred)
+        discriminator.zero_grad()
+        d_loss.backward()
+        d_optim.step()
+        d_regularize = i % args.d_reg_every == 0
+        if d_regularize:
+            real_img.requires_grad = True
+            real_pred = discriminator(real_img)
+            r1_loss = d_r1_loss(real_pred, real_img)
+            discriminator.zero_grad()
+            (args.r1 / 2 * r1_loss * args.d_reg_every + 0 * real_pred[0]).backward()
+            d_optim.step()
+            losses.append(r1_loss.item())
+        requires_grad(generator, True)
+        requires_grad(discriminator, False)
+        noise = mixing_noise(args.batch, args.latent, args.mixing)
+        fake_img, _ = generator(noise)
+        fake_pred = discriminator(fake_img)
+        g_loss = g_nonsaturating_loss(fake_pred)
+        generator.zero_grad()
+        g_loss.backward()
+        g_optim.step()
+        g_regularize = i % args.g_reg_every == 0
+        if g_regularize:
+            path_batch_size = max(1, args.batch // args.path_batch_shrink)
+            noise = mixing_noise(path_batch_size, args.latent, args.mixing)
+            fake_img, latents = generator(noise, return_latents=True)
+            path_loss, mean_path_length, path_lengths = g_path_regularize(fake_img, latents, mean_path_length)
+            generator.zero_grad()
+            weighted_path_loss = args.path_regularize * args.g_reg_every * path_loss
+            if args.path_batch_shrink:
+                weighted_path_loss += 0 * fake_img[0, 0, 0, 0]
+            weighted_path_loss.backward()
+            g_optim.step()
+            losses += [path_loss.item(), path_lengths.mean().item()]
+        accumulate(g_ema, generator, accum)
+        losses += [d_loss.item(), g_loss.item(), real_pred.mean().item(), fake_pred.mean().item()]
+    with torch.no_grad():
+        sample, _ = g_ema([make_noise(2, args.latent, 1)])
+    return init, losses + summary([sample]) + summary(generator.parameters()) + summary(discriminator.parameters())
+
+
+def test_stylegan2():
+    compare(stylegan2, replay={})
+
+
+# (c) vgsatorras/egnn's models/egnn_clean/egnn_clean.py and main_nbody.py: E_GCL (edge_model over torch.cat of source,
+# target, radial and edge attributes, coord_model's coord_diff * coord_mlp(edge_feat) averaged per node, node_model's
+# residual), the coordinate MLP's last layer by xavier_uniform_(gain=0.001), nn.SiLU, coord2radial with normalize's
+# detached norm, unsorted_segment_sum and _mean by data.new_full and scatter_add_ of expanded segment ids, layers by
+# add_module("gcl_%d" % i) and self._modules[...], get_edges_batch (fully connected graphs offset per graph,
+# LongTensor lists, torch.cat), the n-body loop (batches flattened by view(-1, d.size(2)), nodes from the velocity
+# norm, edge_attr from charges and squared distances, detached), Adam with weight_decay=1e-12, MSELoss; then the
+# E(n) check: a rotated and translated input moves the output coordinates alike
+def egnn(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+
+    class E_GCL(nn.Module):
+        def __init__(self, input_nf, output_nf, hidden_nf, edges_in_d=0, act_fn=nn.SiLU(), residual=True,
+                     attention=False, normalize=False, coords_agg='mean', tanh=False):
+            super(E_GCL, self).__init__()
+            input_edge = input_nf * 2
+            self.residual = residual
+            self.attention = attention
+            self.normalize = normalize
+            self.coords_agg = coords_agg
+            self.tanh = tanh
+            self.epsilon = 1e-8
+            edge_coords_nf = 1
+            self.edge_mlp = nn.Sequential(
+                nn.Linear(input_edge + edge_coords_nf + edges_in_d, hidden_nf),
+                act_fn,
+                nn.Linear(hidden_nf, hidden_nf),
+                act_fn)
+            self.node_mlp = nn.Sequential(
+                nn.Linear(hidden_nf + input_nf, hidden_nf),
+                act_fn,
+                nn.Linear(hidden_nf, output_nf))
+            layer = nn.Linear(hidden_nf, 1, bias=False)
+            torch.nn.init.xavier_uniform_(layer.weight, gain=0.001)
+            coord_mlp = []
+            coord_mlp.append(nn.Linear(hidden_nf, hidden_nf))
+            coord_mlp.append(act_fn)
+            coord_mlp.append(layer)
+            if self.tanh:
+                coord_mlp.append(nn.Tanh())
+            self.coord_mlp = nn.Sequential(*coord_mlp)
+            if self.attention:
+                self.att_mlp = nn.Sequential(nn.Linear(hidden_nf, 1), nn.Sigmoid())
+
+        def edge_model(self, source, target, radial, edge_attr):
+            if edge_attr is None:  # Unused.
+                out = torch.cat([source, target, radial], dim=1)
+            else:
+                out = torch.cat([source, target, radial, edge_attr], dim=1)
+            out = self.edge_mlp(out)
+            if self.attention:
+                att_val = self.att_mlp(out)
+                out = out * att_val
+            return out
+
+        def node_model(self, x, edge_index, edge_attr, node_attr):
+            row, col = edge_index
+            agg = unsorted_segment_sum(edge_attr, row, num_segments=x.size(0))
+            if node_attr is not None:
+                agg = torch.cat([x, agg, node_attr], dim=1)
+            else:
+                agg = torch.cat([x, agg], dim=1)
+            out = self.node_mlp(agg)
+            if self.residual:
+                out = x + out
+            return out, agg
+
+        def coord_model(self, coord, edge_index, coord_diff, edge_feat):
+            row, col = edge_index
+            trans = coord_diff * self.coord_mlp(edge_feat)
+            if self.coords_agg == 'sum':
+                agg = unsorted_segment_sum(trans, row, num_segments=coord.size(0))
+            elif self.coords_agg == 'mean':
+                agg = unsorted_segment_mean(trans, row, num_segments=coord.size(0))
+            else:
+                raise Exception('Wrong coords_agg parameter' % self.coords_agg)
+            coord = coord + agg
+            return coord
+
+        def coord2radial(self, edge_index, coord):
+            row, col = edge_index
+            coord_diff = coord[row] - coord[col]
+            radial = torch.sum(coord_diff**2, 1).unsqueeze(1)
+            if self.normalize:
+                norm = torch.sqrt(radial).detach() + self.epsilon
+                coord_diff = coord_diff / norm
+            return radial, coord_diff
+
+        def forward(self, h, edge_index, coord, edge_attr=None, node_attr=None):
+            row, col = edge_index
+            radial, coord_diff = self.coord2radial(edge_index, coord)
+            edge_feat = self.edge_model(h[row], h[col], radial, edge_attr)
+            coord = self.coord_model(coord, edge_index, coord_diff, edge_feat)
+            h, agg = self.node_model(h, edge_index, edge_feat, node_attr)
+            return h, coord, edge_attr
+
+    class EGNN(nn.Module):
+        def __init__(self, in_node_nf, hidden_nf, out_node_nf, in_edge_nf=0, device='cpu', act_fn=nn.SiLU(),
+                     n_layers=4, residual=True, attention=False, normalize=False, tanh=False):
+            super(EGNN, self).__init__()
+            self.hidden_nf = hidden_nf
+            self.device = device
+            self.n_layers = n_layers
+            self.embedding_in = nn.Linear(in_node_nf, self.hidden_nf)
+            self.embedding_out = nn.Linear(self.hidden_nf, out_node_nf)
+            for i in range(0, n_layers):
+                self.add_module("gcl_%d" % i, E_GCL(self.hidden_nf, self.hidden_nf, self.hidden_nf,
+                                                    edges_in_d=in_edge_nf, act_fn=act_fn, residual=residual,
+                                                    attention=attention, normalize=normalize, tanh=tanh))
+            self.to(self.device)
+
+        def forward(self, h, x, edges, edge_attr):
+            h = self.embedding_in(h)
+            for i in range(0, self.n_layers):
+                h, x, _ = self._modules["gcl_%d" % i](h, edges, x, edge_attr=edge_attr)
+            h = self.embedding_out(h)
+            return h, x
+
+    def unsorted_segment_sum(data, segment_ids, num_segments):
+        result_shape = (num_segments, data.size(1))
+        result = data.new_full(result_shape, 0)  # Init empty result tensor.
+        segment_ids = segment_ids.unsqueeze(-1).expand(-1, data.size(1))
+        result.scatter_add_(0, segment_ids, data)
+        return result
+
+    def unsorted_segment_mean(data, segment_ids, num_segments):
+        result_shape = (num_segments, data.size(1))
+        segment_ids = segment_ids.unsqueeze(-1).expand(-1, data.size(1))
+        result = data.new_full(result_shape, 0)  # Init empty result tensor.
+        count = data.new_full(result_shape, 0)
+        result.scatter_add_(0, segment_ids, data)
+        count.scatter_add_(0, segment_ids, torch.ones_like(data))
+        return result / count.clamp(min=1)
+
+    def get_edges(n_nodes):
+        rows, cols = [], []
+        for i in range(n_nodes):
+            for j in range(n_nodes):
+                if i != j:
+                    rows.append(i)
+                    cols.append(j)
+        edges = [rows, cols]
+        return edges
+
+    def get_edges_batch(n_nodes, batch_size):
+        edges = get_edges(n_nodes)
+        edge_attr = torch.ones(len(edges[0]) * batch_size, 1)
+        edges = [torch.LongTensor(edges[0]), torch.LongTensor(edges[1])]
+        if batch_size == 1:
+            return edges, edge_attr
+        elif batch_size > 1:
+            rows, cols = [], []
+            for i in range(batch_size):
+                rows.append(edges[0] + n_nodes * i)
+                cols.append(edges[1] + n_nodes * i)
+            edges = [torch.cat(rows), torch.cat(cols)]
+        return edges, edge_attr
+
+    batch_size, n_nodes, device = 2, 4, torch.device("cpu")
+    model = EGNN(in_node_nf=1, hidden_nf=8, out_node_nf=1, in_edge_nf=2, device=device, n_layers=2, normalize=True)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3, weight_decay=1e-12)
+    loss_mse = nn.MSELoss()
+    res = {'epoch': 0, 'loss': 0, 'counter': 0}
+    losses = []
+    for batch_idx in range(2):
+        data = [torch.tensor(normal(rng, batch_size, n_nodes, 3)), torch.tensor(normal(rng, batch_size, n_nodes, 3)),
+                torch.tensor(rng.choice([-1.0, 1.0], (batch_size, n_nodes, 1)).astype(np.float32)),
+                torch.tensor(normal(rng, batch_size, n_nodes, 3))]
+        data = [d.to(device) for d in data]
+        data = [d.view(-1, d.size(2)) for d in data]
+        loc, vel, charges, loc_end = data
+        edges, _ = get_edges_batch(n_nodes, batch_size)
+        edges = [edges[0].to(device), edges[1].to(device)]
+        optimizer.zero_grad()
+        nodes = torch.sqrt(torch.sum(vel ** 2, dim=1)).unsqueeze(1).detach()
+        rows, cols = edges
+        loc_dist = torch.sum((loc[rows] - loc[cols])**2, 1).unsqueeze(1)  # relative distances among locations
+        edge_attr = torch.cat([charges[rows] * charges[cols], loc_dist], 1).detach()  # concatenate all edge properties
+        _, loc_pred = model(nodes, loc.detach(), edges, edge_attr)
+        loss = loss_mse(loc_pred, loc_end)
+        loss.backward()
+        optimizer.step()
+        res['loss'] += loss.item() * batch_size
+        res['counter'] += batch_size
+        losses.append(loss.item())
+    q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    rot, shift = torch.tensor(q.astype(np.float32)), torch.tensor(normal(rng, 1, 3))
+    with torch.no_grad():
+        h, x = model(nodes, loc, edges, edge_attr)
+        h2, x2 = model(nodes, loc @ rot + shift, edges, edge_attr)
+    equivariance = ((x @ rot + shift - x2).abs().max() + (h - h2).abs().max()).item()
+    assert equivariance < 1e-5, equivariance
+    return init, losses + [res['loss'] / res['counter']] + summary([x, h]) + summary(model.parameters())
+
+
+def test_egnn():
+    compare(egnn)
