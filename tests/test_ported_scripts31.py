@@ -791,3 +791,252 @@ def egnn(m, state=None):
 
 def test_egnn():
     compare(egnn)
+
+
+# (d) NVlabs/edm's training/networks.py, loss.py, training_loop.py and generate.py: weight_init by np.sqrt(...) *
+# torch.randn(*shape) (a numpy float times a tensor), Linear by x @ weight.to(x.dtype).t() and add_ of the bias,
+# Conv2d with register_buffer('resample_filter', None) where it does not resample and x.add_(b.reshape(1, -1, 1, 1)),
+# GroupNorm with min_channels_per_group, PositionalEmbedding by (1 / max_positions) ** freqs and x.ger, the
+# embedding's sin and cos swapped by reshape and flip(1), a one-block network in SongUNet's manner (x.add_ of the
+# affine embedding, SiLU); EDMPrecond (c_skip, c_out, c_in, c_noise = sigma.log() / 4, assert F_x.dtype == dtype,
+# round_sigma by torch.as_tensor), EDMLoss (log-normal sigma of torch.randn([N, 1, 1, 1]), weight, randn_like noise),
+# the loop (ema = copy.deepcopy(net).eval().requires_grad_(False), loss.sum().mul(loss_scaling / batch).backward(),
+# the lr ramp-up into param groups, torch.nan_to_num(param.grad, nan=0, posinf=1e5, neginf=-1e5, out=param.grad),
+# the EMA half-life with its ramp-up by p_ema.copy_(p_net.detach().lerp(p_ema, ema_beta))), Adam from an options
+# dict with betas as a list; edm_sampler (the rho schedule, t_steps closed by zeros_like(t_steps[:1]), S_churn's
+# gamma by chained comparison with 0-d tensors, Heun's second-order correction). The sampler's float64 is float32
+# here (tnet refuses float64); torch replays tnet's normal draws
+def edm(m, state=None, replay=None):
+    import copy
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    counter = itertools.count()
+
+    def draw(t):
+        return replayed(m, replay, next(counter), t)
+
+    def weight_init(shape, mode, fan_in, fan_out):
+        if mode == 'xavier_uniform':
+            return np.sqrt(6 / (fan_in + fan_out)) * (torch.rand(*shape) * 2 - 1)
+        if mode == 'xavier_normal':
+            return np.sqrt(2 / (fan_in + fan_out)) * torch.randn(*shape)
+        if mode == 'kaiming_uniform':
+            return np.sqrt(3 / fan_in) * (torch.rand(*shape) * 2 - 1)
+        if mode == 'kaiming_normal':
+            return np.sqrt(1 / fan_in) * torch.randn(*shape)
+        raise ValueError(f'Invalid init mode "{mode}"')
+
+    class Linear(torch.nn.Module):
+        def __init__(self, in_features, out_features, bias=True, init_mode='kaiming_normal', init_weight=1,
+                     init_bias=0):
+            super().__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            init_kwargs = dict(mode=init_mode, fan_in=in_features, fan_out=out_features)
+            self.weight = torch.nn.Parameter(weight_init([out_features, in_features], **init_kwargs) * init_weight)
+            self.bias = torch.nn.Parameter(weight_init([out_features], **init_kwargs) * init_bias) if bias else None
+
+        def forward(self, x):
+            x = x @ self.weight.to(x.dtype).t()
+            if self.bias is not None:
+                x = x.add_(self.bias.to(x.dtype))
+            return x
+
+    class Conv2d(torch.nn.Module):
+        def __init__(self, in_channels, out_channels, kernel, bias=True, up=False, down=False, resample_filter=[1, 1],
+                     init_mode='kaiming_normal', init_weight=1, init_bias=0):
+            super().__init__()
+            self.in_channels = in_channels
+            self.out_channels = out_channels
+            init_kwargs = dict(mode=init_mode, fan_in=in_channels * kernel * kernel,
+                               fan_out=out_channels * kernel * kernel)
+            self.weight = torch.nn.Parameter(weight_init([out_channels, in_channels, kernel, kernel], **init_kwargs)
+                                             * init_weight) if kernel else None
+            self.bias = torch.nn.Parameter(weight_init([out_channels], **init_kwargs) * init_bias) \
+                if kernel and bias else None
+            f = torch.as_tensor(resample_filter, dtype=torch.float32)
+            f = f.ger(f).unsqueeze(0).unsqueeze(1) / f.sum().square()
+            self.register_buffer('resample_filter', f if up or down else None)
+
+        def forward(self, x):
+            w = self.weight.to(x.dtype) if self.weight is not None else None
+            b = self.bias.to(x.dtype) if self.bias is not None else None
+            w_pad = w.shape[-1] // 2 if w is not None else 0
+            if w is not None:
+                x = torch.nn.functional.conv2d(x, w, padding=w_pad)
+            if b is not None:
+                x = x.add_(b.reshape(1, -1, 1, 1))
+            return x
+
+    class GroupNorm(torch.nn.Module):
+        def __init__(self, num_channels, num_groups=32, min_channels_per_group=4, eps=1e-5):
+            super().__init__()
+            self.num_groups = min(num_groups, num_channels // min_channels_per_group)
+            self.eps = eps
+            self.weight = torch.nn.Parameter(torch.ones(num_channels))
+            self.bias = torch.nn.Parameter(torch.zeros(num_channels))
+
+        def forward(self, x):
+            return torch.nn.functional.group_norm(x, num_groups=self.num_groups, weight=self.weight.to(x.dtype),
+                                                  bias=self.bias.to(x.dtype), eps=self.eps)
+
+    class PositionalEmbedding(torch.nn.Module):
+        def __init__(self, num_channels, max_positions=10000, endpoint=False):
+            super().__init__()
+            self.num_channels = num_channels
+            self.max_positions = max_positions
+            self.endpoint = endpoint
+
+        def forward(self, x):
+            freqs = torch.arange(start=0, end=self.num_channels // 2, dtype=torch.float32, device=x.device)
+            freqs = freqs / (self.num_channels // 2 - (1 if self.endpoint else 0))
+            freqs = (1 / self.max_positions) ** freqs
+            x = x.ger(freqs.to(x.dtype))
+            x = torch.cat([x.cos(), x.sin()], dim=1)
+            return x
+
+    class TinyUNet(torch.nn.Module):  # SongUNet's mapping network and one UNetBlock's conditioning
+        def __init__(self, img_resolution, in_channels, out_channels, label_dim=0, model_channels=8,
+                     channel_mult_emb=2):
+            super().__init__()
+            emb_channels = model_channels * channel_mult_emb
+            init = dict(init_mode='xavier_uniform')
+            init_zero = dict(init_mode='xavier_uniform', init_weight=1e-5)
+            self.map_noise = PositionalEmbedding(num_channels=model_channels, endpoint=True)
+            self.map_layer0 = Linear(in_features=model_channels, out_features=emb_channels, **init)
+            self.map_layer1 = Linear(in_features=emb_channels, out_features=emb_channels, **init)
+            self.conv0 = Conv2d(in_channels, model_channels, kernel=3, **init)
+            self.affine = Linear(in_features=emb_channels, out_features=model_channels, **init)
+            self.norm1 = GroupNorm(num_channels=model_channels)
+            self.conv1 = Conv2d(model_channels, out_channels, kernel=3, **init_zero)
+
+        def forward(self, x, noise_labels, class_labels, augment_labels=None):
+            emb = self.map_noise(noise_labels)
+            emb = emb.reshape(emb.shape[0], 2, -1).flip(1).reshape(*emb.shape)  # swap sin/cos
+            emb = torch.nn.functional.silu(self.map_layer0(emb))
+            emb = torch.nn.functional.silu(self.map_layer1(emb))
+            x = self.conv0(x)
+            params = self.affine(emb).unsqueeze(2).unsqueeze(3).to(x.dtype)
+            x = torch.nn.functional.silu(self.norm1(x.add_(params)))
+            return self.conv1(x)
+
+    class EDMPrecond(torch.nn.Module):
+        def __init__(self, img_resolution, img_channels, label_dim=0, use_fp16=False, sigma_min=0,
+                     sigma_max=float('inf'), sigma_data=0.5, **model_kwargs):
+            super().__init__()
+            self.img_resolution = img_resolution
+            self.img_channels = img_channels
+            self.label_dim = label_dim
+            self.use_fp16 = use_fp16
+            self.sigma_min = sigma_min
+            self.sigma_max = sigma_max
+            self.sigma_data = sigma_data
+            self.model = TinyUNet(img_resolution=img_resolution, in_channels=img_channels, out_channels=img_channels,
+                                  label_dim=label_dim, **model_kwargs)
+
+        def forward(self, x, sigma, class_labels=None, force_fp32=False, **model_kwargs):
+            x = x.to(torch.float32)
+            sigma = sigma.to(torch.float32).reshape(-1, 1, 1, 1)
+            class_labels = None if self.label_dim == 0 else torch.zeros([1, self.label_dim], device=x.device) \
+                if class_labels is None else class_labels.to(torch.float32).reshape(-1, self.label_dim)
+            dtype = torch.float16 if (self.use_fp16 and not force_fp32 and x.device.type == 'cuda') else torch.float32
+            c_skip = self.sigma_data ** 2 / (sigma ** 2 + self.sigma_data ** 2)
+            c_out = sigma * self.sigma_data / (sigma ** 2 + self.sigma_data ** 2).sqrt()
+            c_in = 1 / (self.sigma_data ** 2 + sigma ** 2).sqrt()
+            c_noise = sigma.log() / 4
+            F_x = self.model((c_in * x).to(dtype), c_noise.flatten(), class_labels=class_labels, **model_kwargs)
+            assert F_x.dtype == dtype
+            D_x = c_skip * x + c_out * F_x.to(torch.float32)
+            return D_x
+
+        def round_sigma(self, sigma):
+            return torch.as_tensor(sigma)
+
+    class EDMLoss:
+        def __init__(self, P_mean=-1.2, P_std=1.2, sigma_data=0.5):
+            self.P_mean = P_mean
+            self.P_std = P_std
+            self.sigma_data = sigma_data
+
+        def __call__(self, net, images, labels=None, augment_pipe=None):
+            rnd_normal = draw(torch.randn([images.shape[0], 1, 1, 1], device=images.device))
+            sigma = (rnd_normal * self.P_std + self.P_mean).exp()
+            weight = (sigma ** 2 + self.sigma_data ** 2) / (sigma * self.sigma_data) ** 2
+            y, augment_labels = augment_pipe(images) if augment_pipe is not None else (images, None)
+            n = draw(torch.randn_like(y)) * sigma
+            D_yn = net(y + n, sigma, labels, augment_labels=augment_labels)
+            loss = weight * ((D_yn - y) ** 2)
+            return loss
+
+    def edm_sampler(net, latents, class_labels=None, randn_like=torch.randn_like, num_steps=18, sigma_min=0.002,
+                    sigma_max=80, rho=7, S_churn=0, S_min=0, S_max=float('inf'), S_noise=1):
+        # Adjust noise levels based on what's supported by the network.
+        sigma_min = max(sigma_min, net.sigma_min)
+        sigma_max = min(sigma_max, net.sigma_max)
+        # Time step discretization.
+        step_indices = torch.arange(num_steps, dtype=torch.float32, device=latents.device)
+        t_steps = (sigma_max ** (1 / rho) + step_indices / (num_steps - 1)
+                   * (sigma_min ** (1 / rho) - sigma_max ** (1 / rho))) ** rho
+        t_steps = torch.cat([net.round_sigma(t_steps), torch.zeros_like(t_steps[:1])])  # t_N = 0
+        # Main sampling loop.
+        x_next = latents.to(torch.float32) * t_steps[0]
+        for i, (t_cur, t_next) in enumerate(zip(t_steps[:-1], t_steps[1:])):  # 0, ..., N-1
+            x_cur = x_next
+            # Increase noise temporarily.
+            gamma = min(S_churn / num_steps, np.sqrt(2) - 1) if S_min <= t_cur <= S_max else 0
+            t_hat = net.round_sigma(t_cur + gamma * t_cur)
+            x_hat = x_cur + (t_hat ** 2 - t_cur ** 2).sqrt() * S_noise * randn_like(x_cur)
+            # Euler step.
+            denoised = net(x_hat, t_hat, class_labels).to(torch.float32)
+            d_cur = (x_hat - denoised) / t_hat
+            x_next = x_hat + (t_next - t_hat) * d_cur
+            # Apply 2nd order correction.
+            if i < num_steps - 1:
+                denoised = net(x_next, t_next, class_labels).to(torch.float32)
+                d_prime = (x_next - denoised) / t_next
+                x_next = x_hat + (t_next - t_hat) * (0.5 * d_cur + 0.5 * d_prime)
+        return x_next
+
+    batch_size, lr_rampup_kimg, ema_halflife_kimg, ema_rampup_ratio, loss_scaling = 4, 0.006, 0.5, 0.05, 1
+    optimizer_kwargs = dict(class_name='torch.optim.Adam', lr=10e-4, betas=[0.9, 0.999], eps=1e-8)
+    net = EDMPrecond(img_resolution=4, img_channels=2)
+    init = load(m, net, state)
+    assert net.model.conv0.resample_filter is None and 'model.conv0.resample_filter' not in net.state_dict()
+    net.train().requires_grad_(True)
+    optimizer = torch.optim.Adam(params=net.parameters(), **{k: v for k, v in optimizer_kwargs.items()
+                                                             if k != 'class_name'})
+    ema = copy.deepcopy(net).eval().requires_grad_(False)
+    loss_fn = EDMLoss()
+    cur_nimg, losses = 0, []
+    images = torch.tensor(np.tanh(normal(rng, 8, 2, 4, 4)))
+    for images_batch in images.split(batch_size):
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(net=net, images=images_batch, labels=None, augment_pipe=None)
+        loss.sum().mul(loss_scaling / batch_size).backward()
+        for g in optimizer.param_groups:
+            g['lr'] = optimizer_kwargs['lr'] * min(cur_nimg / max(lr_rampup_kimg * 1000, 1e-8), 1)
+        for param in net.parameters():
+            if param.grad is not None:
+                torch.nan_to_num(param.grad, nan=0, posinf=1e5, neginf=-1e5, out=param.grad)
+        optimizer.step()
+        cur_nimg += batch_size
+        ema_halflife_nimg = ema_halflife_kimg * 1000
+        if ema_rampup_ratio is not None:
+            ema_halflife_nimg = min(ema_halflife_nimg, cur_nimg * ema_rampup_ratio)
+        ema_beta = 0.5 ** (batch_size / max(ema_halflife_nimg, 1e-8))
+        for p_ema, p_net in zip(ema.parameters(), net.parameters()):
+            p_ema.copy_(p_net.detach().lerp(p_ema, ema_beta))
+        losses += [loss.mean().item(), optimizer.param_groups[0]['lr'], ema_beta]
+
+    def randn_like(x):
+        return draw(torch.randn_like(x))
+
+    latents = draw(torch.randn([2, net.img_channels, net.img_resolution, net.img_resolution]))
+    with torch.no_grad():
+        sample = edm_sampler(ema, latents, randn_like=randn_like, num_steps=3, S_churn=1)
+    return init, losses + summary([sample]) + summary(net.parameters()) + summary(ema.parameters())
+
+
+def test_edm():
+    compare(edm, replay={})
