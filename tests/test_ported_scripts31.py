@@ -808,7 +808,7 @@ def test_egnn():
 # here (tnet refuses float64); torch replays tnet's normal draws
 def edm(m, state=None, replay=None):
     import copy
-    torch, nn = m.torch, m.nn
+    torch = m.torch
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
     counter = itertools.count()
@@ -1040,3 +1040,159 @@ def edm(m, state=None, replay=None):
 
 def test_edm():
     compare(edm, replay={})
+
+
+# (e) facebookresearch/schedule_free's AdamWScheduleFreeReference and its README's usage: a torch.optim.Optimizer
+# subclass whose defaults carry its own keys (k, train_mode, weight_sum, lr_max, scheduled_lr ...), eval() and
+# train() under @torch.no_grad() swapping each parameter between its x and y by p.copy_(state[...]), step() raising
+# where the optimizer is not in train mode, a closure under torch.enable_grad(), its warmup, weight and ckp1 with
+# the ZeroDivisionError guard, state made on demand by torch.clone(p, memory_format=torch.preserve_format) and
+# zeros_like, weight decay at y, exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=), denom by div, sqrt_, add_,
+# z.addcdiv_(value=-lr), x.mul_(1 - ckp1).add_(z, alpha=ckp1), y.copy_(x.mul(beta1).add_(z, alpha=1 - beta1)); the
+# loop calling model.train(); optimizer.train() and model.eval(); optimizer.eval(), and the README's BatchNorm
+# statistics recomputed at x (model.train(), optimizer.eval(), forwards under no_grad over itertools.islice)
+def schedule_free(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+
+    class AdamWScheduleFreeReference(torch.optim.Optimizer):
+        def __init__(self, params, lr=0.0025, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, warmup_steps=0, r=0,
+                     weight_lr_power=2.0, decay_at_z=False, foreach=False):
+            defaults = dict(lr=lr, betas=betas, eps=eps, r=r, k=0, warmup_steps=warmup_steps, train_mode=False,
+                            weight_sum=0.0, lr_max=-1.0, scheduled_lr=0.0, weight_lr_power=weight_lr_power,
+                            decay_at_z=decay_at_z, weight_decay=weight_decay, foreach=foreach)
+            super().__init__(params, defaults)
+
+        @torch.no_grad()
+        def eval(self):
+            for group in self.param_groups:
+                train_mode = group['train_mode']
+                if train_mode:
+                    for p in group['params']:
+                        state = self.state[p]
+                        if 'x' in state:
+                            # Switch p to x
+                            p.copy_(state['x'])
+                    group['train_mode'] = False
+
+        @torch.no_grad()
+        def train(self):
+            for group in self.param_groups:
+                train_mode = group['train_mode']
+                if not train_mode:
+                    for p in group['params']:
+                        state = self.state[p]
+                        if 'y' in state:
+                            p.copy_(state['y'])
+                    group['train_mode'] = True
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            if not self.param_groups[0]['train_mode']:
+                raise Exception("Optimizer was not in train mode when step is called. Please insert .train() and "
+                                ".eval() calls on the optimizer. See documentation for details.")
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                eps = group['eps']
+                decay = group['weight_decay']
+                beta1, beta2 = group['betas']
+                k = group['k']
+                r = group['r']
+                warmup_steps = group['warmup_steps']
+                weight_lr_power = group['weight_lr_power']
+                decay_at_z = group['decay_at_z']
+                if k < warmup_steps:
+                    sched = (k + 1) / warmup_steps
+                else:
+                    sched = 1.0
+                bias_correction2 = 1 - beta2 ** (k + 1)
+                lr = group['lr'] * sched
+                group['scheduled_lr'] = lr  # For logging purposes
+                lr_max = group['lr_max'] = max(lr, group['lr_max'])
+                weight = ((k + 1) ** r) * (lr_max ** weight_lr_power)
+                weight_sum = group['weight_sum'] = group['weight_sum'] + weight
+                try:
+                    ckp1 = weight / weight_sum
+                except ZeroDivisionError:
+                    ckp1 = 0
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad
+                    state = self.state[p]
+                    if 'z' not in state:
+                        state['z'] = torch.clone(p, memory_format=torch.preserve_format)
+                        state['exp_avg_sq'] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                        state['x'] = torch.clone(p, memory_format=torch.preserve_format)
+                        state['y'] = torch.clone(p, memory_format=torch.preserve_format)
+                    exp_avg_sq = state['exp_avg_sq']
+                    z = state['z']
+                    x = state['x']
+                    y = state['y']
+                    # Weight decay
+                    if decay != 0:
+                        decay_point = z if decay_at_z else y
+                        z.sub_(decay_point, alpha=lr * decay)
+                    exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                    denom = exp_avg_sq.div(bias_correction2).sqrt_().add_(eps)
+                    z.addcdiv_(grad, denom, value=-lr)
+                    x.mul_(1 - ckp1).add_(z, alpha=ckp1)
+                    y.copy_(x.mul(beta1).add_(z, alpha=1 - beta1))
+                    p.copy_(y)
+                group['k'] = k + 1
+            return loss
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, 1, bias=False)  # a bias before BatchNorm: its gradient is rounding
+            self.bn1 = nn.BatchNorm2d(4)
+            self.fc1 = nn.Linear(4 * 3 * 3, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+            x = torch.flatten(x, 1)
+            return F.log_softmax(self.fc1(x), dim=1)
+
+    model = Net()
+    init = load(m, model, state)
+    optimizer = AdamWScheduleFreeReference(model.parameters(), lr=0.01, warmup_steps=2, weight_decay=0.01)
+    rng = np.random.default_rng(1)
+    ds = m.data.TensorDataset(torch.tensor(normal(rng, 12, 1, 8, 8)), torch.tensor(rng.integers(0, 10, 12)))
+    train_loader = m.data.DataLoader(ds, batch_size=4)
+    losses = []
+    try:
+        optimizer.step()
+    except Exception as e:
+        assert "not in train mode" in str(e)
+    for epoch in range(1):
+        model.train()
+        optimizer.train()
+        for data, target in train_loader:
+            def closure():
+                optimizer.zero_grad()
+                loss = F.nll_loss(model(data), target)
+                loss.backward()
+                return loss
+            losses.append(optimizer.step(closure).item())
+            losses.append(optimizer.param_groups[0]['scheduled_lr'])
+        model.eval()
+        optimizer.eval()
+        with torch.no_grad():
+            losses.append(sum(F.nll_loss(model(d), t, reduction='sum').item() for d, t in train_loader))
+        # the BatchNorm statistics recomputed at x
+        model.train()
+        optimizer.eval()
+        with torch.no_grad():
+            for batch, _ in itertools.islice(train_loader, 2):
+                model(batch)
+        model.eval()
+    z = [optimizer.state[p]['z'] for p in model.parameters()]
+    return init, losses + summary(model.parameters()) + summary(z) + summary(model.buffers())
+
+
+def test_schedule_free():
+    compare(schedule_free)
