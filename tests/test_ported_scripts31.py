@@ -1196,3 +1196,310 @@ def schedule_free(m, state=None):
 
 def test_schedule_free():
     compare(schedule_free)
+
+
+# (f) amdegroot/ssd.pytorch's layers/box_utils.py, layers/modules/multibox_loss.py and l2norm.py, layers/functions/
+# prior_box.py, ssd.py, data/__init__.py and train.py on a two-source SSD: PriorBox by itertools.product and sqrt
+# into torch.Tensor(mean).view(-1, 4).clamp_(max=1, min=0), L2Norm (torch.Tensor(n) filled by init.constant_, the
+# weight unsqueezed thrice and expand_as), heads by ModuleList over permute(0, 2, 3, 1).contiguous() and view,
+# point_form, intersect by torch.min / torch.max of expanded boxes, jaccard, match (max(1, keepdim=True),
+# squeeze_, index_fill_(0, idx, 2), the per-truth loop writing best_truth_idx[best_prior_idx[j]] = j, conf[overlap <
+# threshold] = 0, loc_t[idx] = loc into torch.Tensor(num, num_priors, 4) and torch.LongTensor), encode, log_sum_exp
+# by x.data.max(), MultiBoxLoss's hard negative mining (loss_c[pos] = 0, the double sort for ranks, torch.clamp of
+# negpos_ratio * num_pos with max=, bool masks added and .gt(0), smooth_l1_loss and cross_entropy with
+# size_average=False, loss_l /= N of a tensor count), detection_collate's list of FloatTensor targets, weights_init
+# by xavier_uniform_ through apply, SGD with momentum and weight decay, adjust_learning_rate
+def ssd(m, state=None):
+    import warnings
+    torch, nn, F = m.torch, m.nn, m.F
+    init_ = nn.init
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    cfg = {'num_classes': 3, 'feature_maps': [8, 4], 'min_dim': 16, 'steps': [2, 4], 'min_sizes': [4, 8],
+           'max_sizes': [8, 12], 'aspect_ratios': [[2], [2]], 'variance': [0.1, 0.2], 'clip': True}
+
+    class PriorBox(object):
+        def __init__(self, cfg):
+            super(PriorBox, self).__init__()
+            self.image_size = cfg['min_dim']
+            self.num_priors = len(cfg['aspect_ratios'])
+            self.variance = cfg['variance'] or [0.1]
+            self.feature_maps = cfg['feature_maps']
+            self.min_sizes = cfg['min_sizes']
+            self.max_sizes = cfg['max_sizes']
+            self.steps = cfg['steps']
+            self.aspect_ratios = cfg['aspect_ratios']
+            self.clip = cfg['clip']
+            for v in self.variance:
+                if v <= 0:
+                    raise ValueError('Variances must be greater than 0')
+
+        def forward(self):
+            mean = []
+            for k, f in enumerate(self.feature_maps):
+                for i, j in itertools.product(range(f), repeat=2):
+                    f_k = self.image_size / self.steps[k]
+                    # unit center x,y
+                    cx = (j + 0.5) / f_k
+                    cy = (i + 0.5) / f_k
+                    # aspect_ratio: 1, rel size: min_size
+                    s_k = self.min_sizes[k] / self.image_size
+                    mean += [cx, cy, s_k, s_k]
+                    # aspect_ratio: 1, rel size: sqrt(s_k * s_(k+1))
+                    s_k_prime = math.sqrt(s_k * (self.max_sizes[k] / self.image_size))
+                    mean += [cx, cy, s_k_prime, s_k_prime]
+                    # rest of aspect ratios
+                    for ar in self.aspect_ratios[k]:
+                        mean += [cx, cy, s_k * math.sqrt(ar), s_k / math.sqrt(ar)]
+                        mean += [cx, cy, s_k / math.sqrt(ar), s_k * math.sqrt(ar)]
+            # back to torch land
+            output = torch.Tensor(mean).view(-1, 4)
+            if self.clip:
+                output.clamp_(max=1, min=0)
+            return output
+
+    class L2Norm(nn.Module):
+        def __init__(self, n_channels, scale):
+            super(L2Norm, self).__init__()
+            self.n_channels = n_channels
+            self.gamma = scale or None
+            self.eps = 1e-10
+            self.weight = nn.Parameter(torch.Tensor(self.n_channels))
+            self.reset_parameters()
+
+        def reset_parameters(self):
+            init_.constant_(self.weight, self.gamma)
+
+        def forward(self, x):
+            norm = x.pow(2).sum(dim=1, keepdim=True).sqrt() + self.eps
+            x = torch.div(x, norm)
+            out = self.weight.unsqueeze(0).unsqueeze(2).unsqueeze(3).expand_as(x) * x
+            return out
+
+    class SSD(nn.Module):
+        def __init__(self, phase, size, base, extras, head, num_classes):
+            super(SSD, self).__init__()
+            self.phase = phase
+            self.num_classes = num_classes
+            self.cfg = cfg
+            self.priorbox = PriorBox(self.cfg)
+            with torch.no_grad():
+                self.priors = self.priorbox.forward()
+            self.size = size
+            self.vgg = nn.ModuleList(base)
+            self.L2Norm = L2Norm(8, 20)
+            self.extras = nn.ModuleList(extras)
+            self.loc = nn.ModuleList(head[0])
+            self.conf = nn.ModuleList(head[1])
+
+        def forward(self, x):
+            sources = list()
+            loc = list()
+            conf = list()
+            for k in range(len(self.vgg)):
+                x = self.vgg[k](x)
+            s = self.L2Norm(x)
+            sources.append(s)
+            for k, v in enumerate(self.extras):
+                x = F.relu(v(x), inplace=True)
+                sources.append(x)
+            for (x, l, c) in zip(sources, self.loc, self.conf):
+                loc.append(l(x).permute(0, 2, 3, 1).contiguous())
+                conf.append(c(x).permute(0, 2, 3, 1).contiguous())
+            loc = torch.cat([o.view(o.size(0), -1) for o in loc], 1)
+            conf = torch.cat([o.view(o.size(0), -1) for o in conf], 1)
+            output = (loc.view(loc.size(0), -1, 4), conf.view(conf.size(0), -1, self.num_classes), self.priors)
+            return output
+
+    def point_form(boxes):
+        return torch.cat((boxes[:, :2] - boxes[:, 2:] / 2,  # xmin, ymin
+                          boxes[:, :2] + boxes[:, 2:] / 2), 1)  # xmax, ymax
+
+    def intersect(box_a, box_b):
+        A = box_a.size(0)
+        B = box_b.size(0)
+        max_xy = torch.min(box_a[:, 2:].unsqueeze(1).expand(A, B, 2), box_b[:, 2:].unsqueeze(0).expand(A, B, 2))
+        min_xy = torch.max(box_a[:, :2].unsqueeze(1).expand(A, B, 2), box_b[:, :2].unsqueeze(0).expand(A, B, 2))
+        inter = torch.clamp((max_xy - min_xy), min=0)
+        return inter[:, :, 0] * inter[:, :, 1]
+
+    def jaccard(box_a, box_b):
+        inter = intersect(box_a, box_b)
+        area_a = ((box_a[:, 2] - box_a[:, 0]) * (box_a[:, 3] - box_a[:, 1])).unsqueeze(1).expand_as(inter)  # [A,B]
+        area_b = ((box_b[:, 2] - box_b[:, 0]) * (box_b[:, 3] - box_b[:, 1])).unsqueeze(0).expand_as(inter)  # [A,B]
+        union = area_a + area_b - inter
+        return inter / union  # [A,B]
+
+    def encode(matched, priors, variances):
+        # dist b/t match center and prior's center
+        g_cxcy = (matched[:, :2] + matched[:, 2:]) / 2 - priors[:, :2]
+        # encode variance
+        g_cxcy /= (variances[0] * priors[:, 2:])
+        # match wh / prior wh
+        g_wh = (matched[:, 2:] - matched[:, :2]) / priors[:, 2:]
+        g_wh = torch.log(g_wh) / variances[1]
+        # return target for smooth_l1_loss
+        return torch.cat([g_cxcy, g_wh], 1)  # [num_priors,4]
+
+    def match(threshold, truths, priors, variances, labels, loc_t, conf_t, idx):
+        # jaccard index
+        overlaps = jaccard(truths, point_form(priors))
+        # (Bipartite Matching)
+        # [1,num_objects] best prior for each ground truth
+        best_prior_overlap, best_prior_idx = overlaps.max(1, keepdim=True)
+        # [1,num_priors] best ground truth for each prior
+        best_truth_overlap, best_truth_idx = overlaps.max(0, keepdim=True)
+        best_truth_idx.squeeze_(0)
+        best_truth_overlap.squeeze_(0)
+        best_prior_idx.squeeze_(1)
+        best_prior_overlap.squeeze_(1)
+        best_truth_overlap.index_fill_(0, best_prior_idx, 2)  # ensure best prior
+        # TODO refactor: index  best_prior_idx with long tensor
+        # ensure every gt matches with its prior of max overlap
+        for j in range(best_prior_idx.size(0)):
+            best_truth_idx[best_prior_idx[j]] = j
+        matches = truths[best_truth_idx]  # Shape: [num_priors,4]
+        conf = labels[best_truth_idx] + 1  # Shape: [num_priors]
+        conf[best_truth_overlap < threshold] = 0  # label as background
+        loc = encode(matches, priors, variances)
+        loc_t[idx] = loc  # [num_priors,4] encoded offsets to learn
+        conf_t[idx] = conf  # [num_priors] top class label for each prior
+
+    def log_sum_exp(x):
+        x_max = x.data.max()
+        return torch.log(torch.sum(torch.exp(x - x_max), 1, keepdim=True)) + x_max
+
+    class MultiBoxLoss(nn.Module):
+        def __init__(self, num_classes, overlap_thresh, prior_for_matching, bkg_label, neg_mining, neg_pos,
+                     neg_overlap, encode_target, use_gpu=True):
+            super(MultiBoxLoss, self).__init__()
+            self.use_gpu = use_gpu
+            self.num_classes = num_classes
+            self.threshold = overlap_thresh
+            self.background_label = bkg_label
+            self.encode_target = encode_target
+            self.use_prior_for_matching = prior_for_matching
+            self.do_neg_mining = neg_mining
+            self.negpos_ratio = neg_pos
+            self.neg_overlap = neg_overlap
+            self.variance = cfg['variance']
+
+        def forward(self, predictions, targets):
+            loc_data, conf_data, priors = predictions
+            num = loc_data.size(0)
+            priors = priors[:loc_data.size(1), :]
+            num_priors = (priors.size(0))
+            # match priors (default boxes) and ground truth boxes
+            loc_t = torch.Tensor(num, num_priors, 4)
+            conf_t = torch.LongTensor(num, num_priors)
+            for idx in range(num):
+                truths = targets[idx][:, :-1].data
+                labels = targets[idx][:, -1].data
+                defaults = priors.data
+                match(self.threshold, truths, defaults, self.variance, labels, loc_t, conf_t, idx)
+            if self.use_gpu:
+                loc_t = loc_t.cuda()
+                conf_t = conf_t.cuda()
+            # wrap targets
+            loc_t = m.torch.autograd.Variable(loc_t, requires_grad=False)
+            conf_t = m.torch.autograd.Variable(conf_t, requires_grad=False)
+            pos = conf_t > 0
+            num_pos = pos.sum(dim=1, keepdim=True)
+            # Localization Loss (Smooth L1)
+            # Shape: [batch,num_priors,4]
+            pos_idx = pos.unsqueeze(pos.dim()).expand_as(loc_data)
+            loc_p = loc_data[pos_idx].view(-1, 4)
+            loc_t = loc_t[pos_idx].view(-1, 4)
+            loss_l = F.smooth_l1_loss(loc_p, loc_t, size_average=False)
+            # Compute max conf across batch for hard negative mining
+            batch_conf = conf_data.view(-1, self.num_classes)
+            loss_c = log_sum_exp(batch_conf) - batch_conf.gather(1, conf_t.view(-1, 1))
+            # Hard Negative Mining
+            loss_c = loss_c.view(num, -1)
+            loss_c[pos] = 0  # filter out pos boxes for now
+            _, loss_idx = loss_c.sort(1, descending=True)
+            _, idx_rank = loss_idx.sort(1)
+            num_pos = pos.long().sum(1, keepdim=True)
+            num_neg = torch.clamp(self.negpos_ratio * num_pos, max=pos.size(1) - 1)
+            neg = idx_rank < num_neg.expand_as(idx_rank)
+            # Confidence Loss Including Positive and Negative Examples
+            pos_idx = pos.unsqueeze(2).expand_as(conf_data)
+            neg_idx = neg.unsqueeze(2).expand_as(conf_data)
+            conf_p = conf_data[(pos_idx + neg_idx).gt(0)].view(-1, self.num_classes)
+            targets_weighted = conf_t[(pos + neg).gt(0)]
+            loss_c = F.cross_entropy(conf_p, targets_weighted, size_average=False)
+            # Sum of losses: L(x,c) = L(x,c) + L(x,c)
+            N = num_pos.data.sum()
+            loss_l /= N
+            loss_c /= N
+            return loss_l, loss_c
+
+    def weights_init(m_):
+        if isinstance(m_, nn.Conv2d):
+            init_.xavier_uniform_(m_.weight.data)
+            m_.bias.data.zero_()
+
+    def detection_collate(batch):
+        targets = []
+        imgs = []
+        for sample in batch:
+            imgs.append(sample[0])
+            targets.append(torch.FloatTensor(sample[1]))
+        return torch.stack(imgs, 0), targets
+
+    class Detection(m.data.Dataset):  # VOCDetection's (img, target) with target rows [xmin, ymin, xmax, ymax, label]
+        def __init__(self, n):
+            self.images = normal(rng, n, 3, 16, 16)
+            xy = rng.uniform(0.0, 0.6, (n, 2, 2))
+            wh = rng.uniform(0.2, 0.4, (n, 2, 2))
+            self.targets = np.concatenate([xy, xy + wh, rng.integers(0, 2, (n, 2, 1))], 2).astype(np.float32)
+
+        def __len__(self):
+            return len(self.images)
+
+        def __getitem__(self, index):
+            return torch.from_numpy(self.images[index]), self.targets[index]
+
+    base = [nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(inplace=True), nn.MaxPool2d(2, 2)]
+    extras = [nn.Conv2d(8, 8, 3, stride=2, padding=1)]
+    mbox = [4, 4]
+    head = ([nn.Conv2d(8, k * 4, 3, padding=1) for k in mbox], [nn.Conv2d(8, k * cfg['num_classes'], 3, padding=1)
+                                                                for k in mbox])
+    net = SSD('train', 16, base, extras, head, cfg['num_classes'])
+    net.extras.apply(weights_init)
+    net.loc.apply(weights_init)
+    net.conf.apply(weights_init)
+    init = load(m, net, state)
+    assert net.priors.shape == (8 * 8 * 4 + 4 * 4 * 4, 4)
+    lr, gamma = 1e-3, 0.1
+    optimizer = torch.optim.SGD(net.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    criterion = MultiBoxLoss(cfg['num_classes'], 0.5, True, 0, True, 3, 0.5, False, torch.cuda.is_available())
+
+    def adjust_learning_rate(optimizer, gamma, step):
+        lr_ = lr * (gamma ** (step))
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = lr_
+
+    data_loader = m.data.DataLoader(Detection(4), 2, num_workers=0, shuffle=False, collate_fn=detection_collate,
+                                    pin_memory=False)
+    net.train()
+    losses = []
+    step_index = 0
+    for iteration, (images, targets) in enumerate(data_loader):
+        if iteration in (1,):
+            step_index += 1
+            adjust_learning_rate(optimizer, gamma, step_index)
+        out = net(images)
+        optimizer.zero_grad()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # size_average's deprecation
+            loss_l, loss_c = criterion(out, targets)
+        loss = loss_l + loss_c
+        loss.backward()
+        optimizer.step()
+        losses += [loss_l.item(), loss_c.item()]
+    return init, losses + summary(net.parameters())
+
+
+def test_ssd():
+    compare(ssd)
