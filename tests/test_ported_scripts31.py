@@ -29,7 +29,7 @@ def rwkv_v4(m, state=None):
     np.random.seed(0)
 
     class Config:
-        vocab_size, ctx_len, n_embd, n_layer = 11, 4, 8, 2
+        vocab_size, ctx_len, n_embd, n_layer = 11, 3, 8, 2
 
     class RWKV_TimeMix(nn.Module):
         def __init__(self, config, layer_id):
@@ -418,7 +418,6 @@ def stylegan2(m, state=None, replay=None):
             self.input = ConstantInput(channel)
             self.conv1 = StyledConv(channel, channel, 3, style_dim)
             self.to_rgb1 = ToRGB(channel, style_dim)
-            self.conv2 = StyledConv(channel, channel, 3, style_dim)
             self.to_rgb2 = ToRGB(channel, style_dim)
             self.n_latent = 3
 
@@ -439,7 +438,6 @@ def stylegan2(m, state=None, replay=None):
             out = self.input(latent)
             out = self.conv1(out, latent[:, 0])
             skip = self.to_rgb1(out, latent[:, 1])
-            out = self.conv2(out, latent[:, 1])
             image = self.to_rgb2(out, latent[:, 2], skip)
             if return_latents:
                 return image, latent
@@ -450,7 +448,6 @@ def stylegan2(m, state=None, replay=None):
             super().__init__()
             self.conv0 = EqualConv2d(3, channel, 1)
             self.conv2 = EqualConv2d(channel, channel, 3, stride=2, padding=1)
-            self.skip = EqualConv2d(channel, channel, 1, stride=2, bias=False)
             self.stddev_group = 4
             self.stddev_feat = 1
             self.final_conv = EqualConv2d(channel + 1, channel, 3, padding=1)
@@ -459,9 +456,7 @@ def stylegan2(m, state=None, replay=None):
 
         def forward(self, input):
             out = F.leaky_relu(self.conv0(input), 0.2) * math.sqrt(2)
-            skip = self.skip(out)
             out = F.leaky_relu(self.conv2(out), 0.2) * math.sqrt(2)
-            out = (out + skip) / math.sqrt(2)
             batch, channel, height, width = out.shape
             group = min(batch, self.stddev_group)
             stddev = out.view(group, -1, self.stddev_feat, channel // self.stddev_feat, height, width)
@@ -516,7 +511,7 @@ def stylegan2(m, state=None, replay=None):
             return [make_noise(batch, latent_dim, 1)]
 
     class args:
-        batch, latent, n_mlp, channel, lr, r1, path_regularize, path_batch_shrink = 4, 8, 2, 4, 0.002, 10, 2, 2
+        batch, latent, n_mlp, channel, lr, r1, path_regularize, path_batch_shrink = 4, 8, 1, 4, 0.002, 10, 2, 2
         d_reg_every, g_reg_every, mixing, iters = 2, 2, 0.9, 1
 
     generator = Generator(args.latent, args.n_mlp, args.channel)
@@ -582,9 +577,7 @@ def stylegan2(m, state=None, replay=None):
             losses += [path_loss.item(), path_lengths.mean().item()]
         accumulate(g_ema, generator, accum)
         losses += [d_loss.item(), g_loss.item(), real_pred.mean().item(), fake_pred.mean().item()]
-    with torch.no_grad():
-        sample, _ = g_ema([make_noise(2, args.latent, 1)])
-    return init, losses + summary([sample]) + summary(generator.parameters()) + summary(discriminator.parameters())
+    return init, losses + summary(g_ema.parameters()) + summary(discriminator.parameters())
 
 
 def test_stylegan2():
@@ -1503,3 +1496,177 @@ def ssd(m, state=None):
 
 def test_ssd():
     compare(ssd)
+
+
+# (g) SchNet as torch_geometric's models/schnet.py writes it (GaussianSmearing's linspace buffer and coeff by .item(),
+# ShiftedSoftplus by torch.log(torch.tensor(2.0)).item(), CFConv's cosine cutoff weighting a filter network's output,
+# messages x[row] * W summed at col by index_add_, InteractionBlock's reset_parameters by xavier_uniform_ and
+# bias.data.fill_(0), h = h + interaction(...), mean and std scaling, an atomref Embedding from a numpy table, a sum
+# readout per molecule), radius_graph written in PyTorch (same-molecule mask & ~eye & cdist < cutoff, nonzero(as_tuple=
+# True)), edge weights by (pos[row] - pos[col]).norm(dim=-1); trained on energies and forces as MD17 scripts do (pos.
+# requires_grad_(True), forces = -autograd.grad(energy, pos, grad_outputs=ones_like, create_graph=True)[0], a
+# rho-weighted sum of the two MSEs: a double backward through norm, cos, exp, softplus and index_add_), Adam and
+# ReduceLROnPlateau stepped on a validation loss computed with gradients on (forces need them)
+def schnet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    PI = math.pi
+
+    class GaussianSmearing(nn.Module):
+        def __init__(self, start=0.0, stop=5.0, num_gaussians=50):
+            super().__init__()
+            offset = torch.linspace(start, stop, num_gaussians)
+            self.coeff = -0.5 / (offset[1] - offset[0]).item()**2
+            self.register_buffer('offset', offset)
+
+        def forward(self, dist):
+            dist = dist.view(-1, 1) - self.offset.view(1, -1)
+            return torch.exp(self.coeff * torch.pow(dist, 2))
+
+    class ShiftedSoftplus(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shift = torch.log(torch.tensor(2.0)).item()
+
+        def forward(self, x):
+            return F.softplus(x) - self.shift
+
+    class CFConv(nn.Module):
+        def __init__(self, in_channels, out_channels, num_filters, nn_, cutoff):
+            super().__init__()
+            self.lin1 = nn.Linear(in_channels, num_filters, bias=False)
+            self.lin2 = nn.Linear(num_filters, out_channels)
+            self.nn = nn_
+            self.cutoff = cutoff
+            self.reset_parameters()
+
+        def reset_parameters(self):
+            torch.nn.init.xavier_uniform_(self.lin1.weight)
+            torch.nn.init.xavier_uniform_(self.lin2.weight)
+            self.lin2.bias.data.fill_(0)
+
+        def forward(self, x, edge_index, edge_weight, edge_attr):
+            C = 0.5 * (torch.cos(edge_weight * PI / self.cutoff) + 1.0)
+            W = self.nn(edge_attr) * C.view(-1, 1)
+            x = self.lin1(x)
+            row, col = edge_index
+            x = torch.zeros_like(x).index_add_(0, col, x[row] * W)  # propagate: x_j * W summed at i
+            x = self.lin2(x)
+            return x
+
+    class InteractionBlock(nn.Module):
+        def __init__(self, hidden_channels, num_gaussians, num_filters, cutoff):
+            super().__init__()
+            self.mlp = nn.Sequential(nn.Linear(num_gaussians, num_filters), ShiftedSoftplus(),
+                                     nn.Linear(num_filters, num_filters))
+            self.conv = CFConv(hidden_channels, hidden_channels, num_filters, self.mlp, cutoff)
+            self.act = ShiftedSoftplus()
+            self.lin = nn.Linear(hidden_channels, hidden_channels)
+            self.reset_parameters()
+
+        def reset_parameters(self):
+            torch.nn.init.xavier_uniform_(self.mlp[0].weight)
+            self.mlp[0].bias.data.fill_(0)
+            torch.nn.init.xavier_uniform_(self.mlp[2].weight)
+            self.mlp[2].bias.data.fill_(0)
+            self.conv.reset_parameters()
+            torch.nn.init.xavier_uniform_(self.lin.weight)
+            self.lin.bias.data.fill_(0)
+
+        def forward(self, x, edge_index, edge_weight, edge_attr):
+            x = self.conv(x, edge_index, edge_weight, edge_attr)
+            x = self.act(x)
+            x = self.lin(x)
+            return x
+
+    def radius_graph(pos, r, batch):
+        with torch.no_grad():
+            n = pos.size(0)
+            mask = (batch.view(-1, 1) == batch.view(1, -1)) & ~torch.eye(n, dtype=torch.bool, device=pos.device)
+            mask &= torch.cdist(pos, pos) < r
+            row, col = mask.nonzero(as_tuple=True)
+        return torch.stack([row, col], dim=0)
+
+    class SchNet(nn.Module):
+        def __init__(self, hidden_channels=128, num_filters=128, num_interactions=6, num_gaussians=50, cutoff=10.0,
+                     readout='add', mean=None, std=None, atomref=None):
+            super().__init__()
+            self.hidden_channels = hidden_channels
+            self.cutoff = cutoff
+            self.readout = readout
+            self.mean = mean
+            self.std = std
+            self.embedding = nn.Embedding(100, hidden_channels, padding_idx=0)
+            self.distance_expansion = GaussianSmearing(0.0, cutoff, num_gaussians)
+            self.interactions = nn.ModuleList()
+            for _ in range(num_interactions):
+                block = InteractionBlock(hidden_channels, num_gaussians, num_filters, cutoff)
+                self.interactions.append(block)
+            self.lin1 = nn.Linear(hidden_channels, hidden_channels // 2)
+            self.act = ShiftedSoftplus()
+            self.lin2 = nn.Linear(hidden_channels // 2, 1)
+            self.register_buffer('initial_atomref', atomref)
+            self.atomref = None
+            if atomref is not None:
+                self.atomref = nn.Embedding(100, 1)
+                self.atomref.weight.data.copy_(atomref)
+
+        def forward(self, z, pos, batch=None):
+            batch = torch.zeros_like(z) if batch is None else batch
+            h = self.embedding(z)
+            edge_index = radius_graph(pos, r=self.cutoff, batch=batch)
+            row, col = edge_index
+            edge_weight = (pos[row] - pos[col]).norm(dim=-1)
+            edge_attr = self.distance_expansion(edge_weight)
+            for interaction in self.interactions:
+                h = h + interaction(h, edge_index, edge_weight, edge_attr)
+            h = self.lin1(h)
+            h = self.act(h)
+            h = self.lin2(h)
+            if self.mean is not None and self.std is not None:
+                h = h * self.std + self.mean
+            if self.atomref is not None:
+                h = h + self.atomref(z)
+            num_graphs = int(batch.max()) + 1
+            out = torch.zeros(num_graphs, 1, device=h.device).index_add_(0, batch, h)
+            return out
+
+    atomref = torch.from_numpy(rng.standard_normal((100, 1)).astype(np.float32) * 0.1)
+    model = SchNet(hidden_channels=8, num_filters=8, num_interactions=1, num_gaussians=6, cutoff=2.5, mean=0.5,
+                   std=2.0, atomref=atomref)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.8, patience=0, min_lr=1e-5)
+    rho = 0.9
+
+    def molecules(seed):
+        r = np.random.default_rng(seed)
+        z = torch.tensor(r.integers(1, 10, 7))
+        batch = torch.tensor([0, 0, 0, 1, 1, 1, 1])
+        pos = torch.tensor(r.uniform(0, 2, (7, 3)).astype(np.float32))
+        return z, pos, batch, torch.tensor(normal(r, 2, 1)), torch.tensor(normal(r, 7, 3))
+
+    def loss_of(z, pos, batch, energy_true, forces_true):
+        pos.requires_grad_(True)
+        energy = model(z, pos, batch)
+        forces = -torch.autograd.grad(energy, pos, grad_outputs=torch.ones_like(energy), create_graph=True,
+                                      retain_graph=True)[0]
+        return (1 - rho) * F.mse_loss(energy, energy_true) + rho * F.mse_loss(forces, forces_true)
+
+    losses = []
+    for step in range(2):
+        model.train()
+        optimizer.zero_grad()
+        loss = loss_of(*molecules(step))
+        loss.backward()
+        optimizer.step()
+        model.eval()
+        val_loss = loss_of(*molecules(10)).item()
+        scheduler.step(val_loss)
+        losses += [loss.item(), val_loss, optimizer.param_groups[0]['lr']]
+    return init, losses + summary(model.parameters())
+
+
+def test_schnet():
+    compare(schnet)
