@@ -1670,3 +1670,330 @@ def schnet(m, state=None):
 
 def test_schnet():
     compare(schnet)
+
+
+# (h) dreamquark-ai/tabnet's pytorch_tabnet/tab_network.py, sparsemax.py and abstract_model.py: initialize_glu and
+# initialize_non_glu (xavier_normal_ with a numpy gain), GBN (ghost batch norm: x.chunk(int(np.ceil(n / vbs)), 0),
+# each chunk through one BatchNorm1d, torch.cat), GLU_Layer (x[:, :od] * sigmoid(x[:, od:])), GLU_Block with shared
+# Linear layers and scale = torch.sqrt(torch.FloatTensor([0.5]).to(x.device)), FeatTransformer, AttentiveTransformer
+# with Entmax15 (a Function: max-shift, sort descending, cumsum over _make_ix_like's arange view transposed, support
+# by comparison, gather at support_size - 1, clamp ** 2; its backward by Y.sqrt()), TabNetEncoder's prior update
+# torch.mul(gamma - M, prior), M_loss of M * log(M + eps), M @ group_attention_matrix (torch.eye), ReLU()(...) made
+# inline, steps summed by torch.sum(torch.stack(...), dim=0); the fit loop's loss - lambda_sparse * M_loss,
+# clip_grad_norm_, Adam and StepLR; forward_masks' explanations summed with axis= into feature importances
+def tabnet(m, state=None):
+    torch, nn = m.torch, m.nn
+    Function = torch.autograd.Function
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+
+    def initialize_non_glu(module, input_dim, output_dim):
+        gain_value = np.sqrt((input_dim + output_dim) / np.sqrt(4 * input_dim))
+        torch.nn.init.xavier_normal_(module.weight, gain=gain_value)
+        return
+
+    def initialize_glu(module, input_dim, output_dim):
+        gain_value = np.sqrt((input_dim + output_dim) / np.sqrt(input_dim))
+        torch.nn.init.xavier_normal_(module.weight, gain=gain_value)
+        return
+
+    def _make_ix_like(input, dim=0):
+        d = input.size(dim)
+        rho = torch.arange(1, d + 1, device=input.device, dtype=input.dtype)
+        view = [1] * input.dim()
+        view[0] = -1
+        return rho.view(view).transpose(0, dim)
+
+    class Entmax15Function(Function):
+        @staticmethod
+        def forward(ctx, input, dim=-1):
+            ctx.dim = dim
+            max_val, _ = input.max(dim=dim, keepdim=True)
+            input = input - max_val  # same numerical stability trick as for softmax
+            input = input / 2  # divide by 2 to solve actual Entmax
+            tau_star, _ = Entmax15Function._threshold_and_support(input, dim)
+            output = torch.clamp(input - tau_star, min=0) ** 2
+            ctx.save_for_backward(output)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            Y, = ctx.saved_tensors
+            gppr = Y.sqrt()  # = 1 / g'' (Y)
+            dX = grad_output * gppr
+            q = dX.sum(ctx.dim) / gppr.sum(ctx.dim)
+            q = q.unsqueeze(ctx.dim)
+            dX -= q * gppr
+            return dX, None
+
+        @staticmethod
+        def _threshold_and_support(input, dim=-1):
+            Xsrt, _ = torch.sort(input, descending=True, dim=dim)
+            rho = _make_ix_like(input, dim)
+            mean = Xsrt.cumsum(dim) / rho
+            mean_sq = (Xsrt ** 2).cumsum(dim) / rho
+            ss = rho * (mean_sq - mean ** 2)
+            delta = (1 - ss) / rho
+            # NOTE this is not exactly the same as in reference algo
+            delta_nz = torch.clamp(delta, 0)
+            tau = mean - torch.sqrt(delta_nz)
+            support_size = (tau <= Xsrt).sum(dim).unsqueeze(dim)
+            tau_star = tau.gather(dim, support_size - 1)
+            return tau_star, support_size
+
+    entmax15 = Entmax15Function.apply
+
+    class Entmax15(nn.Module):
+        def __init__(self, dim=-1):
+            self.dim = dim
+            super(Entmax15, self).__init__()
+
+        def forward(self, input):
+            return entmax15(input, self.dim)
+
+    class GBN(torch.nn.Module):
+        def __init__(self, input_dim, virtual_batch_size=128, momentum=0.01):
+            super(GBN, self).__init__()
+            self.input_dim = input_dim
+            self.virtual_batch_size = virtual_batch_size
+            self.bn = nn.BatchNorm1d(self.input_dim, momentum=momentum)
+
+        def forward(self, x):
+            chunks = x.chunk(int(np.ceil(x.shape[0] / self.virtual_batch_size)), 0)
+            res = [self.bn(x_) for x_ in chunks]
+            return torch.cat(res, dim=0)
+
+    class GLU_Layer(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, fc=None, virtual_batch_size=128, momentum=0.02):
+            super(GLU_Layer, self).__init__()
+            self.output_dim = output_dim
+            if fc:
+                self.fc = fc
+            else:
+                self.fc = nn.Linear(input_dim, 2 * output_dim, bias=False)
+            initialize_glu(self.fc, input_dim, 2 * output_dim)
+            self.bn = GBN(2 * output_dim, virtual_batch_size=virtual_batch_size, momentum=momentum)
+
+        def forward(self, x):
+            x = self.fc(x)
+            x = self.bn(x)
+            out = torch.mul(x[:, : self.output_dim], torch.sigmoid(x[:, self.output_dim:]))
+            return out
+
+    class GLU_Block(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, n_glu=2, first=False, shared_layers=None, virtual_batch_size=128,
+                     momentum=0.02):
+            super(GLU_Block, self).__init__()
+            self.first = first
+            self.shared_layers = shared_layers
+            self.n_glu = n_glu
+            self.glu_layers = torch.nn.ModuleList()
+            params = {"virtual_batch_size": virtual_batch_size, "momentum": momentum}
+            fc = shared_layers[0] if shared_layers else None
+            self.glu_layers.append(GLU_Layer(input_dim, output_dim, fc=fc, **params))
+            for glu_id in range(1, self.n_glu):
+                fc = shared_layers[glu_id] if shared_layers else None
+                self.glu_layers.append(GLU_Layer(output_dim, output_dim, fc=fc, **params))
+
+        def forward(self, x):
+            scale = torch.sqrt(torch.FloatTensor([0.5]).to(x.device))
+            if self.first:  # the first layer of the block has no scale multiplication
+                x = self.glu_layers[0](x)
+                layers_left = range(1, self.n_glu)
+            else:
+                layers_left = range(self.n_glu)
+            for glu_id in layers_left:
+                x = torch.add(x, self.glu_layers[glu_id](x))
+                x = x * scale
+            return x
+
+    class FeatTransformer(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, shared_layers, n_glu_independent, virtual_batch_size=128,
+                     momentum=0.02):
+            super(FeatTransformer, self).__init__()
+            params = {"n_glu": n_glu_independent, "virtual_batch_size": virtual_batch_size, "momentum": momentum}
+            if shared_layers is None:
+                # no shared layers
+                self.shared = torch.nn.Identity()
+                is_first = True
+            else:
+                self.shared = GLU_Block(input_dim, output_dim, first=True, shared_layers=shared_layers,
+                                        n_glu=len(shared_layers), virtual_batch_size=virtual_batch_size,
+                                        momentum=momentum)
+                is_first = False
+            if n_glu_independent == 0:
+                # no independent layers
+                self.specifics = torch.nn.Identity()
+            else:
+                spec_input_dim = input_dim if is_first else output_dim
+                self.specifics = GLU_Block(spec_input_dim, output_dim, first=is_first, **params)
+
+        def forward(self, x):
+            x = self.shared(x)
+            x = self.specifics(x)
+            return x
+
+    class AttentiveTransformer(torch.nn.Module):
+        def __init__(self, input_dim, group_dim, group_matrix, virtual_batch_size=128, momentum=0.02,
+                     mask_type="sparsemax"):
+            super(AttentiveTransformer, self).__init__()
+            self.fc = nn.Linear(input_dim, group_dim, bias=False)
+            initialize_non_glu(self.fc, input_dim, group_dim)
+            self.bn = GBN(group_dim, virtual_batch_size=virtual_batch_size, momentum=momentum)
+            if mask_type == "entmax":
+                self.selector = Entmax15(dim=-1)
+            else:
+                raise NotImplementedError("Please choose either sparsemax" + "or entmax as masktype")
+
+        def forward(self, priors, processed_feat):
+            x = self.fc(processed_feat)
+            x = self.bn(x)
+            x = torch.mul(x, priors)
+            x = self.selector(x)
+            return x
+
+    class TabNetEncoder(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, n_d=8, n_a=8, n_steps=3, gamma=1.3, n_independent=2, n_shared=2,
+                     epsilon=1e-15, virtual_batch_size=128, momentum=0.02, mask_type="sparsemax",
+                     group_attention_matrix=None):
+            super(TabNetEncoder, self).__init__()
+            self.input_dim = input_dim
+            self.output_dim = output_dim
+            self.n_d = n_d
+            self.n_a = n_a
+            self.n_steps = n_steps
+            self.gamma = gamma
+            self.epsilon = epsilon
+            self.n_independent = n_independent
+            self.n_shared = n_shared
+            self.virtual_batch_size = virtual_batch_size
+            self.mask_type = mask_type
+            self.initial_bn = nn.BatchNorm1d(self.input_dim, momentum=0.01)
+            self.group_attention_matrix = group_attention_matrix
+            if self.group_attention_matrix is None:
+                # no groups
+                self.group_attention_matrix = torch.eye(self.input_dim)
+                self.attention_dim = self.input_dim
+            else:
+                self.attention_dim = self.group_attention_matrix.shape[0]
+            if self.n_shared > 0:
+                shared_feat_transform = torch.nn.ModuleList()
+                for i in range(self.n_shared):
+                    if i == 0:
+                        shared_feat_transform.append(nn.Linear(self.input_dim, 2 * (n_d + n_a), bias=False))
+                    else:
+                        shared_feat_transform.append(nn.Linear(n_d + n_a, 2 * (n_d + n_a), bias=False))
+            else:
+                shared_feat_transform = None
+            self.initial_splitter = FeatTransformer(self.input_dim, n_d + n_a, shared_feat_transform,
+                                                    n_glu_independent=self.n_independent,
+                                                    virtual_batch_size=self.virtual_batch_size, momentum=momentum)
+            self.feat_transformers = torch.nn.ModuleList()
+            self.att_transformers = torch.nn.ModuleList()
+            for step in range(n_steps):
+                transformer = FeatTransformer(self.input_dim, n_d + n_a, shared_feat_transform,
+                                              n_glu_independent=self.n_independent,
+                                              virtual_batch_size=self.virtual_batch_size, momentum=momentum)
+                attention = AttentiveTransformer(n_a, self.attention_dim, group_matrix=group_attention_matrix,
+                                                 virtual_batch_size=self.virtual_batch_size, momentum=momentum,
+                                                 mask_type=self.mask_type)
+                self.feat_transformers.append(transformer)
+                self.att_transformers.append(attention)
+
+        def forward(self, x, prior=None):
+            x = self.initial_bn(x)
+            bs = x.shape[0]  # batch size
+            if prior is None:
+                prior = torch.ones((bs, self.attention_dim)).to(x.device)
+            M_loss = 0
+            att = self.initial_splitter(x)[:, self.n_d:]
+            steps_output = []
+            for step in range(self.n_steps):
+                M = self.att_transformers[step](prior, att)
+                M_loss += torch.mean(torch.sum(torch.mul(M, torch.log(M + self.epsilon)), dim=1))
+                # update prior
+                prior = torch.mul(self.gamma - M, prior)
+                # output
+                M_feature_level = torch.matmul(M, self.group_attention_matrix)
+                masked_x = torch.mul(M_feature_level, x)
+                out = self.feat_transformers[step](masked_x)
+                d = nn.ReLU()(out[:, : self.n_d])
+                steps_output.append(d)
+                # update attention
+                att = out[:, self.n_d:]
+            M_loss /= self.n_steps
+            return steps_output, M_loss
+
+        def forward_masks(self, x):
+            x = self.initial_bn(x)
+            bs = x.shape[0]  # batch size
+            prior = torch.ones((bs, self.attention_dim)).to(x.device)
+            M_explain = torch.zeros(x.shape).to(x.device)
+            att = self.initial_splitter(x)[:, self.n_d:]
+            masks = {}
+            for step in range(self.n_steps):
+                M = self.att_transformers[step](prior, att)
+                M_feature_level = torch.matmul(M, self.group_attention_matrix)
+                masks[step] = M_feature_level
+                # update prior
+                prior = torch.mul(self.gamma - M, prior)
+                # output
+                masked_x = torch.mul(M_feature_level, x)
+                out = self.feat_transformers[step](masked_x)
+                d = nn.ReLU()(out[:, : self.n_d])
+                # explain
+                step_importance = torch.sum(d, axis=1)
+                M_explain += torch.mul(M_feature_level, step_importance.unsqueeze(dim=1))
+                # update attention
+                att = out[:, self.n_d:]
+            return M_explain, masks
+
+    class TabNetNoEmbeddings(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, n_d=8, n_a=8, n_steps=3, **kwargs):
+            super(TabNetNoEmbeddings, self).__init__()
+            self.encoder = TabNetEncoder(input_dim=input_dim, output_dim=output_dim, n_d=n_d, n_a=n_a,
+                                         n_steps=n_steps, **kwargs)
+            self.final_mapping = nn.Linear(n_d, output_dim, bias=False)
+            initialize_non_glu(self.final_mapping, n_d, output_dim)
+
+        def forward(self, x):
+            steps_output, M_loss = self.encoder(x)
+            res = torch.sum(torch.stack(steps_output, dim=0), dim=0)
+            out = self.final_mapping(res)
+            return out, M_loss
+
+    network = TabNetNoEmbeddings(5, 3, n_d=4, n_a=4, n_steps=2, gamma=1.3, n_independent=1, n_shared=1,
+                                 virtual_batch_size=4, momentum=0.02, mask_type="entmax")
+    init = load(m, network, state)
+    optimizer = torch.optim.Adam(network.parameters(), lr=2e-2)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.9)
+    loss_fn = torch.nn.functional.cross_entropy
+    lambda_sparse, clip_value = 1e-3, 1.0
+    X = normal(rng, 8, 5)
+    y = rng.integers(0, 3, 8)
+    loader = m.data.DataLoader(m.data.TensorDataset(torch.from_numpy(X), torch.from_numpy(y)), batch_size=8)
+    losses = []
+    network.train()
+    for X_batch, y_batch in loader:
+        for param in network.parameters():
+            param.grad = None
+        output, M_loss = network(X_batch)
+        loss = loss_fn(output, y_batch.long())
+        # Add the overall sparsity loss
+        loss = loss - lambda_sparse * M_loss
+        loss.backward()
+        if clip_value:
+            torch.nn.utils.clip_grad_norm_(network.parameters(), clip_value)
+        optimizer.step()
+        scheduler.step()
+        losses += [loss.item(), M_loss.item()]
+    network.eval()
+    with torch.no_grad():
+        M_explain, masks = network.encoder.forward_masks(torch.from_numpy(X[:8]))
+    sum_explain = M_explain.cpu().detach().numpy().sum(axis=0)
+    feature_importances_ = sum_explain / np.sum(sum_explain)
+    return init, losses + list(feature_importances_) + summary(network.parameters()) + summary(network.buffers())
+
+
+def test_tabnet():
+    compare(tabnet)
