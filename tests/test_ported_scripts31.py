@@ -1997,3 +1997,158 @@ def tabnet(m, state=None):
 
 def test_tabnet():
     compare(tabnet)
+
+
+# (i) mklimasz/TransE-PyTorch's model.py, main.py, metric.py and data.py: embeddings with padding_idx for the
+# out-of-vocabulary id, weight.data.uniform_ of 6 / np.sqrt(dim), the relations' rows and, at every forward, the
+# entities' rows normalised in place through .data[:-1, :].div_(... .norm(p=, dim=1, keepdim=True)),
+# MarginRankingLoss(reduction='none') against torch.tensor([-1], dtype=torch.long), distances by norm(p=1, dim=1);
+# the loop's negatives (torch.randint(high=2, size=...), torch.where(head_or_tail == 1, ...), torch.stack(dim=1)),
+# loss.mean().backward(), loss.data.cpu().nonzero().size()[0]; test()'s every head and tail candidate by repeat,
+# stack(dim=2).reshape(-1, 3), hit_at_k by topk(largest=False) and torch.where of one- and zero-element tensors,
+# mrr by argsort and nonzero()[:, 1].float().add(1.0). torch replays tnet's integer draws
+def transe(m, state=None, replay=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(1234)
+    counter = itertools.count()
+
+    def draw(t):
+        return replayed(m, replay, next(counter), t)
+
+    class TransE(nn.Module):
+        def __init__(self, entity_count, relation_count, device, norm=1, dim=100, margin=1.0):
+            super(TransE, self).__init__()
+            self.entity_count = entity_count
+            self.relation_count = relation_count
+            self.device = device
+            self.norm = norm
+            self.dim = dim
+            self.entities_emb = self._init_enitity_emb()
+            self.relations_emb = self._init_relation_emb()
+            self.criterion = nn.MarginRankingLoss(margin=margin, reduction='none')
+
+        def _init_enitity_emb(self):
+            entities_emb = nn.Embedding(num_embeddings=self.entity_count + 1, embedding_dim=self.dim,
+                                        padding_idx=self.entity_count)
+            uniform_range = 6 / np.sqrt(self.dim)
+            entities_emb.weight.data.uniform_(-uniform_range, uniform_range)
+            return entities_emb
+
+        def _init_relation_emb(self):
+            relations_emb = nn.Embedding(num_embeddings=self.relation_count + 1, embedding_dim=self.dim,
+                                         padding_idx=self.relation_count)
+            uniform_range = 6 / np.sqrt(self.dim)
+            relations_emb.weight.data.uniform_(-uniform_range, uniform_range)
+            # -1 to avoid nan for OOV vector
+            relations_emb.weight.data[:-1, :].div_(relations_emb.weight.data[:-1, :].norm(p=1, dim=1, keepdim=True))
+            return relations_emb
+
+        def forward(self, positive_triplets, negative_triplets):
+            # -1 to avoid nan for OOV vector
+            self.entities_emb.weight.data[:-1, :].div_(
+                self.entities_emb.weight.data[:-1, :].norm(p=2, dim=1, keepdim=True))
+            assert positive_triplets.size()[1] == 3
+            positive_distances = self._distance(positive_triplets)
+            assert negative_triplets.size()[1] == 3
+            negative_distances = self._distance(negative_triplets)
+            return self.loss(positive_distances, negative_distances), positive_distances, negative_distances
+
+        def predict(self, triplets):
+            return self._distance(triplets)
+
+        def loss(self, positive_distances, negative_distances):
+            target = torch.tensor([-1], dtype=torch.long, device=self.device)
+            return self.criterion(positive_distances, negative_distances, target)
+
+        def _distance(self, triplets):
+            assert triplets.size()[1] == 3
+            heads = triplets[:, 0]
+            relations = triplets[:, 1]
+            tails = triplets[:, 2]
+            return (self.entities_emb(heads) + self.relations_emb(relations)
+                    - self.entities_emb(tails)).norm(p=self.norm, dim=1)
+
+    def hit_at_k(predictions, ground_truth_idx, device, k=10):
+        assert predictions.size(0) == ground_truth_idx.size(0)
+        zero_tensor = torch.tensor([0], device=device)
+        one_tensor = torch.tensor([1], device=device)
+        _, indices = predictions.topk(k=k, largest=False)
+        return torch.where(indices == ground_truth_idx, one_tensor, zero_tensor).sum().item()
+
+    def mrr(predictions, ground_truth_idx):
+        indices = predictions.argsort()
+        return (1.0 / (indices == ground_truth_idx).nonzero()[:, 1].float().add(1.0)).sum().item()
+
+    class FB15KDataset(m.data.Dataset):
+        def __init__(self, triples):
+            self.data = triples
+
+        def __len__(self):
+            return len(self.data)
+
+        def __getitem__(self, index):
+            head_id, relation_id, tail_id = self.data[index]
+            return head_id, relation_id, tail_id
+
+    rng = np.random.default_rng(0)
+    entity2id, relation2id = {f"e{i}": i for i in range(7)}, {f"r{i}": i for i in range(3)}
+    triples = [tuple(int(v) for v in t) for t in zip(rng.integers(0, 7, 12), rng.integers(0, 3, 12),
+                                                      rng.integers(0, 7, 12))]
+    device = torch.device('cuda') if torch.cuda.is_available() else torch.device('cpu')
+    model = TransE(entity_count=len(entity2id), relation_count=len(relation2id), dim=6, device=device, norm=1,
+                   margin=1.0)
+    model = model.to(device)
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    train_generator = m.data.DataLoader(FB15KDataset(triples[:8]), batch_size=4)
+    losses = []
+    loss_impacting_samples_count, samples_count = 0, 0
+    model.train()
+    for local_heads, local_relations, local_tails in train_generator:
+        local_heads, local_relations, local_tails = (local_heads.to(device), local_relations.to(device),
+                                                     local_tails.to(device))
+        positive_triples = torch.stack((local_heads, local_relations, local_tails), dim=1)
+        # Preparing negatives.
+        # Generate binary tensor to replace either head or tail. 1 means replace head, 0 means replace tail.
+        head_or_tail = draw(torch.randint(high=2, size=local_heads.size(), device=device))
+        random_entities = draw(torch.randint(high=len(entity2id), size=local_heads.size(), device=device))
+        broken_heads = torch.where(head_or_tail == 1, random_entities, local_heads)
+        broken_tails = torch.where(head_or_tail == 0, random_entities, local_tails)
+        negative_triples = torch.stack((broken_heads, local_relations, broken_tails), dim=1)
+        optimizer.zero_grad()
+        loss, pd, nd = model(positive_triples, negative_triples)
+        loss.mean().backward()
+        loss = loss.data.cpu()
+        loss_impacting_samples_count += loss.nonzero().size()[0]
+        samples_count += loss.size()[0]
+        optimizer.step()
+        losses += [loss.mean().item(), pd.sum().item(), nd.sum().item()]
+    losses.append(loss_impacting_samples_count / samples_count * 100)
+    model.eval()
+    hits_at_1, hits_at_3, mrr_ = 0.0, 0.0, 0.0
+    entity_ids = torch.arange(end=len(entity2id), device=device).unsqueeze(0)
+    with torch.no_grad():
+        for head, relation, tail in m.data.DataLoader(FB15KDataset(triples[8:]), batch_size=4):
+            current_batch_size = head.size()[0]
+            head, relation, tail = head.to(device), relation.to(device), tail.to(device)
+            all_entities = entity_ids.repeat(current_batch_size, 1)
+            heads = head.reshape(-1, 1).repeat(1, all_entities.size()[1])
+            relations = relation.reshape(-1, 1).repeat(1, all_entities.size()[1])
+            tails = tail.reshape(-1, 1).repeat(1, all_entities.size()[1])
+            # Check all possible tails
+            triplets = torch.stack((heads, relations, all_entities), dim=2).reshape(-1, 3)
+            tails_predictions = model.predict(triplets).reshape(current_batch_size, -1)
+            # Check all possible heads
+            triplets = torch.stack((all_entities, relations, tails), dim=2).reshape(-1, 3)
+            heads_predictions = model.predict(triplets).reshape(current_batch_size, -1)
+            # Concat predictions
+            predictions = torch.cat((tails_predictions, heads_predictions), dim=0)
+            ground_truth_entity_id = torch.cat((tail.reshape(-1, 1), head.reshape(-1, 1)))
+            hits_at_1 += hit_at_k(predictions, ground_truth_entity_id, device=device, k=1)
+            hits_at_3 += hit_at_k(predictions, ground_truth_entity_id, device=device, k=3)
+            mrr_ += mrr(predictions, ground_truth_entity_id)
+    return init, losses + [hits_at_1, hits_at_3, mrr_] + summary(model.parameters())
+
+
+def test_transe():
+    compare(transe, replay={})
