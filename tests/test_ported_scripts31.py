@@ -2152,3 +2152,176 @@ def transe(m, state=None, replay=None):
 
 def test_transe():
     compare(transe, replay={})
+
+
+# (j) lucidrains/vector-quantize-pytorch's finite_scalar_quantization.py (FSQ) with its einops rearranges and pack
+# written as permute and reshape (einops is not among the test dependencies): round_ste by z + (z.round() -
+# z).detach(), _levels and _basis as int32 buffers with persistent=False (torch.cumprod of torch.tensor([1] +
+# levels[:-1]) with dim=0, dtype=int32), bound by torch.where(levels % 2 == 0, 0.5, 0.0) and atanh, quantize's
+# division by levels // 2, codes_to_indices ((zhat * basis).sum(dim=-1).to(int32)), indices_to_level_indices by //
+# and %, the implicit codebook from torch.arange(codebook_size) and self._levels.prod().item(), project_in and
+# project_out Linears, forward under @torch.amp.autocast('cuda', enabled=False) with codes.type(orig_dtype); in a
+# small convolutional autoencoder trained with MSE and Adam, with codebook usage by indices.unique().numel()
+def fsq(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    int32 = torch.int32
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+
+    def round_ste(z):
+        """Round with straight through gradients."""
+        zhat = z.round()
+        return z + (zhat - z).detach()
+
+    class FSQ(nn.Module):
+        def __init__(self, levels, dim=None, num_codebooks=1, keep_num_codebooks_dim=None, scale=None,
+                     allowed_dtypes=(torch.float32, torch.float64), channel_first=False, projection_has_bias=True,
+                     return_indices=True, force_quantization_f32=True):
+            super().__init__()
+            _levels = torch.tensor(levels, dtype=int32)
+            self.register_buffer("_levels", _levels, persistent=False)
+            _basis = torch.cumprod(torch.tensor([1] + levels[:-1]), dim=0, dtype=int32)
+            self.register_buffer("_basis", _basis, persistent=False)
+            self.scale = scale
+            codebook_dim = len(levels)
+            self.codebook_dim = codebook_dim
+            effective_codebook_dim = codebook_dim * num_codebooks
+            self.num_codebooks = num_codebooks
+            self.effective_codebook_dim = effective_codebook_dim
+            keep_num_codebooks_dim = num_codebooks > 1 if keep_num_codebooks_dim is None else keep_num_codebooks_dim
+            assert not (num_codebooks > 1 and not keep_num_codebooks_dim)
+            self.keep_num_codebooks_dim = keep_num_codebooks_dim
+            self.dim = len(_levels) * num_codebooks if dim is None else dim
+            self.channel_first = channel_first
+            has_projections = self.dim != effective_codebook_dim
+            self.project_in = nn.Linear(self.dim, effective_codebook_dim, bias=projection_has_bias) \
+                if has_projections else nn.Identity()
+            self.project_out = nn.Linear(effective_codebook_dim, self.dim, bias=projection_has_bias) \
+                if has_projections else nn.Identity()
+            self.has_projections = has_projections
+            self.return_indices = return_indices
+            if return_indices:
+                self.codebook_size = self._levels.prod().item()
+                implicit_codebook = self._indices_to_codes(torch.arange(self.codebook_size))
+                self.register_buffer("implicit_codebook", implicit_codebook, persistent=False)
+            self.allowed_dtypes = allowed_dtypes
+            self.force_quantization_f32 = force_quantization_f32
+
+        def bound(self, z, eps=1e-3):
+            """ Bound `z`, an array of shape (..., d). """
+            half_l = (self._levels - 1) * (1 + eps) / 2
+            offset = torch.where(self._levels % 2 == 0, 0.5, 0.0)
+            shift = (offset / half_l).atanh()
+            return (z + shift).tanh() * half_l - offset
+
+        def quantize(self, z):
+            """ Quantizes z, returns quantized zhat, same shape as z. """
+            quantized = round_ste(self.bound(z))
+            half_width = self._levels // 2  # Renormalize to [-1, 1].
+            return quantized / half_width
+
+        def _scale_and_shift(self, zhat_normalized):
+            half_width = self._levels // 2
+            return (zhat_normalized * half_width) + half_width
+
+        def _scale_and_shift_inverse(self, zhat):
+            half_width = self._levels // 2
+            return (zhat - half_width) / half_width
+
+        def _indices_to_codes(self, indices):
+            level_indices = self.indices_to_level_indices(indices)
+            codes = self._scale_and_shift_inverse(level_indices)
+            return codes
+
+        def codes_to_indices(self, zhat):
+            """ Converts a `code` to an index in the codebook. """
+            assert zhat.shape[-1] == self.codebook_dim
+            zhat = self._scale_and_shift(zhat)
+            return (zhat * self._basis).sum(dim=-1).to(int32)
+
+        def indices_to_level_indices(self, indices):
+            """ Converts indices to indices at each level, perhaps needed for a transformer with factorized
+            embeddings """
+            indices = indices.unsqueeze(-1)  # rearrange(indices, '... -> ... 1')
+            codes_non_centered = (indices // self._basis) % self._levels
+            return codes_non_centered
+
+        def indices_to_codes(self, indices):
+            """ Inverse of `codes_to_indices`. """
+            is_img_or_video = indices.ndim >= (3 + int(self.keep_num_codebooks_dim))
+            codes = self._indices_to_codes(indices)
+            codes = self.project_out(codes)
+            if is_img_or_video or self.channel_first:
+                codes = codes.permute(0, 3, 1, 2)  # rearrange(codes, 'b ... d -> b d ...')
+            return codes
+
+        @torch.amp.autocast('cuda', enabled=False)
+        def forward(self, z):
+            is_img_or_video = z.ndim >= 4
+            need_move_channel_last = is_img_or_video or self.channel_first
+            # standardize image or video into (batch, seq, dimension)
+            if need_move_channel_last:
+                ps = z.shape[2:]
+                z = z.permute(0, 2, 3, 1)  # rearrange(z, 'b d ... -> b ... d')
+                z = z.reshape(z.shape[0], -1, z.shape[-1])  # pack_one(z, 'b * d')
+            assert z.shape[-1] == self.dim, f'expected dimension of {self.dim} but found dimension of {z.shape[-1]}'
+            z = self.project_in(z)
+            z = z.reshape(*z.shape[:2], self.num_codebooks, -1)  # rearrange(z, 'b n (c d) -> b n c d')
+            orig_dtype = z.dtype
+            if self.force_quantization_f32 and orig_dtype not in self.allowed_dtypes:
+                z = z.float()
+            codes = self.quantize(z)
+            # returning indices could be optional
+            indices = None
+            if self.return_indices:
+                indices = self.codes_to_indices(codes)
+            codes = codes.flatten(2)  # rearrange(codes, 'b n c d -> b n (c d)')
+            codes = codes.type(orig_dtype)
+            # project out
+            out = self.project_out(codes)
+            # reconstitute image or video dimensions
+            if need_move_channel_last:
+                out = out.reshape(out.shape[0], *ps, out.shape[-1]).permute(0, 3, 1, 2)
+                indices = indices.reshape(indices.shape[0], *ps, indices.shape[-1])
+            if not self.keep_num_codebooks_dim and self.return_indices:
+                indices = indices.squeeze(-1)  # rearrange(indices, '... 1 -> ...')
+            # return quantized output and indices
+            return out, indices
+
+    class AutoEncoder(nn.Module):
+        def __init__(self, levels):
+            super().__init__()
+            self.encoder = nn.Sequential(nn.Conv2d(1, 8, 3, stride=2, padding=1), nn.GELU(),
+                                         nn.Conv2d(8, 8, 3, padding=1))
+            self.fsq = FSQ(levels=levels, dim=8)
+            self.decoder = nn.Sequential(nn.ConvTranspose2d(8, 8, 4, stride=2, padding=1), nn.GELU(),
+                                         nn.Conv2d(8, 1, 3, padding=1))
+
+        def forward(self, x):
+            x = self.encoder(x)
+            x, indices = self.fsq(x)
+            return self.decoder(x).clamp(-1, 1), indices
+
+    model = AutoEncoder(levels=[8, 5, 5, 3])
+    init = load(m, model, state)
+    assert set(model.state_dict()) == {k for k, _ in model.named_parameters()}  # the buffers are not persistent
+    assert model.fsq.codebook_size == 600 and tuple(model.fsq.implicit_codebook.shape) == (600, 4)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    images = torch.tensor(np.tanh(normal(rng, 4, 1, 8, 8)))
+    losses = []
+    for x in images.split(2):
+        opt.zero_grad()
+        out, indices = model(x)
+        rec_loss = F.mse_loss(out, x)
+        rec_loss.backward()
+        opt.step()
+        losses += [rec_loss.item(), indices.unique().numel() / model.fsq.codebook_size * 100]
+    with torch.no_grad():
+        out, indices = model.fsq(model.encoder(images))
+        codes = model.fsq.indices_to_codes(indices)
+    assert indices.dtype == int32 and (codes - out).abs().max().item() < 1e-5
+    return init, losses + summary([out, indices.float()]) + summary(model.parameters())
+
+
+def test_fsq():
+    compare(fsq)
