@@ -2325,3 +2325,299 @@ def fsq(m, state=None):
 
 def test_fsq():
     compare(fsq)
+
+
+# (k) RexYing/diffpool's encoders.py (GcnEncoderGraph, SoftPoolingGcnEncoder), graph_sampler.py and train.py at one
+# pooling: GraphConv by torch.matmul(adj, x), y += x for self-loops, weights as nn.Parameter(torch.FloatTensor(in,
+# out)) initialised by init.xavier_uniform_(gain=nn.init.calculate_gain('relu')) and init.constant_ through
+# self.modules(), F.normalize(p=2, dim=2); apply_bn making a fresh nn.BatchNorm1d(x.size()[1]) at every forward
+# (over the nodes, as the source does); construct_mask by slices of ones written into zeros; the assignment
+# nn.Softmax(dim=-1)(...) made inline, x pooled by transpose(1, 2) @ and adj by S^T @ adj @ S, max readouts
+# torch.max(x, dim=1) concatenated; the link prediction loss (torch.min against torch.ones(1), the log terms,
+# link_loss[(1 - adj_mask).bool()] = 0.0, np.sum of the node counts squared); GraphSampler's dicts of padded numpy
+# arrays through the default collate, Variable(data['adj'].float(), requires_grad=False), data['num_nodes'].int()
+# .numpy(), Adam over filter(lambda p: p.requires_grad, ...), clip_grad_norm_. The source's .cuda() calls are
+# .to(device) here (torch runs on the CPU)
+def diffpool(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    init_ = nn.init
+    Variable = torch.autograd.Variable
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    device = 'cuda' if torch.cuda.is_available() else 'cpu'
+
+    class GraphConv(nn.Module):
+        def __init__(self, input_dim, output_dim, add_self=False, normalize_embedding=False, dropout=0.0,
+                     bias=True):
+            super(GraphConv, self).__init__()
+            self.add_self = add_self
+            self.dropout = dropout
+            self.normalize_embedding = normalize_embedding
+            self.input_dim = input_dim
+            self.output_dim = output_dim
+            self.weight = nn.Parameter(torch.FloatTensor(input_dim, output_dim).to(device))
+            if bias:
+                self.bias = nn.Parameter(torch.FloatTensor(output_dim).to(device))
+            else:
+                self.bias = None
+
+        def forward(self, x, adj):
+            y = torch.matmul(adj, x)
+            if self.add_self:
+                y += x
+            y = torch.matmul(y, self.weight)
+            if self.bias is not None:
+                y = y + self.bias
+            if self.normalize_embedding:
+                y = F.normalize(y, p=2, dim=2)
+            return y
+
+    class GcnEncoderGraph(nn.Module):
+        def __init__(self, input_dim, hidden_dim, embedding_dim, label_dim, num_layers, pred_hidden_dims=[],
+                     concat=True, bn=True, dropout=0.0, args=None):
+            super(GcnEncoderGraph, self).__init__()
+            self.concat = concat
+            add_self = not concat
+            self.bn = bn
+            self.num_layers = num_layers
+            self.num_aggs = 1
+            self.bias = True
+            self.conv_first, self.conv_block, self.conv_last = self.build_conv_layers(
+                input_dim, hidden_dim, embedding_dim, num_layers, add_self, normalize=True, dropout=dropout)
+            self.act = nn.ReLU()
+            self.label_dim = label_dim
+            for m_ in self.modules():
+                if isinstance(m_, GraphConv):
+                    m_.weight.data = init_.xavier_uniform_(m_.weight.data, gain=nn.init.calculate_gain('relu'))
+                    if m_.bias is not None:
+                        m_.bias.data = init_.constant_(m_.bias.data, 0.0)
+
+        def build_conv_layers(self, input_dim, hidden_dim, embedding_dim, num_layers, add_self, normalize=False,
+                              dropout=0.0):
+            conv_first = GraphConv(input_dim=input_dim, output_dim=hidden_dim, add_self=add_self,
+                                   normalize_embedding=normalize, bias=self.bias)
+            conv_block = nn.ModuleList(
+                [GraphConv(input_dim=hidden_dim, output_dim=hidden_dim, add_self=add_self,
+                           normalize_embedding=normalize, dropout=dropout, bias=self.bias)
+                 for i in range(num_layers - 2)])
+            conv_last = GraphConv(input_dim=hidden_dim, output_dim=embedding_dim, add_self=add_self,
+                                  normalize_embedding=normalize, bias=self.bias)
+            return conv_first, conv_block, conv_last
+
+        def build_pred_layers(self, pred_input_dim, pred_hidden_dims, label_dim, num_aggs=1):
+            pred_input_dim = pred_input_dim * num_aggs
+            return nn.Linear(pred_input_dim, label_dim)
+
+        def construct_mask(self, max_nodes, batch_num_nodes):
+            # masks
+            packed_masks = [torch.ones(int(num)) for num in batch_num_nodes]
+            batch_size = len(batch_num_nodes)
+            out_tensor = torch.zeros(batch_size, max_nodes)
+            for i, mask in enumerate(packed_masks):
+                out_tensor[i, :batch_num_nodes[i]] = mask
+            return out_tensor.unsqueeze(2).to(device)
+
+        def apply_bn(self, x):
+            ''' Batch normalization of 3D tensor x
+            '''
+            bn_module = nn.BatchNorm1d(x.size()[1]).to(device)
+            return bn_module(x)
+
+        def gcn_forward(self, x, adj, conv_first, conv_block, conv_last, embedding_mask=None):
+            x = conv_first(x, adj)
+            x = self.act(x)
+            if self.bn:
+                x = self.apply_bn(x)
+            x_all = [x]
+            for i in range(len(conv_block)):
+                x = conv_block[i](x, adj)
+                x = self.act(x)
+                if self.bn:
+                    x = self.apply_bn(x)
+                x_all.append(x)
+            x = conv_last(x, adj)
+            x_all.append(x)
+            # x_tensor: [batch_size x num_nodes x embedding]
+            x_tensor = torch.cat(x_all, dim=2)
+            if embedding_mask is not None:
+                x_tensor = x_tensor * embedding_mask
+            return x_tensor
+
+        def loss(self, pred, label, type='softmax'):
+            return F.cross_entropy(pred, label, reduction='mean')
+
+    class SoftPoolingGcnEncoder(GcnEncoderGraph):
+        def __init__(self, max_num_nodes, input_dim, hidden_dim, embedding_dim, label_dim, num_layers,
+                     assign_hidden_dim, assign_ratio=0.25, num_pooling=1, pred_hidden_dims=[50], concat=True,
+                     bn=True, dropout=0.0, linkpred=True, assign_input_dim=-1, args=None):
+            super(SoftPoolingGcnEncoder, self).__init__(input_dim, hidden_dim, embedding_dim, label_dim, num_layers,
+                                                        pred_hidden_dims=pred_hidden_dims, concat=concat, args=args)
+            add_self = not concat
+            self.num_pooling = num_pooling
+            self.linkpred = linkpred
+            self.assign_ent = True
+            self.pred_input_dim = hidden_dim * (num_layers - 1) + embedding_dim
+            # GC (no biases here: on this tiny graph their first gradient is rounding alone, which Adam normalises)
+            self.bias = False
+            self.conv_first_after_pool = nn.ModuleList()
+            self.conv_block_after_pool = nn.ModuleList()
+            self.conv_last_after_pool = nn.ModuleList()
+            for i in range(num_pooling):
+                conv_first2, conv_block2, conv_last2 = self.build_conv_layers(
+                    self.pred_input_dim, hidden_dim, embedding_dim, num_layers, add_self, normalize=True,
+                    dropout=dropout)
+                self.conv_first_after_pool.append(conv_first2)
+                self.conv_block_after_pool.append(conv_block2)
+                self.conv_last_after_pool.append(conv_last2)
+            self.bias = True
+            # assignment
+            assign_dims = []
+            if assign_input_dim == -1:
+                assign_input_dim = input_dim
+            self.assign_conv_first_modules = nn.ModuleList()
+            self.assign_conv_block_modules = nn.ModuleList()
+            self.assign_conv_last_modules = nn.ModuleList()
+            self.assign_pred_modules = nn.ModuleList()
+            assign_dim = int(max_num_nodes * assign_ratio)
+            for i in range(num_pooling):
+                assign_dims.append(assign_dim)
+                assign_conv_first, assign_conv_block, assign_conv_last = self.build_conv_layers(
+                    assign_input_dim, assign_hidden_dim, assign_dim, num_layers, add_self, normalize=True)
+                assign_pred_input_dim = assign_hidden_dim * (num_layers - 1) + assign_dim if concat else assign_dim
+                assign_pred = self.build_pred_layers(assign_pred_input_dim, [], assign_dim, num_aggs=1)
+                # next pooling layer
+                assign_input_dim = self.pred_input_dim
+                assign_dim = int(assign_dim * assign_ratio)
+                self.assign_conv_first_modules.append(assign_conv_first)
+                self.assign_conv_block_modules.append(assign_conv_block)
+                self.assign_conv_last_modules.append(assign_conv_last)
+                self.assign_pred_modules.append(assign_pred)
+            self.pred_model = self.build_pred_layers(self.pred_input_dim * (num_pooling + 1), pred_hidden_dims,
+                                                     label_dim, num_aggs=self.num_aggs)
+            for m_ in self.modules():
+                if isinstance(m_, GraphConv):
+                    m_.weight.data = init_.xavier_uniform_(m_.weight.data, gain=nn.init.calculate_gain('relu'))
+                    if m_.bias is not None:
+                        m_.bias.data = init_.constant_(m_.bias.data, 0.0)
+
+        def forward(self, x, adj, batch_num_nodes, **kwargs):
+            if 'assign_x' in kwargs:
+                x_a = kwargs['assign_x']
+            else:
+                x_a = x
+            # mask
+            max_num_nodes = adj.size()[1]
+            if batch_num_nodes is not None:
+                embedding_mask = self.construct_mask(max_num_nodes, batch_num_nodes)
+            else:
+                embedding_mask = None
+            out_all = []
+            embedding_tensor = self.gcn_forward(x, adj, self.conv_first, self.conv_block, self.conv_last,
+                                                embedding_mask)
+            out, _ = torch.max(embedding_tensor, dim=1)
+            out_all.append(out)
+            for i in range(self.num_pooling):
+                if batch_num_nodes is not None and i == 0:
+                    embedding_mask = self.construct_mask(max_num_nodes, batch_num_nodes)
+                else:
+                    embedding_mask = None
+                self.assign_tensor = self.gcn_forward(x_a, adj, self.assign_conv_first_modules[i],
+                                                      self.assign_conv_block_modules[i],
+                                                      self.assign_conv_last_modules[i], embedding_mask)
+                # [batch_size x num_nodes x next_lvl_num_nodes]
+                self.assign_tensor = nn.Softmax(dim=-1)(self.assign_pred_modules[i](self.assign_tensor))
+                if embedding_mask is not None:
+                    self.assign_tensor = self.assign_tensor * embedding_mask
+                # update pooled features and adj matrix
+                x = torch.matmul(torch.transpose(self.assign_tensor, 1, 2), embedding_tensor)
+                adj = torch.transpose(self.assign_tensor, 1, 2) @ adj @ self.assign_tensor
+                x_a = x
+                embedding_tensor = self.gcn_forward(x, adj, self.conv_first_after_pool[i],
+                                                    self.conv_block_after_pool[i], self.conv_last_after_pool[i])
+                out, _ = torch.max(embedding_tensor, dim=1)
+                out_all.append(out)
+            if self.concat:
+                output = torch.cat(out_all, dim=1)
+            else:
+                output = out
+            ypred = self.pred_model(output)
+            return ypred
+
+        def loss(self, pred, label, adj=None, batch_num_nodes=None, adj_hop=1):
+            eps = 1e-7
+            loss = super(SoftPoolingGcnEncoder, self).loss(pred, label)
+            if self.linkpred:
+                max_num_nodes = adj.size()[1]
+                pred_adj0 = self.assign_tensor @ torch.transpose(self.assign_tensor, 1, 2)
+                tmp = pred_adj0
+                pred_adj = pred_adj0
+                for adj_pow in range(adj_hop - 1):
+                    tmp = tmp @ pred_adj0
+                    pred_adj = pred_adj + tmp
+                pred_adj = torch.min(pred_adj, torch.ones(1, dtype=pred_adj.dtype).to(device))
+                self.link_loss = -adj * torch.log(pred_adj + eps) - (1 - adj) * torch.log(1 - pred_adj + eps)
+                if batch_num_nodes is None:
+                    num_entries = max_num_nodes * max_num_nodes * adj.size()[0]
+                else:
+                    num_entries = np.sum(batch_num_nodes * batch_num_nodes)
+                    embedding_mask = self.construct_mask(max_num_nodes, batch_num_nodes)
+                    adj_mask = embedding_mask @ torch.transpose(embedding_mask, 1, 2)
+                    self.link_loss[(1 - adj_mask).bool()] = 0.0
+                self.link_loss = torch.sum(self.link_loss) / float(num_entries)
+                return loss + self.link_loss
+            return loss
+
+    class GraphSampler(m.data.Dataset):
+        def __init__(self, graphs, max_num_nodes):
+            self.adj_all, self.len_all, self.feature_all, self.label_all = [], [], [], []
+            self.max_num_nodes = max_num_nodes
+            for adj, feats, label in graphs:
+                self.adj_all.append(adj)
+                self.len_all.append(adj.shape[0])
+                self.feature_all.append(feats)
+                self.label_all.append(label)
+
+        def __len__(self):
+            return len(self.adj_all)
+
+        def __getitem__(self, idx):
+            adj = self.adj_all[idx]
+            num_nodes = adj.shape[0]
+            adj_padded = np.zeros((self.max_num_nodes, self.max_num_nodes))
+            adj_padded[:num_nodes, :num_nodes] = adj
+            f = np.zeros((self.max_num_nodes, self.feature_all[idx].shape[1]), dtype=np.float32)
+            f[:num_nodes] = self.feature_all[idx]
+            return {'adj': adj_padded, 'feats': f, 'label': self.label_all[idx], 'num_nodes': num_nodes,
+                    'assign_feats': f.copy()}
+
+    def graph(n):
+        a = np.triu((rng.uniform(size=(n, n)) < 0.5).astype(np.float64), 1)
+        return a + a.T, normal(rng, n, 3), int(rng.integers(0, 2))
+
+    max_num_nodes = 6
+    dataset_loader = m.data.DataLoader(GraphSampler([graph(6), graph(4), graph(5), graph(6)], max_num_nodes),
+                                       batch_size=2, shuffle=False)
+    model = SoftPoolingGcnEncoder(max_num_nodes, 3, 4, 4, 2, 2, 4, assign_ratio=0.5, num_pooling=1, bn=True,
+                                  linkpred=True, assign_input_dim=3).to(device)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(filter(lambda p: p.requires_grad, model.parameters()), lr=0.01)
+    model.train()
+    losses = []
+    for batch_idx, data in enumerate(dataset_loader):
+        model.zero_grad()
+        adj = Variable(data['adj'].float(), requires_grad=False).to(device)
+        h0 = Variable(data['feats'].float()).to(device)
+        label = Variable(data['label'].long()).to(device)
+        batch_num_nodes = data['num_nodes'].int().numpy()
+        assign_input = Variable(data['assign_feats'].float(), requires_grad=False).to(device)
+        ypred = model(h0, adj, batch_num_nodes, assign_x=assign_input)
+        loss = model.loss(ypred, label, adj, batch_num_nodes)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 2.0)
+        optimizer.step()
+        losses += [loss.item(), model.link_loss.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_diffpool():
+    compare(diffpool)
