@@ -2621,3 +2621,454 @@ def diffpool(m, state=None):
 
 def test_diffpool():
     compare(diffpool)
+
+
+# (l) zhouhaoyi/Informer2020's models (attn.py, embed.py, encoder.py, decoder.py, model.py), utils/masking.py and
+# exp/exp_informer.py: ProbAttention's _prob_QK (K.unsqueeze(-3).expand, torch.randint(L_K, (L_Q, sample_k)),
+# K_expand[:, :, torch.arange(L_Q).unsqueeze(1), index_sample, :], the sparsity measure by max(-1)[0] and torch.div,
+# M.topk(n_top, sorted=False)[1], Q[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], M_top, :]),
+# U_part by np.ceil(np.log(L_K)).astype('int').item(), the initial context (V.mean(...).unsqueeze(-2).expand(...)
+# .clone() or V.cumsum(dim=-2)), _update_context writing context_in[arange, arange, index, :] = ... .type_as(...),
+# ProbMask (ones(..., dtype=torch.bool).triu(1), [None, None, :].expand, the same advanced index), masked_fill_ with
+# -np.inf; FullAttention by torch.einsum("blhe,bshe->bhls"), AttentionLayer's mix (transpose(2, 1).contiguous()
+# before view); DataEmbedding (Conv1d with padding_mode='circular' and kaiming_normal_(mode='fan_in',
+# nonlinearity='leaky_relu'), a PositionalEmbedding buffer filled by pe[:, 0::2] = torch.sin(...), FixedEmbedding's
+# nn.Parameter(w, requires_grad=False) and .detach(), time marks by x.long() with `else 0.`), ConvLayer's distilling
+# (circular Conv1d, BatchNorm1d, ELU, MaxPool1d(3, 2, 1)), the encoder and decoder layers' 1x1 Conv1d feed-forwards;
+# _process_one_batch's decoder input (zeros of pred_len after label_len of batch_y, torch.cat(...).float()), MSELoss,
+# Adam and adjust_learning_rate's type1 halving. Dropout 0 (as a deterministic run); torch replays tnet's randint draws.
+# The source's `padding = 1 if torch.__version__ >= '1.5.0' else 2` reads 1 here: tnet's __version__ is its own, 0.1.0
+def informer(m, state=None, replay=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    sqrt = math.sqrt
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    counter = itertools.count()
+
+    def draw(t):
+        return replayed(m, replay, next(counter), t)
+
+    class TriangularCausalMask():
+        def __init__(self, B, L, device="cpu"):
+            mask_shape = [B, 1, L, L]
+            with torch.no_grad():
+                self._mask = torch.triu(torch.ones(mask_shape, dtype=torch.bool), diagonal=1).to(device)
+
+        @property
+        def mask(self):
+            return self._mask
+
+    class ProbMask():
+        def __init__(self, B, H, L, index, scores, device="cpu"):
+            _mask = torch.ones(L, scores.shape[-1], dtype=torch.bool).to(device).triu(1)
+            _mask_ex = _mask[None, None, :].expand(B, H, L, scores.shape[-1])
+            indicator = _mask_ex[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], index, :].to(device)
+            self._mask = indicator.view(scores.shape).to(device)
+
+        @property
+        def mask(self):
+            return self._mask
+
+    class FullAttention(nn.Module):
+        def __init__(self, mask_flag=True, factor=5, scale=None, attention_dropout=0.1, output_attention=False):
+            super(FullAttention, self).__init__()
+            self.scale = scale
+            self.mask_flag = mask_flag
+            self.output_attention = output_attention
+            self.dropout = nn.Dropout(attention_dropout)
+
+        def forward(self, queries, keys, values, attn_mask):
+            B, L, H, E = queries.shape
+            _, S, _, D = values.shape
+            scale = self.scale or 1. / sqrt(E)
+            scores = torch.einsum("blhe,bshe->bhls", queries, keys)
+            if self.mask_flag:
+                if attn_mask is None:
+                    attn_mask = TriangularCausalMask(B, L, device=queries.device)
+                scores.masked_fill_(attn_mask.mask, -np.inf)
+            A = self.dropout(torch.softmax(scale * scores, dim=-1))
+            V = torch.einsum("bhls,bshd->blhd", A, values)
+            if self.output_attention:
+                return (V.contiguous(), A)
+            else:
+                return (V.contiguous(), None)
+
+    class ProbAttention(nn.Module):
+        def __init__(self, mask_flag=True, factor=5, scale=None, attention_dropout=0.1, output_attention=False):
+            super(ProbAttention, self).__init__()
+            self.factor = factor
+            self.scale = scale
+            self.mask_flag = mask_flag
+            self.output_attention = output_attention
+            self.dropout = nn.Dropout(attention_dropout)
+
+        def _prob_QK(self, Q, K, sample_k, n_top):  # n_top: c*ln(L_q)
+            # Q [B, H, L, D]
+            B, H, L_K, E = K.shape
+            _, _, L_Q, _ = Q.shape
+            # calculate the sampled Q_K
+            K_expand = K.unsqueeze(-3).expand(B, H, L_Q, L_K, E)
+            index_sample = draw(torch.randint(L_K, (L_Q, sample_k)))  # real U = U_part(factor*ln(L_k))*L_q
+            K_sample = K_expand[:, :, torch.arange(L_Q).unsqueeze(1), index_sample, :]
+            Q_K_sample = torch.matmul(Q.unsqueeze(-2), K_sample.transpose(-2, -1)).squeeze(-2)
+            # find the Top_k query with sparisty measurement
+            M = Q_K_sample.max(-1)[0] - torch.div(Q_K_sample.sum(-1), L_K)
+            M_top = M.topk(n_top, sorted=False)[1]
+            # use the reduced Q to calculate Q_K
+            Q_reduce = Q[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], M_top, :]  # factor*ln(L_q)
+            Q_K = torch.matmul(Q_reduce, K.transpose(-2, -1))  # factor*ln(L_q)*L_k
+            return Q_K, M_top
+
+        def _get_initial_context(self, V, L_Q):
+            B, H, L_V, D = V.shape
+            if not self.mask_flag:
+                V_sum = V.mean(dim=-2)
+                contex = V_sum.unsqueeze(-2).expand(B, H, L_Q, V_sum.shape[-1]).clone()
+            else:  # use mask
+                assert (L_Q == L_V)  # requires that L_Q == L_V, i.e. for self-attention only
+                contex = V.cumsum(dim=-2)
+            return contex
+
+        def _update_context(self, context_in, V, scores, index, L_Q, attn_mask):
+            B, H, L_V, D = V.shape
+            if self.mask_flag:
+                attn_mask = ProbMask(B, H, L_Q, index, scores, device=V.device)
+                scores.masked_fill_(attn_mask.mask, -np.inf)
+            attn = torch.softmax(scores, dim=-1)  # nn.Softmax(dim=-1)(scores)
+            context_in[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], index, :] = \
+                torch.matmul(attn, V).type_as(context_in)
+            if self.output_attention:
+                attns = (torch.ones([B, H, L_V, L_V]) / L_V).type_as(attn).to(attn.device)
+                attns[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], index, :] = attn
+                return (context_in, attns)
+            else:
+                return (context_in, None)
+
+        def forward(self, queries, keys, values, attn_mask):
+            B, L_Q, H, D = queries.shape
+            _, L_K, _, _ = keys.shape
+            queries = queries.transpose(2, 1)
+            keys = keys.transpose(2, 1)
+            values = values.transpose(2, 1)
+            U_part = self.factor * np.ceil(np.log(L_K)).astype('int').item()  # c*ln(L_k)
+            u = self.factor * np.ceil(np.log(L_Q)).astype('int').item()  # c*ln(L_q)
+            U_part = U_part if U_part < L_K else L_K
+            u = u if u < L_Q else L_Q
+            scores_top, index = self._prob_QK(queries, keys, sample_k=U_part, n_top=u)
+            # add scale factor
+            scale = self.scale or 1. / sqrt(D)
+            if scale is not None:
+                scores_top = scores_top * scale
+            # get the context
+            context = self._get_initial_context(values, L_Q)
+            # update the context with selected top_k queries
+            context, attn = self._update_context(context, values, scores_top, index, L_Q, attn_mask)
+            return context.transpose(2, 1).contiguous(), attn
+
+    class AttentionLayer(nn.Module):
+        def __init__(self, attention, d_model, n_heads, d_keys=None, d_values=None, mix=False):
+            super(AttentionLayer, self).__init__()
+            d_keys = d_keys or (d_model // n_heads)
+            d_values = d_values or (d_model // n_heads)
+            self.inner_attention = attention
+            self.query_projection = nn.Linear(d_model, d_keys * n_heads)
+            self.key_projection = nn.Linear(d_model, d_keys * n_heads)
+            self.value_projection = nn.Linear(d_model, d_values * n_heads)
+            self.out_projection = nn.Linear(d_values * n_heads, d_model)
+            self.n_heads = n_heads
+            self.mix = mix
+
+        def forward(self, queries, keys, values, attn_mask):
+            B, L, _ = queries.shape
+            _, S, _ = keys.shape
+            H = self.n_heads
+            queries = self.query_projection(queries).view(B, L, H, -1)
+            keys = self.key_projection(keys).view(B, S, H, -1)
+            values = self.value_projection(values).view(B, S, H, -1)
+            out, attn = self.inner_attention(queries, keys, values, attn_mask)
+            if self.mix:
+                out = out.transpose(2, 1).contiguous()
+            out = out.view(B, L, -1)
+            return self.out_projection(out), attn
+
+    class PositionalEmbedding(nn.Module):
+        def __init__(self, d_model, max_len=5000):
+            super(PositionalEmbedding, self).__init__()
+            # Compute the positional encodings once in log space.
+            pe = torch.zeros(max_len, d_model).float()
+            pe.require_grad = False
+            position = torch.arange(0, max_len).float().unsqueeze(1)
+            div_term = (torch.arange(0, d_model, 2).float() * -(math.log(10000.0) / d_model)).exp()
+            pe[:, 0::2] = torch.sin(position * div_term)
+            pe[:, 1::2] = torch.cos(position * div_term)
+            pe = pe.unsqueeze(0)
+            self.register_buffer('pe', pe)
+
+        def forward(self, x):
+            return self.pe[:, :x.size(1)]
+
+    class TokenEmbedding(nn.Module):
+        def __init__(self, c_in, d_model):
+            super(TokenEmbedding, self).__init__()
+            padding = 1  # 1 if torch.__version__ >= '1.5.0' else 2: tnet's __version__ is its own (README)
+            self.tokenConv = nn.Conv1d(in_channels=c_in, out_channels=d_model, kernel_size=3, padding=padding,
+                                       padding_mode='circular')
+            for m_ in self.modules():
+                if isinstance(m_, nn.Conv1d):
+                    nn.init.kaiming_normal_(m_.weight, mode='fan_in', nonlinearity='leaky_relu')
+
+        def forward(self, x):
+            x = self.tokenConv(x.permute(0, 2, 1)).transpose(1, 2)
+            return x
+
+    class FixedEmbedding(nn.Module):
+        def __init__(self, c_in, d_model):
+            super(FixedEmbedding, self).__init__()
+            w = torch.zeros(c_in, d_model).float()
+            w.require_grad = False
+            position = torch.arange(0, c_in).float().unsqueeze(1)
+            div_term = (torch.arange(0, d_model, 2).float() * -(math.log(10000.0) / d_model)).exp()
+            w[:, 0::2] = torch.sin(position * div_term)
+            w[:, 1::2] = torch.cos(position * div_term)
+            self.emb = nn.Embedding(c_in, d_model)
+            self.emb.weight = nn.Parameter(w, requires_grad=False)
+
+        def forward(self, x):
+            return self.emb(x).detach()
+
+    class TemporalEmbedding(nn.Module):
+        def __init__(self, d_model, embed_type='fixed', freq='h'):
+            super(TemporalEmbedding, self).__init__()
+            minute_size = 4
+            hour_size = 24
+            weekday_size = 7
+            day_size = 32
+            month_size = 13
+            Embed = FixedEmbedding if embed_type == 'fixed' else nn.Embedding
+            if freq == 't':
+                self.minute_embed = Embed(minute_size, d_model)
+            self.hour_embed = Embed(hour_size, d_model)
+            self.weekday_embed = Embed(weekday_size, d_model)
+            self.day_embed = Embed(day_size, d_model)
+            self.month_embed = Embed(month_size, d_model)
+
+        def forward(self, x):
+            x = x.long()
+            minute_x = self.minute_embed(x[:, :, 4]) if hasattr(self, 'minute_embed') else 0.
+            hour_x = self.hour_embed(x[:, :, 3])
+            weekday_x = self.weekday_embed(x[:, :, 2])
+            day_x = self.day_embed(x[:, :, 1])
+            month_x = self.month_embed(x[:, :, 0])
+            return hour_x + weekday_x + day_x + month_x + minute_x
+
+    class DataEmbedding(nn.Module):
+        def __init__(self, c_in, d_model, embed_type='fixed', freq='h', dropout=0.1):
+            super(DataEmbedding, self).__init__()
+            self.value_embedding = TokenEmbedding(c_in=c_in, d_model=d_model)
+            self.position_embedding = PositionalEmbedding(d_model=d_model)
+            self.temporal_embedding = TemporalEmbedding(d_model=d_model, embed_type=embed_type, freq=freq)
+            self.dropout = nn.Dropout(p=dropout)
+
+        def forward(self, x, x_mark):
+            x = self.value_embedding(x) + self.position_embedding(x) + self.temporal_embedding(x_mark)
+            return self.dropout(x)
+
+    class ConvLayer(nn.Module):
+        def __init__(self, c_in):
+            super(ConvLayer, self).__init__()
+            padding = 1  # 1 if torch.__version__ >= '1.5.0' else 2: tnet's __version__ is its own (README)
+            self.downConv = nn.Conv1d(in_channels=c_in, out_channels=c_in, kernel_size=3, padding=padding,
+                                      padding_mode='circular')
+            self.norm = nn.BatchNorm1d(c_in)
+            self.activation = nn.ELU()
+            self.maxPool = nn.MaxPool1d(kernel_size=3, stride=2, padding=1)
+
+        def forward(self, x):
+            x = self.downConv(x.permute(0, 2, 1))
+            x = self.norm(x)
+            x = self.activation(x)
+            x = self.maxPool(x)
+            x = x.transpose(1, 2)
+            return x
+
+    class EncoderLayer(nn.Module):
+        def __init__(self, attention, d_model, d_ff=None, dropout=0.1, activation="relu"):
+            super(EncoderLayer, self).__init__()
+            d_ff = d_ff or 4 * d_model
+            self.attention = attention
+            self.conv1 = nn.Conv1d(in_channels=d_model, out_channels=d_ff, kernel_size=1)
+            self.conv2 = nn.Conv1d(in_channels=d_ff, out_channels=d_model, kernel_size=1)
+            self.norm1 = nn.LayerNorm(d_model)
+            self.norm2 = nn.LayerNorm(d_model)
+            self.dropout = nn.Dropout(dropout)
+            self.activation = F.relu if activation == "relu" else F.gelu
+
+        def forward(self, x, attn_mask=None):
+            new_x, attn = self.attention(x, x, x, attn_mask=attn_mask)
+            x = x + self.dropout(new_x)
+            y = x = self.norm1(x)
+            y = self.dropout(self.activation(self.conv1(y.transpose(-1, 1))))
+            y = self.dropout(self.conv2(y).transpose(-1, 1))
+            return self.norm2(x + y), attn
+
+    class Encoder(nn.Module):
+        def __init__(self, attn_layers, conv_layers=None, norm_layer=None):
+            super(Encoder, self).__init__()
+            self.attn_layers = nn.ModuleList(attn_layers)
+            self.conv_layers = nn.ModuleList(conv_layers) if conv_layers is not None else None
+            self.norm = norm_layer
+
+        def forward(self, x, attn_mask=None):
+            attns = []
+            if self.conv_layers is not None:
+                for attn_layer, conv_layer in zip(self.attn_layers, self.conv_layers):
+                    x, attn = attn_layer(x, attn_mask=attn_mask)
+                    x = conv_layer(x)
+                    attns.append(attn)
+                x, attn = self.attn_layers[-1](x, attn_mask=attn_mask)
+                attns.append(attn)
+            else:
+                for attn_layer in self.attn_layers:
+                    x, attn = attn_layer(x, attn_mask=attn_mask)
+                    attns.append(attn)
+            if self.norm is not None:
+                x = self.norm(x)
+            return x, attns
+
+    class DecoderLayer(nn.Module):
+        def __init__(self, self_attention, cross_attention, d_model, d_ff=None, dropout=0.1, activation="relu"):
+            super(DecoderLayer, self).__init__()
+            d_ff = d_ff or 4 * d_model
+            self.self_attention = self_attention
+            self.cross_attention = cross_attention
+            self.conv1 = nn.Conv1d(in_channels=d_model, out_channels=d_ff, kernel_size=1)
+            self.conv2 = nn.Conv1d(in_channels=d_ff, out_channels=d_model, kernel_size=1)
+            self.norm1 = nn.LayerNorm(d_model)
+            self.norm2 = nn.LayerNorm(d_model)
+            self.norm3 = nn.LayerNorm(d_model)
+            self.dropout = nn.Dropout(dropout)
+            self.activation = F.relu if activation == "relu" else F.gelu
+
+        def forward(self, x, cross, x_mask=None, cross_mask=None):
+            x = x + self.dropout(self.self_attention(x, x, x, attn_mask=x_mask)[0])
+            x = self.norm1(x)
+            x = x + self.dropout(self.cross_attention(x, cross, cross, attn_mask=cross_mask)[0])
+            y = x = self.norm2(x)
+            y = self.dropout(self.activation(self.conv1(y.transpose(-1, 1))))
+            y = self.dropout(self.conv2(y).transpose(-1, 1))
+            return self.norm3(x + y)
+
+    class Decoder(nn.Module):
+        def __init__(self, layers, norm_layer=None):
+            super(Decoder, self).__init__()
+            self.layers = nn.ModuleList(layers)
+            self.norm = norm_layer
+
+        def forward(self, x, cross, x_mask=None, cross_mask=None):
+            for layer in self.layers:
+                x = layer(x, cross, x_mask=x_mask, cross_mask=cross_mask)
+            if self.norm is not None:
+                x = self.norm(x)
+            return x
+
+    class Informer(nn.Module):
+        def __init__(self, enc_in, dec_in, c_out, seq_len, label_len, out_len, factor=5, d_model=512, n_heads=8,
+                     e_layers=3, d_layers=2, d_ff=512, dropout=0.0, attn='prob', embed='fixed', freq='h',
+                     activation='gelu', output_attention=False, distil=True, mix=True):
+            super(Informer, self).__init__()
+            self.pred_len = out_len
+            self.attn = attn
+            self.output_attention = output_attention
+            # Encoding
+            self.enc_embedding = DataEmbedding(enc_in, d_model, embed, freq, dropout)
+            self.dec_embedding = DataEmbedding(dec_in, d_model, embed, freq, dropout)
+            # Attention
+            Attn = ProbAttention if attn == 'prob' else FullAttention
+            # Encoder
+            self.encoder = Encoder(
+                [EncoderLayer(AttentionLayer(Attn(False, factor, attention_dropout=dropout,
+                                                  output_attention=output_attention), d_model, n_heads, mix=False),
+                              d_model, d_ff, dropout=dropout, activation=activation) for l in range(e_layers)],
+                [ConvLayer(d_model) for l in range(e_layers - 1)] if distil else None,
+                norm_layer=torch.nn.LayerNorm(d_model))
+            # Decoder
+            self.decoder = Decoder(
+                [DecoderLayer(AttentionLayer(Attn(True, factor, attention_dropout=dropout, output_attention=False),
+                                             d_model, n_heads, mix=mix),
+                              AttentionLayer(FullAttention(False, factor, attention_dropout=dropout,
+                                                           output_attention=False), d_model, n_heads, mix=False),
+                              d_model, d_ff, dropout=dropout, activation=activation) for l in range(d_layers)],
+                norm_layer=torch.nn.LayerNorm(d_model))
+            self.projection = nn.Linear(d_model, c_out, bias=True)
+
+        def forward(self, x_enc, x_mark_enc, x_dec, x_mark_dec, enc_self_mask=None, dec_self_mask=None,
+                    dec_enc_mask=None):
+            enc_out = self.enc_embedding(x_enc, x_mark_enc)
+            enc_out, attns = self.encoder(enc_out, attn_mask=enc_self_mask)
+            dec_out = self.dec_embedding(x_dec, x_mark_dec)
+            dec_out = self.decoder(dec_out, enc_out, x_mask=dec_self_mask, cross_mask=dec_enc_mask)
+            dec_out = self.projection(dec_out)
+            if self.output_attention:
+                return dec_out[:, -self.pred_len:, :], attns
+            else:
+                return dec_out[:, -self.pred_len:, :]  # [B, L, D]
+
+    class args:
+        seq_len, label_len, pred_len, learning_rate, padding, features, inverse, lradj = 8, 4, 4, 1e-3, 0, 'M', \
+            False, 'type1'
+
+    def adjust_learning_rate(optimizer, epoch, args):
+        if args.lradj == 'type1':
+            lr_adjust = {epoch: args.learning_rate * (0.5 ** ((epoch - 1) // 1))}
+        if epoch in lr_adjust.keys():
+            lr = lr_adjust[epoch]
+            for param_group in optimizer.param_groups:
+                param_group['lr'] = lr
+
+    model = Informer(enc_in=2, dec_in=2, c_out=2, seq_len=args.seq_len, label_len=args.label_len,
+                     out_len=args.pred_len, factor=2, d_model=8, n_heads=2, e_layers=2, d_layers=1, d_ff=8)
+    init = load(m, model, state)
+    device = torch.device('cpu')
+
+    def marks(n, length):
+        return np.stack([rng.integers(1, 13, (n, length)), rng.integers(1, 32, (n, length)),
+                         rng.integers(0, 7, (n, length)), rng.integers(0, 24, (n, length))], -1).astype(np.float32)
+
+    series = normal(rng, 2, args.seq_len + args.pred_len, 2)
+    loader = m.data.DataLoader(m.data.TensorDataset(
+        torch.tensor(series[:, :args.seq_len]), torch.tensor(series[:, args.seq_len - args.label_len:]),
+        torch.tensor(marks(2, args.seq_len)), torch.tensor(marks(2, args.label_len + args.pred_len))), batch_size=2)
+    model_optim = torch.optim.Adam(model.parameters(), lr=args.learning_rate)
+    criterion = nn.MSELoss()
+    losses = []
+    model.train()
+    for epoch in range(1):
+        for i, (batch_x, batch_y, batch_x_mark, batch_y_mark) in enumerate(loader):
+            model_optim.zero_grad()
+            batch_x = batch_x.float().to(device)
+            batch_y = batch_y.float()
+            batch_x_mark = batch_x_mark.float().to(device)
+            batch_y_mark = batch_y_mark.float().to(device)
+            # decoder input
+            if args.padding == 0:
+                dec_inp = torch.zeros([batch_y.shape[0], args.pred_len, batch_y.shape[-1]]).float()
+            elif args.padding == 1:
+                dec_inp = torch.ones([batch_y.shape[0], args.pred_len, batch_y.shape[-1]]).float()
+            dec_inp = torch.cat([batch_y[:, :args.label_len, :], dec_inp], dim=1).float().to(device)
+            outputs = model(batch_x, batch_x_mark, dec_inp, batch_y_mark)
+            f_dim = -1 if args.features == 'MS' else 0
+            batch_y = batch_y[:, -args.pred_len:, f_dim:].to(device)
+            loss = criterion(outputs, batch_y)
+            loss.backward()
+            model_optim.step()
+            losses.append(loss.item())
+        adjust_learning_rate(model_optim, epoch + 1, args)
+    losses.append(model_optim.param_groups[0]['lr'])
+    # each key projection's bias (softmax and the sparsity measure ignore it) and what a BatchNorm follows (the first
+    # encoder layer's norm2, the distilling conv's bias) have gradients of rounding alone, which Adam normalises
+    rounding_alone = ('key_projection.bias', 'attn_layers.0.norm2.bias', 'downConv.bias')
+    return init, losses + summary(p for n, p in model.named_parameters() if not n.endswith(rounding_alone))
+
+
+def test_informer():
+    compare(informer, replay={})
