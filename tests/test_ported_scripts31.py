@@ -3072,3 +3072,263 @@ def informer(m, state=None, replay=None):
 
 def test_informer():
     compare(informer, replay={})
+
+
+# (m) laiguokun/LSTNet's models/LSTNet.py, utils.py, Optim.py and main.py: Data_utility (numpy float64 series
+# normalised by each column's max, _batchify into torch.zeros filled by X[i, :, :] = torch.from_numpy(...), scale as
+# torch.from_numpy(...).float(), rse by x.std() * np.sqrt(...), rae by torch.mean(torch.abs(...)), get_batches over
+# torch.randperm or torch.LongTensor(range(n)) yielding Variables); the model's Conv2d of kernel (Ck, m) over
+# x.view(-1, 1, P, m), squeeze(c, 3), GRU over permute(2, 0, 1).contiguous(), the skip-GRU's slicing by int(-pt *
+# skip) of a float pt and its view/permute/view, the highway over x[:, -hw:, :], the output F.sigmoid; Optim's own
+# gradient norm by math.pow(param.grad.data.norm(), 2) and grad.data.mul_(shrinkage) over list(params); criterion
+# nn.MSELoss(size_average=False) and the L1 one for evaluation; evaluate's predictions gathered by torch.cat from
+# None, scale.expand, and the correlation in numpy with index = (sigma_g != 0). torch replays tnet's randperm draws
+def lstnet(m, state=None, replay=None):
+    import warnings
+    torch, nn, F = m.torch, m.nn, m.F
+    optim = m.optim
+    Variable = torch.autograd.Variable
+    torch.manual_seed(54321)
+    counter = itertools.count()
+
+    def draw(t):
+        return replayed(m, replay, next(counter), t)
+
+    def normal_std(x):
+        return x.std() * np.sqrt((len(x) - 1.) / (len(x)))
+
+    class Data_utility(object):
+        # train and valid is the ratio of training set and validation set. test = 1 - train - valid
+        def __init__(self, rawdat, train, valid, cuda, horizon, window, normalize=2):
+            self.cuda = cuda
+            self.P = window
+            self.h = horizon
+            self.rawdat = rawdat
+            self.dat = np.zeros(self.rawdat.shape)
+            self.n, self.m = self.dat.shape
+            self.normalize = 2
+            self.scale = np.ones(self.m)
+            self._normalized(normalize)
+            self._split(int(train * self.n), int((train + valid) * self.n), self.n)
+            self.scale = torch.from_numpy(self.scale).float()
+            tmp = self.test[1] * self.scale.expand(self.test[1].size(0), self.m)
+            if self.cuda:
+                self.scale = self.scale.cuda()
+                self.scale = Variable(self.scale)
+            self.rse = normal_std(tmp)
+            self.rae = torch.mean(torch.abs(tmp - torch.mean(tmp)))
+
+        def _normalized(self, normalize):
+            # normalized by the maximum value of each row(sensor).
+            if (normalize == 2):
+                for i in range(self.m):
+                    self.scale[i] = np.max(np.abs(self.rawdat[:, i]))
+                    self.dat[:, i] = self.rawdat[:, i] / np.max(np.abs(self.rawdat[:, i]))
+
+        def _split(self, train, valid, test):
+            train_set = range(self.P + self.h - 1, train)
+            valid_set = range(train, valid)
+            test_set = range(valid, self.n)
+            self.train = self._batchify(train_set, self.h)
+            self.valid = self._batchify(valid_set, self.h)
+            self.test = self._batchify(test_set, self.h)
+
+        def _batchify(self, idx_set, horizon):
+            n = len(idx_set)
+            X = torch.zeros((n, self.P, self.m))
+            Y = torch.zeros((n, self.m))
+            for i in range(n):
+                end = idx_set[i] - self.h + 1
+                start = end - self.P
+                X[i, :, :] = torch.from_numpy(self.dat[start:end, :])
+                Y[i, :] = torch.from_numpy(self.dat[idx_set[i], :])
+            return [X, Y]
+
+        def get_batches(self, inputs, targets, batch_size, shuffle=True):
+            length = len(inputs)
+            if shuffle:
+                index = draw(torch.randperm(length))
+            else:
+                index = torch.LongTensor(range(length))
+            start_idx = 0
+            while (start_idx < length):
+                end_idx = min(length, start_idx + batch_size)
+                excerpt = index[start_idx:end_idx]
+                X = inputs[excerpt]
+                Y = targets[excerpt]
+                if (self.cuda):
+                    X = X.cuda()
+                    Y = Y.cuda()
+                yield Variable(X), Variable(Y)
+                start_idx += batch_size
+
+    class Model(nn.Module):
+        def __init__(self, args, data):
+            super(Model, self).__init__()
+            self.use_cuda = args.cuda
+            self.P = args.window
+            self.m = data.m
+            self.hidR = args.hidRNN
+            self.hidC = args.hidCNN
+            self.hidS = args.hidSkip
+            self.Ck = args.CNN_kernel
+            self.skip = args.skip
+            self.pt = (self.P - self.Ck) / self.skip
+            self.hw = args.highway_window
+            self.conv1 = nn.Conv2d(1, self.hidC, kernel_size=(self.Ck, self.m))
+            self.GRU1 = nn.GRU(self.hidC, self.hidR)
+            self.dropout = nn.Dropout(p=args.dropout)
+            if (self.skip > 0):
+                self.GRUskip = nn.GRU(self.hidC, self.hidS)
+                self.linear1 = nn.Linear(self.hidR + self.skip * self.hidS, self.m)
+            else:
+                self.linear1 = nn.Linear(self.hidR, self.m)
+            if (self.hw > 0):
+                self.highway = nn.Linear(self.hw, 1)
+            self.output = None
+            if (args.output_fun == 'sigmoid'):
+                self.output = F.sigmoid
+            if (args.output_fun == 'tanh'):
+                self.output = F.tanh
+
+        def forward(self, x):
+            batch_size = x.size(0)
+            # CNN
+            c = x.view(-1, 1, self.P, self.m)
+            c = F.relu(self.conv1(c))
+            c = self.dropout(c)
+            c = torch.squeeze(c, 3)
+            # RNN
+            r = c.permute(2, 0, 1).contiguous()
+            _, r = self.GRU1(r)
+            r = self.dropout(torch.squeeze(r, 0))
+            # skip-rnn
+            if (self.skip > 0):
+                s = c[:, :, int(-self.pt * self.skip):].contiguous()
+                s = s.view(batch_size, self.hidC, int(self.pt), self.skip)
+                s = s.permute(2, 0, 3, 1).contiguous()
+                s = s.view(int(self.pt), batch_size * self.skip, self.hidC)
+                _, s = self.GRUskip(s)
+                s = s.view(batch_size, self.skip * self.hidS)
+                s = self.dropout(s)
+                r = torch.cat((r, s), 1)
+            res = self.linear1(r)
+            # highway
+            if (self.hw > 0):
+                z = x[:, -self.hw:, :]
+                z = z.permute(0, 2, 1).contiguous().view(-1, self.hw)
+                z = self.highway(z)
+                z = z.view(-1, self.m)
+                res = res + z
+            if (self.output):
+                res = self.output(res)
+            return res
+
+    class Optim(object):
+        def _makeOptimizer(self):
+            if self.method == 'sgd':
+                self.optimizer = optim.SGD(self.params, lr=self.lr)
+            elif self.method == 'adam':
+                self.optimizer = optim.Adam(self.params, lr=self.lr)
+            else:
+                raise RuntimeError("Invalid optim method: " + self.method)
+
+        def __init__(self, params, method, lr, max_grad_norm, lr_decay=1, start_decay_at=None):
+            self.params = list(params)  # careful: params may be a generator
+            self.last_ppl = None
+            self.lr = lr
+            self.max_grad_norm = max_grad_norm
+            self.method = method
+            self.lr_decay = lr_decay
+            self.start_decay_at = start_decay_at
+            self.start_decay = False
+            self._makeOptimizer()
+
+        def step(self):
+            # Compute gradients norm.
+            grad_norm = 0
+            for param in self.params:
+                grad_norm += math.pow(param.grad.data.norm(), 2)
+            grad_norm = math.sqrt(grad_norm)
+            if grad_norm > 0:
+                shrinkage = self.max_grad_norm / grad_norm
+            else:
+                shrinkage = 1.
+            for param in self.params:
+                if shrinkage < 1:
+                    param.grad.data.mul_(shrinkage)
+            self.optimizer.step()
+            return grad_norm
+
+    def evaluate(data, X, Y, model, evaluateL2, evaluateL1, batch_size):
+        model.eval()
+        total_loss = 0
+        total_loss_l1 = 0
+        n_samples = 0
+        predict = None
+        test = None
+        for X, Y in data.get_batches(X, Y, batch_size, False):
+            output = model(X)
+            if predict is None:
+                predict = output
+                test = Y
+            else:
+                predict = torch.cat((predict, output))
+                test = torch.cat((test, Y))
+            scale = data.scale.expand(output.size(0), data.m)
+            total_loss += evaluateL2(output * scale, Y * scale).item()
+            total_loss_l1 += evaluateL1(output * scale, Y * scale).item()
+            n_samples += (output.size(0) * data.m)
+        rse = math.sqrt(total_loss / n_samples) / data.rse
+        rae = (total_loss_l1 / n_samples) / data.rae
+        predict = predict.data.cpu().numpy()
+        Ytest = test.data.cpu().numpy()
+        sigma_p = (predict).std(axis=0)
+        sigma_g = (Ytest).std(axis=0)
+        mean_p = predict.mean(axis=0)
+        mean_g = Ytest.mean(axis=0)
+        index = (sigma_g != 0)
+        correlation = ((predict - mean_p) * (Ytest - mean_g)).mean(axis=0) / (sigma_p * sigma_g)
+        correlation = (correlation[index]).mean()
+        return rse, rae, correlation
+
+    def train(data, X, Y, model, criterion, optim, batch_size):
+        model.train()
+        total_loss = 0
+        n_samples = 0
+        for X, Y in data.get_batches(X, Y, batch_size, True):
+            model.zero_grad()
+            output = model(X)
+            scale = data.scale.expand(output.size(0), data.m)
+            loss = criterion(output * scale, Y * scale)
+            loss.backward()
+            optim.step()
+            total_loss += loss.item()
+            n_samples += (output.size(0) * data.m)
+        return total_loss / n_samples
+
+    class args:
+        cuda, window, horizon, hidRNN, hidCNN, hidSkip, CNN_kernel, skip, highway_window = False, 5, 1, 4, 4, 2, 3, 2, 2
+        dropout, output_fun, optim, lr, clip, batch_size, L1Loss = 0.0, 'sigmoid', 'adam', 0.01, 10., 4, False
+
+    rawdat = np.abs(np.random.default_rng(0).standard_normal((12, 3))) + 0.1
+    Data = Data_utility(rawdat, 0.6, 0.2, args.cuda, args.horizon, args.window)
+    model = Model(args, Data)
+    init = load(m, model, state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # size_average's deprecation
+        if args.L1Loss:
+            criterion = nn.L1Loss(size_average=False)
+        else:
+            criterion = nn.MSELoss(size_average=False)
+        evaluateL2 = nn.MSELoss(size_average=False)
+        evaluateL1 = nn.L1Loss(size_average=False)
+    optimizer = Optim(model.parameters(), args.optim, args.lr, args.clip)
+    train_loss = train(Data, Data.train[0], Data.train[1], model, criterion, optimizer, args.batch_size)
+    val_loss, val_rae, val_corr = evaluate(Data, Data.valid[0], Data.valid[1], model, evaluateL2, evaluateL1,
+                                           args.batch_size)
+    return init, [train_loss, float(val_loss), float(val_rae), float(val_corr)] + summary(model.parameters())
+
+
+def test_lstnet():
+    compare(lstnet, replay={})
