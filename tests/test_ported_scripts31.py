@@ -3332,3 +3332,320 @@ def lstnet(m, state=None, replay=None):
 
 def test_lstnet():
     compare(lstnet, replay={})
+
+
+# (n) facebookresearch/fairseq's wav2vec2 pretraining as models/wav2vec/wav2vec2.py, modules/gumbel_vector_quantizer.py,
+# data/data_utils.py and criterions/wav2vec_criterion.py write it, reduced: ConvFeatureExtractionModel's "default"
+# mode (Conv1d without bias, a GroupNorm of one channel per group on the first layer, GELU), features_pen by
+# .float().pow(2).mean(), LayerNorm after transpose(1, 2), unmasked_features by clone(), post_extract_proj,
+# compute_mask_indices in numpy (np.random.choice, min_len across the batch), apply_mask's x[mask_indices] = mask_emb
+# (a Parameter of torch.FloatTensor(dim).uniform_() written through a boolean mask), the positional Conv1d under
+# weight_norm(name="weight", dim=2) with SamePad's crop, one nn.TransformerEncoderLayer, GumbelVectorQuantizer (hard
+# codes by new_zeros(...).scatter_(-1, k.view(-1, 1), 1.0), code and prob perplexities by exp(-sum(p * log(p +
+# 1e-7))), vars.repeat and x.unsqueeze(-1) * vars summed), sample_negatives (buffered_arange by resize_ and
+# torch.arange(max, out=buf), torch.randint(low=0, high=high - 1, size=...), neg_idxs[neg_idxs >= tszs] += 1, y[neg_idxs
+# .view(-1)] and permute), compute_preds (neg_is_pos by (y == negatives).all(-1), torch.cosine_similarity over the
+# targets stacked by torch.cat, logits[1:][neg_is_pos] = float("-inf") where any), and the criterion (logits by
+# transpose(0, 2).reshape, targets x.new_zeros(..., dtype=torch.long), cross_entropy with reduction="sum", the
+# diversity and feature penalties scaled by the sample size), Adam. The quantizer runs in eval mode (its hard codes):
+# F.gumbel_softmax's draws in training are tnet's own; torch replays tnet's randint draws
+def wav2vec2(m, state=None, replay=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(1)
+    np.random.seed(1)
+    rng = np.random.default_rng(1)
+    counter = itertools.count()
+
+    def draw(t):
+        return replayed(m, replay, next(counter), t)
+
+    class Fp32GroupNorm(nn.GroupNorm):
+        def forward(self, input):
+            output = F.group_norm(input.float(), self.num_groups, self.weight.float() if self.weight is not None
+                                  else None, self.bias.float() if self.bias is not None else None, self.eps)
+            return output.type_as(input)
+
+    class TransposeLast(nn.Module):
+        def __init__(self, deconstruct_idx=None):
+            super().__init__()
+            self.deconstruct_idx = deconstruct_idx
+
+        def forward(self, x):
+            if self.deconstruct_idx is not None:
+                x = x[self.deconstruct_idx]
+            return x.transpose(-2, -1)
+
+    class ConvFeatureExtractionModel(nn.Module):
+        def __init__(self, conv_layers, dropout=0.0, mode="default", conv_bias=False):
+            super().__init__()
+
+            def block(n_in, n_out, k, stride, is_layer_norm=False, is_group_norm=False, conv_bias=False):
+                def make_conv():
+                    conv = nn.Conv1d(n_in, n_out, k, stride=stride, bias=conv_bias)
+                    nn.init.kaiming_normal_(conv.weight)
+                    return conv
+                if is_group_norm:
+                    return nn.Sequential(make_conv(), nn.Dropout(p=dropout), Fp32GroupNorm(n_out, n_out, affine=True),
+                                         nn.GELU())
+                else:
+                    return nn.Sequential(make_conv(), nn.Dropout(p=dropout), nn.GELU())
+            in_d = 1
+            self.conv_layers = nn.ModuleList()
+            for i, cl in enumerate(conv_layers):
+                assert len(cl) == 3, "invalid conv definition: " + str(cl)
+                (dim, k, stride) = cl
+                self.conv_layers.append(block(in_d, dim, k, stride, is_group_norm=mode == "default" and i == 0,
+                                              conv_bias=conv_bias))
+                in_d = dim
+
+        def forward(self, x):
+            # BxT -> BxCxT
+            x = x.unsqueeze(1)
+            for conv in self.conv_layers:
+                x = conv(x)
+            return x
+
+    class SamePad(nn.Module):
+        def __init__(self, kernel_size, causal=False):
+            super().__init__()
+            self.remove = 1 if kernel_size % 2 == 0 else 0
+
+        def forward(self, x):
+            if self.remove > 0:
+                x = x[:, :, : -self.remove]
+            return x
+
+    class GumbelVectorQuantizer(nn.Module):
+        def __init__(self, dim, num_vars, temp, groups, combine_groups, vq_dim, time_first, weight_proj_depth=1,
+                     weight_proj_factor=1):
+            super().__init__()
+            self.groups = groups
+            self.combine_groups = combine_groups
+            self.input_dim = dim
+            self.num_vars = num_vars
+            self.time_first = time_first
+            assert (vq_dim % groups == 0), f"dim {vq_dim} must be divisible by groups {groups} for concatenation"
+            var_dim = vq_dim // groups
+            num_groups = groups if not combine_groups else 1
+            self.vars = nn.Parameter(torch.FloatTensor(1, num_groups * num_vars, var_dim))
+            nn.init.uniform_(self.vars)
+            self.weight_proj = nn.Linear(self.input_dim, groups * num_vars)
+            nn.init.normal_(self.weight_proj.weight, mean=0, std=1)
+            nn.init.zeros_(self.weight_proj.bias)
+            if isinstance(temp, str):
+                import ast
+                temp = ast.literal_eval(temp)
+            assert len(temp) == 3, f"{temp}, {len(temp)}"
+            self.max_temp, self.min_temp, self.temp_decay = temp
+            self.curr_temp = self.max_temp
+            self.codebook_indices = None
+
+        def forward(self, x, produce_targets=False):
+            result = {"num_vars": self.num_vars * self.groups}
+            if not self.time_first:
+                x = x.transpose(1, 2)
+            bsz, tsz, fsz = x.shape
+            x = x.reshape(-1, fsz)
+            x = self.weight_proj(x)
+            x = x.view(bsz * tsz * self.groups, -1)
+            _, k = x.max(-1)
+            hard_x = (x.new_zeros(*x.shape).scatter_(-1, k.view(-1, 1), 1.0).view(bsz * tsz, self.groups, -1))
+            hard_probs = torch.mean(hard_x.float(), dim=0)
+            result["code_perplexity"] = torch.exp(-torch.sum(hard_probs * torch.log(hard_probs + 1e-7), dim=-1)).sum()
+            avg_probs = torch.softmax(x.view(bsz * tsz, self.groups, -1).float(), dim=-1).mean(dim=0)
+            result["prob_perplexity"] = torch.exp(-torch.sum(avg_probs * torch.log(avg_probs + 1e-7), dim=-1)).sum()
+            result["temp"] = self.curr_temp
+            if self.training:
+                x = F.gumbel_softmax(x.float(), tau=self.curr_temp, hard=True).type_as(x)
+            else:
+                x = hard_x
+            x = x.view(bsz * tsz, -1)
+            vars = self.vars
+            if self.combine_groups:
+                vars = vars.repeat(1, self.groups, 1)
+            if produce_targets:
+                result["targets"] = (x.view(bsz * tsz * self.groups, -1).argmax(dim=-1).view(bsz, tsz, self.groups)
+                                     .detach())
+            x = x.unsqueeze(-1) * vars
+            x = x.view(bsz * tsz, self.groups, self.num_vars, -1)
+            x = x.sum(-2)
+            x = x.view(bsz, tsz, -1)
+            if not self.time_first:
+                x = x.transpose(1, 2)  # BTC -> BCT
+            result["x"] = x
+            return result
+
+    def compute_mask_indices(shape, padding_mask, mask_prob, mask_length, mask_type="static", mask_other=0.0,
+                             min_masks=0, no_overlap=False, min_space=0):
+        bsz, all_sz = shape
+        mask = np.full((bsz, all_sz), False)
+        all_num_mask = int(
+            # add a random number for probabilistic rounding
+            mask_prob * all_sz / float(mask_length) + np.random.rand())
+        all_num_mask = max(min_masks, all_num_mask)
+        mask_idcs = []
+        for i in range(bsz):
+            sz = all_sz
+            num_mask = all_num_mask
+            lengths = np.full(num_mask, mask_length)
+            if sum(lengths) == 0:
+                lengths[0] = min(mask_length, sz - 1)
+            min_len = min(lengths)
+            if sz - min_len <= num_mask:
+                min_len = sz - num_mask - 1
+            mask_idc = np.random.choice(sz - min_len, num_mask, replace=False)
+            mask_idc = np.asarray([mask_idc[j] + offset for j in range(len(mask_idc)) for offset in range(lengths[j])])
+            mask_idcs.append(np.unique(mask_idc[mask_idc < sz]))
+        min_len = min([len(m_) for m_ in mask_idcs])
+        for i, mask_idc in enumerate(mask_idcs):
+            if len(mask_idc) > min_len:
+                mask_idc = np.random.choice(mask_idc, min_len, replace=False)
+            mask[i, mask_idc] = True
+        return mask
+
+    class Wav2Vec2Model(nn.Module):
+        def __init__(self, cfg):
+            super().__init__()
+            self.cfg = cfg
+            feature_enc_layers = cfg.conv_feature_layers
+            self.embed = feature_enc_layers[-1][0]
+            self.feature_extractor = ConvFeatureExtractionModel(conv_layers=feature_enc_layers, dropout=0.0,
+                                                                mode="default", conv_bias=False)
+            self.post_extract_proj = nn.Linear(self.embed, cfg.encoder_embed_dim)
+            self.mask_prob, self.mask_length = cfg.mask_prob, cfg.mask_length
+            self.n_negatives = cfg.num_negatives
+            self.cross_sample_negatives = 0
+            self.logit_temp = cfg.logit_temp
+            final_dim = cfg.final_dim
+            self.quantizer = GumbelVectorQuantizer(dim=self.embed, num_vars=cfg.latent_vars, temp=cfg.latent_temp,
+                                                   groups=cfg.latent_groups, combine_groups=False, vq_dim=final_dim,
+                                                   time_first=True)
+            self.project_q = nn.Linear(final_dim, final_dim)
+            self.mask_emb = nn.Parameter(torch.FloatTensor(cfg.encoder_embed_dim).uniform_())
+            k = cfg.conv_pos
+            self.pos_conv = nn.Conv1d(cfg.encoder_embed_dim, cfg.encoder_embed_dim, kernel_size=k, padding=k // 2,
+                                      groups=cfg.conv_pos_groups)
+            std = math.sqrt((4 * (1.0 - 0.0)) / (k * cfg.encoder_embed_dim))
+            nn.init.normal_(self.pos_conv.weight, mean=0, std=std)
+            nn.init.constant_(self.pos_conv.bias, 0)
+            self.pos_conv = nn.utils.weight_norm(self.pos_conv, name="weight", dim=2)
+            self.pos_conv = nn.Sequential(self.pos_conv, SamePad(k), nn.GELU())
+            self.encoder = nn.TransformerEncoderLayer(cfg.encoder_embed_dim, 2, dim_feedforward=16, dropout=0.0,
+                                                      activation="gelu", batch_first=True)
+            self.layer_norm = nn.LayerNorm(self.embed)
+            self.final_proj = nn.Linear(cfg.encoder_embed_dim, final_dim)
+
+        def apply_mask(self, x, padding_mask):
+            B, T, C = x.shape
+            mask_indices = compute_mask_indices((B, T), padding_mask, self.mask_prob, self.mask_length, min_masks=2)
+            mask_indices = torch.from_numpy(mask_indices).to(x.device)
+            x[mask_indices] = self.mask_emb
+            return x, mask_indices
+
+        def sample_negatives(self, y, num, padding_count=None):
+            bsz, tsz, fsz = y.shape
+            y = y.view(-1, fsz)  # BTC => (BxT)C
+            high = tsz - (padding_count or 0)
+            with torch.no_grad():
+                assert high > 1, f"{bsz, tsz, fsz}"
+                tszs = (buffered_arange(num).unsqueeze(-1).expand(-1, self.n_negatives).flatten())
+                neg_idxs = draw(torch.randint(low=0, high=high - 1, size=(bsz, self.n_negatives * num)))
+                neg_idxs[neg_idxs >= tszs] += 1
+            neg_idxs = neg_idxs + (torch.arange(bsz).unsqueeze(1) * high)
+            negs = y[neg_idxs.view(-1)]
+            negs = negs.view(bsz, num, self.n_negatives + self.cross_sample_negatives, fsz).permute(2, 0, 1, 3)
+            return negs, neg_idxs
+
+        def compute_preds(self, x, y, negatives):
+            neg_is_pos = (y == negatives).all(-1)
+            y = y.unsqueeze(0)
+            targets = torch.cat([y, negatives], dim=0)
+            logits = torch.cosine_similarity(x.float(), targets.float(), dim=-1).type_as(x)
+            logits = logits / self.logit_temp
+            if neg_is_pos.any():
+                logits[1:][neg_is_pos] = float("-inf")
+            return logits
+
+        def forward(self, source, padding_mask=None, mask=True):
+            features = self.feature_extractor(source)
+            features_pen = features.float().pow(2).mean()
+            features = features.transpose(1, 2)
+            features = self.layer_norm(features)
+            unmasked_features = features.clone()
+            features = self.post_extract_proj(features)
+            x, mask_indices = self.apply_mask(features, padding_mask)
+            y = unmasked_features[mask_indices].view(unmasked_features.size(0), -1, unmasked_features.size(-1))
+            x_conv = self.pos_conv(x.transpose(1, 2))
+            x = x + x_conv.transpose(1, 2)
+            x = self.encoder(x)
+            q = self.quantizer(y, produce_targets=False)
+            y = q["x"]
+            num_vars = q["num_vars"]
+            code_ppl = q["code_perplexity"]
+            prob_ppl = q["prob_perplexity"]
+            y = self.project_q(y)
+            negs, _ = self.sample_negatives(y, y.size(1))
+            x = x[mask_indices].view(x.size(0), -1, x.size(-1))
+            x = self.final_proj(x)
+            x = self.compute_preds(x, y, negs)
+            return {"x": x, "padding_mask": padding_mask, "features_pen": features_pen, "prob_perplexity": prob_ppl,
+                    "code_perplexity": code_ppl, "num_vars": num_vars}
+
+        def get_logits(self, net_output):
+            logits = net_output["x"]
+            logits = logits.transpose(0, 2)
+            logits = logits.reshape(-1, logits.size(-1))
+            return logits
+
+        def get_targets(self, sample, net_output, expand_steps=True):
+            x = net_output["x"]
+            return x.new_zeros(x.size(1) * x.size(2), dtype=torch.long)
+
+        def get_extra_losses(self, net_output):
+            pen = []
+            pen.append((net_output["num_vars"] - net_output["prob_perplexity"]) / net_output["num_vars"])
+            pen.append(net_output["features_pen"])
+            return pen
+
+    def buffered_arange(max):
+        if not hasattr(buffered_arange, "buf"):
+            buffered_arange.buf = torch.LongTensor()
+        if max > buffered_arange.buf.numel():
+            buffered_arange.buf.resize_(max)
+            torch.arange(max, out=buffered_arange.buf)
+        return buffered_arange.buf[:max]
+
+    class cfg:
+        conv_feature_layers, encoder_embed_dim, final_dim, mask_prob, mask_length = [(8, 4, 2), (8, 3, 2)], 8, 4, \
+            0.5, 2
+        num_negatives, logit_temp, latent_vars, latent_temp, latent_groups, conv_pos, conv_pos_groups = 3, 0.1, 2, \
+            (2, 0.5, 0.999995), 2, 4, 2
+
+    model = Wav2Vec2Model(cfg)
+    init = load(m, model, state)
+    model.quantizer.eval()
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01)
+    loss_weights = [0.1, 10]
+    source = torch.tensor(normal(rng, 2, 40))
+    optimizer.zero_grad()
+    net_output = model(source)
+    logits = model.get_logits(net_output).float()
+    target = model.get_targets(None, net_output)
+    loss = F.cross_entropy(logits, target, reduction="sum")
+    sample_size = target.numel()
+    extra_losses = model.get_extra_losses(net_output)
+    for p, coef in zip(extra_losses, loss_weights):
+        if coef != 0 and p is not None:
+            p = coef * p.float() * sample_size
+            loss += p
+    loss.backward()
+    optimizer.step()
+    correct = (logits.argmax(-1) == 0).sum().item()
+    losses = [loss.item(), sample_size, correct, net_output["prob_perplexity"].item(),
+              net_output["code_perplexity"].item(), net_output["features_pen"].item()]
+    # the attention's in_proj_bias holds the keys' bias, whose gradient is rounding alone (softmax ignores it)
+    return init, losses + summary(p for n, p in model.named_parameters() if n != "encoder.self_attn.in_proj_bias")
+
+
+def test_wav2vec2():
+    compare(wav2vec2, replay={})
