@@ -460,3 +460,11 @@ for _name, _method in {
     setattr(Tensor, _name, _method)
 Tensor.__ilshift__ = _iop(Tensor.bitwise_left_shift_)
 Tensor.__irshift__ = _iop(Tensor.bitwise_right_shift_)
+# the other augmented assignments write in place too, as torch's (without them Python rebinds x to a new tensor:
+# `mask &= d < r` left a view of mask, or a module's attribute holding it, unchanged)
+Tensor.__ifloordiv__ = _iop(Tensor.floor_divide_)
+Tensor.__imod__ = _iop(Tensor.remainder_)
+Tensor.__ipow__ = _iop(Tensor.pow_)
+Tensor.__iand__ = _iop(Tensor.bitwise_and_)
+Tensor.__ior__ = _iop(Tensor.bitwise_or_)
+Tensor.__ixor__ = _iop(Tensor.bitwise_xor_)
