@@ -324,6 +324,12 @@ def _i(T, rows):
     return T.tensor(rows)
 
 
+def _written(x, index, value):
+    """x with x[index] = value (a basic index: slices and ints), as a force field builds its features."""
+    x[index] = value
+    return x
+
+
 @pytest.mark.parametrize("name, fn", [
     ("index_add", lambda T, F, x: T.tanh(T.index_add(x[:2] * x[:2], 0, _i(T, [1, 1, 0]), T.tanh(x), alpha=0.5)) * 2 +
      T.tanh(x.new_zeros(4, 4).index_add_(0, _i(T, [3, 0, 3]), x * x)).sum()),
@@ -337,11 +343,13 @@ def _i(T, rows):
     ("index_copy", lambda T, F, x: T.tanh(T.index_copy(x * x, 1, _i(T, [3, 0]), T.tanh(x[:, 1:3])))),
     ("unfold_windows", lambda T, F, x: T.tanh(x.unfold(1, 2, 1) * x.unfold(1, 2, 1)).sum(-1) +
      T.tanh(x.unfold(0, 2, 2)).sum()),
+    ("setitem_slices", lambda T, F, x: T.tanh(_written(x * x, (slice(None), slice(1, 3)), T.tanh(x[:, :2]))) +
+     T.tanh(_written(x.new_zeros(3, 4), (1,), x[0] * x[2])) * x),
 ])
 def test_second_order_scatters_and_windows(rng, name, fn):
     """index_add, scatter_add (SchNet's and EGNN's segment sums under forces by autograd), scatter_reduce, scatter,
-    index_copy and Tensor.unfold: each gradient is a linear map of the output's,
-    recorded on the tape."""
+    index_copy, Tensor.unfold and x[slices] = value: each gradient is a linear map of the output's, recorded on the
+    tape."""
     second_order(rng, fn, (3, 4))
 
 

@@ -30,9 +30,9 @@ from .copy import (Indexing, basic_index, check_put_dtype, index_put, reshape, s
                    sequence_as_tuple, to)
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, checked_alpha, clamp, div, elu, exp,
-                        floor, hardsigmoid, hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu,
-                        round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh, threshold, trunc,
-                        where, record_relu, INPLACE_WRITERS)
+                        floor, graph_sum_to, hardsigmoid, hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg,
+                        pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh,
+                        threshold, trunc, where, record_relu, INPLACE_WRITERS)
 from .random import bernoulli_draw
 
 def _kind(v):
@@ -478,7 +478,14 @@ def setitem(self, index, value):
                 return (gx,)
             gv = g[items]
             return gx, sum_to(gv if tuple(gv.shape) == value.shape else gv.contiguous(), value)  # reduce: dense
-        return record("setitem", self.memory, (x, value) if isinstance(value, Tensor) else (x,), backward)
+
+        def graph(g, y):  # the same linear maps of g on the tape: g off the written part, and that part of g
+            keep = torch.ones(g.shape, dtype=g.dtype, device=g.device)
+            keep[items] = 0
+            gx = mul(g, Tensor(keep)) if x.requires_grad else None
+            return (gx,) if not isinstance(value, Tensor) else (gx, graph_sum_to(g[items], value))
+        return record("setitem", self.memory, (x, value) if isinstance(value, Tensor) else (x,), backward,
+                      graph=graph)
     inplace(self, "setitem", compute, (value,))
 
 
