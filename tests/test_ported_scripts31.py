@@ -1,4 +1,24 @@
-"""HEADER"""
+"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports alone,
+as test_ported_scripts.py: BlinkDL's RWKV-v4 (token shift by a negatively padded ZeroPad2d, the WKV recurrence with its
+running maximum, L2Wrap's custom backward, the trainer's lr schedule written into param groups); rosinality's
+StyleGAN2 at 4x4 (modulated, demodulated grouped convolutions, noise injection, minibatch stddev, the R1 and path
+length penalties by autograd.grad(create_graph=True), lazy regularisation, the EMA by mul_ and add_); vgsatorras' EGNN
+(segment sums by scatter_add_, an E(n) check); NVlabs' EDM (preconditioning, the log-normal sigma loss,
+nan_to_num(..., out=param.grad), which found that tnet's top-level functions lacked out= where torch's take it, the
+EMA by lerp, Heun's sampler); facebookresearch's schedule-free AdamW reference (a torch.optim.Optimizer subclass with
+train() and eval()); amdegroot's SSD MultiBoxLoss (matching, hard negative mining by a double sort); SchNet trained on
+energies and forces (a double backward through index_add_, which found that create_graph did not go through
+index_add, scatter_add, scatter, scatter_reduce, index_copy nor Tensor.unfold); dreamquark's TabNet (ghost batch norm,
+entmax15 as a Function); mklimasz's TransE (in-place renormalisation through .data, MarginRankingLoss with a long
+target, torch.arange(end=n), which tnet refused); lucidrains' FSQ in an autoencoder; RexYing's DiffPool (a fresh
+BatchNorm1d per forward, the link prediction loss); Informer's ProbSparse attention (advanced-index reads and writes,
+topk(sorted=False), circular Conv1d embeddings, distilling); LSTNet (its own Optim wrapper, size_average criteria);
+and fairseq's wav2vec 2.0 pretraining step (masking by mask_emb, the Gumbel quantizer's hard codes, sampled negatives,
+logits[1:][neg_is_pos] = -inf). Each runs in tnet, then in torch from tnet's initial weights (state_dict through
+numpy), and the losses, and the weights summed into a few numbers, agree. Numpy (or Python's random, seeded alike on
+both sides) draws what a script draws, or torch replays tnet's draws (`replayed`); shapes are tiny and runs take one
+or two steps. Where Adam would normalise a gradient that is rounding alone (a key projection's bias, a bias before a
+BatchNorm), the summary leaves that parameter out or the layer has no bias, as the script says."""
 import itertools
 import math
 
