@@ -379,6 +379,18 @@ def test_grad_mode_decorators_as_torchs():
                                         [(False, False), (False, False)])
 
 
+def test_other_backends_flags_dim_order_and_volatile_as_torch():
+    """`x.is_mps`, `is_xpu` & co (device-agnostic code's checks) are False, `const_data_ptr()` and `dim_order()`
+    are the memory's, and the pre-0.4 `x.volatile` is False with torch's warning (they raised AttributeError)."""
+    for m in (torch, tnet):
+        x = m.ones(1, 2, 3, 4).contiguous(memory_format=torch.channels_last)
+        flags = [getattr(x, f) for f in ("is_mps", "is_xpu", "is_ipu", "is_xla", "is_vulkan", "is_sparse_csr")]
+        assert flags == [False] * 6 and x.const_data_ptr() == x.data_ptr() and x.dim_order() == (0, 2, 3, 1)
+        with pytest.warns(UserWarning, match="volatile was removed"):
+            x.volatile = True
+            assert x.volatile is False
+
+
 # ---- tensor utilities of the eighth session ----------------------------------------------------
 
 def test_unique_consecutive_and_histogram_as_torchs():
