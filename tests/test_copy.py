@@ -629,11 +629,23 @@ def test_factories_take_torchs_layout_and_pin_memory():
 
 @pytest.mark.parametrize("args,kwargs", [((5,), {}), ((2, 9, 3), {}), ((5, 0, -2), {}), ((0, 1, 0.1), {}),
                                          ((1, 2.5), {}), ((-1.5, 2, 0.7), {}), ((4,), {"dtype": torch.float16}),
-                                         ((3,), {"dtype": torch.float32}), ((0,), {})], ids=str)
+                                         ((3,), {"dtype": torch.float32}), ((0,), {}), ((), {"end": 4}),
+                                         ((1,), {"end": 7, "step": 3}), ((), {"start": 1, "end": 7, "step": 2}),
+                                         ((0, 5), {"step": 2})], ids=str)
 def test_arange_like_torch(args, kwargs):
     y, ref = tnet.arange(*args, **kwargs), torch.arange(*args, **kwargs)
     assert y.dtype == ref.dtype and y.shape == tuple(ref.shape)
     assert_close(y.memory.double(), ref.double(), 1e-7, f"arange{args}")
+
+
+@pytest.mark.parametrize("args,kwargs", [((), {}), ((), {"start": 3}), ((5,), {"step": 2}), ((), {"end": 5, "step": 2}),
+                                         ((3,), {"start": 1}), ((1, 2, 3, 4), {})], ids=str)
+def test_arange_refuses_what_torch_refuses(args, kwargs):
+    """torch.arange's forms are (end), (start, end) and (start, end, step), by position or keyword (TransE's
+    torch.arange(end=n)); a start or a step without an end, or a step without a start, is its TypeError."""
+    for m in (torch, tnet):
+        with pytest.raises(TypeError):
+            m.arange(*args, **kwargs)
 
 
 def test_randperm_is_a_seeded_permutation():

@@ -320,6 +320,39 @@ def test_second_order_grouped_convolutions(rng, ieee, name):
     second_order(rng, lambda T, F, x, w: T.tanh(getattr(F, name)(x, w, None, 2, 1, groups=2)), *shapes, tol=2e-4)
 
 
+def _i(T, rows):
+    return T.tensor(rows)
+
+
+def _written(x, index, value):
+    """x with x[index] = value (a basic index: slices and ints), as a force field builds its features."""
+    x[index] = value
+    return x
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("index_add", lambda T, F, x: T.tanh(T.index_add(x[:2] * x[:2], 0, _i(T, [1, 1, 0]), T.tanh(x), alpha=0.5)) * 2 +
+     T.tanh(x.new_zeros(4, 4).index_add_(0, _i(T, [3, 0, 3]), x * x)).sum()),
+    ("scatter_add", lambda T, F, x: T.tanh(x.new_zeros(3, 5).scatter_add(1, _i(T, [[4, 0], [1, 1], [0, 2]]), x[:, :2] * x[:, :2])).sum(1, True) +
+     T.tanh(x.new_zeros(2, 4).scatter_add_(0, _i(T, [[1, 0, 1, 1], [1, 0, 0, 1]]), x[:2] * x[:2])).sum()),
+    ("scatter_reduce", lambda T, F, x: T.tanh(x.scatter_reduce(1, _i(T, [[3, 0], [1, 1], [0, 3]]), x[:, :2] * x[:, 2:], "mean")) +
+     T.tanh(x.new_zeros(3, 4).scatter_reduce(1, _i(T, [[3, 0, 0], [1, 1, 2], [0, 3, 3]]), T.tanh(x[:, 1:]), "amax",
+                                             include_self=False))),
+    ("scatter", lambda T, F, x: T.tanh(x.scatter(1, _i(T, [[3, 0], [1, 2], [0, 3]]), x[:, 1:3] * x[:, :2])) +
+     T.tanh(x * x).scatter(0, _i(T, [[2, 0, 1, 0]]), 0.5)),
+    ("index_copy", lambda T, F, x: T.tanh(T.index_copy(x * x, 1, _i(T, [3, 0]), T.tanh(x[:, 1:3])))),
+    ("unfold_windows", lambda T, F, x: T.tanh(x.unfold(1, 2, 1) * x.unfold(1, 2, 1)).sum(-1) +
+     T.tanh(x.unfold(0, 2, 2)).sum()),
+    ("setitem_slices", lambda T, F, x: T.tanh(_written(x * x, (slice(None), slice(1, 3)), T.tanh(x[:, :2]))) +
+     T.tanh(_written(x.new_zeros(3, 4), (1,), x[0] * x[2])) * x),
+])
+def test_second_order_scatters_and_windows(rng, name, fn):
+    """index_add, scatter_add (SchNet's and EGNN's segment sums under forces by autograd), scatter_reduce, scatter,
+    index_copy, Tensor.unfold and x[slices] = value: each gradient is a linear map of the output's, recorded on the
+    tape."""
+    second_order(rng, fn, (3, 4))
+
+
 @pytest.mark.parametrize("name, fn", [
     ("sin_cos_log1p_expm1_reciprocal_rsqrt", lambda T, F, x: T.sin(x) * T.cos(x * x) + T.log1p(x * x) + T.expm1(x) * x +
      T.reciprocal(x * x + 1) + T.rsqrt(x * x + 1)),

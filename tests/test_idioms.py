@@ -292,6 +292,28 @@ def test_method_forms_alpha_rounding_and_integer_division_as_torch(rng):
     assert x.isnan().tolist() == [False, True] and x.is_floating_point() and x.ndimension() == 1
 
 
+@pytest.mark.parametrize("op", [
+    lambda m: m.add(m.tensor([1, 2]), m.tensor([3, 4]), alpha=2.0), lambda m: m.sub(m.tensor([1, 2]), 1, alpha=0.5),
+    lambda m: m.tensor([1, 2]).add_(m.tensor([3, 4]), alpha=2.5), lambda m: m.add(m.tensor([1, 2]), 1, alpha=True),
+    lambda m: m.add(m.ones(2), m.ones(2), alpha=True), lambda m: m.tensor([1, 2]).sub_(1, alpha=0.5),
+    lambda m: m.add(m.tensor([1, 2]), 1.5, alpha=2.0), lambda m: m.add(m.tensor([1, 2]), m.ones(2), alpha=2.5),
+    lambda m: m.add(m.tensor([True, False]), m.tensor([True, True]), alpha=2),
+    lambda m: m.tensor([True, False]).add_(m.tensor([False, True]), alpha=True),
+    lambda m: m.sub(m.tensor([3, 4]), m.tensor([1, 1]), alpha=3),
+], ids=range(11))
+def test_add_and_sub_take_alpha_by_torchs_rules(op):
+    """A floating alpha with an integral result, or a bool one with a non-bool result, is torch's RuntimeError (tnet
+    computed in float32); a bool result takes an int alpha as a bool (True + 2 * True is True; tnet gave 3)."""
+    try:
+        want = op(torch)
+    except RuntimeError as e:
+        with pytest.raises(RuntimeError, match=str(e).split(".")[0]):
+            op(tnet)
+        return
+    got = op(tnet)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
 def test_scale_first_overloads_as_torch(rng):
     """torch's deprecated scale-first overloads that optimizers written before torch 1.5 call
     (add(alpha, other), sub, addcmul(value, t1, t2), addcdiv; function, method and in-place forms):

@@ -78,6 +78,37 @@ def test_operators_modify_in_place_and_torchs_errors():
         i.masked_fill_(i, 0)
 
 
+def test_every_augmented_assignment_writes_in_place_as_torch():
+    """//=, %=, **=, &=, |= and ^= write the tensor itself, as torch's (they rebound x to a new tensor: a view's
+    base, or another name of a mask, kept the old values), with gradients through **= on a non-leaf."""
+    results = []
+    for m in (torch, tnet):
+        got = []
+        x = m.tensor([7, -7, 9])
+        v = x[:2]
+        v //= 2
+        w = x[1:]
+        w %= 4
+        got.append(x.tolist())
+        f = m.tensor([1.5, 2.0])
+        g = f.view(2)
+        g **= 2
+        got.append(f.tolist())
+        mask = m.tensor([True, True, False])
+        kept = mask
+        mask &= m.tensor([True, False, True])
+        mask |= m.tensor([False, False, True])
+        mask ^= m.tensor([True, False, False])
+        got.append(kept.tolist())
+        p = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        h = p * 1.0
+        h **= 3
+        h.sum().backward()
+        got.append(p.grad.tolist())
+        results.append(got)
+    assert results[1] == results[0] == [[3, 0, 1], [2.25, 4.0], [False, False, True], [3.0, 12.0, 27.0]]
+
+
 def _chain(mod, x, w, s):
     """In-place ops on non-leaves, as a script writes them; returns what backward starts from."""
     y = x * 2

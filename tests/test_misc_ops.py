@@ -883,6 +883,8 @@ def test_assigning_grad_checks_type_and_size_as_torch():
     ("matmul", lambda m: (m.tensor([[1.0, 2.0], [3.0, 4.0]]), m.tensor([[0.5], [2.0]]))),
     ("where", lambda m: (m.tensor([True, False]), m.tensor([1.0, 2.0]), m.tensor([5.0, 6.0]))),
     ("sqrt", lambda m: (m.tensor([4.0, 9.0]),)),
+    ("logaddexp", lambda m: (m.tensor([0.0, -2.0]), m.tensor([1.0, 3.0]))),
+    ("take_along_dim", lambda m: (m.tensor([[1.0, 2.0], [3.0, 4.0]]), m.tensor([[1], [0]]), 1)),
 ])
 def test_out_writes_the_result_into_out_as_torch(name, args):
     """`tnet.add(a, b, out=c)` and the other OUT_FUNCTIONS write into out and return it, resizing an empty out,
@@ -894,6 +896,18 @@ def test_out_writes_the_result_into_out_as_torch(name, args):
         assert got is out
         results.append(np.asarray(out.detach().cpu().numpy() if m is torch else out.numpy()))
     np.testing.assert_allclose(results[1], results[0], rtol=1e-6)
+
+
+def test_out_may_be_the_input():
+    """EDM's training loop cleans each gradient in place by `torch.nan_to_num(param.grad, nan=0, posinf=1e5,
+    neginf=-1e5, out=param.grad)`: out the input itself, as torch's."""
+    results = []
+    for m in (torch, tnet):
+        g = m.tensor([float("nan"), float("inf"), -float("inf"), 1.5])
+        got = m.nan_to_num(g, nan=0, posinf=1e5, neginf=-1e5, out=g)
+        assert got is g
+        results.append(g.tolist())
+    assert results[1] == results[0] == [0.0, 1e5, -1e5, 1.5]
 
 
 def test_out_refuses_what_torch_refuses():

@@ -392,6 +392,13 @@ def test_torch_import_paths_and_isinstance_checks():
         (2,), (3, 3), (1, 2, 3), (0, 0, 0, 0), (1,) * 5)
     w = tnet.ones(3)
     assert list(nn.CrossEntropyLoss(w).state_dict()) == list(torch.nn.CrossEntropyLoss(torch.ones(3)).state_dict())
+    # BCELoss's weight and BCEWithLogitsLoss's pos_weight are buffers too: a model holding its criterion saves them
+    # (torch's checkpoint of it loaded into tnet's with unexpected keys)
+    for make in (lambda m, t: m.nn.BCELoss(weight=t), lambda m, t: m.nn.BCEWithLogitsLoss(weight=t, pos_weight=t * 2)):
+        theirs = torch.nn.Sequential(torch.nn.Linear(3, 3), make(torch, torch.ones(3)))
+        mine = nn.Sequential(nn.Linear(3, 3), make(tnet, tnet.zeros(3)))
+        mine.load_state_dict({k: tnet.tensor(v.numpy()) for k, v in theirs.state_dict().items()})
+        assert list(mine.state_dict()) == list(theirs.state_dict()) and mine[1].weight.tolist() == [1.0] * 3
     for name in ("MultiMarginLoss", "PoissonNLLLoss", "HuberLoss", "MSELoss"):
         assert repr(getattr(nn, name)()) == repr(getattr(torch.nn, name)())
 

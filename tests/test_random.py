@@ -954,3 +954,37 @@ def test_default_generator_stands_for_the_global_state():
     masked = tnet.ones(64).bernoulli_(0.5, generator=g).tolist()
     tnet.manual_seed(1)
     assert tnet.ones(64).bernoulli_(0.5).tolist() == masked
+
+
+@pytest.mark.parametrize("make, value", [
+    (lambda m: m.distributions.Normal(m.tensor([0.0, 1.0]), m.tensor([1.0, 2.0])), [[0.5], [1.5], [0.2]]),
+    (lambda m: m.distributions.Categorical(logits=m.tensor([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]])), [[1], [2], [0]]),
+    (lambda m: m.distributions.Bernoulli(probs=m.tensor([0.3, 0.6])), [[1.0], [0.0], [1.0]]),
+    (lambda m: m.distributions.Beta(m.tensor([2.0, 1.0]), m.tensor([3.0, 2.0])), [[0.3], [0.5], [0.9]]),
+    (lambda m: m.distributions.Independent(m.distributions.Normal(m.tensor([[0.0, 1.0], [1.0, 0.0]]),
+                                                                 m.tensor([[1.0, 2.0], [1.0, 1.0]])), 1),
+     [[[0.5, 0.2]], [[1.0, 1.0]], [[0.0, 0.0]]]),
+    (lambda m: m.distributions.MixtureSameFamily(m.distributions.Categorical(m.tensor([[0.3, 0.7], [0.5, 0.5]])),
+                                                 m.distributions.Normal(m.tensor([[0.0, 1.0], [1.0, 2.0]]),
+                                                                        m.tensor([[1.0, 0.5], [1.0, 1.0]]))),
+     [[0.5], [1.5], [0.2]]),
+], ids=["normal", "categorical", "bernoulli", "beta", "independent", "mixture"])
+def test_distribution_expand_as_torch(make, value):
+    """Distribution.expand(batch_shape) (a prior expanded to a batch): the parameters viewed at the new batch shape,
+    a wrapped law expanded with its own extra dims; log_prob, mean, variance and the samples' shapes as torch's."""
+    got, want = make(tnet).expand((3, 2)), make(torch).expand((3, 2))
+    assert got.batch_shape == want.batch_shape and got.event_shape == want.event_shape
+    for name in ("mean", "variance"):  # a Categorical's are NaN, as torch's
+        np.testing.assert_allclose(getattr(got, name).numpy(), getattr(want, name).numpy(), rtol=1e-6, equal_nan=True)
+    assert_close(got.log_prob(tnet.tensor(value)), want.log_prob(torch.tensor(value)), 1e-6, "log_prob")
+    assert tuple(got.sample((4,)).shape) == tuple(want.sample((4,)).shape)
+
+
+def test_more_kl_pairs_and_moments_as_torch():
+    """kl_divergence of LogNormal and of Gumbel pairs, Uniform.icdf and MixtureSameFamily.variance, as torch's."""
+    for op in (lambda m: m.distributions.kl_divergence(m.distributions.LogNormal(m.tensor([0.0, 1.0]), m.tensor([1.0, 0.5])),
+                                                       m.distributions.LogNormal(m.tensor([1.0, 0.0]), m.tensor([2.0, 1.0]))),
+               lambda m: m.distributions.kl_divergence(m.distributions.Gumbel(m.tensor([0.0, 1.0]), m.tensor([1.0, 0.5])),
+                                                       m.distributions.Gumbel(m.tensor([1.0, 0.0]), m.tensor([2.0, 1.0]))),
+               lambda m: m.distributions.Uniform(m.tensor([0.0, -1.0]), m.tensor([1.0, 3.0])).icdf(m.tensor([0.25, 0.5]))):
+        assert_close(op(tnet), op(torch), 1e-6, "kl or icdf")

@@ -346,6 +346,51 @@ def test_a_scripts_device_and_grad_mode_idioms():
         assert_close(mine(x[0]), ref(x[1]), TOL["ieee"], type(mine).__name__)
 
 
+def test_grad_mode_decorators_as_torchs():
+    """A bare @inference_mode decorates, as torch's (it returned its wrapper's wrapper), and a generator
+    function under @no_grad() (or the others) runs each of its resumptions in the block, the caller's
+    mode in between, as torch's (a sampler yielding its steps: it recorded on the tape)."""
+    results = []
+    for lib in (torch, tnet):
+        @lib.inference_mode
+        def infer(x):
+            return x * 2
+
+        @lib.no_grad()
+        def steps(x, n):
+            for i in range(n):
+                got = yield (x * i).requires_grad, lib.is_grad_enabled()
+                assert got is None or got == "sent"
+            return "done"
+
+        @lib.enable_grad()
+        def steps_with_grad(x):
+            yield (x * 2).requires_grad
+
+        x = lib.ones(2, requires_grad=True)
+        gen = steps(x, 3)
+        outside = [next(gen), lib.is_grad_enabled(), gen.send("sent")]
+        with pytest.raises(StopIteration) as stop:
+            gen.send(None) and next(gen)
+        with lib.no_grad():
+            inside = list(steps_with_grad(x))
+        results.append((infer(x).requires_grad, outside, stop.value.value, inside, list(steps(x, 2))))
+    assert results[1] == results[0] == (False, [(False, False), True, (False, False)], "done", [True],
+                                        [(False, False), (False, False)])
+
+
+def test_other_backends_flags_dim_order_and_volatile_as_torch():
+    """`x.is_mps`, `is_xpu` & co (device-agnostic code's checks) are False, `const_data_ptr()` and `dim_order()`
+    are the memory's, and the pre-0.4 `x.volatile` is False with torch's warning (they raised AttributeError)."""
+    for m in (torch, tnet):
+        x = m.ones(1, 2, 3, 4).contiguous(memory_format=torch.channels_last)
+        flags = [getattr(x, f) for f in ("is_mps", "is_xpu", "is_ipu", "is_xla", "is_vulkan", "is_sparse_csr")]
+        assert flags == [False] * 6 and x.const_data_ptr() == x.data_ptr() and x.dim_order() == (0, 2, 3, 1)
+        with pytest.warns(UserWarning, match="volatile was removed"):
+            x.volatile = True
+            assert x.volatile is False
+
+
 # ---- tensor utilities of the eighth session ----------------------------------------------------
 
 def test_unique_consecutive_and_histogram_as_torchs():

@@ -468,14 +468,22 @@ if _os.environ.get("TNET_GC_FREEZE", "1") != "0":
 # torch's `out=` on the top-level functions whose torch twins take it and return one tensor (max, min, maximum,
 # minimum and the factories take it themselves)
 from .functional.inputs import taking_out as _taking_out  # noqa: E402
-OUT_FUNCTIONS = ("abs", "acos", "add", "addcdiv", "addcmul", "addmm", "all", "amax", "amin", "any", "asin", "atan",
-                 "atan2", "baddbmm", "bmm", "cat", "ceil", "clamp", "clamp_max", "clamp_min", "clip", "concat",
-                 "concatenate", "cos", "cosh", "cross", "cumprod", "cumsum", "diag", "div", "dot", "eq", "erf", "erfinv",
-                 "exp", "exp2", "expm1", "floor", "floor_divide", "fmod", "gather", "ge", "gt", "hypot", "index_select",
-                 "kron", "le", "lerp", "log", "log10", "log1p", "log2", "logical_and", "logical_not", "logical_or",
-                 "logsumexp", "lt", "matmul", "mean", "mm", "mul", "mv", "ne", "neg", "norm", "outer", "pow", "prod",
-                 "reciprocal", "remainder", "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "square", "stack",
-                 "std", "sub", "sum", "tan", "tanh", "tril", "triu", "trunc", "where")
+OUT_FUNCTIONS = ("abs", "acos", "acosh", "add", "addbmm", "addcdiv", "addcmul", "addmm", "addmv", "addr", "all",
+                 "amax", "amin", "any", "asin", "asinh", "atan", "atan2", "atanh", "baddbmm", "bernoulli",
+                 "bitwise_and", "bitwise_left_shift", "bitwise_not", "bitwise_or", "bitwise_right_shift",
+                 "bitwise_xor", "bmm", "bucketize", "cat", "ceil", "cholesky", "cholesky_inverse", "cholesky_solve",
+                 "clamp", "clamp_max", "clamp_min", "clip", "column_stack", "concat", "concatenate", "copysign", "cos",
+                 "cosh", "cross", "cumprod", "cumsum", "deg2rad", "diag", "diff", "div", "dot", "dstack", "eq", "erf",
+                 "erfinv", "exp", "exp2", "expm1", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod",
+                 "gather", "gcd", "ge", "gt", "heaviside", "histc", "hstack", "hypot", "index_select", "inner",
+                 "isneginf", "isposinf", "kron", "lcm", "ldexp", "le", "lerp", "lgamma", "log", "log10", "log1p",
+                 "log2", "logaddexp", "logaddexp2", "logcumsumexp", "logical_and", "logical_not", "logical_or",
+                 "logical_xor", "logsumexp", "lt", "lu_solve", "masked_select", "matmul", "mean", "mm", "msort", "mul",
+                 "multinomial", "mv", "nan_to_num", "nanmean", "nanquantile", "narrow_copy", "ne", "neg", "nextafter",
+                 "norm", "normal", "ormqr", "outer", "pow", "prod", "quantile", "rad2deg", "reciprocal", "remainder",
+                 "renorm", "round", "rsqrt", "searchsorted", "sgn", "sigmoid", "sign", "signbit", "sin", "sinh",
+                 "sqrt", "square", "stack", "std", "sub", "sum", "take_along_dim", "tan", "tanh", "tril", "triu",
+                 "trunc", "var", "vdot", "vstack", "where")
 for _name in OUT_FUNCTIONS:
     globals()[_name] = _taking_out(globals()[_name])
 del _name

@@ -9,6 +9,8 @@ SAC's squashed Normal), the common constraints, and kl_divergence by torch's reg
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
 than torch's). validate_args is accepted and ignored: values are not checked against the support."""
+import copy
+import inspect
 import math
 import sys
 import types
@@ -73,6 +75,22 @@ class Distribution:
 
     def sample_n(self, n):
         return self.sample(Size((n,)))
+
+    def expand(self, batch_shape, _instance=None):
+        """This law over a larger batch_shape, as torch's: each constructor parameter held as a tensor of this
+        batch shape (and its own trailing dims) expanded, no copy, and each law it wraps (Independent's base, a
+        mixture's components) expanded with the batch dims it has beyond this one's."""
+        batch_shape, n = Size(batch_shape), len(self._batch_shape)
+        params = set(inspect.signature(type(self).__init__).parameters)
+        new = copy.copy(self) if _instance is None else _instance
+        for name, value in vars(self).items():
+            if isinstance(value, Distribution) and tuple(value.batch_shape[:n]) == tuple(self._batch_shape):
+                setattr(new, name, value.expand(tuple(batch_shape) + tuple(value.batch_shape[n:])))
+            elif (isinstance(value, Tensor) and name.lstrip("_") in params
+                  and tuple(value.shape[:n]) == tuple(self._batch_shape)):
+                setattr(new, name, value.expand(tuple(batch_shape) + tuple(value.shape[n:])))
+        new._batch_shape = batch_shape
+        return new
 
     @property
     def stddev(self):
@@ -425,6 +443,9 @@ class Uniform(Distribution):
     def cdf(self, value):
         return ((value - self.low) / (self.high - self.low)).clamp(0, 1)
 
+    def icdf(self, value):
+        return value * (self.high - self.low) + self.low
+
     def entropy(self):
         return (self.high - self.low).log()
 
@@ -494,6 +515,15 @@ class MixtureSameFamily(Distribution):
         probs = self._pad_mixture(self._mixture_distribution.probs)
         return (probs * self._component_distribution.mean).sum(-1 - self._event_ndims)
 
+    @property
+    def variance(self):
+        """The law of total variance: the components' mean variance plus the variance of their means."""
+        probs = self._pad_mixture(self._mixture_distribution.probs)
+        dim = -1 - self._event_ndims
+        mean_cond_var = (probs * self._component_distribution.variance).sum(dim)
+        var_cond_mean = (probs * (self._component_distribution.mean - self.mean.unsqueeze(dim)).pow(2.0)).sum(dim)
+        return mean_cond_var + var_cond_mean
+
     def log_prob(self, value):
         value = value.unsqueeze(-1 - self._event_ndims)  # against each component
         log_prob_x = self._component_distribution.log_prob(value)
@@ -530,6 +560,13 @@ class Beta(Distribution):
     concentration1 = property(lambda self: tensor(self._a.astype(np.float32)))
     concentration0 = property(lambda self: tensor(self._b.astype(np.float32)))
     mean = property(lambda self: tensor((self._a / (self._a + self._b)).astype(np.float32)))
+
+    def expand(self, batch_shape, _instance=None):
+        new = super().expand(batch_shape, _instance)
+        shape = tuple(new.batch_shape)
+        new._a, new._b = np.broadcast_to(self._a, shape), np.broadcast_to(self._b, shape)
+        new._given = tuple(v.expand(shape) for v in self._given)
+        return new
 
     def sample(self, sample_shape=Size()):
         draw = init_generator().beta(self._a, self._b, size=tuple(self._extended_shape(sample_shape)))
@@ -2075,6 +2112,20 @@ def _kl_gamma_gamma(p, q):
     return (q.concentration * (p.rate / q.rate).log() + q.concentration.lgamma() - p.concentration.lgamma() +
             (p.concentration - q.concentration) * p.concentration.digamma() +
             (q.rate - p.rate) * (p.concentration / p.rate))
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p, q):  # torch's transformed pair: the same exp of both, so their Normals' KL
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+@register_kl(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ct1, ct2, ct3 = p.scale / q.scale, q.loc / q.scale, p.loc / q.scale
+    t1 = -ct1.log() - ct2 + ct3
+    t2 = ct1 * _EULER_GAMMA
+    t3 = (ct2 + (1 + ct1).lgamma() - ct3).exp()
+    return t1 + t2 + t3 - (1 + _EULER_GAMMA)
 
 
 @register_kl(Dirichlet, Dirichlet)

@@ -385,13 +385,35 @@ def _is_int(v):
 
 
 @_with_out
-def arange(start, end=None, step=1, dtype=None, layout=torch.strided, device=None, requires_grad=False):
+def arange(*bounds, start=None, end=None, step=None, dtype=None, layout=torch.strided, device=None,
+           requires_grad=False):
     """start, start + step, ... up to end (excluded), as torch.arange: int64 when start, end and
-    step are ints, else float32 (unless dtype says). Computed on the host in float64, then copied."""
+    step are ints, else float32 (unless dtype says). Computed on the host in float64, then copied.
+    torch's forms: arange(end), arange(end=end) (TransE's), arange(start, end) and arange(start, end,
+    step), by position or keyword; another (a step or a start without an end) is its TypeError."""
     check_device("arange", device)
     check_layout("arange", layout)
     check_dtype("arange", dtype or float32)
-    start, end = (0, start) if end is None else (start, end)
+    if len(bounds) > 3:
+        raise InputTypeError(f"arange() takes from 1 to 3 positional arguments but {len(bounds)} were given")
+    if len(bounds) == 1 and end is None:  # arange(end), which takes no step
+        if step is not None:
+            raise InputTypeError("arange() received an invalid combination of arguments: a step needs a start")
+        bounds = (0,) + bounds
+    given = dict(zip(("start", "end", "step"), bounds))
+    for name, value in (("start", start), ("end", end), ("step", step)):
+        if value is not None:
+            if name in given:
+                raise InputTypeError(f"arange() got multiple values for argument '{name}'")
+            given[name] = value
+    if "end" not in given:
+        raise InputTypeError('arange() missing 1 required positional arguments: "end"')
+    if "start" not in given:
+        if "step" in given:  # torch's arange(end=n, step=k) matches none of its forms
+            raise InputTypeError("arange() received an invalid combination of arguments: a step needs a start")
+        given["start"] = 0
+    start, end, step = given["start"], given["end"], given.get("step")
+    step = 1 if step is None else step
     if not all(math.isfinite(v) for v in (start, end)):
         raise InputError(f"arange: unsupported range: {start} -> {end}")
     if step == 0:

@@ -14,6 +14,7 @@ dtype (float32, float16 or bfloat16): where an op of mixed dtypes hands back ano
 tape casts it, as torch's engine does.
 """
 import functools
+import inspect
 import itertools
 import numbers
 
@@ -53,12 +54,43 @@ class _GradMode:
 
     def __call__(self, fn):
         mode = self.mode
+        return _decorated(fn, lambda: _block(mode))
 
+
+def _decorated(fn, block):
+    """fn run within a fresh block() at each call, as torch's grad-mode decorators; a generator function's
+    generator within one at each resumption (a sampler that yields its steps under @no_grad()), the caller's mode
+    in between."""
+    if not inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def run(*args, **kwargs):
-            with _block(mode):
+            with block():
                 return fn(*args, **kwargs)
         return run
+
+    @functools.wraps(fn)
+    def resumed(*args, **kwargs):
+        with block():
+            gen = fn(*args, **kwargs)
+        try:
+            with block():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    with block():
+                        gen.close()
+                    raise
+                except BaseException as e:
+                    with block():
+                        response = gen.throw(e)
+                else:
+                    with block():
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+    return resumed
 
 
 def _block(mode):
@@ -96,6 +128,12 @@ class inference_mode(_GradMode):
     inside of a normal tensor is an inference tensor, and one made outside of an inference tensor is
     a normal tensor (so that `inference_output[:, :2]` may be saved, where torch raises)."""
 
+    def __new__(cls, mode=True):
+        """inference_mode(), inference_mode(False), and a bare @inference_mode decorating fn, as torch's."""
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)
+
     def __init__(self, mode=True):
         self.mode = not mode
 
@@ -108,11 +146,8 @@ class inference_mode(_GradMode):
         super().__exit__(*exc)
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def run(*args, **kwargs):
-            with inference_mode(not self.mode):
-                return fn(*args, **kwargs)
-        return run
+        mode = not self.mode
+        return _decorated(fn, lambda: inference_mode(mode))
 
 
 def is_inference_mode_enabled():

@@ -9,6 +9,7 @@ input's layout. The tape hands every backward its gradient in the layout of the 
 
 Tensor's operators and methods are bound here, at the end, and nowhere else."""
 import numbers
+import warnings
 
 import numpy as np
 import torch
@@ -210,6 +211,18 @@ def _mT(self):
     if self.ndim < 2:
         raise InputError(f"tensor.mT is only supported on matrices or batches of matrices. Got {self.ndim}-D tensor.")
     return transpose(self, -2, -1)
+
+
+def _volatile(self):
+    """Variable.volatile of pre-0.4 scripts: always False, with torch's warning."""
+    warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+    return False
+
+
+def _set_volatile(self, value):
+    """Setting it changes nothing, with torch's warning."""
+    warnings.warn("volatile was removed and now has no effect. Use `with torch.no_grad():` instead.", UserWarning,
+                  stacklevel=2)
 
 
 def _iop(method):
@@ -456,7 +469,20 @@ for _name, _method in {
         "is_nested": property(lambda self: False), "is_conj": lambda self: False, "is_neg": lambda self: False,
         "conj": _itself, "resolve_conj": _itself, "resolve_neg": _itself, "real": property(_itself),
         "layout": property(lambda self: torch.strided), "output_nr": property(lambda self: 0),
-        "name": property(lambda self: None), "cov": cov}.items():
+        "name": property(lambda self: None), "cov": cov,
+        "const_data_ptr": lambda self: self.memory.const_data_ptr(), "dim_order": lambda self: self.memory.dim_order(),
+        "volatile": property(_volatile, _set_volatile)}.items():
     setattr(Tensor, _name, _method)
+# the other backends' flags, False on tnet's one device (`if x.is_mps:` in device-agnostic code), as torch's on CUDA
+for _name in ("is_mps", "is_xpu", "is_ipu", "is_xla", "is_vulkan", "is_maia", "is_mtia", "is_sparse_csr"):
+    setattr(Tensor, _name, property(lambda self: False))
 Tensor.__ilshift__ = _iop(Tensor.bitwise_left_shift_)
 Tensor.__irshift__ = _iop(Tensor.bitwise_right_shift_)
+# the other augmented assignments write in place too, as torch's (without them Python rebinds x to a new tensor:
+# `mask &= d < r` left a view of mask, or a module's attribute holding it, unchanged)
+Tensor.__ifloordiv__ = _iop(Tensor.floor_divide_)
+Tensor.__imod__ = _iop(Tensor.remainder_)
+Tensor.__ipow__ = _iop(Tensor.pow_)
+Tensor.__iand__ = _iop(Tensor.bitwise_and_)
+Tensor.__ior__ = _iop(Tensor.bitwise_or_)
+Tensor.__ixor__ = _iop(Tensor.bitwise_xor_)

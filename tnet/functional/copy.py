@@ -900,7 +900,9 @@ def unfold_windows(input, dimension, size, step):
 
     def backward(g):
         return (_f32_gradient(input, lambda buf: _copy.unfold_add_(buf, g, d, size, step)),)
-    return record("unfold", _copy.windows(input.memory, d, size, step), (input,), backward)
+    adjoint = lambda h: _copy.windows(h, d, size, step).contiguous()  # the windows of h: the sum's adjoint
+    return record("unfold", _copy.windows(input.memory, d, size, step), (input,), backward,
+                  graph=linear_graph("unfold", backward, adjoint))
 
 
 def index_select(input, dim, index):
@@ -1101,7 +1103,12 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
         picked = _copy.gather_(torch.empty(m, dtype=src.dtype, device=src.device), flat, positions, 0, "scatter")
         copy_(g_src[tuple(slice(0, k) for k in index.shape)], picked.view(tuple(index.shape)))
         return g_input, g_src
-    return record("scatter", out, (input, src) if with_src else (input,), backward, saved=(kept_mask, positions))
+
+    def graph(g, y):  # the same linear maps of g on the tape
+        g_input = None if kept_mask is None else mul(g, Tensor(kept_mask.view(input.shape)))
+        return (g_input,) if not with_src else (g_input, _picked(g, positions, index.shape, src.shape))
+    return record("scatter", out, (input, src) if with_src else (input,), backward, saved=(kept_mask, positions),
+                  graph=graph)
 
 
 def scatter_add(input, dim, index, src):
@@ -1126,7 +1133,22 @@ def scatter_add(input, dim, index, src):
                                    g.contiguous().view(-1), positions, 0, "scatter_add")
             copy_(g_src[tuple(slice(0, k) for k in index.shape)], picked.view(tuple(index.shape)))
         return g, g_src
-    return record("scatter_add", out, (input, src), backward, saved=(positions,))
+
+    def graph(g, y):  # linear in (input, src): the same maps of g on the tape (forces through a segment sum)
+        return g, _picked(g, positions, index.shape, src.shape) if need_src else None
+    return record("scatter_add", out, (input, src), backward, saved=(positions,), graph=graph)
+
+
+def _grown(g, shape):
+    """g zero-padded at the end of each dim to shape (a scatter's src may be larger than its index)."""
+    grow = [p for k in reversed(range(g.ndim)) for p in (0, shape[k] - g.shape[k])]
+    return pad(g, grow) if any(grow) else g
+
+
+def _picked(g, positions, index_shape, src_shape):
+    """The src gradient of the scatters on the tape: g (a Tensor) at the flat positions (a torch int vector), in
+    index's shape, zero-padded to src's."""
+    return _grown(reshape(index_select(reshape(g, (-1,)), 0, Tensor(positions)), tuple(index_shape)), src_shape)
 
 
 def check_put_dtype(input, values):
@@ -1196,7 +1218,11 @@ def index_add(input, dim, index, source, *, alpha=1):
             gs = _copy.gather_(torch.empty(source.shape, dtype=source.dtype, device=g.device), g, idx, d, "index_add")
             gs = gs if alpha == 1 else _pw.pointwise("mul", gs, alpha)
         return in_layout(g, input.memory), gs
-    return _copy_record("index_add", (input, source), y, backward, saved=(idx,))
+
+    def graph(g, out):  # linear in (input, source): the same maps of g on the tape (SchNet's forces)
+        gs = index_select(g, d, index) if need_source else None
+        return g, gs if gs is None or alpha == 1 else mul(gs, alpha)
+    return _copy_record("index_add", (input, source), y, backward, saved=(idx,), graph=graph)
 
 
 def pixel_shuffle(input, upscale_factor):
@@ -1636,7 +1662,10 @@ def index_copy(input, dim, index, source):
         _copy.put_(gi, torch.zeros(shape, dtype=g.dtype, device=g.device), idx, d, None)
         gs = _copy.gather_(torch.empty(shape, dtype=source.dtype, device=g.device), g, idx, d, None)
         return in_layout(gi, input.memory), gs
-    return _copy_record("index_copy", (input, source), y, backward, saved=(idx,))
+
+    def graph(g, out):  # the same linear maps of g on the tape
+        return index_fill(g, d, Tensor(idx), 0.0), index_select(g, d, Tensor(idx))
+    return _copy_record("index_copy", (input, source), y, backward, saved=(idx,), graph=graph)
 
 
 def index_fill(input, dim, index, value):
@@ -1956,7 +1985,12 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
             g_src = torch.zeros(src.shape, dtype=src.dtype, device=src.device)
             copy_(g_src[tuple(slice(0, k) for k in index.shape)], gs.memory)
         return gi.memory if input.requires_grad else None, g_src
-    return record("scatter_reduce", out, (input, src), backward, saved=(input, src, index))
+
+    def graph(g, y):  # linear in g with masks and counts held fixed (not "prod", whose gradient reads the values)
+        gi, gs = _scatter_reduce_grads(g, input, d, index, piece, reduce, include_self, Tensor(out), counts)
+        return gi if input.requires_grad else None, _grown(gs, src.shape) if src.requires_grad else None
+    return record("scatter_reduce", out, (input, src), backward, saved=(input, src, index),
+                  graph=None if reduce == "prod" else graph)
 
 
 def narrowed(x, shape):

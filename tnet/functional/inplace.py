@@ -29,10 +29,10 @@ from ..tensor import tensor as tnet_tensor
 from .copy import (Indexing, basic_index, check_put_dtype, index_put, reshape, scalar_indices, scatter, scatter_add,
                    sequence_as_tuple, to)
 from .inputs import check_tensors, needs_grad
-from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, clamp, div, elu, exp, floor, hardsigmoid,
-                        hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg, pow, relu, round, scale_first,
-                        scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh, threshold, trunc, where, record_relu,
-                        INPLACE_WRITERS)
+from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, checked_alpha, clamp, div, elu, exp,
+                        floor, graph_sum_to, hardsigmoid, hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg,
+                        pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh,
+                        threshold, trunc, where, record_relu, INPLACE_WRITERS)
 from .random import bernoulli_draw
 
 def _kind(v):
@@ -173,6 +173,7 @@ def add_(self, other, *deprecated, alpha=1):
     """self += alpha * other; also torch's deprecated add_(alpha, other) (scale_first)."""
     if deprecated:
         alpha, (other,) = scale_first("add_", (other, *deprecated), 1)
+    alpha = checked_alpha(self, other, alpha)
     return _binary("add_", add, self, scaled(other, alpha))
 
 
@@ -180,6 +181,7 @@ def sub_(self, other, *deprecated, alpha=1):
     """self -= alpha * other; also torch's deprecated sub_(alpha, other) (scale_first)."""
     if deprecated:
         alpha, (other,) = scale_first("sub_", (other, *deprecated), 1)
+    alpha = checked_alpha(self, other, alpha)
     return _binary("sub_", sub, self, scaled(other, alpha))
 
 
@@ -490,7 +492,14 @@ def setitem(self, index, value):
                 return (gx,)
             gv = g[items]
             return gx, sum_to(gv if tuple(gv.shape) == value.shape else gv.contiguous(), value)  # reduce: dense
-        return record("setitem", self.memory, (x, value) if isinstance(value, Tensor) else (x,), backward)
+
+        def graph(g, y):  # the same linear maps of g on the tape: g off the written part, and that part of g
+            keep = torch.ones(g.shape, dtype=g.dtype, device=g.device)
+            keep[items] = 0
+            gx = mul(g, Tensor(keep)) if x.requires_grad else None
+            return (gx,) if not isinstance(value, Tensor) else (gx, graph_sum_to(g[items], value))
+        return record("setitem", self.memory, (x, value) if isinstance(value, Tensor) else (x,), backward,
+                      graph=graph)
     inplace(self, "setitem", compute, (value,))
 
 

@@ -152,6 +152,32 @@ def _graph_expand(h, shape):
                   graph=lambda k, y: (graph_sum_to(k, h),))
 
 
+def _kind(v):
+    """"bool", "int" or "float": the kind of an operand of add or sub (a tnet or torch tensor, a numpy array or a
+    number), for alpha's rules."""
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, numbers.Integral):
+        return "int"
+    dtype = getattr(v, "dtype", None)
+    if isinstance(dtype, torch.dtype):
+        return "bool" if dtype == torch.bool else "float" if dtype.is_floating_point or dtype.is_complex else "int"
+    if isinstance(dtype, np.dtype):
+        return {"b": "bool", "i": "int", "u": "int"}.get(dtype.kind, "float")
+    return "float"
+
+
+def checked_alpha(input, other, alpha):
+    """alpha= of add and sub (and add_, sub_) by torch's rules: a floating alpha needs a floating result, a bool
+    alpha a bool one (RuntimeError); for a bool result, alpha as a bool (True + 2 * True is True, as torch's)."""
+    kinds = {_kind(input), _kind(other)}
+    check("float" in kinds or not isinstance(alpha, (float, np.floating)),
+          "For integral input tensors, argument alpha must not be a floating point number.")
+    check(kinds == {"bool"} or not isinstance(alpha, (bool, np.bool_)),
+          "Boolean alpha only supported for Boolean results.")
+    return bool(alpha) if kinds == {"bool"} else alpha
+
+
 def scaled(other, alpha):
     """alpha * other, for alpha= of add, sub and their in-place forms (other itself where alpha is 1)."""
     return other if alpha == 1 else mul(other, alpha) if isinstance(other, Tensor) else other * alpha
@@ -177,6 +203,7 @@ def add(input, other, *deprecated, alpha=1):
     """input + alpha * other; also torch's deprecated add(input, alpha, other) (scale_first)."""
     if deprecated:
         alpha, (other,) = scale_first("add", (other, *deprecated), 1)
+    alpha = checked_alpha(input, other, alpha)
     return add_or_sub("add", input, other if alpha == 1 else scaled(other, alpha))
 
 
@@ -184,6 +211,7 @@ def sub(input, other, *deprecated, alpha=1):
     """input - alpha * other; also torch's deprecated sub(input, alpha, other) (scale_first)."""
     if deprecated:
         alpha, (other,) = scale_first("sub", (other, *deprecated), 1)
+    alpha = checked_alpha(input, other, alpha)
     return add_or_sub("sub", input, other if alpha == 1 else scaled(other, alpha))
 
 

@@ -2103,23 +2103,23 @@ class SmoothL1Loss(MSELoss):
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
-class BCELoss(MSELoss):
-    """F.binary_cross_entropy as a module; weight: a tnet.Tensor broadcast over the elements, or None."""
+class BCELoss(_WeightedLoss):
+    """F.binary_cross_entropy as a module; weight: a tnet.Tensor broadcast over the elements (a buffer), or None."""
 
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
-        super().__init__(size_average, reduce, reduction)
-        self.weight = weight
+        super().__init__(weight, size_average, reduce, reduction)
 
     def forward(self, input, target):
         return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(BCELoss):
-    """F.binary_cross_entropy_with_logits as a module (weight and pos_weight: tnet.Tensors, or None)."""
+    """F.binary_cross_entropy_with_logits as a module (weight and pos_weight: tnet.Tensors, or None), both buffers
+    (in the state_dict where given: a model holding its criterion saves `criterion.pos_weight`), as torch's."""
 
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean", pos_weight=None):
         super().__init__(weight, size_average, reduce, reduction)
-        self.pos_weight = pos_weight
+        self.register_buffer("pos_weight", pos_weight)
 
     def forward(self, input, target):
         return F.binary_cross_entropy_with_logits(input, target, self.weight, reduction=self.reduction,
