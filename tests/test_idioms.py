@@ -158,6 +158,10 @@ def test_names_scripts_touch_once():
     assert mp.spawn is torch.multiprocessing.spawn and mp.get_context is torch.multiprocessing.get_context
     assert tnet.distributed.is_available() == torch.distributed.is_available()  # without its own import, as torch's
     assert tnet.version.cuda == torch.version.cuda  # `print(torch.__version__, torch.version.cuda)`
+    # research code's version checks take their modern branch, as under torch 2 (`>= '1.5.0'` as strings, the major
+    # number, the release part); tnet's own version is the local label and tnet.VERSION
+    v = tnet.__version__
+    assert v >= "1.5.0" and int(v.split(".")[0]) >= 2 and v.split("+") == [v.split("+")[0], "tnet" + tnet.VERSION]
     assert tnet.cuda.Stream is torch.cuda.Stream and tnet.cuda.FloatTensor([1, 2]).dtype == torch.float32
     assert tnet.accelerator.is_available() == tnet.cuda.is_available() == (tnet.get_default_device().type == "cuda")
     assert tnet.accelerator.current_accelerator() == (torch.device("cuda") if tnet.cuda.is_available() else None)

@@ -2657,7 +2657,7 @@ def test_diffpool():
 # (circular Conv1d, BatchNorm1d, ELU, MaxPool1d(3, 2, 1)), the encoder and decoder layers' 1x1 Conv1d feed-forwards;
 # _process_one_batch's decoder input (zeros of pred_len after label_len of batch_y, torch.cat(...).float()), MSELoss,
 # Adam and adjust_learning_rate's type1 halving. Dropout 0 (as a deterministic run); torch replays tnet's randint draws.
-# The source's `padding = 1 if torch.__version__ >= '1.5.0' else 2` reads 1 here: tnet's __version__ is its own, 0.1.0
+# The source's `padding = 1 if torch.__version__ >= '1.5.0' else 2` reads 1 in tnet too (its __version__: README)
 def informer(m, state=None, replay=None):
     torch, nn, F = m.torch, m.nn, m.F
     sqrt = math.sqrt
@@ -2830,7 +2830,7 @@ def informer(m, state=None, replay=None):
     class TokenEmbedding(nn.Module):
         def __init__(self, c_in, d_model):
             super(TokenEmbedding, self).__init__()
-            padding = 1  # 1 if torch.__version__ >= '1.5.0' else 2: tnet's __version__ is its own (README)
+            padding = 1 if torch.__version__ >= '1.5.0' else 2
             self.tokenConv = nn.Conv1d(in_channels=c_in, out_channels=d_model, kernel_size=3, padding=padding,
                                        padding_mode='circular')
             for m_ in self.modules():
@@ -2896,7 +2896,7 @@ def informer(m, state=None, replay=None):
     class ConvLayer(nn.Module):
         def __init__(self, c_in):
             super(ConvLayer, self).__init__()
-            padding = 1  # 1 if torch.__version__ >= '1.5.0' else 2: tnet's __version__ is its own (README)
+            padding = 1 if torch.__version__ >= '1.5.0' else 2
             self.downConv = nn.Conv1d(in_channels=c_in, out_channels=c_in, kernel_size=3, padding=padding,
                                       padding_mode='circular')
             self.norm = nn.BatchNorm1d(c_in)

@@ -216,7 +216,10 @@ def set_num_threads(n):
     _torch.set_num_threads(n)
 
 
-__version__ = "0.1.0"  # pyproject.toml reads it from here
+VERSION = "0.1.0"  # tnet's own; pyproject.toml reads it from here
+# What a script's `torch.__version__` checks read (`>= '1.5.0'`, `int(v.split('.')[0]) >= 2`, packaging's parse):
+# the PyTorch API that tnet follows, with tnet's own version as the local label
+__version__ = f"2.13.0+tnet{VERSION}"
 
 # torch's other dtype names, so that `dtype=torch.long` ports (last: they shadow Python's int, float
 # and bool in this module). tnet computes in float32, float16, bfloat16, int64, int32 and bool; the
