@@ -1358,6 +1358,18 @@ def test_round_28_as_torch(call):
     _same_outcome(call)
 
 
+@pytest.mark.parametrize("call", [  # fuzz seeds 133-138
+    # an axis that keeps its size: torch's linear taps read input i twice (weights 1, 0: an inf gives NaN), its
+    # antialiased passes skip it (a NaN's zero-weight neighbour stayed NaN: seed 133, case 1664)
+    lambda m, f, t: f.interpolate(t([[[[1.0, float("inf"), 2.0], [float("nan"), 0.0, 1.0]]]]), size=(2, 3), mode="bilinear"),
+    lambda m, f, t: f.interpolate(t([[[[1.0, float("inf"), 2.0], [float("nan"), 0.0, 1.0]]]]), size=(2, 2), mode="bilinear", antialias=True),
+    lambda m, f, t: f.interpolate(t([[[[1.0, float("inf"), 2.0], [float("nan"), 0.0, 1.0]]]]), size=(2, 2), mode="bicubic", antialias=True),
+    lambda m, f, t: f.interpolate(t([[[1.0, float("nan"), 2.0]]]), size=3, mode="linear", align_corners=True),
+    lambda m, f, t: f.interpolate(t([[[[[1.0, float("nan")], [2.0, 3.0]]]]]), size=(1, 2, 3), mode="trilinear")])
+def test_round_29_as_torch(call):
+    _same_outcome(call)
+
+
 @pytest.mark.parametrize("beta, alpha", [(1, 0.5), (0, 0.5), (-7, 1)])
 def test_addr_gradients_by_torchs_formulas(beta, alpha):
     """addr's gradients as torch's: (g vec2) alpha and (g^T vec1) alpha (a huge vec2 makes g vec2 overflow before
