@@ -1409,6 +1409,20 @@ def test_copy_casts_the_gradient_to_the_sources_dtype_before_its_broadcast_sum()
     np.testing.assert_array_equal(host(got).numpy(), want.numpy())
 
 
+@pytest.mark.parametrize("op", ["clamp_min_", "clamp_max_", "clamp_"])
+def test_clamp_sums_a_bounds_gradient_in_the_outputs_dtype_then_casts(op):
+    """A 0-d fp32 bound of bf16 input: torch sums its gradient in bf16 (the output's dtype), then casts to fp32
+    (fuzz seed 135, case 880: tnet summed in fp32)."""
+    def run(m):
+        x = m.tensor([0.5, -0.25, 0.75, 0.125] * 10).bfloat16()
+        bound = m.tensor(0.3, requires_grad=True)
+        getattr(x, op)(bound).backward(m.tensor([1.0078125] * 40).bfloat16())  # 1 + 2^-7
+        return bound.grad
+    got, want = run(tnet), run(torch)
+    assert got.dtype == want.dtype == torch.float32
+    np.testing.assert_array_equal(host(got).numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("call", [  # fuzz seeds 104-107: only a batch may be empty where torch's kernels say so
     # reflect and replicate padding, unfold (im2col): an empty non-batch dim raises (seed 107, case 2344; seed 104,
     # cases 212 and 542; seed 105, case 2350: tnet padded it)

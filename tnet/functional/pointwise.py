@@ -637,8 +637,9 @@ def _clamp_tensors(input, min, max):
     def grads(g):
         fx, flo, fhi = (_float(v) if isinstance(v, torch.Tensor) and not v.is_floating_point() else v for v in (X, lo, hi))
         code = _pw.pointwise("clamp_which", fx, flo, fhi, float((min is not None) + 2 * (max is not None)))
-        return tuple(_pw.pointwise("clamp_backward", g, code, float(k), dtype=v.dtype) if n else None
-                     for k, (v, n) in enumerate(zip(operands, need)))
+        # in g's dtype, summed to a broadcast operand's shape, then the tape casts: torch's order (a 0-d fp32 bound
+        # of bf16 input takes a bf16 sum)
+        return tuple(_pw.pointwise("clamp_backward", g, code, float(k)) if n else None for k, n in enumerate(need))
     return _record_each("clamp", y, operands, grads, saved=(X, lo, hi))
 
 
