@@ -1365,7 +1365,12 @@ def test_round_28_as_torch(call):
     lambda m, f, t: f.interpolate(t([[[[1.0, float("inf"), 2.0], [float("nan"), 0.0, 1.0]]]]), size=(2, 2), mode="bilinear", antialias=True),
     lambda m, f, t: f.interpolate(t([[[[1.0, float("inf"), 2.0], [float("nan"), 0.0, 1.0]]]]), size=(2, 2), mode="bicubic", antialias=True),
     lambda m, f, t: f.interpolate(t([[[1.0, float("nan"), 2.0]]]), size=3, mode="linear", align_corners=True),
-    lambda m, f, t: f.interpolate(t([[[[[1.0, float("nan")], [2.0, 3.0]]]]]), size=(1, 2, 3), mode="trilinear")])
+    lambda m, f, t: f.interpolate(t([[[[[1.0, float("nan")], [2.0, 3.0]]]]]), size=(1, 2, 3), mode="trilinear"),
+    # sdpa's safe softmax without a mask too: a query whose scores are all -inf has zero weights (an inf query gave
+    # NaN: seed 135, case 2017); one whose scores hold a NaN stays NaN
+    lambda m, f, t: f.scaled_dot_product_attention(t([[[-float("inf"), 1.0]]]), t([[[1.0, 0.0], [2.0, 5.0]]]), m.ones(1, 2, 3)),
+    lambda m, f, t: f.scaled_dot_product_attention(t([[[float("inf"), 1.0]]]), t([[[1.0, 0.0], [-2.0, 5.0]]]), m.ones(1, 2, 3)),
+    lambda m, f, t: f.scaled_dot_product_attention(t([[[float("inf"), 1.0]]]), t([[[0.0, 1.0], [-2.0, 5.0]]]), m.ones(1, 2, 3))])
 def test_round_29_as_torch(call):
     _same_outcome(call)
 
