@@ -1370,7 +1370,15 @@ def test_round_28_as_torch(call):
     # NaN: seed 135, case 2017); one whose scores hold a NaN stays NaN
     lambda m, f, t: f.scaled_dot_product_attention(t([[[-float("inf"), 1.0]]]), t([[[1.0, 0.0], [2.0, 5.0]]]), m.ones(1, 2, 3)),
     lambda m, f, t: f.scaled_dot_product_attention(t([[[float("inf"), 1.0]]]), t([[[1.0, 0.0], [-2.0, 5.0]]]), m.ones(1, 2, 3)),
-    lambda m, f, t: f.scaled_dot_product_attention(t([[[float("inf"), 1.0]]]), t([[[0.0, 1.0], [-2.0, 5.0]]]), m.ones(1, 2, 3))])
+    lambda m, f, t: f.scaled_dot_product_attention(t([[[float("inf"), 1.0]]]), t([[[0.0, 1.0], [-2.0, 5.0]]]), m.ones(1, 2, 3)),
+    # an int bound of an integer tensor is torch's checked conversion to its dtype: -1 of uint8 is 255, 300 raises
+    # (clamp_max(uint8 252, -1) gave 255: found beside seed 135's case 880); masked_fill's value the same
+    lambda m, f, t: m.clamp_max(t(252, dtype=torch.uint8), -1), lambda m, f, t: m.clamp_min(t([3, 9], dtype=torch.uint8), -200),
+    lambda m, f, t: m.clamp(t([3, 9], dtype=torch.uint8), 300), lambda m, f, t: m.clamp(t([3, 9], dtype=torch.int8), -1, -200),
+    lambda m, f, t: m.clamp(t([3, 9], dtype=torch.int32), max=2 ** 40),
+    lambda m, f, t: t([3, 9], dtype=torch.uint8).masked_fill(t([True, False]), 300),
+    lambda m, f, t: t([3, 9], dtype=torch.uint8).masked_fill(t([True, False]), -0.5),
+    lambda m, f, t: t([3, 9], dtype=torch.int8).masked_fill(t([True, False]), float("nan"))])
 def test_round_29_as_torch(call):
     _same_outcome(call)
 

@@ -24,7 +24,7 @@ from .. import amp
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, as_value_of, capturing, check, check_type,
+from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, as_int_of, as_value_of, capturing, check, check_type,
                               is_channels_last, is_flat, not_implemented)
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
@@ -608,8 +608,9 @@ def clamp(input, min=None, max=None):
             return clamp(Tensor(_float(X)), min, max)
         if X.dtype == torch.bool:
             X = copy_(torch.empty_like(X, dtype=torch.int64), X)
-        info = torch.iinfo(X.dtype)
-        return Tensor(_pw.pointwise("clamp", X, info.min if min is None else int(min), info.max if max is None else int(max)))
+        info = torch.iinfo(X.dtype)  # the bounds in X's dtype first, as torch's checked conversion (-1 of uint8: 255)
+        return Tensor(_pw.pointwise("clamp", X, info.min if min is None else as_int_of(min, X.dtype),
+                                    info.max if max is None else as_int_of(max, X.dtype)))
     lo = -math.inf if min is None else as_float_of(min, X.dtype)
     hi = math.inf if max is None else as_float_of(max, X.dtype)
     y = _pw.pointwise("clamp", X, lo, hi)
