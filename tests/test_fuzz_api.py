@@ -1436,6 +1436,19 @@ def test_clamp_sums_a_bounds_gradient_in_the_outputs_dtype_then_casts(op):
     np.testing.assert_array_equal(host(got).numpy(), want.numpy())
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_pow_gradient_takes_a_16_bit_exponent_minus_one_in_its_dtype(dtype):
+    """fp32 x ** a 16-bit exponent: torch's gradient g * (e * x^(e - 1)) rounds e - 1 to the exponent's dtype
+    (fuzz seed 136 at --bad 0.5, case 235: tnet's fp32 e - 1 differed by 0.4%); 0 where e is 0."""
+    def run(m):
+        x = m.tensor([[0.37, 1.5, 2.0], [0.2, 3.0, 0.0]], requires_grad=True)
+        e = m.tensor([0.0, 1.7, -0.93359375], dtype=dtype)
+        (x ** e).backward(m.full((2, 3), 1.5))
+        return x.grad
+    got, want = run(tnet), run(torch)
+    np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=1e-6)
+
+
 @pytest.mark.parametrize("call", [  # fuzz seeds 104-107: only a batch may be empty where torch's kernels say so
     # reflect and replicate padding, unfold (im2col): an empty non-batch dim raises (seed 107, case 2344; seed 104,
     # cases 212 and 542; seed 105, case 2350: tnet padded it)

@@ -446,6 +446,11 @@ def _pow_tensor(input, exponent):
 
     def grads(g):
         gx = _pw.pointwise("pow_backward", g, X, E) if need_x else None
+        if need_x and E.dtype in (torch.float16, torch.bfloat16) and E.dtype != y.dtype:
+            # torch's g * (e * x^(e - 1)) takes e - 1 in the exponent's dtype: a 16-bit exponent of fp32 x
+            # rounds it (-0.93359375 - 1 is bf16's -1.9375)
+            power = _pw.pointwise("mul", E, _pw.pointwise("pow", X, _pw.pointwise("sub", E, 1.0)))
+            gx = _pw.pointwise("where", _pw.pointwise("eq", E, 0.0), 0.0, _pw.pointwise("mul", g, power))
         ge = None
         if need_e:
             zero = _pw.pointwise("logical_and", _pw.pointwise("eq", X, 0.0), _pw.pointwise("ge", E, 0.0))
