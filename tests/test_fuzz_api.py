@@ -1358,6 +1358,31 @@ def test_round_28_as_torch(call):
     _same_outcome(call)
 
 
+@pytest.mark.parametrize("call", [  # fuzz seeds 133-138
+    # an axis that keeps its size: torch's linear taps read input i twice (weights 1, 0: an inf gives NaN), its
+    # antialiased passes skip it (a NaN's zero-weight neighbour stayed NaN: seed 133, case 1664)
+    lambda m, f, t: f.interpolate(t([[[[1.0, float("inf"), 2.0], [float("nan"), 0.0, 1.0]]]]), size=(2, 3), mode="bilinear"),
+    lambda m, f, t: f.interpolate(t([[[[1.0, float("inf"), 2.0], [float("nan"), 0.0, 1.0]]]]), size=(2, 2), mode="bilinear", antialias=True),
+    lambda m, f, t: f.interpolate(t([[[[1.0, float("inf"), 2.0], [float("nan"), 0.0, 1.0]]]]), size=(2, 2), mode="bicubic", antialias=True),
+    lambda m, f, t: f.interpolate(t([[[1.0, float("nan"), 2.0]]]), size=3, mode="linear", align_corners=True),
+    lambda m, f, t: f.interpolate(t([[[[[1.0, float("nan")], [2.0, 3.0]]]]]), size=(1, 2, 3), mode="trilinear"),
+    # sdpa's safe softmax without a mask too: a query whose scores are all -inf has zero weights (an inf query gave
+    # NaN: seed 135, case 2017); one whose scores hold a NaN stays NaN
+    lambda m, f, t: f.scaled_dot_product_attention(t([[[-float("inf"), 1.0]]]), t([[[1.0, 0.0], [2.0, 5.0]]]), m.ones(1, 2, 3)),
+    lambda m, f, t: f.scaled_dot_product_attention(t([[[float("inf"), 1.0]]]), t([[[1.0, 0.0], [-2.0, 5.0]]]), m.ones(1, 2, 3)),
+    lambda m, f, t: f.scaled_dot_product_attention(t([[[float("inf"), 1.0]]]), t([[[0.0, 1.0], [-2.0, 5.0]]]), m.ones(1, 2, 3)),
+    # an int bound of an integer tensor is torch's checked conversion to its dtype: -1 of uint8 is 255, 300 raises
+    # (clamp_max(uint8 252, -1) gave 255: found beside seed 135's case 880); masked_fill's value the same
+    lambda m, f, t: m.clamp_max(t(252, dtype=torch.uint8), -1), lambda m, f, t: m.clamp_min(t([3, 9], dtype=torch.uint8), -200),
+    lambda m, f, t: m.clamp(t([3, 9], dtype=torch.uint8), 300), lambda m, f, t: m.clamp(t([3, 9], dtype=torch.int8), -1, -200),
+    lambda m, f, t: m.clamp(t([3, 9], dtype=torch.int32), max=2 ** 40),
+    lambda m, f, t: t([3, 9], dtype=torch.uint8).masked_fill(t([True, False]), 300),
+    lambda m, f, t: t([3, 9], dtype=torch.uint8).masked_fill(t([True, False]), -0.5),
+    lambda m, f, t: t([3, 9], dtype=torch.int8).masked_fill(t([True, False]), float("nan"))])
+def test_round_29_as_torch(call):
+    _same_outcome(call)
+
+
 @pytest.mark.parametrize("beta, alpha", [(1, 0.5), (0, 0.5), (-7, 1)])
 def test_addr_gradients_by_torchs_formulas(beta, alpha):
     """addr's gradients as torch's: (g vec2) alpha and (g^T vec1) alpha (a huge vec2 makes g vec2 overflow before
@@ -1395,6 +1420,33 @@ def test_copy_casts_the_gradient_to_the_sources_dtype_before_its_broadcast_sum()
     got, want = run(tnet), run(torch)
     assert got.dtype == want.dtype == torch.float32
     np.testing.assert_array_equal(host(got).numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("op", ["clamp_min_", "clamp_max_", "clamp_"])
+def test_clamp_sums_a_bounds_gradient_in_the_outputs_dtype_then_casts(op):
+    """A 0-d fp32 bound of bf16 input: torch sums its gradient in bf16 (the output's dtype), then casts to fp32
+    (fuzz seed 135, case 880: tnet summed in fp32)."""
+    def run(m):
+        x = m.tensor([0.5, -0.25, 0.75, 0.125] * 10).bfloat16()
+        bound = m.tensor(0.3, requires_grad=True)
+        getattr(x, op)(bound).backward(m.tensor([1.0078125] * 40).bfloat16())  # 1 + 2^-7
+        return bound.grad
+    got, want = run(tnet), run(torch)
+    assert got.dtype == want.dtype == torch.float32
+    np.testing.assert_array_equal(host(got).numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_pow_gradient_takes_a_16_bit_exponent_minus_one_in_its_dtype(dtype):
+    """fp32 x ** a 16-bit exponent: torch's gradient g * (e * x^(e - 1)) rounds e - 1 to the exponent's dtype
+    (fuzz seed 136 at --bad 0.5, case 235: tnet's fp32 e - 1 differed by 0.4%); 0 where e is 0."""
+    def run(m):
+        x = m.tensor([[0.37, 1.5, 2.0], [0.2, 3.0, 0.0]], requires_grad=True)
+        e = m.tensor([0.0, 1.7, -0.93359375], dtype=dtype)
+        (x ** e).backward(m.full((2, 3), 1.5))
+        return x.grad
+    got, want = run(tnet), run(torch)
+    np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("call", [  # fuzz seeds 104-107: only a batch may be empty where torch's kernels say so

@@ -135,6 +135,21 @@ def test_softmax_and_loss_finite_at_1e4():
     assert_close(y, torch.softmax(f64(x), 1), 1e-6, "softmax at 1e4")
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, *LOW])
+def test_safe_softmax_zeroes_rows_of_all_minus_inf(dtype):
+    """safe=True (torch's _safe_softmax, attention's): a row of all -inf gives zeros, one with a NaN beside its
+    -infs stays NaN, the rest as softmax; without it the -inf row is NaN, as torch.softmax."""
+    inf = float("inf")
+    x = torch.tensor([[-inf, -inf, -inf], [float("nan"), -inf, -inf], [1.0, -inf, 2.0], [inf, -inf, -inf]],
+                     device=DEV).to(dtype)
+    want = torch.softmax(f64(x), 1)
+    want[0] = 0.0
+    tol = tol_for(dtype, 1e-6)
+    torch.testing.assert_close(softmax.softmax(x, safe=True).cpu().double(), want.cpu(), rtol=tol, atol=tol,
+                               equal_nan=True)
+    assert softmax.softmax(x).isnan()[0].all()
+
+
 KERNELS = [softmax.softmax_kernel, softmax.softmax_backward_kernel, softmax.log_softmax_kernel,
            softmax.log_softmax_backward_kernel]
 

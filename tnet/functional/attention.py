@@ -11,10 +11,10 @@ from .copy import cat, chunk, contiguous, expand, repeat_interleave, reshape, sq
 from .pad import pad
 from .gemm import linear, matmul, same_dtype
 from .inputs import check_tensors
-from .pointwise import add, eq, logical_not, masked_fill, mul, tril, where
+from .pointwise import add, logical_not, masked_fill, mul, tril
 from .random import dropout
-from .reduce import all as _all, mean
-from .softmax import softmax
+from .reduce import mean
+from .softmax import safe_softmax, softmax
 
 
 def _causal(L, S):
@@ -25,7 +25,7 @@ def _causal(L, S):
 def _attend(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows):
     """softmax(query @ key^T * scale + mask) @ value over the last two dims (the leading dims
     broadcast); attn_mask bool (True: takes part) or float (added). zero_masked_rows: a query that
-    no key may see gets zero weights (SDPA's safe softmax), else NaN (the softmax of -inf's, as
+    no key may see (its scores all -inf) gets zero weights (SDPA's safe softmax), else NaN (the softmax of -inf's, as
     torch's MultiheadAttention with need_weights). Returns (output, weights after dropout)."""
     lead = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     query, key, value = (x if x.shape[:-2] == lead else expand(x, *lead, *x.shape[-2:]) for x in (query, key, value))
@@ -33,12 +33,8 @@ def _attend(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows):
     if attn_mask is not None:
         scores = masked_fill(scores, logical_not(attn_mask), -math.inf) if attn_mask.dtype == torch.bool \
             else add(scores, attn_mask)
-    if attn_mask is not None and zero_masked_rows:
-        # a row of -inf's is softmaxed as zeros instead (no NaN to reach the gradient), then zeroed
-        hidden = _all(eq(scores, -math.inf), -1, keepdim=True)
-        weights = where(hidden, 0.0, softmax(where(hidden, 0.0, scores), -1))
-    else:
-        weights = softmax(scores, -1)
+    # a row of -inf's (masked, or -inf scores of an unmasked inf query) has zero weights under SDPA's safe softmax
+    weights = safe_softmax(scores, -1) if zero_masked_rows else softmax(scores, -1)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return matmul(weights, value), weights

@@ -24,7 +24,7 @@ from .. import amp
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
-from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, as_value_of, capturing, check, check_type,
+from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, as_int_of, as_value_of, capturing, check, check_type,
                               is_channels_last, is_flat, not_implemented)
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
@@ -474,6 +474,11 @@ def _pow_tensor(input, exponent):
 
     def grads(g):
         gx = _pw.pointwise("pow_backward", g, X, E) if need_x else None
+        if need_x and E.dtype in (torch.float16, torch.bfloat16) and E.dtype != y.dtype:
+            # torch's g * (e * x^(e - 1)) takes e - 1 in the exponent's dtype: a 16-bit exponent of fp32 x
+            # rounds it (-0.93359375 - 1 is bf16's -1.9375)
+            power = _pw.pointwise("mul", E, _pw.pointwise("pow", X, _pw.pointwise("sub", E, 1.0)))
+            gx = _pw.pointwise("where", _pw.pointwise("eq", E, 0.0), 0.0, _pw.pointwise("mul", g, power))
         ge = None
         if need_e:
             zero = _pw.pointwise("logical_and", _pw.pointwise("eq", X, 0.0), _pw.pointwise("ge", E, 0.0))
@@ -636,8 +641,9 @@ def clamp(input, min=None, max=None):
             return clamp(Tensor(_float(X)), min, max)
         if X.dtype == torch.bool:
             X = copy_(torch.empty_like(X, dtype=torch.int64), X)
-        info = torch.iinfo(X.dtype)
-        return Tensor(_pw.pointwise("clamp", X, info.min if min is None else int(min), info.max if max is None else int(max)))
+        info = torch.iinfo(X.dtype)  # the bounds in X's dtype first, as torch's checked conversion (-1 of uint8: 255)
+        return Tensor(_pw.pointwise("clamp", X, info.min if min is None else as_int_of(min, X.dtype),
+                                    info.max if max is None else as_int_of(max, X.dtype)))
     lo = -math.inf if min is None else as_float_of(min, X.dtype)
     hi = math.inf if max is None else as_float_of(max, X.dtype)
     y = _pw.pointwise("clamp", X, lo, hi)
@@ -665,8 +671,9 @@ def _clamp_tensors(input, min, max):
     def grads(g):
         fx, flo, fhi = (_float(v) if isinstance(v, torch.Tensor) and not v.is_floating_point() else v for v in (X, lo, hi))
         code = _pw.pointwise("clamp_which", fx, flo, fhi, float((min is not None) + 2 * (max is not None)))
-        return tuple(_pw.pointwise("clamp_backward", g, code, float(k), dtype=v.dtype) if n else None
-                     for k, (v, n) in enumerate(zip(operands, need)))
+        # in g's dtype, summed to a broadcast operand's shape, then the tape casts: torch's order (a 0-d fp32 bound
+        # of bf16 input takes a bf16 sum)
+        return tuple(_pw.pointwise("clamp_backward", g, code, float(k)) if n else None for k, n in enumerate(need))
     return _record_each("clamp", y, operands, grads, saved=(X, lo, hi))
 
 

@@ -63,7 +63,7 @@ def _softmax_op(name, forward, backward, x, dim, dtype):
     def grad(g):  # g in y's layout: for dim 1 of a channels-last y its rows are contiguous already
         g_rows = (g.reshape(1) if x.ndim == 0 else g).movedim(d, -1).contiguous().view(y_rows.shape)
         return (_back(backward(y_rows, g_rows, in_dtype), moved_shape, d, x),)
-    graph = _softmax_graph if name == "softmax" else _log_softmax_graph
+    graph = _log_softmax_graph if name == "log_softmax" else _softmax_graph
     return record(name, _back(y_rows, moved_shape, d, x), (x,), grad, saved=(y_rows,),
                   graph=lambda g, y: (graph(g, y, d if x.ndim else ()),))
 
@@ -82,6 +82,14 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """Softmax over dim of a tensor of any rank (in fp32; the output in input's dtype, or dtype's
     if given, or fp32 under tnet.autocast). dim None: torch's implicit choice."""
     return _softmax_op("softmax", _softmax.softmax, _softmax.softmax_backward, input, dim, dtype)
+
+
+def safe_softmax(input, dim):
+    """softmax over dim whose rows of all -inf (a query no key may see) give zeros, not NaN: torch's
+    _safe_softmax, the weights of scaled_dot_product_attention. Its gradient is softmax's formula (0 in
+    such a row, NaN beside a NaN or inf gradient), as torch's."""
+    return _softmax_op("safe_softmax", lambda rows, dtype: _softmax.softmax(rows, dtype, safe=True),
+                       _softmax.softmax_backward, input, dim, None)
 
 
 @numpy_names

@@ -138,12 +138,23 @@ def at_least(v, name, least):
     return v
 
 
+_C_INTS = {torch.uint8: "uint8_t", torch.int8: "int8_t", torch.int16: "int16_t", torch.int32: "int", torch.int64: "int64_t"}
+
+
+def as_int_of(value, dtype):
+    """value (a number) as the int an integer tensor of `dtype` holds, truncated as torch casts it: InputError
+    (torch's RuntimeError) for inf, NaN or a value past the dtype's range, before any launch; an unsigned dtype
+    also takes a negative int down to -max, wrapped (-1 of uint8 is 255; -0.5 raises), as c10's checked
+    conversion (overflows())."""
+    info = torch.iinfo(dtype)
+    wraps = info.min == 0 and isinstance(value, numbers.Integral)
+    if not (-info.max if wraps else info.min) <= value <= info.max:  # False for NaN too
+        raise InputError(f"value cannot be converted to type {_C_INTS[dtype]} without overflow: {value}")
+    return int(value) % (info.max + 1) if info.min == 0 else int(value)
+
+
 def as_int64(value):
-    """value (a number) as the int an int64 tensor holds, truncated as torch casts it: InputError
-    (torch's RuntimeError) for inf, NaN or a value past int64's range, before any launch."""
-    if not -2 ** 63 <= value < 2 ** 63:  # False for NaN too
-        raise InputError(f"value cannot be converted to type int64_t without overflow: {value}")
-    return int(value)
+    return as_int_of(value, torch.int64)
 
 
 def as_float_of(value, dtype):
@@ -163,7 +174,7 @@ def as_value_of(value, dtype):
         raise InputTypeError(f"value must be a number, not {type(value).__name__}")
     if dtype == torch.bool:
         return bool(value)
-    return as_float_of(value, dtype) if dtype.is_floating_point else as_int64(value)
+    return as_float_of(value, dtype) if dtype.is_floating_point else as_int_of(value, dtype)
 
 
 CACHE_SIZE = 4096  # keys a per-shape cache holds before it starts over (shapes seen once, say)

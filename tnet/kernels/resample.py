@@ -36,7 +36,8 @@ def source_scale(n, m, align_corners, scale_factor):
 def _axis_taps(n, m, mode, align_corners, scale_factor):
     """(idx [m, K] int32, w [m, K] float32): the input points and weights of each of m outputs from
     n inputs, by torch's area_pixel_compute_source_index; linear (K = 2: floor and the next,
-    clamped, lambda clamped to [0, 1] as torch's CPU kernels) or cubic (K = 4 around floor, the
+    clamped, lambda clamped to [0, 1] as torch's CPU kernels; an axis of n == m reads input i with
+    weight 1 and again with weight 0, so an inf stays NaN as torch's) or cubic (K = 4 around floor, the
     indices clamped to the border, A = -0.75)."""
     scale = source_scale(n, m, align_corners, scale_factor)
     i = np.arange(m, dtype=np.float32)
@@ -47,7 +48,10 @@ def _axis_taps(n, m, mode, align_corners, scale_factor):
         src = scale * (i + np.float32(0.5)) - np.float32(0.5)
         if not cubic:
             src = np.maximum(src, np.float32(0))
-    if not cubic:
+    if not cubic and n == m:  # torch's copy of an axis that keeps its size: both taps output i's input, weights 1, 0
+        idx = np.stack([np.arange(m)] * 2, 1)
+        w = np.stack([np.ones(m, np.float32), np.zeros(m, np.float32)], 1)
+    elif not cubic:
         i0 = np.minimum(np.floor(src).astype(np.int64), n - 1)
         lam = np.clip(src - i0.astype(np.float32), 0, 1).astype(np.float32)
         idx = np.stack([i0, np.minimum(i0 + 1, n - 1)], 1)
@@ -75,7 +79,8 @@ def _antialiased_taps(n, m, kind, align_corners, scale_factor):
     `support` of its centre scale * (i + 0.5), support = 1 (kind 'linear'), 2 ('cubic', A = -0.5) or 3
     ('lanczos': sinc(x) sinc(x / 3)) input pixels widened by the scale where it shrinks, the filter
     stretched as much, the weights normalised to sum 1; float32 arithmetic as torch's for a float32
-    input (the lanczos filter's sines in float64, rounded); unused taps are index -1, weight 0."""
+    input (the lanczos filter's sines in float64, rounded); unused taps are index -1, weight 0. An axis
+    of n == m is a copy, as torch's separable passes skip it (a NaN's zero-weight neighbour stays finite)."""
     scale = source_scale(n, m, align_corners, scale_factor)
     half = np.float32(_SUPPORT[kind])
     support = half * scale if scale >= 1 else half
@@ -94,6 +99,9 @@ def _antialiased_taps(n, m, kind, align_corners, scale_factor):
         return np.where(x < 1, np.float32(1) - x, np.float32(0)).astype(np.float32)
     idx = np.full((m, k), -1, np.int64)
     w = np.zeros((m, k), np.float32)
+    if n == m:
+        idx[:, 0], w[:, 0] = np.arange(m), 1
+        return idx.astype(np.int32), w
     half_pixel = np.float32(0.5)
     for i in range(m):
         center = scale * (np.float32(i) + half_pixel)

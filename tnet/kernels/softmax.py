@@ -43,10 +43,14 @@ def _softmax(x):
 
 @autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": fit("R", 1024)})
 @triton.jit
-def softmax_kernel(x_ptr, y_ptr, R, C, ROWS: tl.constexpr, COLS: tl.constexpr):
-    """y [R, C] = softmax of each row of x [R, C]."""
+def softmax_kernel(x_ptr, y_ptr, R, C, SAFE: tl.constexpr, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """y [R, C] = softmax of each row of x [R, C]; SAFE: a row of all -inf gives zeros (torch's _safe_softmax,
+    attention's), else NaN."""
     x, _, _, offs, mask = _load_rows(x_ptr, R, C, ROWS, COLS)
-    tl.store(y_ptr + offs, _softmax(x).to(y_ptr.dtype.element_ty), mask=mask)
+    y = _softmax(x)
+    if SAFE:  # counted, not by the row's max: a GPU max may pass over a NaN, whose row stays NaN
+        y = tl.where((tl.sum((x != NEG).to(tl.int32), axis=1) == 0)[:, None], 0.0, y)
+    tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(_CONFIGS, key=["R", "C"], interpret={"ROWS": fit("R", 1024)})
@@ -209,8 +213,8 @@ def _row_grid(R):
     return lambda meta: (cdiv(R, meta["ROWS"]),)
 
 
-def _rows_op(kernel, name, *xs, dtype=None):
-    """kernel over the [R, C] tensors xs into a new one of dtype (None: xs[0]'s)."""
+def _rows_op(kernel, name, *xs, dtype=None, **constexprs):
+    """kernel over the [R, C] tensors xs into a new one of dtype (None: xs[0]'s); constexprs: the kernel's own."""
     R, C, COLS = _check_rows(name, xs[0])
     check(dtype is None or dtype in FLOATS, lambda: f"{name}: dtype must be float32, float16 or bfloat16, got {dtype}")
     for x in xs[1:]:
@@ -220,14 +224,15 @@ def _rows_op(kernel, name, *xs, dtype=None):
     out = torch.empty_like(xs[0], dtype=dtype)
     if COLS > WIDE_COLS:  # the tuned ROWS x COLS would pass Triton's largest block: a row a program
         check(COLS <= MAX_BLOCK, lambda: f"{name}: at most {MAX_BLOCK} classes, got {C}")
-        kernel.jitted[(R,)](*xs, out, R, C, ROWS=1, COLS=COLS)
+        kernel.jitted[(R,)](*xs, out, R, C, ROWS=1, COLS=COLS, **constexprs)
     else:
-        kernel[_row_grid(R)](*xs, out, R, C, COLS=COLS)
+        kernel[_row_grid(R)](*xs, out, R, C, COLS=COLS, **constexprs)
     return out
 
 
-def softmax(x, dtype=None):
-    return _rows_op(softmax_kernel, "softmax", x, dtype=dtype)
+def softmax(x, dtype=None, safe=False):
+    """Rows' softmax; safe: a row of all -inf gives zeros, as torch's _safe_softmax (attention's)."""
+    return _rows_op(softmax_kernel, "softmax", x, dtype=dtype, SAFE=bool(safe))
 
 
 def softmax_backward(y, dy, dtype=None):
