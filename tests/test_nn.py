@@ -433,6 +433,45 @@ def test_clip_grad_norm_is_torchs(norm_type, max_norm, rng):
     assert [p.grad.memory.data_ptr() for p in params[:-1]] == ptrs and params[-1].grad is None
 
 
+@pytest.mark.parametrize("case", ["clip", "no clip", "inf", "nan"])
+def test_clip_grad_norm_fused_is_torchs(case, rng, monkeypatch):
+    """The multi-tensor kernels (FUSED_CLIP, TNET_TRIAL's until GPU-tested): dense float32 gradients of order 2,
+    more tensors than a launch takes (several launches of the sums and the scaling), a channels-last one; an inf
+    or NaN gradient as torch's (NaN where inf * 0 or a NaN factor); what they do not take (a strided gradient)
+    goes the other way, and so does error_if_nonfinite."""
+    monkeypatch.setattr(nn.utils, "FUSED_CLIP", True)
+    launched = []
+    monkeypatch.setattr(nn.utils._optim, "clip_grad_norm2_",
+                        lambda g, m, real=nn.utils._optim.clip_grad_norm2_: launched.append(len(g)) or real(g, m))
+    shapes = [(5, 3), (7,), (2, 3, 4, 4), (1,), (3, 2), (9,), (2, 2)]
+    refs = [torch.tensor(rng.standard_normal(s), dtype=torch.float32, requires_grad=True) for s in shapes]
+    for r in refs:
+        r.grad = torch.tensor(rng.standard_normal(r.shape), dtype=torch.float32)
+    refs[2].grad = refs[2].grad.contiguous(memory_format=torch.channels_last)
+    if case in ("inf", "nan"):
+        refs[1].grad[3] = float(case)
+    params = [nn.Parameter(r.detach().numpy()) for r in refs]
+    for p, r in zip(params, refs):
+        p.grad = tnet.Tensor(r.grad.clone().to(tnet.DEVICE))
+    max_norm = 1e4 if case == "no clip" else 0.7
+    total = nn.utils.clip_grad_norm_(params, max_norm)
+    ref = torch.nn.utils.clip_grad_norm_(refs, max_norm)
+    assert launched == [len(shapes)] and isinstance(total, tnet.Tensor) and total.shape == ()
+    if case in ("inf", "nan"):
+        assert np.isnan(total.item()) == np.isnan(ref.item()) and (case == "nan" or total.item() == float("inf"))
+        for p, r in zip(params, refs):
+            np.testing.assert_array_equal(p.grad.numpy(), r.grad.numpy())
+    else:
+        assert_close(total, ref, TOL["ieee"], "total norm")
+        for i, (p, r) in enumerate(zip(params, refs)):
+            assert_close(p.grad, r.grad, TOL["ieee"], f"gradient {i}")
+    params[1].grad = tnet.Tensor(torch.ones(14, device=tnet.DEVICE)[::2])  # strided: the kernels per gradient
+    nn.utils.clip_grad_norm_(params, 1.0)
+    params[0].grad = tnet.ones(5, 3)
+    nn.utils.clip_grad_norm_(params[:1], 1.0, error_if_nonfinite=True)
+    assert launched == [len(shapes)]
+
+
 def test_clip_grad_norm_stays_on_the_device(rng):
     """No host read (aten's _local_scalar_dense) and no torch math: the norm and the clip factor
     stay on the device, also through get_total_norm and clip_grads_with_norm_; one tensor, or a

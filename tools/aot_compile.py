@@ -8,7 +8,7 @@ It needs the GPU machine's Triton in its own environment (the CPU's Triton is ne
 
 Prints each compile's seconds, PTX size and global loads by kind (ld.global.v4.b32: vectors of 4 words). Compiling is not running: a kernel that compiles may still
 fail its GPU tests (races, miscompiles), and the timings are this machine's, not the GPU machine's.
-`compile_kernel` takes any autotuned tnet kernel, its argument types and its constexprs."""
+`compile_kernel` takes any tnet kernel (autotuned, or plain at 4 warps), its argument types and its constexprs."""
 import argparse
 import collections
 import itertools
@@ -38,10 +38,10 @@ TARGET = GPUTarget("cuda", 90, 32)
 
 
 def compile_kernel(kernel, arg_types, constexprs, config):
-    """(seconds, PTX) of compiling `kernel` (an autotuned tnet kernel) for sm_90 with `config`:
+    """(seconds, PTX) of compiling `kernel` (a tnet kernel, autotuned or plain) for sm_90 with `config`:
     arg_types the Triton type of each non-constexpr argument ('*fp32', 'i32', ('i32',) for a tuple),
     constexprs the others' values but the config's."""
-    fn = kernel.fn
+    fn = kernel if isinstance(kernel, triton.runtime.JITFunction) else kernel.fn  # a plain (_Fast) one, or autotuned
     consts = {**constexprs, **config.kwargs}
     signature = {name: "constexpr" if name in consts else arg_types[name] for name in fn.arg_names}
     # pointers 16-byte aligned, as a launch's tensors are (torch's allocations): what lets loads vectorize
@@ -118,7 +118,20 @@ def grid_sample():
                        dict(BILINEAR=bilinear, PAD=pad, ALIGN=False, DX=True, DGRID=bilinear, BLOCK_C=4))
 
 
-GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample}
+def clip():
+    """clip_grad_norm2_'s kernels over 3 and 32 fp32 gradients (constexpr tuples of pointers, as launched)."""
+    from tnet.kernels import optim as o
+    for n in (3, 32):
+        ptrs = ("*fp32",) * n
+        yield f"square_sums_kernel x{n}", o.square_sums_kernel, {"g_ptrs": ptrs, "part_ptr": "*fp32", "ns": ("i32",) * n}, dict(
+            BLOCK=o.BLOCK)
+        yield f"scale_tensors_kernel x{n}", o.scale_tensors_kernel, {"g_ptrs": ptrs, "coef_ptr": "*fp32",
+                                                                    "ns": ("i32",) * n}, dict(BLOCK=o.BLOCK)
+    yield "clip_coef_kernel", o.clip_coef_kernel, {"part_ptr": "*fp32", "parts": "i32", "total_ptr": "*fp32",
+                                                   "coef_ptr": "*fp32", "max_norm": "fp32"}, dict(BLOCK=o.BLOCK)
+
+
+GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip}
 
 
 def main():
@@ -131,7 +144,7 @@ def main():
         if group not in GROUPS:
             parser.error(f"no group {group!r}: {', '.join(GROUPS)}")
         for name, kernel, arg_types, constexprs in GROUPS[group]():
-            for config in kernel.all_configs:
+            for config in getattr(kernel, "all_configs", None) or [triton.Config({}, num_warps=4)]:
                 seconds, ptx = compile_kernel(kernel, arg_types, constexprs, config)
                 loads = ", ".join(f"{n} {kind}" for kind, n in sorted(collections.Counter(
                     re.findall(r"ld\.global(?:\.\w+)*", ptx)).items()))

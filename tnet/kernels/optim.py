@@ -305,6 +305,47 @@ def find_inf_kernel(g_ptrs, found_inf_ptr, scale_ptr, ns, BLOCK: tl.constexpr):
 
 
 @jit
+def square_sums_kernel(g_ptrs, part_ptr, ns, BLOCK: tl.constexpr):
+    """part[b] = the sum of the squares (fp32) of program b's block of the tensors g_ptrs[i] (ns[i] elements
+    each): cdiv(ns[i], BLOCK) programs a tensor, in turn, as find_inf_kernel."""
+    block = tl.program_id(0)
+    for i in tl.static_range(len(g_ptrs)):
+        count = tl.cdiv(ns[i], BLOCK)
+        if (block >= 0) & (block < count):
+            offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            g = tl.load(g_ptrs[i] + offs, mask=offs < ns[i], other=0).to(tl.float32)
+            tl.store(part_ptr + tl.program_id(0), tl.sum(g * g))
+        block -= count
+
+
+@jit
+def clip_coef_kernel(part_ptr, parts, total_ptr, coef_ptr, max_norm, BLOCK: tl.constexpr):
+    """One program: total[0] = sqrt of the sum of part[:parts] (in a fixed order) and coef[0] =
+    min(max_norm / (total + 1e-6), 1), NaN for a NaN total, as torch's clamp."""
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, parts, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(part_ptr + offs, mask=offs < parts, other=0.0)
+    total = tl.sqrt(tl.sum(acc))
+    tl.store(total_ptr, total)
+    tl.store(coef_ptr, tl.minimum(max_norm / (total + 1e-6), 1.0, propagate_nan=tl.PropagateNan.ALL))
+
+
+@jit
+def scale_tensors_kernel(g_ptrs, coef_ptr, ns, BLOCK: tl.constexpr):
+    """g_ptrs[i] (ns[i] elements each) *= coef[0], in place: programs as find_inf_kernel's."""
+    block = tl.program_id(0)
+    for i in tl.static_range(len(g_ptrs)):
+        count = tl.cdiv(ns[i], BLOCK)
+        if (block >= 0) & (block < count):
+            offs = block.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+            mask = offs < ns[i]
+            _store(g_ptrs[i], offs, mask, tl.load(g_ptrs[i] + offs, mask=mask, other=0).to(tl.float32)
+                   * tl.load(coef_ptr))
+        block -= count
+
+
+@jit
 def update_scale_kernel(scale_ptr, growth_tracker_ptr, found_inf_ptr, growth_factor, backoff_factor,
                         growth_interval):
     """torch's GradScaler.update on one-element tensors: after a step with an inf or NaN, scale *=
@@ -664,6 +705,25 @@ def find_inf_(grads, found_inf, scale=None):
     for part, ns, programs in _launches(grads):
         if programs:
             find_inf_kernel[(programs,)](tuple(grads[part]), found_inf, scale, ns, BLOCK=BLOCK, num_warps=4)
+
+
+def clip_grad_norm2_(grads, max_norm):
+    """torch's clip_grad_norm_ of order 2 over dense float32 gradients, in few launches: the squares'
+    sums by blocks (one launch per TENSORS_PER_LAUNCH tensors), one program for the total norm and
+    the factor min(max_norm / (total + 1e-6), 1), and the gradients scaled by it in place, read on
+    the device. Returns the total norm, a 0-d float32 tensor."""
+    parts = torch.empty(sum(programs for _, _, programs in _launches(grads)), device=grads[0].device)
+    total, coef = torch.empty((), device=grads[0].device), torch.empty(1, device=grads[0].device)
+    first = 0
+    for part, ns, programs in _launches(grads):
+        if programs:
+            square_sums_kernel[(programs,)](tuple(grads[part]), parts[first:], ns, BLOCK=BLOCK, num_warps=4)
+        first += programs
+    clip_coef_kernel[(1,)](parts, first, total, coef, float(max_norm), BLOCK=BLOCK, num_warps=4)
+    for part, ns, programs in _launches(grads):
+        if programs:
+            scale_tensors_kernel[(programs,)](tuple(grads[part]), coef, ns, BLOCK=BLOCK, num_warps=4)
+    return total
 
 
 def update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
