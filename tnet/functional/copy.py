@@ -1820,6 +1820,8 @@ def cross(input, other, dim=None):
     deprecated default), input and other broadcast; element-wise ops, so both get gradients. torch's
     checks in its order: the dims' count, dim, their lengths of 3, then the broadcast."""
     check_tensors("cross", input=input, other=other)
+    if dim is not None:
+        check_args("cross", "int", dim=dim)  # the parser's TypeError before any shape, as torch's
     check(input.ndim == other.ndim, "linalg.cross: inputs must have the same number of dimensions.")
     if dim is None:
         dim = next((k for k, s in enumerate(input.shape) if s == 3), None)

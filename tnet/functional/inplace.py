@@ -12,6 +12,7 @@ base that is itself a strided view is not: a backward through an op that read it
 raises (tensor.run_backward), as does a backward through a view taken before its base was
 written (tensor._inputs_then)."""
 import math
+import warnings
 import numbers
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, as_int64, as_value_of, check, check_type, is_channels_last, is_flat, memory_format
 from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
 from ..tensor import tensor as tnet_tensor
-from .copy import (Indexing, basic_index, check_put_dtype, index_put, reshape, scalar_indices, scatter, scatter_add,
+from .copy import (Indexing, basic_index, check_put_dtype, expand, index_put, reshape, scalar_indices, scatter, scatter_add,
                    sequence_as_tuple, to)
 from .inputs import check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, checked_alpha, clamp, div, elu, exp,
@@ -34,6 +35,7 @@ from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, chec
                         pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh,
                         threshold, trunc, where, record_relu, INPLACE_WRITERS)
 from .random import bernoulli_draw
+from .reduce import any as _any
 
 def _kind(v):
     """0 for bool, 1 for integers, 2 for floats (a tensor's dtype or a Python number's type)."""
@@ -444,7 +446,22 @@ def _masked_value(name, input, mask, value):
 
 
 def masked_fill_(self, mask, value):
+    """self = value where mask. torch's takes a self that overlaps itself (an expanded tensor), with its
+    deprecation UserWarning: an element gets value where the mask of any of its aliases is True, so outside
+    a recorded graph the write goes to each element once, through the stride-0 dims taken once and the
+    mask reduced over them by any."""
     value = _masked_value("masked_fill_", self, mask, value)
+    m = self.memory
+    if _copy.overlaps(m) and not (is_grad_enabled() and self.requires_grad):
+        warnings.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before "
+                      "performing this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar",
+                      UserWarning, stacklevel=2)
+        aliased = tuple(d for d, (n, st) in enumerate(zip(m.shape, m.stride())) if st == 0 and n > 1)
+        once = m.as_strided([1 if d in aliased else n for d, n in enumerate(m.shape)], m.stride(), m.storage_offset())
+        if aliased:
+            mask = _any(expand(mask, self.shape), dim=aliased, keepdim=True)
+        inplace(Tensor(once), "masked_fill_", lambda x: where(mask, value, x), (value,))  # counts the write in
+        return self  # self's version (one memory); an as_strided self that still overlaps raises copy_'s error
     return inplace(self, "masked_fill_", lambda x: where(mask, value, x), (value,))
 
 

@@ -1348,8 +1348,12 @@ def atan2(input, other):
 def hypot(input, other):
     """sqrt(input^2 + other^2) without overflow of the squares; the gradients are g * x / y (NaN at
     y = 0), as torch's."""
+    def grad(g, x, y):
+        if y.dtype in (torch.float16, torch.bfloat16):  # torch's g x rounds to y's dtype before / y (an inf past 65504)
+            return _pw.pointwise("div", _pw.pointwise("mul", g, x), y)
+        return _pw.pointwise("muldiv", g, x, y)
     return _binary("hypot", input, other, "hypot", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("muldiv", g, a, y), need[1] and _pw.pointwise("muldiv", g, b, y)),
+        need[0] and grad(g, a, y), need[1] and grad(g, b, y)),
         graph=lambda g, a, b, y: (g * a / y, g * b / y), saves_output=True)
 
 

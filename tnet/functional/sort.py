@@ -499,15 +499,16 @@ def _float_samples(name, y, dim):
     return (y if y.dtype in FLOATS else to(y, torch.float32)), dim_index(dim, y.ndim)
 
 
-def _trapezoids(name, y, x, dx, dim):
-    """The areas of the trapezoids between y's neighbours along dim (that dim one shorter, float):
-    (y[k] + y[k + 1]) / 2 times x's steps (x 1-D along dim, or broadcasting with y), or dx (1)."""
+def _trapezoids(name, y, x, dx, dim, total):
+    """total (sum or cumsum) along dim of the trapezoids between y's neighbours (float), in torch's order:
+    over x's steps (x 1-D along dim, or broadcasting with y) total((y[k] + y[k + 1]) * step) / 2, so a
+    product past the range is inf before the halving; over a spacing total((y[k] + y[k + 1]) * (dx / 2))."""
     check_args(name, "int", dim=dim)  # its type before y's rank, as torch's parser
     y, d = _float_samples(name, y, dim)
     n = y.shape[d]
-    heights = mul(add(narrow(y, d, min(n, 1), max(n - 1, 0)), narrow(y, d, 0, max(n - 1, 0))), 0.5)
+    pairs = add(narrow(y, d, min(n, 1), max(n - 1, 0)), narrow(y, d, 0, max(n - 1, 0)))
     if x is None:
-        return heights if dx is None or dx == 1 else mul(heights, dx)
+        return total(mul(pairs, 0.5 if dx is None else dx / 2), d)
     check(dx is None, f"{name}: give x or dx, not both")
     check_tensors(name, x=x)
     if x.ndim == 1:
@@ -516,7 +517,7 @@ def _trapezoids(name, y, x, dx, dim):
         steps = reshape(steps, (-1,) + (1,) * (y.ndim - 1 - d))
     else:
         steps = diff(x, dim=d if x.ndim == y.ndim else dim)
-    return mul(heights, steps)
+    return mul(total(mul(steps, pairs), d), 0.5)
 
 
 def trapezoid(y, x=None, *, dx=None, dim=-1):
@@ -530,7 +531,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
         d = dim_index(dim, y.ndim)
         return Tensor(torch.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device))
     if x is not None:
-        return sum(_trapezoids("trapezoid", y, x, dx, dim), dim)
+        return _trapezoids("trapezoid", y, x, dx, dim, sum)
     y, d = _float_samples("trapezoid", y, dim)
     ends = add(narrow(y, d, 0, 1), narrow(y, d, y.shape[d] - 1, 1))
     total = sub(sum(y, d), mul(squeeze(ends, d), 0.5))
@@ -545,4 +546,4 @@ def trapz(y, x=None, *, dx=None, dim=-1):
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """torch.cumulative_trapezoid: the running integral of y along dim (one shorter) by the trapezoidal
     rule, as trapezoid takes x and dx."""
-    return cumsum(_trapezoids("cumulative_trapezoid", y, x, dx, dim), dim)
+    return _trapezoids("cumulative_trapezoid", y, x, dx, dim, cumsum)
