@@ -45,7 +45,7 @@ def _skip_discarded_overflow_checks():
     """The interpreter's int add, sub and mul each run Triton's overflow check
     (binary_op_sanitize_overflow_impl: both operands cast to int64, the op again, two comparisons),
     whose only effect is a device_assert, which does nothing without the interpreter's options.debug
-    (always False: the interpreter builds its options with the defaults): half of a CPU test's time,
+    (always False: the interpreter builds its options with the defaults): a third of a CPU test's time,
     discarded. Without debug the check is skipped; with it, Triton's own runs. Triton versions
     without that layout keep their own."""
     from triton.runtime import interpreter
