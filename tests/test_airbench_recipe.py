@@ -272,9 +272,13 @@ def test_muon_recipe_groups_schedule_and_steps():
         (0.24, 0.6, True, 0.0, 3, True)
     assert opt.param_groups == [*sgd.param_groups, *muon.param_groups]
     for it in range(1, total):
-        for p in named.values():
-            p.grad = tnet.tensor(np.ones(p.shape)) if p.requires_grad else None
-        opt.step()
+        # the optimizers step at the first iteration and the last (whose lr, after seven changes,
+        # the device's copy must hold): the lrs are the schedule's, and each step between costs
+        # about a second of Muon's Newton-Schulz in the CPU's interpreter
+        if it in (1, total - 1):
+            for p in named.values():
+                p.grad = tnet.tensor(np.ones(p.shape)) if p.requires_grad else None
+            opt.step()
         schedule.step()
         assert sgd.param_groups[0]["lr"] == pytest.approx(0.053 * max(0.0, 1 - it / 6))
         assert m["lr"] == pytest.approx(0.24 * (1 - it / total))

@@ -1,6 +1,7 @@
 """The code's layout rules, checked on the source: no import circle inside tnet, no private name
 imported from another module, no script imported by another, train.py without recipe tables."""
 import ast
+import functools
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -12,19 +13,22 @@ def module_name(path):
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.cache
 def imports(path):
-    """(module, names) for every import in the file, at any depth, relative ones resolved."""
+    """(module, names) for every import in the file, at any depth, relative ones resolved. Kept per
+    path: several tests read the same files, and parsing and walking them is most of their time."""
     package = module_name(path).split(".")
     if path.name != "__init__.py":
         package = package[:-1]
+    found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            for alias in node.names:
-                yield alias.name, []
+            found += [(alias.name, []) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = package[:len(package) - node.level + 1] if node.level else []
             module = ".".join(base + ([node.module] if node.module else []))
-            yield module, [alias.name for alias in node.names]
+            found.append((module, [alias.name for alias in node.names]))
+    return tuple(found)
 
 
 def tnet_graph():
