@@ -245,12 +245,17 @@ def threshold_(self, threshold, value):
     """self = threshold(self, threshold, value). torch's threshold_, alone of the in-place activations,
     takes a self that overlaps itself (an expanded tensor): every alias of an element gets one value, so
     outside a recorded graph the write goes to each element once, through the stride-0 dims taken once."""
-    m = self.memory
-    if _copy.overlaps(m) and not (is_grad_enabled() and self.requires_grad):
-        once = m.as_strided([1 if st == 0 else s for s, st in zip(m.shape, m.stride())], m.stride(), m.storage_offset())
-        _threshold_(Tensor(once), threshold, value)  # counts the write in self's version (one memory); an
-        return self  # as_strided self that still overlaps raises copy_'s error
+    if _copy.overlaps(self.memory) and not (is_grad_enabled() and self.requires_grad):
+        _threshold_(Tensor(_each_once(self.memory)[0]), threshold, value)  # counts the write in self's version
+        return self  # (one memory); an as_strided self that still overlaps raises copy_'s error
     return _threshold_(self, threshold, value)
+
+
+def _each_once(m):
+    """(m's elements each once: m with its stride-0 dims of more than one taken at one index, those dims), for
+    the in-place writes torch takes on a tensor that overlaps itself (threshold_, masked_fill_)."""
+    aliased = tuple(d for d, (n, st) in enumerate(zip(m.shape, m.stride())) if st == 0 and n > 1)
+    return m.as_strided([1 if d in aliased else n for d, n in enumerate(m.shape)], m.stride(), m.storage_offset()), aliased
 
 
 # the activations' inplace=True (F.relu(x, inplace=True), nn.ReLU(inplace=True), ...): their in-place forms
@@ -451,13 +456,11 @@ def masked_fill_(self, mask, value):
     a recorded graph the write goes to each element once, through the stride-0 dims taken once and the
     mask reduced over them by any."""
     value = _masked_value("masked_fill_", self, mask, value)
-    m = self.memory
-    if _copy.overlaps(m) and not (is_grad_enabled() and self.requires_grad):
+    if _copy.overlaps(self.memory) and not (is_grad_enabled() and self.requires_grad):
         warnings.warn("Use of masked_fill_ on expanded tensors is deprecated. Please clone() the tensor before "
                       "performing this operation. This also applies to advanced indexing e.g. tensor[mask] = scalar",
                       UserWarning, stacklevel=2)
-        aliased = tuple(d for d, (n, st) in enumerate(zip(m.shape, m.stride())) if st == 0 and n > 1)
-        once = m.as_strided([1 if d in aliased else n for d, n in enumerate(m.shape)], m.stride(), m.storage_offset())
+        once, aliased = _each_once(self.memory)
         if aliased:
             mask = _any(expand(mask, self.shape), dim=aliased, keepdim=True)
         inplace(Tensor(once), "masked_fill_", lambda x: where(mask, value, x), (value,))  # counts the write in
