@@ -170,6 +170,8 @@ def _kind(v):
 def checked_alpha(input, other, alpha):
     """alpha= of add and sub (and add_, sub_) by torch's rules: a floating alpha needs a floating result, a bool
     alpha a bool one (RuntimeError); for a bool result, alpha as a bool (True + 2 * True is True, as torch's)."""
+    if alpha.__class__ is int and alpha == 1:  # the default, which every rule lets through: every a + b asks
+        return alpha
     kinds = {_kind(input), _kind(other)}
     check("float" in kinds or not isinstance(alpha, (float, np.floating)),
           "For integral input tensors, argument alpha must not be a floating point number.")
