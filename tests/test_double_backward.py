@@ -390,6 +390,9 @@ def test_second_order_multi_head_attention(rng, ieee):
     ("lerp", lambda T, F, x, y: T.lerp(x, y * y, 0.3) * x + T.lerp(x * x, y, T.sigmoid(y)) * y),
     ("addcmul_addcdiv", lambda T, F, x, y: T.addcmul(x, x, y * y, value=0.5) * y +
      T.addcdiv(x * x, y, x * x + 1.0, value=2.0) * x),
+    # tensor bounds: each operand's gradient is g where it was taken (ports 31's reproducer raised NotImplementedError)
+    ("clamp_tensor_bounds", lambda T, F, x, y: T.tanh(x.clamp(min=y * 0.5, max=y * y + 0.5)) * x +
+     T.tanh(x * x).clamp(max=T.tanh(y)) * y),
 ])
 def test_second_order_binary_functions(rng, name, fn):
     second_order(rng, fn, (3, 4), (3, 4))

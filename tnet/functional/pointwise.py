@@ -670,13 +670,22 @@ def _clamp_tensors(input, min, max):
     operands = (input, min, max)
     need = needs_grad(*operands)
 
-    def grads(g):
+    def which():
         fx, flo, fhi = (_float(v) if isinstance(v, torch.Tensor) and not v.is_floating_point() else v for v in (X, lo, hi))
-        code = _pw.pointwise("clamp_which", fx, flo, fhi, float((min is not None) + 2 * (max is not None)))
+        return _pw.pointwise("clamp_which", fx, flo, fhi, float((min is not None) + 2 * (max is not None)))
+
+    def grads(g):
+        code = which()
         # in g's dtype, summed to a broadcast operand's shape, then the tape casts: torch's order (a 0-d fp32 bound
         # of bf16 input takes a bf16 sum)
         return tuple(_pw.pointwise("clamp_backward", g, code, float(k)) if n else None for k, n in enumerate(need))
-    return _record_each("clamp", y, operands, grads, saved=(X, lo, hi))
+
+    def graph(g, out):  # each operand's gradient is g masked where it was taken: linear in g, its own adjoint
+        code = which()
+        masked = lambda h, k: _pw.pointwise("clamp_backward", h, code, float(k))
+        return tuple(record("clamp_backward", masked(g.memory, k), (g,), lambda h, k=k: (masked(h, k),)) if n else None
+                     for k, n in enumerate(need))
+    return _record_each("clamp", y, operands, grads, saved=(X, lo, hi), graph=graph)
 
 
 def clamp_min(input, min):
