@@ -391,6 +391,9 @@ def test_second_order_multi_head_attention(rng, ieee):
     ("addcmul_addcdiv", lambda T, F, x, y: T.addcmul(x, x, y * y, value=0.5) * y +
      T.addcdiv(x * x, y, x * x + 1.0, value=2.0) * x),
     # tensor bounds: each operand's gradient is g where it was taken (ports 31's reproducer raised NotImplementedError)
+    # fmod's and remainder's other gradient -g * a step of x / y, copysign's g * (y / x) (ports 31's list)
+    ("fmod_remainder_copysign", lambda T, F, x, y: T.fmod(x * x, y * y + 0.5) * y + T.remainder(x * x, y * y + 0.5) * x +
+     T.remainder(x, 1.5) * x + T.copysign(x * x, y) * y + T.copysign(x, -1.0) * x),
     ("clamp_tensor_bounds", lambda T, F, x, y: T.tanh(x.clamp(min=y * 0.5, max=y * y + 0.5)) * x +
      T.tanh(x * x).clamp(max=T.tanh(y)) * y),
 ])

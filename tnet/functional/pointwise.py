@@ -1326,7 +1326,8 @@ def fmod(input, other):
     C's %; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * trunc(input / other)."""
     return _binary("fmod", input, other, "fmod", lambda g, a, b, y, need: (
-        g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("trunc", _pw.pointwise("div", a, b)), -1.0)))
+        g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("trunc", _pw.pointwise("div", a, b)), -1.0)),
+        graph=lambda g, a, b, y: (g, -(g * _stepped("trunc", a, b))))
 
 
 def remainder(input, other):
@@ -1334,7 +1335,16 @@ def remainder(input, other):
     torch.remainder; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * floor_divide(input, other)."""
     return _binary("remainder", input, other, "remainder", lambda g, a, b, y, need: (
-        g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("floor_divide", a, b), -1.0)))
+        g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("floor_divide", a, b), -1.0)),
+        graph=lambda g, a, b, y: (g, -(g * _stepped("floor_divide", a, b))))
+
+
+def _stepped(op, a, b):
+    """trunc(a / b) or floor_divide(a, b) (op) of tnet Tensors or numbers, as a constant of the tape: a step
+    function, whose gradient is 0 (fmod's and remainder's graph backwards)."""
+    value = lambda v: v.memory if isinstance(v, Tensor) else v
+    return Tensor(_pw.pointwise("trunc", _pw.pointwise("div", value(a), value(b))) if op == "trunc" else
+                  _pw.pointwise("floor_divide", value(a), value(b)))
 
 
 def floor_divide(input, other):
@@ -1534,7 +1544,8 @@ def copysign(input, other):
     give float32. input's gradient is g * (y / x), its factor 0 where x is 0; other's is 0, as torch's."""
     return _binary("copysign", input, other, "copysign", lambda g, a, b, y, need: (
         need[0] and _pw.pointwise("mul", g, _pw.pointwise("std_backward", 1.0, a, y)),  # torch's g where(x == 0, 0, y / x)
-        need[1] and torch.zeros_like(g)), saves_output=True)
+        need[1] and torch.zeros_like(g)), saves_output=True,
+        graph=lambda g, a, b, y: (g * Tensor(_pw.pointwise("std_backward", 1.0, a.memory, y.memory)), g * 0.0))
 
 
 def heaviside(input, values):
