@@ -364,6 +364,7 @@ def test_second_order_scatters_and_windows(rng, name, fn):
      T.atanh(T.tanh(x) * 0.9) * x + T.erfc(x) * x + T.erfinv(T.tanh(x) * 0.9) * x),
     ("contiguous_clone_flip", lambda T, F, x: T.tanh(x.t().contiguous()).t() * x + T.tanh(x.clone()) * x +
      T.tanh(T.flip(x, (0, 1)))),
+    ("tanhshrink", lambda T, F, x: F.tanhshrink(x * 2) * x),
 ])
 def test_second_order_math_and_copies(rng, name, fn):
     second_order(rng, fn, (3, 4))

@@ -1068,7 +1068,8 @@ def softsign(input):
 
 def tanhshrink(input):
     """x - tanh(x)."""
-    return _unary("tanhshrink", input, "tanhshrink", "tanhshrink_backward", False)
+    return _unary("tanhshrink", input, "tanhshrink", "tanhshrink_backward", False,
+                  graph=lambda g, x, y: g * tanh(x) * tanh(x))  # tanh(x)^2 = 1 - tanh'(x)
 
 
 def threshold(input, threshold, value, inplace=False):
