@@ -365,6 +365,8 @@ def test_second_order_scatters_and_windows(rng, name, fn):
     ("contiguous_clone_flip", lambda T, F, x: T.tanh(x.t().contiguous()).t() * x + T.tanh(x.clone()) * x +
      T.tanh(T.flip(x, (0, 1)))),
     ("tanhshrink", lambda T, F, x: F.tanhshrink(x * 2) * x),
+    ("diag_embed_block_diag", lambda T, F, x: T.tanh(T.diag_embed(x * x, 1)).sum(-1)[:, :4] * x +
+     T.tanh(T.block_diag(x * x, x[0], x[1:, :2] * x[0, 0])).sum() * x),
 ])
 def test_second_order_math_and_copies(rng, name, fn):
     second_order(rng, fn, (3, 4))

@@ -1751,9 +1751,13 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     size = (input.shape[-1] if input.ndim else 1) + builtins.abs(offset)
     rest = iter(input.shape[:-1])
     shape = [size if k in (d1, d2) else next(rest) for k in range(n)]
-    y = torch.zeros(shape, dtype=input.dtype, device=input.device)
-    copy_(_diagonal_view(y, offset, d1, d2), input.memory.reshape(input.shape or (1,)))
-    return _copy_record("diag_embed", input, y, lambda g: (_diagonal_view(g, offset, d1, d2).reshape(input.shape),))
+    def embedded(x):  # the forward's linear map, of a torch tensor of input's shape
+        y = torch.zeros(shape, dtype=x.dtype, device=x.device)
+        copy_(_diagonal_view(y, offset, d1, d2), x.reshape(input.shape or (1,)))
+        return y
+    backward = lambda g: (_diagonal_view(g, offset, d1, d2).reshape(input.shape),)
+    return _copy_record("diag_embed", input, embedded(input.memory), backward,
+                        graph=linear_graph("diag_embed", backward, embedded))
 
 
 def diagflat(input, offset=0):
@@ -1802,7 +1806,10 @@ def block_diag(*tensors):
 
     def backward(g):
         return [g[i:i + b.shape[0], j:j + b.shape[1]].reshape(x.shape) for x, b, (i, j) in zip(tensors, blocks, corners)]
-    return _copy_record("block_diag", tensors, y, backward)
+
+    def graph(g, out):  # each block of g, a slice on the tape
+        return tuple(reshape(g[i:i + b.shape[0], j:j + b.shape[1]], x.shape) for x, b, (i, j) in zip(tensors, blocks, corners))
+    return _copy_record("block_diag", tensors, y, backward, graph=graph)
 
 
 def kron(input, other):
