@@ -758,12 +758,18 @@ def _inf_norm(x, largest, dim, keepdim):
         a = abs(x)
         y = (amax if largest else amin)(a, dim, keepdim=True)
 
-    def backward(g):
+    def weights():  # sgn(x) / count at the norm's elements, else 0: the gradient's factor of g, a step function
         with no_grad():
             mask = logical_or(eq(a, y), isnan(a)).to(x.dtype)
-            share = div(reshape(Tensor(g), y.shape), sum(mask, dim, keepdim=True))
-            return mul(sign(x), mul(share, mask)).memory
-    out = record("vector_norm", y.memory, (x,), lambda g: (backward(g),), saved=(x, y))
+            return mul(sign(x), div(mask, sum(mask, dim, keepdim=True)))
+
+    def backward(g):
+        with no_grad():
+            return mul(reshape(Tensor(g), y.shape), weights()).memory
+
+    def graph(g, norm):  # the same on the tape, the factor a constant
+        return (mul(reshape(g, norm.shape), weights()),)
+    out = record("vector_norm", y.memory, (x,), lambda g: (backward(g),), saved=(x, y), graph=graph)
     return out if keepdim else reshape(out, _shape(x.shape, _dims("vector_norm", x, dim), False))
 
 
@@ -782,7 +788,10 @@ def _p_norm(x, p, dim, keepdim):
         with no_grad():
             scale = where(eq(y, 0), 0.0, mul(reshape(Tensor(g), y.shape), pow(y, 1.0 - p)))
             return mul(where(eq(x, 0), 0.0, mul(sign(x), pow(abs(x), p - 1.0))), scale).memory
-    out = record("vector_norm", y.memory, (x,), lambda g: (backward(g),), saved=(x, y))
+    def graph(g, norm):  # the same on the tape, through the norm as recorded (its own gradient then counts)
+        scale = where(eq(norm, 0), 0.0, mul(reshape(g, norm.shape), pow(norm, 1.0 - p)))
+        return (mul(where(eq(x, 0), 0.0, mul(sign(x), pow(abs(x), p - 1.0))), scale),)
+    out = record("vector_norm", y.memory, (x,), lambda g: (backward(g),), saved=(x, y), graph=graph)
     return out if keepdim else reshape(out, _shape(x.shape, _dims("vector_norm", x, dim), False))
 
 
