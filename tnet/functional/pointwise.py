@@ -950,6 +950,12 @@ MATH_GRAPHS = {
     "erfinv": lambda g, x, y: mul(g, mul(exp(mul(y, y)), math.sqrt(math.pi) / 2.0)),
     "lgamma": lambda g, x, y: mul(g, digamma(x)),
     "digamma": lambda g, x, y: mul(g, polygamma(1, x)),
+    # torch.special's (SPECIAL_MATH, below)
+    "erfcx": lambda g, x, y: mul(g, sub(mul(mul(x, y), 2.0), 2.0 / math.sqrt(math.pi))),
+    "log_ndtr": lambda g, x, y: mul(g, mul(exp(sub(mul(mul(x, x), -0.5), y)), 1.0 / math.sqrt(2.0 * math.pi))),
+    "ndtri": lambda g, x, y: mul(g, mul(exp(mul(mul(y, y), 0.5)), math.sqrt(2.0 * math.pi))),
+    "i0": lambda g, x, y: mul(g, i1(x)),
+    "i0e": lambda g, x, y: mul(g, sub(i1e(x), mul(sign(x), y))),
 }
 
 
@@ -1488,7 +1494,8 @@ MORE_MATH = {
 MATH.update(MORE_MATH)
 tan, acosh, asinh, atanh, erfc, erfinv, lgamma, digamma, sinc = (_math(name, *spec) for name, spec in MORE_MATH.items())
 
-SPECIAL_MATH = {  # torch.special's (i0 also torch's and Tensor's); gradients by their kernels' backward OPs only
+SPECIAL_MATH = {  # torch.special's (i0 also torch's and Tensor's); gradients by their kernels' backward OPs (i1 and i1e's
+    # not on the tape)
     "erfcx": ("exp(x^2) erfc(x), no overflow above 0 (inf below about -9.4)", "erfcx", "erfcx_backward", "x"),
     "log_ndtr": ("log of the standard normal CDF, accurate in both tails", "log_ndtr", "log_ndtr_backward", "x"),
     "ndtri": ("the standard normal quantile (Acklam's approximation and a Halley step), -inf at 0, inf at 1, "
