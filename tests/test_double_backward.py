@@ -366,7 +366,8 @@ def test_second_order_scatters_and_windows(rng, name, fn):
      T.tanh(T.flip(x, (0, 1)))),
     ("tanhshrink", lambda T, F, x: F.tanhshrink(x * 2) * x),
     ("special_functions", lambda T, F, x: T.special.i0(x) * x + T.special.i0e(x) * x + T.special.log_ndtr(x) * x +
-     T.special.erfcx(x) * x + T.special.ndtri(T.sigmoid(x)) * x),
+     T.special.erfcx(x) * x + T.special.ndtri(T.sigmoid(x)) * x + T.special.i1(x) * x + T.special.i1e(x) * x +
+     T.sinc(x) * x),
     ("p_norms", lambda T, F, x: T.linalg.vector_norm(x * x + x, 3.0, dim=1, keepdim=True) * x +
      T.linalg.vector_norm(x, 1.5) * x + T.linalg.vector_norm(x * x + 0.1, 0.5, dim=0) +
      T.linalg.vector_norm(x * x, float("inf"), dim=1, keepdim=True) * x + T.linalg.vector_norm(x, -float("inf")) * x),

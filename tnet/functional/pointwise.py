@@ -956,7 +956,18 @@ MATH_GRAPHS = {
     "ndtri": lambda g, x, y: mul(g, mul(exp(mul(mul(y, y), 0.5)), math.sqrt(2.0 * math.pi))),
     "i0": lambda g, x, y: mul(g, i1(x)),
     "i0e": lambda g, x, y: mul(g, sub(i1e(x), mul(sign(x), y))),
+    # the y / x terms' limits at 0 by where, the other branch at x = 1 there (a 0 / 0 would send NaN back through it)
+    "i1": lambda g, x, y: mul(g, where(eq(x, 0.0), 0.5, sub(i0(x), div(y, _nonzero(x))))),
+    "i1e": lambda g, x, y: mul(g, where(eq(x, 0.0), 0.5, sub(i0e(x), mul(y, add(sign(x), reciprocal(_nonzero(x))))))),
+    # sinc' at 0 as x sinc''(0) = -x pi^2 / 3: 0, with the slope of the limit (torch's second order is NaN there)
+    "sinc": lambda g, x, y: mul(g, where(eq(x, 0.0), mul(x, -math.pi ** 2 / 3), div(sub(cos(mul(x, math.pi)), y),
+                                                                                   _nonzero(x)))),
 }
+
+
+def _nonzero(x):
+    """x with its zeros as 1 (their gradient 0): a divisor for where's branch that a zero does not take."""
+    return where(eq(x, 0.0), 1.0, x)
 
 
 def _elementwise(name, input, op, grad=()):
@@ -1494,8 +1505,7 @@ MORE_MATH = {
 MATH.update(MORE_MATH)
 tan, acosh, asinh, atanh, erfc, erfinv, lgamma, digamma, sinc = (_math(name, *spec) for name, spec in MORE_MATH.items())
 
-SPECIAL_MATH = {  # torch.special's (i0 also torch's and Tensor's); gradients by their kernels' backward OPs (i1 and i1e's
-    # not on the tape)
+SPECIAL_MATH = {  # torch.special's (i0 also torch's and Tensor's); gradients by their kernels' backward OPs
     "erfcx": ("exp(x^2) erfc(x), no overflow above 0 (inf below about -9.4)", "erfcx", "erfcx_backward", "x"),
     "log_ndtr": ("log of the standard normal CDF, accurate in both tails", "log_ndtr", "log_ndtr_backward", "x"),
     "ndtri": ("the standard normal quantile (Acklam's approximation and a Halley step), -inf at 0, inf at 1, "
