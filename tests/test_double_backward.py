@@ -325,7 +325,7 @@ def _i(T, rows):
 
 
 def _written(x, index, value):
-    """x with x[index] = value (a basic index: slices and ints), as a force field builds its features."""
+    """x with x[index] = value (slices and ints, or index tensors), as a force field builds its features."""
     x[index] = value
     return x
 
@@ -345,6 +345,8 @@ def _written(x, index, value):
      T.tanh(x.unfold(0, 2, 2)).sum()),
     ("setitem_slices", lambda T, F, x: T.tanh(_written(x * x, (slice(None), slice(1, 3)), T.tanh(x[:, :2]))) +
      T.tanh(_written(x.new_zeros(3, 4), (1,), x[0] * x[2])) * x),
+    ("setitem_advanced", lambda T, F, x: T.tanh(_written(T.tanh(x) * x, (_i(T, [2, 0]),), x[1:] * x[1:])) * x +
+     T.tanh(_written(x * x, (slice(None), _i(T, [3, 1])), 0.5)) * x),
 ])
 def test_second_order_scatters_and_windows(rng, name, fn):
     """index_add, scatter_add (SchNet's and EGNN's segment sums under forces by autograd), scatter_reduce, scatter,

@@ -584,10 +584,32 @@ def _put(self, plan, value):
                 _copy.put_(plan.block(gx), zeros, index, plan.axis, None, wrap)
             if not isinstance(value, Tensor):
                 return (gx,)
+            return gx, sum_to(gathered(g), value)
+
+        def gathered(g):  # the indexed elements of g, in value's broadcast shape
+            if g.stride() != strides:  # the block's strides are memory's
+                g = _copy_(torch.empty_strided(g.shape, strides, dtype=g.dtype, device=g.device), g)
             gv = torch.empty(part_shape, dtype=g.dtype, device=g.device)
             _copy.gather_(gv, plan.block(g), index, plan.axis, None, wrap)
-            return gx, sum_to(gv.view(shape), value)
-        return record("setitem", memory, (x, value) if isinstance(value, Tensor) else (x,), backward, saved=(index,))
+            return gv.view(shape)
+
+        def added(k):  # gathered's adjoint: k added at the indexed elements of zeros (a repeated index sums)
+            out = torch.empty_strided(memory.shape, strides, dtype=torch.float32, device=k.device).zero_()
+            _copy.index_add_(plan.block(out), k.reshape(part_shape), index, plan.axis, wrap)
+            return out if k.dtype == torch.float32 else _copy_(torch.empty_like(out, dtype=k.dtype), out)
+
+        def graph(g, y):  # the same linear maps of g on the tape: g off the indexed elements, and g there
+            gx = None
+            if x.requires_grad:
+                keep = torch.empty_strided(memory.shape, strides, dtype=g.dtype, device=g.device).fill_(1)
+                _copy.put_(plan.block(keep), torch.zeros((), dtype=g.dtype, device=g.device).expand(part_shape), index,
+                           plan.axis, None, wrap)
+                gx = mul(g, Tensor(keep))
+            if not isinstance(value, Tensor):
+                return (gx,)
+            return gx, graph_sum_to(record("setitem_backward", gathered(g.memory), (g,), lambda k: (added(k),)), value)
+        return record("setitem", memory, (x, value) if isinstance(value, Tensor) else (x,), backward, saved=(index,),
+                      graph=graph)
     return inplace(self, "setitem", compute, (value,))
 
 
