@@ -1517,3 +1517,12 @@ def test_pow_gradient_takes_a_16_bit_exponent_minus_one_in_its_dtype(dtype):
     lambda m, f, t: f.interpolate(m.ones(1, 2, 3, 3, 3), size=(2, 2, 0), mode="area")])
 def test_empty_dims_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 145-148
+    # cumulative_trapezoid's dx of another type: torch's parser raises TypeError before any shape (seed 147,
+    # case 999: tnet raised IndexError for the 0-d y)
+    lambda m, f, t: m.cumulative_trapezoid(t(1.0), dx="x"),
+    lambda m, f, t: m.cumulative_trapezoid(t([1.0, 2.0, 4.0]), dx=2)])
+def test_seeds_145_148_as_torch(call):
+    _same_outcome(call)

@@ -499,11 +499,17 @@ def _float_samples(name, y, dim):
     return (y if y.dtype in FLOATS else to(y, torch.float32)), dim_index(dim, y.ndim)
 
 
+def _spacing_args(name, dx, dim):
+    """The types of trapezoid's dx (a number or None) and dim, before any shape, as torch's parser."""
+    check_args(name, "float", dx=1 if dx is None else dx)
+    check_args(name, "int", dim=dim)
+
+
 def _trapezoids(name, y, x, dx, dim, total):
     """total (sum or cumsum) along dim of the trapezoids between y's neighbours (float), in torch's order:
     over x's steps (x 1-D along dim, or broadcasting with y) total((y[k] + y[k + 1]) * step) / 2, so a
     product past the range is inf before the halving; over a spacing total((y[k] + y[k + 1]) * (dx / 2))."""
-    check_args(name, "int", dim=dim)  # its type before y's rank, as torch's parser
+    _spacing_args(name, dx, dim)
     y, d = _float_samples(name, y, dim)
     n = y.shape[d]
     pairs = add(narrow(y, d, min(n, 1), max(n - 1, 0)), narrow(y, d, 0, max(n - 1, 0)))
@@ -525,8 +531,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     (1-D along dim, or broadcasting with y) or a spacing dx (1); integers give floats. Differentiable.
     As torch's: a spacing takes (sum(y) - (y[0] + y[-1]) / 2) dx (so an infinite end gives NaN, and
     one sample its own inf - inf), and a dim of size 0 zeros of y's dtype, outside the graph."""
-    check_args("trapezoid", "float", dx=1 if dx is None else dx)  # its type before any shape, as torch's parser
-    check_args("trapezoid", "int", dim=dim)
+    _spacing_args("trapezoid", dx, dim)
     if isinstance(y, Tensor) and y.ndim and y.shape[dim_index(dim, y.ndim)] == 0:
         d = dim_index(dim, y.ndim)
         return Tensor(torch.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device))
