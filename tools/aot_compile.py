@@ -42,7 +42,8 @@ def compile_kernel(kernel, arg_types, constexprs, config):
     arg_types the Triton type of each non-constexpr argument ('*fp32', 'i32', ('i32',) for a tuple),
     constexprs the others' values but the config's."""
     fn = kernel if isinstance(kernel, triton.runtime.JITFunction) else kernel.fn  # a plain (_Fast) one, or autotuned
-    consts = {**constexprs, **config.kwargs}
+    defaults = {p.name: p.default for p in fn.params if p.is_constexpr and p.has_default}  # WARP_SPECIALIZE's False
+    consts = {**defaults, **constexprs, **config.kwargs}
     signature = {name: "constexpr" if name in consts else arg_types[name] for name in fn.arg_names}
     # pointers 16-byte aligned, as a launch's tensors are (torch's allocations): what lets loads vectorize
     attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
@@ -118,6 +119,23 @@ def grid_sample():
                        dict(BILINEAR=bilinear, PAD=pad, ALIGN=False, DX=True, DGRID=bilinear, BLOCK_C=4))
 
 
+def tma():
+    """The TMA GEMM (tf32, bf16) and convolution forward and input gradient (bf16, airbench's 64 -> 256 at 15x15):
+    with TNET_TRIAL=1 their warp-specialized trial tiles too."""
+    from tnet.kernels import conv_tma, gemm
+    for name, kernel, dtype, precision in (("gemm_tma_kernel tf32", gemm.gemm_tma_tuned, "*fp32", "tf32"),
+                                           ("gemm_tma_kernel bf16", gemm.gemm_tma16_tuned, "*bf16", "bf16")):
+        arg_types = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": dtype, "bias_ptr": dtype, "M": "i32", "N": "i32",
+                     "K": "i32", "stride_a": "i32", "stride_b": "i32", "stride_cm": "i32"}
+        yield name, kernel, arg_types, dict(A_T=False, B_T=precision == "tf32", BIAS=2, RELU=True,
+                                            PRECISION=precision, INTERPRET=False, NUM_SMS=132)
+    arg_types = {"a_ptr": "*bf16", "w_ptr": "*bf16", "y_ptr": "*bf16", "bias_ptr": "*bf16", "N": "i32"}
+    for transposed in (False, True):
+        yield f"conv_tma_kernel transposed={transposed}", conv_tma.conv_tma_kernel, arg_types, dict(
+            H=15, W=15, CA=64, HO=15, WO=15, CO=256, KH=3, KW=3, PH=1, PW=1, K_MAX=64, STRIDE=1, TRANSPOSED=transposed,
+            BIAS=False, RELU=False, PRECISION="bf16", INTERPRET=False, BOX_H=16, BOX_W=16, NUM_SMS=132)
+
+
 def clip():
     """clip_grad_norm2_'s kernels over 3 and 32 fp32 gradients (constexpr tuples of pointers, as launched)."""
     from tnet.kernels import optim as o
@@ -131,7 +149,7 @@ def clip():
                                                    "coef_ptr": "*fp32", "max_norm": "fp32"}, dict(BLOCK=o.BLOCK)
 
 
-GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip}
+GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip, "tma": tma}
 
 
 def main():
