@@ -475,12 +475,14 @@ def _pow_tensor(input, exponent):
     need_x, need_e = needs_grad(input, exponent)
 
     def grads(g):
-        gx = _pw.pointwise("pow_backward", g, X, E) if need_x else None
+        gx = None
         if need_x and E.dtype in (torch.float16, torch.bfloat16) and E.dtype != y.dtype:
             # torch's g * (e * x^(e - 1)) takes e - 1 in the exponent's dtype: a 16-bit exponent of fp32 x
             # rounds it (-0.93359375 - 1 is bf16's -1.9375)
             power = _pw.pointwise("mul", E, _pw.pointwise("pow", X, _pw.pointwise("sub", E, 1.0)))
             gx = _pw.pointwise("where", _pw.pointwise("eq", E, 0.0), 0.0, _pw.pointwise("mul", g, power))
+        elif need_x:
+            gx = _pw.pointwise("pow_backward", g, X, E)
         ge = None
         if need_e:
             zero = _pw.pointwise("logical_and", _pw.pointwise("eq", X, 0.0), _pw.pointwise("ge", E, 0.0))
@@ -1343,26 +1345,25 @@ def fmod(input, other):
     """C's fmod: the remainder of input / other truncated toward 0, with input's sign (integers:
     C's %; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * trunc(input / other)."""
-    return _binary("fmod", input, other, "fmod", lambda g, a, b, y, need: (
-        g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("trunc", _pw.pointwise("div", a, b)), -1.0)),
-        graph=lambda g, a, b, y: (g, -(g * _stepped("trunc", a, b))))
+    return _quotient_remainder("fmod", input, other)
 
 
 def remainder(input, other):
     """Python's %: input - floor(input / other) * other, with other's sign (the % operator), as
     torch.remainder; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * floor_divide(input, other)."""
-    return _binary("remainder", input, other, "remainder", lambda g, a, b, y, need: (
-        g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, _pw.pointwise("floor_divide", a, b), -1.0)),
-        graph=lambda g, a, b, y: (g, -(g * _stepped("floor_divide", a, b))))
+    return _quotient_remainder("remainder", input, other)
 
 
-def _stepped(op, a, b):
-    """trunc(a / b) or floor_divide(a, b) (op) of tnet Tensors or numbers, as a constant of the tape: a step
-    function, whose gradient is 0 (fmod's and remainder's graph backwards)."""
-    value = lambda v: v.memory if isinstance(v, Tensor) else v
-    return Tensor(_pw.pointwise("trunc", _pw.pointwise("div", value(a), value(b))) if op == "trunc" else
-                  _pw.pointwise("floor_divide", value(a), value(b)))
+def _quotient_remainder(name, input, other):
+    """fmod or remainder (name): input - q * other for the quotient q rounded toward 0 (fmod) or down
+    (remainder); the gradients g and -g q, q a step function of the operands (a constant on the tape)."""
+    def quotient(a, b):  # of torch tensors or numbers
+        return _pw.pointwise("trunc", _pw.pointwise("div", a, b)) if name == "fmod" else _pw.pointwise("floor_divide", a, b)
+    memory = lambda v: v.memory if isinstance(v, Tensor) else v
+    return _binary(name, input, other, name, lambda g, a, b, y, need: (
+        g.view(g.shape), need[1] and _pw.pointwise("muldiv", g, quotient(a, b), -1.0)),
+        graph=lambda g, a, b, y: (g, -(g * Tensor(quotient(memory(a), memory(b))))))
 
 
 def floor_divide(input, other):

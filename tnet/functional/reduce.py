@@ -763,12 +763,12 @@ def _inf_norm(x, largest, dim, keepdim):
             mask = logical_or(eq(a, y), isnan(a)).to(x.dtype)
             return mul(sign(x), div(mask, sum(mask, dim, keepdim=True)))
 
+    def graph(g, norm):  # the gradient on the tape, the factor a constant
+        return (mul(reshape(g, norm.shape), weights()),)
+
     def backward(g):
         with no_grad():
-            return mul(reshape(Tensor(g), y.shape), weights()).memory
-
-    def graph(g, norm):  # the same on the tape, the factor a constant
-        return (mul(reshape(g, norm.shape), weights()),)
+            return graph(Tensor(g), y)[0].memory
     out = record("vector_norm", y.memory, (x,), lambda g: (backward(g),), saved=(x, y), graph=graph)
     return out if keepdim else reshape(out, _shape(x.shape, _dims("vector_norm", x, dim), False))
 
@@ -784,13 +784,13 @@ def _p_norm(x, p, dim, keepdim):
             y = pow(sum(pow(abs(x).to(torch.float32), p), dim, keepdim=True), 1.0 / p)
             y = y if y.dtype == x.dtype else y.to(x.dtype)
 
-    def backward(g):
-        with no_grad():
-            scale = where(eq(y, 0), 0.0, mul(reshape(Tensor(g), y.shape), pow(y, 1.0 - p)))
-            return mul(where(eq(x, 0), 0.0, mul(sign(x), pow(abs(x), p - 1.0))), scale).memory
-    def graph(g, norm):  # the same on the tape, through the norm as recorded (its own gradient then counts)
+    def graph(g, norm):  # the gradient on the tape, through the norm as recorded (its own gradient then counts)
         scale = where(eq(norm, 0), 0.0, mul(reshape(g, norm.shape), pow(norm, 1.0 - p)))
         return (mul(where(eq(x, 0), 0.0, mul(sign(x), pow(abs(x), p - 1.0))), scale),)
+
+    def backward(g):
+        with no_grad():
+            return graph(Tensor(g), y)[0].memory
     out = record("vector_norm", y.memory, (x,), lambda g: (backward(g),), saved=(x, y), graph=graph)
     return out if keepdim else reshape(out, _shape(x.shape, _dims("vector_norm", x, dim), False))
 
