@@ -1751,6 +1751,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     size = (input.shape[-1] if input.ndim else 1) + builtins.abs(offset)
     rest = iter(input.shape[:-1])
     shape = [size if k in (d1, d2) else next(rest) for k in range(n)]
+
     def embedded(x):  # the forward's linear map, of a torch tensor of input's shape
         y = torch.zeros(shape, dtype=x.dtype, device=x.device)
         copy_(_diagonal_view(y, offset, d1, d2), x.reshape(input.shape or (1,)))
@@ -1804,12 +1805,9 @@ def block_diag(*tensors):
     for b, (i, j) in zip(blocks, corners):
         copy_(y[i:i + b.shape[0], j:j + b.shape[1]], b)
 
-    def backward(g):
+    def backward(g):  # each tensor's block of g, a torch tensor or (on the tape) a tnet one
         return [g[i:i + b.shape[0], j:j + b.shape[1]].reshape(x.shape) for x, b, (i, j) in zip(tensors, blocks, corners)]
-
-    def graph(g, out):  # each block of g, a slice on the tape
-        return tuple(reshape(g[i:i + b.shape[0], j:j + b.shape[1]], x.shape) for x, b, (i, j) in zip(tensors, blocks, corners))
-    return _copy_record("block_diag", tensors, y, backward, graph=graph)
+    return _copy_record("block_diag", tensors, y, backward, graph=lambda g, out: tuple(backward(g)))
 
 
 def kron(input, other):

@@ -513,10 +513,10 @@ def setitem(self, index, value):
             gv = g[items]
             return gx, sum_to(gv if tuple(gv.shape) == value.shape else gv.contiguous(), value)  # reduce: dense
 
-        def graph(g, y):  # the same linear maps of g on the tape: g off the written part, and that part of g
-            keep = torch.ones(g.shape, dtype=g.dtype, device=g.device)
-            keep[items] = 0
-            gx = mul(g, Tensor(keep)) if x.requires_grad else None
+        def graph(g, y):  # the same linear maps of g on the tape: g off the written part (zeros there, as the
+            keep = torch.ones(g.shape, dtype=torch.bool, device=g.device)  # backward's, a NaN of g too), that part of g
+            keep[items] = False
+            gx = where(Tensor(keep), g, 0.0) if x.requires_grad else None
             return (gx,) if not isinstance(value, Tensor) else (gx, graph_sum_to(g[items], value))
         return record("setitem", self.memory, (x, value) if isinstance(value, Tensor) else (x,), backward,
                       graph=graph)
@@ -600,11 +600,11 @@ def _put(self, plan, value):
 
         def graph(g, y):  # the same linear maps of g on the tape: g off the indexed elements, and g there
             gx = None
-            if x.requires_grad:
-                keep = torch.empty_strided(memory.shape, strides, dtype=g.dtype, device=g.device).fill_(1)
-                _copy.put_(plan.block(keep), torch.zeros((), dtype=g.dtype, device=g.device).expand(part_shape), index,
-                           plan.axis, None, wrap)
-                gx = mul(g, Tensor(keep))
+            if x.requires_grad:  # zeros at the indexed elements, as the backward's (a NaN of g too)
+                keep = torch.empty_strided(memory.shape, strides, dtype=torch.bool, device=g.device).fill_(True)
+                _copy.put_(plan.block(keep), torch.zeros((), dtype=torch.bool, device=g.device).expand(part_shape),
+                           index, plan.axis, None, wrap)
+                gx = where(Tensor(keep), g, 0.0)
             if not isinstance(value, Tensor):
                 return (gx,)
             return gx, graph_sum_to(record("setitem_backward", gathered(g.memory), (g,), lambda k: (added(k),)), value)

@@ -154,6 +154,7 @@ def as_int_of(value, dtype):
 
 
 def as_int64(value):
+    """as_int_of for int64 (a number given where torch takes an int64)."""
     return as_int_of(value, torch.int64)
 
 
