@@ -1139,6 +1139,16 @@ def test_grid_sample_grid_gradient_of_a_huge_value_weighs_it_first_as_torch(dtyp
         np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == torch.float32 else 2e-2)
 
 
+def test_bicubic_grid_sample_of_a_non_finite_point_is_nan_as_torch():
+    """An infinite or NaN grid point sampled bicubically gives NaN, as torch's, where its NaN tap coordinate had
+    made gather's index out of bounds (a traceback); a huge finite one reads the padding."""
+    x = torch.randn(1, 1, 4, 4, generator=torch.Generator().manual_seed(0))
+    grid = torch.tensor([[[[INF, 0.0], [0.0, -INF], [NAN, 0.0], [1e30, 0.0]]]])
+    for pad in ("zeros", "border", "reflection"):
+        got = tnet.nn.functional.grid_sample(dev(x), dev(grid), mode="bicubic", padding_mode=pad, align_corners=False)
+        _same(host(got).numpy(), tF.grid_sample(x, grid, mode="bicubic", padding_mode=pad, align_corners=False))
+
+
 def test_glu_gradient_of_a_huge_half_takes_its_product_with_sigmoid_first_as_torch():
     """torch's gradient of glu's second half b is (1 - s) s a g, s = sigmoid(b): at a = b = -3e38, g = 1.5 it is
     -0.0, where g a first overflowed to inf and inf * 0 gave NaN (fuzz seed 104, case 1382)."""

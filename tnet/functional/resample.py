@@ -221,11 +221,13 @@ def _reflect(c, twice_low, twice_high):
 
 def _tap(c, size, padding_mode, align):
     """A tap's integer-valued coordinate c (no gradient) as torch's get_value_bounded reads it: reflected (then
-    clipped) or clipped by the padding mode, and a float mask of the taps that read a value (zeros: inside only)."""
+    clipped) or clipped by the padding mode, and a float mask of the taps that read a value (zeros: inside only).
+    A NaN coordinate (from an infinite or NaN grid point) reads index 0: its weights are NaN already, so the
+    output is NaN there, as torch's."""
     if padding_mode == "reflection":
         c = _reflect(c, 0, 2 * (size - 1)) if align else _reflect(c, -1, 2 * size - 1)
     inside = ((c >= 0) & (c <= size - 1)).float()
-    return c.clamp(0, size - 1), inside if padding_mode == "zeros" else None
+    return c.nan_to_num(0.0).clamp(0, size - 1), inside if padding_mode == "zeros" else None
 
 
 def _unnormalise(v, size, align):
