@@ -403,6 +403,27 @@ def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
 
 
 
+def test_gamma_and_chi2_cdf_as_torch(rng):
+    """Gamma.cdf (Chi2's through it) as torch's gammainc(concentration, rate * value), against torch in float64:
+    values, the gradients of rate and value; concentration's raises in backward, as torch's."""
+    D = tnet.distributions
+    conc, rate = np.array([0.5, 2.0, 30.0]), np.array([1.5, 0.7, 1.0])
+    value = rng.gamma(2.0, size=(2, 3)) + 0.05
+    (r, rr), (v, rv) = (tnet.tensor(rate, requires_grad=True), torch.tensor(rate, requires_grad=True)), \
+        (tnet.tensor(value, requires_grad=True), torch.tensor(value, requires_grad=True))
+    ours, ref = D.Gamma(tnet.tensor(conc), r).cdf(v), torch.distributions.Gamma(torch.tensor(conc), rr).cdf(rv)
+    assert_close(ours, ref.detach(), 1e-5, "Gamma.cdf")
+    ours.sum().backward()
+    ref.sum().backward()
+    assert_close(r.grad, rr.grad, 1e-5, "rate's gradient")
+    assert_close(v.grad, rv.grad, 1e-5, "value's gradient")
+    assert_close(D.Chi2(tnet.tensor(conc)).cdf(tnet.tensor(value)),
+                 torch.distributions.Chi2(torch.tensor(conc)).cdf(torch.tensor(value)), 1e-5, "Chi2.cdf")
+    for lib in (tnet, torch):
+        with pytest.raises(NotImplementedError, match="igamma: input"):
+            lib.distributions.Gamma(lib.tensor([2.0], requires_grad=True), 1.0).cdf(lib.tensor([1.0])).sum().backward()
+
+
 def test_gumbel_cauchy_log_normal_poisson_student_t_as_torch(rng, ieee):
     """Gumbel, Cauchy, LogNormal, Poisson and StudentT against torch.distributions in float64: log_prob,
     cdf, icdf, entropy, mean, mode, variance, Poisson's kl_divergence, and the parameters' gradients

@@ -798,6 +798,11 @@ class Gamma(Distribution):
         return (F.xlogy(self.concentration, self.rate) + F.xlogy(self.concentration - 1, value) -
                 self.rate * value - self.concentration.lgamma())
 
+    def cdf(self, value):
+        """P(concentration, rate * value), the regularized lower incomplete gamma function, as torch's (Chi2's
+        too): differentiable in value and rate; concentration's gradient raises in backward, as torch's."""
+        return F.igamma(self.concentration, self.rate * value)
+
     def entropy(self):
         c = self.concentration
         return c - self.rate.log() + c.lgamma() + (1.0 - c) * c.digamma()
