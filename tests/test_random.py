@@ -285,8 +285,8 @@ def test_normal_bernoulli_categorical_as_torch(rng):
         assert_close(t.grad, r.grad, TOL["ieee"] * 10, "gradient")
     # rsample: loc + eps * scale, differentiable; sample: detached
     loc.grad = scale.grad = None
-    z = D.Normal(loc, scale).rsample((5,))
-    assert z.shape == (5, 2, 3) and z.requires_grad and not D.Normal(loc, scale).sample().requires_grad
+    z = D.Normal(loc, scale, validate_args=False).rsample((5,))  # a negative scale: torch's check would raise
+    assert z.shape == (5, 2, 3) and z.requires_grad and not D.Normal(loc, scale, validate_args=False).sample().requires_grad
     z.sum().backward()
     eps = (z.detach() - loc.detach()) / scale.detach()
     assert_close(loc.grad, np.full((2, 3), 5.0), TOL["ieee"], "rsample's loc gradient")
@@ -303,7 +303,7 @@ def test_normal_bernoulli_categorical_as_torch(rng):
         D.kl_divergence(D.Normal(0., 1.), D.Bernoulli(0.5))
     from tnet.distributions.normal import Normal
     from tnet.distributions.kl import kl_divergence
-    assert Normal is D.Normal and kl_divergence is D.kl_divergence and D.Independent(D.Normal(loc, scale), 2).batch_shape == ()
+    assert Normal is D.Normal and kl_divergence is D.kl_divergence and D.Independent(D.Normal(loc, scale.abs()), 2).batch_shape == ()
 
 
 def test_uniform_one_hot_categorical_mixture_as_torch(rng):
@@ -422,6 +422,73 @@ def test_gamma_and_chi2_cdf_as_torch(rng):
     for lib in (tnet, torch):
         with pytest.raises(NotImplementedError, match="igamma: input"):
             lib.distributions.Gamma(lib.tensor([2.0], requires_grad=True), 1.0).cdf(lib.tensor([1.0])).sum().backward()
+
+
+VALIDATED = [  # (law's constructor, value for log_prob or None): torch's validate_args raises for each
+    (lambda d, t: d.Normal(t([0.0, float("nan")]), 1.0), None), (lambda d, t: d.Normal(0.0, t([1.0, -1.0])), None),
+    (lambda d, t: d.Normal(0.0, 1.0), lambda t: t([float("nan")])), (lambda d, t: d.Gamma(2.0, 1.0), lambda t: t([-1.0])),
+    (lambda d, t: d.Bernoulli(probs=t([0.5, 1.5])), None), (lambda d, t: d.Categorical(probs=t([0.5, -0.5])), None),
+    (lambda d, t: d.Uniform(1.0, 0.0), None), (lambda d, t: d.Uniform(0.0, 1.0), lambda t: t(2.0)),
+    (lambda d, t: d.Beta(1.0, -1.0), None), (lambda d, t: d.HalfNormal(1.0), lambda t: t([-0.5])),
+    (lambda d, t: d.MultivariateNormal(t([0.0, 0.0]), t([[1.0, 2.0], [2.0, 1.0]])), None),
+    (lambda d, t: d.Binomial(5, probs=t([0.5])), lambda t: t([6.0])), (lambda d, t: d.Poisson(2.0), lambda t: t([1.5])),
+    (lambda d, t: d.Independent(d.Normal(t([0.0, 0.0]), 1.0), 1), lambda t: t([0.0, float("nan")])),
+    (lambda d, t: d.Dirichlet(t([1.0, 0.0])), None), (lambda d, t: d.Exponential(1.0), lambda t: t(-1.0)),
+    (lambda d, t: d.LogNormal(0.0, 1.0), lambda t: t(-1.0)), (lambda d, t: d.Chi2(t([-1.0])), None),
+    (lambda d, t: d.Normal(t([0.0, 0.0]), 1.0), lambda t: t([0.0, 0.0, 0.0])), (lambda d, t: d.Normal(0.0, 1.0), lambda t: 2.0)]
+
+
+@pytest.mark.parametrize("case", range(len(VALIDATED)))
+def test_validate_args_raises_as_torch(case):
+    """validate_args (on by default, as torch's): the constructor checks the parameters against arg_constraints,
+    log_prob and cdf their value against support, with torch's ValueError (the same message where the law's
+    repr is torch's); validate_args=False, or set_default_validate_args(False), skips them."""
+    make, value = VALIDATED[case]
+    messages = []
+    for lib in (torch, tnet):
+        with pytest.raises(ValueError) as raised:
+            law = make(lib.distributions, lib.tensor)
+            if value is not None:
+                law.log_prob(value(lib.tensor))
+        messages.append(str(raised.value))
+    if case < 4 or case == 7:  # Normal's, Gamma's and Uniform's reprs are torch's
+        assert messages[0] == messages[1]
+    if value is None or case >= len(VALIDATED) - 2:  # their laws, or scores, raise otherwise without the checks
+        return
+    tnet.distributions.Distribution.set_default_validate_args(False)
+    try:
+        law = make(tnet.distributions, tnet.tensor)
+        law.log_prob(value(tnet.tensor))
+    finally:
+        tnet.distributions.Distribution.set_default_validate_args(True)
+    with pytest.raises(ValueError):  # the default read at each call, as torch's: on again
+        law.log_prob(value(tnet.tensor))
+    for lib in (tnet, torch):
+        with pytest.raises(ValueError):
+            lib.distributions.Distribution.set_default_validate_args("yes")
+
+
+def test_validate_args_false_skips_the_checks_as_torch():
+    def scores(lib):
+        D, t = lib.distributions, lib.tensor
+        return [D.Normal(0.0, -1.0, validate_args=False).scale, D.Normal(0.0, 1.0, validate_args=False).log_prob(t([float("nan")])),
+                D.Gamma(2.0, 1.0, validate_args=False).log_prob(t([-1.0])), D.Uniform(0.0, 1.0, validate_args=False).log_prob(t(2.0)),
+                D.Exponential(2.0, validate_args=False).cdf(t([-1.0]))]
+    for got, want in zip(scores(tnet), scores(torch)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_bounded_constraints_check_by_one_reduction(monkeypatch):
+    """An interval of numbers answers validate_args from amin, amax or aminmax of the value (NaN fails), not
+    from check's comparisons: one reduction per parameter at each construction."""
+    C = tnet.distributions.constraints
+    x = tnet.tensor([0.5, 2.0, 1.0])
+    monkeypatch.setattr(type(C.positive), "check", lambda self, v: pytest.fail("check called"))
+    assert C.positive._holds(x) and C.real._holds(x) and not C.unit_interval._holds(x)
+    assert not C.real._holds(tnet.tensor([1.0, float("nan")])) and not C.positive._holds(tnet.tensor([1.0, 0.0]))
+    assert C.nonnegative._holds(tnet.tensor([0.0, 3.0])) and C.half_open_interval(0.0, 2.5)._holds(x)
+    assert not C.half_open_interval(0.0, 2.5)._holds(tnet.tensor([2.5])) and C.real._holds(tnet.tensor([]))
+    assert C.independent(C.positive, 1)._holds(x.reshape(1, 3))
 
 
 def test_gumbel_cauchy_log_normal_poisson_student_t_as_torch(rng, ieee):
@@ -699,7 +766,7 @@ def test_binomial_multinomial_geometric_half_normal_chi2_lowrank_as_torch(rng, i
     D = tnet.distributions
     out = D.kl_divergence(D.Uniform(0.0, 2.0), D.Uniform(tnet.tensor([0.5, -1.0]), 3.0)).numpy()
     assert np.isinf(out[0]) and np.isclose(out[1], np.log(2.0))
-    assert np.isneginf(D.HalfNormal(1.0).log_prob(tnet.tensor(-0.5)).numpy())
+    assert np.isneginf(D.HalfNormal(1.0, validate_args=False).log_prob(tnet.tensor(-0.5)).numpy())
 
 
 def test_new_discrete_distributions_samples_and_register_kl():
