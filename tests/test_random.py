@@ -491,6 +491,29 @@ def test_bounded_constraints_check_by_one_reduction(monkeypatch):
     assert C.independent(C.positive, 1)._holds(x.reshape(1, 3))
 
 
+def test_transformed_cdf_icdf_modes_and_enumerate_support_as_torch():
+    """TransformedDistribution's cdf and icdf (the base's through the transforms, flipped where they reverse
+    the order: Weibull, Pareto, Kumaraswamy, InverseGamma), Bernoulli's, Uniform's, OneHotCategorical's and
+    Independent's mode, and Bernoulli's, OneHotCategorical's and Independent's enumerate_support, as torch's."""
+    def laws(lib):
+        d, t = lib.distributions, lib.tensor
+        x, u = t([0.3, 1.2, 2.5]), t([0.1, 0.5, 0.9])
+        w, p = d.Weibull(t([1.5, 2.0, 0.7]), 1.3), d.Pareto(1.0, t([2.0, 3.0, 1.5]))
+        k, ig = d.Kumaraswamy(t([2.0, 0.5, 1.5]), 3.0), d.InverseGamma(t([2.0, 3.0, 1.5]), 1.2)
+        oh = d.OneHotCategorical(t([[0.2, 0.5, 0.3]]))
+        return [w.cdf(x), w.icdf(u), p.cdf(x + 1), p.icdf(u), k.cdf(u), k.icdf(u), ig.cdf(x),
+                d.Bernoulli(t([0.2, 0.5, 0.9])).mode, d.Bernoulli(t([[0.2, 0.7]])).enumerate_support(),
+                d.Uniform(0.0, t([1.0, 2.0])).mode, oh.mode, oh.enumerate_support(), oh.enumerate_support(False),
+                d.Independent(d.Bernoulli(t([[0.2, 0.7]])), 0).enumerate_support(False),
+                d.Independent(d.Normal(t([[0.2, 0.7]]), 1.0), 1).mode]
+    for k, (got, want) in enumerate(zip(laws(tnet), laws(torch))):
+        assert tuple(got.shape) == tuple(want.shape), k
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=1e-6, equal_nan=True, err_msg=str(k))
+    for lib in (tnet, torch):
+        with pytest.raises(NotImplementedError, match="cartesian product"):
+            lib.distributions.Independent(lib.distributions.Bernoulli(lib.tensor([[0.2, 0.7]])), 1).enumerate_support()
+
+
 def test_gumbel_cauchy_log_normal_poisson_student_t_as_torch(rng, ieee):
     """Gumbel, Cauchy, LogNormal, Poisson and StudentT against torch.distributions in float64: log_prob,
     cdf, icdf, entropy, mean, mode, variance, Poisson's kl_divergence, and the parameters' gradients

@@ -352,8 +352,9 @@ class Distribution:
             for p in params) + ")"
 
 
-# (law, method) that torch's do not validate (Independent's base does; MixtureSameFamily's cdf does not)
-_UNVALIDATED = {("Independent", "log_prob"), ("MixtureSameFamily", "cdf")}
+# (law, method) that torch's do not validate themselves (Independent's and TransformedDistribution's base does;
+# MixtureSameFamily's cdf does not)
+_UNVALIDATED = {("Independent", "log_prob"), ("MixtureSameFamily", "cdf"), ("TransformedDistribution", "cdf")}
 
 
 def _validating(method):
@@ -475,12 +476,21 @@ class Bernoulli(Distribution):
         return self.probs
 
     @property
+    def mode(self):
+        """1 where probs > 1/2, 0 below, NaN at 1/2 (no single mode), as torch's."""
+        return F.where(self.probs == 0.5, math.nan, (self.probs >= 0.5).to(self.probs.dtype))
+
+    @property
     def variance(self):
         return self.probs * (1 - self.probs)
 
     def sample(self, sample_shape=Size()):
         with no_grad():
             return F.bernoulli(self.probs.expand(self._extended_shape(sample_shape)))
+
+    def enumerate_support(self, expand=True):
+        values = arange(2, dtype=self.probs.dtype).view((-1,) + (1,) * len(self._batch_shape))
+        return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
     def log_prob(self, value):
         logits, value = _broadcast_all(self.logits, value)
@@ -662,6 +672,15 @@ class Independent(Distribution):
         return self.base_dist.mean
 
     @property
+    def mode(self):
+        return self.base_dist.mode
+
+    def enumerate_support(self, expand=True):
+        if self.reinterpreted_batch_ndims > 0:
+            raise NotImplementedError("Enumeration over cartesian product is not implemented")
+        return self.base_dist.enumerate_support(expand=expand)
+
+    @property
     def variance(self):
         return self.base_dist.variance
 
@@ -696,6 +715,10 @@ class Uniform(Distribution):
     @property
     def mean(self):
         return (self.high + self.low) / 2
+
+    @property
+    def mode(self):
+        return math.nan * self.high
 
     @property
     def stddev(self):
@@ -743,9 +766,18 @@ class OneHotCategorical(Distribution):
     def variance(self):
         return self.probs * (1 - self.probs)
 
+    @property
+    def mode(self):
+        return nnF.one_hot(self.probs.argmax(-1), self.probs.shape[-1]).to(self.probs.dtype)
+
     def sample(self, sample_shape=Size()):
         classes = self._categorical.sample(sample_shape)
         return nnF.one_hot(classes, self.probs.shape[-1]).to(self.probs.dtype)
+
+    def enumerate_support(self, expand=True):
+        n = self._event_shape[0]
+        values = nnF.one_hot(arange(n), n).to(self.probs.dtype).view((n,) + (1,) * len(self._batch_shape) + (n,))
+        return values.expand((n,) + tuple(self._batch_shape) + (n,)) if expand else values
 
     def log_prob(self, value):
         return self._categorical.log_prob(value.argmax(-1))
@@ -2019,7 +2051,8 @@ class StickBreakingTransform(Transform):
 class TransformedDistribution(Distribution):
     """torch's TransformedDistribution(base_distribution, transforms) for transforms that keep the
     shape (torch's element-wise ones and AffineTransform): samples go through the transforms in
-    order, log_prob back through their inverses, subtracting each log|det J|."""
+    order, log_prob back through their inverses, subtracting each log|det J|; cdf and icdf through
+    the base's."""
     arg_constraints = {}
     support = constraints.dependent_property(lambda self: self._support())
 
@@ -2063,6 +2096,28 @@ class TransformedDistribution(Distribution):
         base = self.base_dist.log_prob(y)
         extra = event_dim - len(self.base_dist.event_shape)
         return log_prob + (base.sum(tuple(range(-extra, 0))) if extra > 0 else base)
+
+    def _monotonize_cdf(self, value):
+        """value, flipped about 1/2 where the transforms reverse the order (their signs' product -1), as torch's."""
+        sign = 1
+        for transform in self.transforms:
+            sign = sign * transform.sign
+        if isinstance(sign, int) and sign == 1:
+            return value
+        return sign * (value - 0.5) + 0.5
+
+    def cdf(self, value):
+        """The base's cdf of value taken back through the transforms (its value checked by the base's cdf),
+        as torch's (Weibull's, Pareto's, Kumaraswamy's and InverseGamma's too)."""
+        for transform in self.transforms[::-1]:
+            value = transform.inv(value)
+        return self._monotonize_cdf(self.base_dist.cdf(value))
+
+    def icdf(self, value):
+        value = self.base_dist.icdf(self._monotonize_cdf(value))
+        for transform in self.transforms:
+            value = transform(value)
+        return value
 
 
 # ---- torch's laws that are transformed simpler ones: Weibull, Pareto, Kumaraswamy, InverseGamma ----
