@@ -489,6 +489,11 @@ def test_bounded_constraints_check_by_one_reduction(monkeypatch):
     assert C.nonnegative._holds(tnet.tensor([0.0, 3.0])) and C.half_open_interval(0.0, 2.5)._holds(x)
     assert not C.half_open_interval(0.0, 2.5)._holds(tnet.tensor([2.5])) and C.real._holds(tnet.tensor([]))
     assert C.independent(C.positive, 1)._holds(x.reshape(1, 3))
+    for name in ("amin", "amax"):  # a parameter given as a number is checked on the host
+        monkeypatch.setattr(tnet.Tensor, name, lambda self, *a, **k: pytest.fail("a reduction launched"))
+    tnet.distributions.Normal(0.0, 1.0), tnet.distributions.Gamma(2.0, 3.0)
+    with pytest.raises(ValueError, match="GreaterThan"):
+        tnet.distributions.Normal(0.0, -1.0)
 
 
 def test_transformed_cdf_icdf_modes_and_enumerate_support_as_torch():

@@ -37,9 +37,14 @@ def _as_tensor(value, like=None):
 
 
 def _broadcast_all(*values):
-    """Numbers and tensors broadcast to one shape (numbers take the first tensor's dtype)."""
+    """Numbers and tensors broadcast to one shape (numbers take the first tensor's dtype); a tensor made of a
+    number keeps it as _number, which validate_args checks on the host (no launch, no sync)."""
     like = next((v for v in values if isinstance(v, Tensor)), None)
-    return F.broadcast_tensors(*[_as_tensor(v, like) for v in values])
+    out = F.broadcast_tensors(*[_as_tensor(v, like) for v in values])
+    for t, v in zip(out, values):
+        if not isinstance(v, Tensor):
+            t._number = float(v)
+    return out
 
 
 # ---- constraints (torch.distributions.constraints): the sets that arg_constraints and support name ----
@@ -91,7 +96,9 @@ class _Bounded(Constraint):
             return super()._holds(value)
         if value.numel() == 0:
             return True
-        if self._upper is None:  # also Real(): amin is NaN where an element is
+        if getattr(value, "_number", None) is not None:  # every element is that number (_broadcast_all)
+            lo = hi = value._number
+        elif self._upper is None:  # also Real(): amin is NaN where an element is
             lo = hi = value.amin().item()
         elif self._lower is None:
             lo = hi = value.amax().item()
