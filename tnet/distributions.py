@@ -840,6 +840,11 @@ class MixtureSameFamily(Distribution):
         log_prob_x = self._component_distribution.log_prob(value)
         return (log_prob_x + self._mixture_distribution.logits).logsumexp(dim=-1)
 
+    def cdf(self, value):
+        """The mixture's weights times the components' cdf at value, as torch's."""
+        cdf_x = self._component_distribution.cdf(value.unsqueeze(-1 - self._event_ndims))
+        return (cdf_x * self._mixture_distribution.probs).sum(-1 - self._event_ndims)
+
     def sample(self, sample_shape=Size()):
         with no_grad():
             k = self._mixture_distribution.sample(sample_shape)  # sample_shape + batch_shape
@@ -1454,7 +1459,7 @@ class Multinomial(Distribution):
     """Multinomial(total_count=1, probs=None, logits=None): counts over K classes ([..., K] parameters,
     event_shape [K]) of total_count draws. log_prob, mean and variance are differentiable, as torch's;
     samples are drawn on the host by numpy (a host read of probs). total_count is an int, as torch's;
-    entropy is not implemented."""
+    entropy is torch's sum over each class's Binomial counts."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     _derived = ("probs", "logits")  # the law inside checks the one given
     support = constraints.dependent_property(lambda self: constraints.multinomial(self.total_count),
@@ -1484,6 +1489,15 @@ class Multinomial(Distribution):
         logits = F.where(F.logical_and(value == 0, logits == -math.inf), 0.0, logits)
         log_factorial_n = math.lgamma(self.total_count + 1)
         return log_factorial_n - (value + 1).lgamma().sum(-1) + (logits * value).sum(-1)
+
+    def entropy(self):
+        """n H(categorical) - log n! + sum over classes and counts k >= 1 of Binomial(n, p_i)(k) log k!, as torch's."""
+        n = self.total_count
+        binomial = Binomial(n, self.probs, validate_args=False)
+        support = binomial.enumerate_support(expand=False)[1:]
+        weights = (support + 1).lgamma()
+        term2 = (binomial.log_prob(support).exp() * weights).sum([0, -1])
+        return n * self._categorical.entropy() - math.lgamma(n + 1) + term2
 
 
 class Geometric(Distribution):
