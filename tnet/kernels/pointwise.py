@@ -631,7 +631,8 @@ def _igamma(a, x, UPPER: tl.constexpr):
     near = inside & (((a > 20.0) & (a < 200.0) & (ratio < 0.3)) | ((a > 200.0) & (ratio < 4.5 / tl.sqrt(a))))
     rest = inside & ~near
     if UPPER:  # torch's calc_igammac: where P's series converges, 1 - P
-        by_p = rest & tl.where(x > 1.1, x < a, tl.where(x <= 0.5, -0.4 / tl.log(x) < a, x * 1.1 < a))
+        by_p = rest & (((x > 1.1) & (x < a)) | ((x <= 0.5) & (-0.4 / tl.log(x) < a))
+                       | ((x > 0.5) & (x <= 1.1) & (x * 1.1 < a)))
         by_fraction = rest & (x > 1.1) & ~by_p
     else:  # torch's calc_igamma: 1 - Q where x > 1 and x > a
         by_p = rest & ~((x > 1.0) & (x > a))
