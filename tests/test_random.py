@@ -499,8 +499,9 @@ def test_bounded_constraints_check_by_one_reduction(monkeypatch):
 def test_transformed_cdf_icdf_modes_enumerate_support_and_more_as_torch():
     """TransformedDistribution's cdf and icdf (the base's through the transforms, flipped where they reverse
     the order: Weibull, Pareto, Kumaraswamy, InverseGamma), Bernoulli's, Uniform's, OneHotCategorical's and
-    Independent's mode, Bernoulli's, OneHotCategorical's and Independent's enumerate_support, MixtureSameFamily's
-    cdf and Multinomial's entropy, as torch's."""
+    Independent's mode (Beta's and Dirichlet's too, a one-hot mode where all concentrations are below 1),
+    Bernoulli's, OneHotCategorical's and Independent's enumerate_support, MixtureSameFamily's cdf and
+    Multinomial's entropy, as torch's."""
     def laws(lib):
         d, t = lib.distributions, lib.tensor
         x, u = t([0.3, 1.2, 2.5]), t([0.1, 0.5, 0.9])
@@ -513,7 +514,9 @@ def test_transformed_cdf_icdf_modes_enumerate_support_and_more_as_torch():
                 d.Independent(d.Bernoulli(t([[0.2, 0.7]])), 0).enumerate_support(False),
                 d.Independent(d.Normal(t([[0.2, 0.7]]), 1.0), 1).mode,
                 d.MixtureSameFamily(d.Categorical(t([0.3, 0.7])), d.Normal(t([-1.0, 2.0]), t([1.0, 0.5]))).cdf(x),
-                d.Multinomial(5, t([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])).entropy()]
+                d.Multinomial(5, t([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])).entropy(),
+                d.Beta(t([2.0, 0.5, 1.0, 0.5, 3.0]), t([3.0, 0.7, 1.0, 2.0, 0.5])).mode,
+                d.Dirichlet(t([[2.0, 3.0, 1.5], [0.5, 0.2, 0.9], [0.5, 2.0, 0.3]])).mode]
     for k, (got, want) in enumerate(zip(laws(tnet), laws(torch))):
         assert tuple(got.shape) == tuple(want.shape), k
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=1e-6, equal_nan=True, err_msg=str(k))

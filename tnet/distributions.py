@@ -876,6 +876,14 @@ class Beta(Distribution):
     concentration0 = property(lambda self: tensor(self._b.astype(np.float32)))
     mean = property(lambda self: tensor((self._a / (self._a + self._b)).astype(np.float32)))
 
+    @property
+    def mode(self):
+        """(a - 1)+ / ((a - 1)+ + (b - 1)+), 1 where both are below 1 (torch's Dirichlet mode's first class: the
+        argmax of two NaNs), NaN where both are 1, differentiable in the parameters given as tensors."""
+        a, b = self._given
+        am1, bm1 = (a - 1).clamp(min=0.0), (b - 1).clamp(min=0.0)
+        return F.where(F.logical_and(a < 1, b < 1), 1.0, am1 / (am1 + bm1))
+
     def expand(self, batch_shape, _instance=None):
         new = super().expand(batch_shape, _instance)
         shape = tuple(new.batch_shape)
@@ -1206,8 +1214,11 @@ class Dirichlet(Distribution):
 
     @property
     def mode(self):
+        """(c - 1)+ normalized; where every c < 1, the first class's one-hot vector (torch's argmax of the
+        NaNs of 0 / 0)."""
         c = (self.concentration - 1).clamp(min=0.0)
-        return c / c.sum(-1, keepdim=True)
+        first = (arange(c.shape[-1]) == 0).to(c.dtype)
+        return F.where((self.concentration < 1).all(-1, keepdim=True), first, c / c.sum(-1, keepdim=True))
 
     @property
     def variance(self):
