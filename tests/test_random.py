@@ -435,6 +435,7 @@ VALIDATED = [  # (law's constructor, value for log_prob or None): torch's valida
     (lambda d, t: d.Independent(d.Normal(t([0.0, 0.0]), 1.0), 1), lambda t: t([0.0, float("nan")])),
     (lambda d, t: d.Dirichlet(t([1.0, 0.0])), None), (lambda d, t: d.Exponential(1.0), lambda t: t(-1.0)),
     (lambda d, t: d.LogNormal(0.0, 1.0), lambda t: t(-1.0)), (lambda d, t: d.Chi2(t([-1.0])), None),
+    (lambda d, t: d.Geometric(t([0.5, 0.0])), None),
     (lambda d, t: d.Normal(t([0.0, 0.0]), 1.0), lambda t: t([0.0, 0.0, 0.0])), (lambda d, t: d.Normal(0.0, 1.0), lambda t: 2.0)]
 
 
@@ -451,7 +452,7 @@ def test_validate_args_raises_as_torch(case):
             if value is not None:
                 law.log_prob(value(lib.tensor))
         messages.append(str(raised.value))
-    if case < 4 or case == 7:  # Normal's, Gamma's and Uniform's reprs are torch's
+    if case < 4 or case in (7, 19):  # Normal's, Gamma's, Uniform's and Geometric's reprs are torch's
         assert messages[0] == messages[1]
     if value is None or case >= len(VALIDATED) - 2:  # their laws, or scores, raise otherwise without the checks
         return

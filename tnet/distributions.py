@@ -1522,6 +1522,11 @@ class Geometric(Distribution):
         self.probs, self.logits = _binary_parameters(probs, logits)
         self._derived = _lazy_one(probs)
         super().__init__(self.probs.shape, validate_args=validate_args)
+        if self._validate_args and probs is not None and not constraints.positive._holds(self.probs):
+            # torch's check beyond unit_interval: no success ever at probs 0
+            raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape {tuple(self.probs.shape)}) "
+                             f"of distribution {self!r} to be positive but found invalid values:\n"
+                             f"{self.probs[~(self.probs > 0)]}")
 
     mean = property(lambda self: 1.0 / self.probs - 1.0)
     mode = property(lambda self: zeros_like(self.probs))
