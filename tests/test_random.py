@@ -526,6 +526,35 @@ def test_transformed_cdf_icdf_modes_enumerate_support_and_more_as_torch():
             lib.distributions.Independent(lib.distributions.Bernoulli(lib.tensor([[0.2, 0.7]])), 1).enumerate_support()
 
 
+def test_generalized_pareto_as_torch(rng):
+    """GeneralizedPareto against torch's (in float32: torch's log_prob raises for float64 parameters, isclose of
+    a float32 0): log_prob, cdf, icdf, log_survival_function, mean, variance, entropy, with the parameters'
+    gradients, rsample's shape; its support's check (an upper bound for a negative concentration)."""
+    (a, _), (b, _) = pair(rng, 2, 3), pair(rng, 2, 3)
+    ra, rb = (torch.tensor(v.numpy(), requires_grad=True) for v in (a, b))
+    pos, u = rng.gamma(2.0, size=(4, 2, 3)) + 0.05, rng.uniform(0.05, 0.95, (4, 2, 3))
+
+    def laws(d, lib, a, b):
+        t = lambda v: lib.tensor(v, dtype=lib.float32)
+        g = d.GeneralizedPareto(0.1 * a - 1.0, b.exp(), 0.2 + 0.1 * b.sigmoid())
+        e = d.GeneralizedPareto(0.1 * a - 1.0, b.exp(), 0.0 * b)  # the exponential limit
+        return [g.log_prob(t(pos)), g.cdf(t(pos)), g.icdf(t(u)), g.log_survival_function(t(pos)), g.mean, g.variance,
+                g.entropy(), e.log_prob(t(pos)), e.cdf(t(pos)), e.icdf(t(u))]
+
+    outs, refs = laws(tnet.distributions, tnet, a, b), laws(torch.distributions, torch, ra, rb)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=2e-5, atol=2e-6, err_msg=str(k))
+    seeds = [rng.standard_normal(tuple(r.shape)).astype(np.float32) for r in refs]
+    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
+    for got, want in ((a, ra), (b, rb)):
+        np.testing.assert_allclose(got.grad.numpy(), want.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert tnet.distributions.GeneralizedPareto(a, b.exp(), 0.3).rsample((5,)).shape == (5, 2, 3)
+    for lib in (tnet, torch):
+        with pytest.raises(ValueError, match="within the support"):
+            lib.distributions.GeneralizedPareto(0.0, 1.0, -0.5).log_prob(lib.tensor(3.0))
+
+
 def test_gumbel_cauchy_log_normal_poisson_student_t_as_torch(rng, ieee):
     """Gumbel, Cauchy, LogNormal, Poisson and StudentT against torch.distributions in float64: log_prob,
     cdf, icdf, entropy, mean, mode, variance, Poisson's kl_divergence, and the parameters' gradients

@@ -4,8 +4,9 @@ prior, rsample for the reparameterization trick), Bernoulli (a VAE's pixel likel
 Laplace, Exponential, Gumbel, Cauchy, LogNormal, Gamma, Dirichlet, Poisson and StudentT (the last four
 drawn on the host), MultivariateNormal, RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax),
 Binomial, Multinomial, Chi2 (drawn on the host), Geometric, HalfNormal, OneHotCategoricalStraightThrough,
-LowRankMultivariateNormal, TransformedDistribution with the element-wise, affine and composed transforms (a
-SAC's squashed Normal), the common constraints, and kl_divergence by torch's register_kl registry.
+LowRankMultivariateNormal, GeneralizedPareto, TransformedDistribution with the element-wise, affine and
+composed transforms (a SAC's squashed Normal), the common constraints, and kl_divergence by torch's
+register_kl registry.
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
 than torch's). validate_args is torch's (on by default): parameters checked against arg_constraints at
@@ -359,9 +360,10 @@ class Distribution:
             for p in params) + ")"
 
 
-# (law, method) that torch's do not validate themselves (Independent's and TransformedDistribution's base does;
-# MixtureSameFamily's cdf does not)
-_UNVALIDATED = {("Independent", "log_prob"), ("MixtureSameFamily", "cdf"), ("TransformedDistribution", "cdf")}
+# (law, method) that torch's do not validate themselves (Independent's and TransformedDistribution's base does,
+# GeneralizedPareto's log survival function; MixtureSameFamily's cdf does not)
+_UNVALIDATED = {("Independent", "log_prob"), ("MixtureSameFamily", "cdf"), ("TransformedDistribution", "cdf"),
+                ("GeneralizedPareto", "cdf")}
 
 
 def _validating(method):
@@ -2264,6 +2266,70 @@ class InverseGamma(TransformedDistribution):
         return c + self.rate.log() + c.lgamma() - (1 + c) * c.digamma()
 
 
+class GeneralizedPareto(Distribution):
+    """GeneralizedPareto(loc, scale, concentration): numbers or tensors that broadcast to batch_shape; log_prob,
+    cdf (through the log survival function), icdf, rsample by the icdf of uniforms, mean and variance (NaN where
+    undefined), entropy, as torch's (TensorFlow Probability's): a concentration within isclose of 0 takes the
+    exponential limit."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive, "concentration": constraints.real}
+    has_rsample = True
+    # [loc, loc - scale / concentration] for a negative concentration, else [loc, inf)
+    support = constraints.dependent_property(lambda self: constraints.interval(
+        self.loc, F.where(self.concentration < 0, self.loc - self.scale / self.concentration, math.inf)))
+
+    def __init__(self, loc, scale, concentration, validate_args=None):
+        self.loc, self.scale, self.concentration = _broadcast_all(loc, scale, concentration)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    def _safe_concentration(self):
+        """(where the concentration is within isclose of 0, that concentration with 1 there)."""
+        eq_zero = F.isclose(self.concentration, zeros_like(self.concentration))
+        return eq_zero, F.where(eq_zero, 1.0, self.concentration)
+
+    def rsample(self, sample_shape=Size()):
+        return self.icdf(rand(self._extended_shape(sample_shape), dtype=self.loc.dtype))
+
+    def log_prob(self, value):
+        z = (value - self.loc) / self.scale
+        eq_zero, c = self._safe_concentration()
+        y = 1 / c + ones_like(z)
+        return -self.scale.log() - F.where(eq_zero, z, F.where(y == 0, y, y * (c * z).log1p()))
+
+    def log_survival_function(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        eq_zero, c = self._safe_concentration()
+        return F.where(eq_zero, -z, -(c * z).log1p() / c)
+
+    def log_cdf(self, value):
+        return (-self.log_survival_function(value).exp()).log1p()
+
+    def cdf(self, value):
+        return self.log_cdf(value).exp()
+
+    def icdf(self, value):
+        eq_zero, c = self._safe_concentration()
+        logu = (-value).log1p()
+        return F.where(eq_zero, self.loc - self.scale * logu, self.loc + self.scale / c * (-c * logu).expm1())
+
+    @property
+    def mean(self):
+        valid = self.concentration < 1
+        return F.where(valid, self.loc + self.scale / (1 - F.where(valid, self.concentration, 0.5)), math.nan)
+
+    @property
+    def variance(self):
+        valid = self.concentration < 0.5
+        c = F.where(valid, self.concentration, 0.25)
+        return F.where(valid, self.scale ** 2 / ((1 - c) ** 2 * (1 - 2 * c)), math.nan)
+
+    def entropy(self):
+        return (self.scale.log() + self.concentration + 1).expand(self._batch_shape)
+
+    mode = property(lambda self: self.loc)
+
+
 # ---- kl_divergence: torch's registry of pairs (register_kl), each pair's formula registered below ----
 
 _KL = {}  # (type of p, type of q) -> fn(p, q)
@@ -2425,7 +2491,7 @@ def _kl_halfnormal_halfnormal(p, q):
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
            "FisherSnedecor",
-           "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
+           "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
            "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
            "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli",
@@ -2487,6 +2553,7 @@ for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["Expon
                       ("negative_binomial", ["NegativeBinomial"]), ("weibull", ["Weibull"]), ("pareto", ["Pareto"]),
                       ("kumaraswamy", ["Kumaraswamy"]), ("inverse_gamma", ["InverseGamma"]),
                       ("von_mises", ["VonMises"]), ("fishersnedecor", ["FisherSnedecor"]),
+                      ("generalized_pareto", ["GeneralizedPareto"]),
                       ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
                       ("transforms", ["Transform", "AbsTransform", "AffineTransform", "ComposeTransform",
                                       "ExpTransform", "IndependentTransform", "PowerTransform", "SigmoidTransform",
