@@ -495,6 +495,10 @@ def test_bounded_constraints_check_by_one_reduction(monkeypatch):
     tnet.distributions.Normal(0.0, 1.0), tnet.distributions.Gamma(2.0, 3.0)
     with pytest.raises(ValueError, match="GreaterThan"):
         tnet.distributions.Normal(0.0, -1.0)
+    monkeypatch.undo()
+    loc, scale = tnet.distributions.utils.broadcast_all(0.0, 1.0)
+    scale.mul_(-1.0)  # written in place since: its number no longer stands for it
+    assert not C.positive._holds(scale)
 
 
 def test_transformed_cdf_icdf_modes_enumerate_support_and_more_as_torch():

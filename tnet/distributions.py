@@ -39,12 +39,13 @@ def _as_tensor(value, like=None):
 
 def _broadcast_all(*values):
     """Numbers and tensors broadcast to one shape (numbers take the first tensor's dtype); a tensor made of a
-    number keeps it as _number, which validate_args checks on the host (no launch, no sync)."""
+    number keeps it, with its _version, as _number, which validate_args checks on the host (no launch, no
+    sync) while no in-place write has changed the tensor."""
     like = next((v for v in values if isinstance(v, Tensor)), None)
     out = F.broadcast_tensors(*[_as_tensor(v, like) for v in values])
     for t, v in zip(out, values):
         if not isinstance(v, Tensor):
-            t._number = float(v)
+            t._number = (float(v), t._version)
     return out
 
 
@@ -97,8 +98,9 @@ class _Bounded(Constraint):
             return super()._holds(value)
         if value.numel() == 0:
             return True
-        if getattr(value, "_number", None) is not None:  # every element is that number (_broadcast_all)
-            lo = hi = value._number
+        number, version = getattr(value, "_number", (None, None))
+        if number is not None and version == value._version:  # every element is that number (_broadcast_all)
+            lo = hi = number
         elif self._upper is None:  # also Real(): amin is NaN where an element is
             lo = hi = value.amin().item()
         elif self._lower is None:
