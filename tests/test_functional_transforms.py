@@ -221,3 +221,70 @@ def test_functional_call_ties_strict_and_buffers():
     bn = tnet.nn.BatchNorm1d(2).eval()
     out = functional_call(bn, {"running_mean": tnet.tensor([1.0, 1.0])}, (tnet.ones(3, 2),))
     assert np.allclose(out.numpy(), 0.0, atol=1e-3) and bn.running_mean.tolist() == [0.0, 0.0]
+
+
+GAMMA_A = np.array([1e-3, 0.5, 1.0, 2.5, 7.0, 25.0, 25.0, 150.0, 300.0, 1e4, 1e4, 3.0, 0.0, 0.0, -1.0, 2.0, np.inf,
+                    np.inf, np.nan, np.nan, 2.0, 0.2, 60.0, 1.0], np.float32)
+GAMMA_X = np.array([0.3, 0.2, 1.0, 4.0, 2.0, 24.0, 40.0, 160.0, 290.0, 1.01e4, 9e3, 1e30, 1.0, 0.0, 1.0, -1.0, 1.0,
+                    np.inf, 0.0, 1.0, np.inf, 1.05, 30.0, np.nan], np.float32)
+
+
+@pytest.mark.parametrize("name", ["igamma", "igammac"])
+def test_incomplete_gamma_as_torch(name):
+    """igamma and igammac against torch's float64 of the same fp32 inputs: each of torch's methods (the series of
+    P and Q, the continued fraction, the uniform expansion near x = a for a > 20) and its edge values (NaN for
+    a < 0, x < 0, a = x = 0, a = x = inf; the operand NaN that an edge overrules); x's gradient as torch's formula
+    (NaN at a = 1, x = 0); a's raises in backward, as torch's."""
+    ours, ref = getattr(tnet, name), getattr(torch, name)
+    want = ref(torch.tensor(GAMMA_A, dtype=torch.float64), torch.tensor(GAMMA_X, dtype=torch.float64))
+    _same(ours(tnet.tensor(GAMMA_A), tnet.tensor(GAMMA_X)), want.float(), rtol=3e-5, atol=2e-6)
+    special = {"igamma": "gammainc", "igammac": "gammaincc"}[name]
+    a, x = GAMMA_A[:12], GAMMA_X[:12]
+    _same(getattr(tnet.special, special)(tnet.tensor(a), tnet.tensor(x)), ref(torch.tensor(a), torch.tensor(x)),
+          rtol=3e-5, atol=2e-6)
+    a, x = np.array([1.0, 0.5, 2.0, 3.0, 1.0], np.float32), np.array([0.0, 0.0, 1.5, 0.5, np.inf], np.float32)
+    xs, rx = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    ours(tnet.tensor(a), xs).sum().backward()
+    ref(torch.tensor(a), rx).sum().backward()
+    _same(xs.grad, rx.grad)
+    xs = tnet.tensor(x[2:4], requires_grad=True)  # create_graph: the gradient's own gradient, as torch's
+    rx = torch.tensor(x[2:4], requires_grad=True)
+    g, = tnet.autograd.grad(ours(tnet.tensor(a[2:4]), xs).sum(), xs, create_graph=True)
+    h, = torch.autograd.grad(ref(torch.tensor(a[2:4]), rx).sum(), rx, create_graph=True)
+    _same(tnet.autograd.grad(g.sum(), xs)[0], torch.autograd.grad(h.sum(), rx)[0])
+    for lib in (tnet, torch):
+        y = getattr(lib, name)(lib.tensor([2.0], requires_grad=True), lib.tensor([1.0]))
+        with pytest.raises(NotImplementedError, match=f"the derivative for '{name}: input' is not implemented"):
+            y.sum().backward()
+
+
+def test_incomplete_gamma_methods_dtypes_and_refusals():
+    a, x = np.array([0.5, 2.0, 3.0], np.float32), np.array([1.0, 1.5, 4.0], np.float32)
+    for name in ("igamma", "igammac"):
+        want = getattr(torch.tensor(a), name)(torch.tensor(x))
+        _same(getattr(tnet.tensor(a), name)(tnet.tensor(x)), want)
+        t = tnet.tensor(a)
+        assert getattr(t, name + "_")(tnet.tensor(x)) is t
+        _same(t, want)
+        out = tnet.empty(3)
+        assert getattr(tnet, name)(tnet.tensor(a), tnet.tensor(x), out=out) is out
+        _same(out, want)
+        for dt in (torch.float16, torch.bfloat16):  # fp32 inside, rounded to the operands' dtype
+            got = getattr(tnet, name)(tnet.tensor(a).to(dt), tnet.tensor(x))
+            ref = getattr(torch, name)(torch.tensor(a).to(dt), torch.tensor(x))
+            assert got.dtype == ref.dtype == torch.float32
+            got = getattr(tnet, name)(tnet.tensor(a).to(dt), tnet.tensor(x).to(dt))
+            ref = getattr(torch, name)(torch.tensor(a).to(dt), torch.tensor(x).to(dt))
+            assert got.dtype == ref.dtype == dt
+            _same(got.float(), ref.float(), rtol=1e-2, atol=1e-3)
+        _same(getattr(tnet, name)(tnet.tensor([1, 2]), tnet.tensor(x[:2])),  # an integer operand: promoted
+              getattr(torch, name)(torch.tensor([1, 2]), torch.tensor(x[:2])))
+        for lib in (tnet, torch):
+            with pytest.raises(NotImplementedError, match="not implemented for 'Long'"):
+                getattr(lib, name)(lib.tensor([1, 2]), lib.tensor([1, 2]))
+            with pytest.raises(TypeError):
+                getattr(lib, name)(lib.tensor(a), 2.0)
+            with pytest.raises(TypeError):
+                getattr(lib.tensor(a), name + "_")(2.0)
+            with pytest.raises(RuntimeError, match="can't be cast"):
+                getattr(lib.tensor([1, 2]), name + "_")(lib.tensor(x[:2]))

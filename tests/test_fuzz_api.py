@@ -1526,3 +1526,15 @@ def test_empty_dims_as_torch(call):
     lambda m, f, t: m.cumulative_trapezoid(t([1.0, 2.0, 4.0]), dx=2)])
 def test_seeds_145_148_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # an explicit None for x or dx, or both given, match none of torch's overloads
+    lambda m, f, t: m.trapezoid(t([1.0, 2.0, 4.0]), dx=None), lambda m, f, t: m.trapezoid(t([1.0, 2.0]), None),
+    lambda m, f, t: m.trapezoid(t([1.0, 2.0]), x=None, dx=None), lambda m, f, t: m.trapz(t([1.0, 2.0]), dx=None, dim=0),
+    lambda m, f, t: m.trapezoid(t([1.0, 2.0]), t([0.0, 1.0]), dx=2.0),
+    lambda m, f, t: m.cumulative_trapezoid(t([1.0, 2.0, 4.0]), None, dx=2.0),
+    lambda m, f, t: m.cumulative_trapezoid(t([1.0, 2.0, 4.0]), dx=None),
+    lambda m, f, t: m.trapezoid(t([1.0, 2.0, 4.0]), dx=2.0), lambda m, f, t: m.trapz(t([1.0, 2.0, 4.0]), t([0.0, 1.0, 3.0])),
+    lambda m, f, t: m.cumulative_trapezoid(t([1.0, 2.0, 4.0]), x=t([0.0, 1.0, 3.0]))])
+def test_trapezoid_spacing_arguments_as_torch(call):
+    _same_outcome(call)

@@ -285,8 +285,8 @@ def test_normal_bernoulli_categorical_as_torch(rng):
         assert_close(t.grad, r.grad, TOL["ieee"] * 10, "gradient")
     # rsample: loc + eps * scale, differentiable; sample: detached
     loc.grad = scale.grad = None
-    z = D.Normal(loc, scale).rsample((5,))
-    assert z.shape == (5, 2, 3) and z.requires_grad and not D.Normal(loc, scale).sample().requires_grad
+    z = D.Normal(loc, scale, validate_args=False).rsample((5,))  # a negative scale: torch's check would raise
+    assert z.shape == (5, 2, 3) and z.requires_grad and not D.Normal(loc, scale, validate_args=False).sample().requires_grad
     z.sum().backward()
     eps = (z.detach() - loc.detach()) / scale.detach()
     assert_close(loc.grad, np.full((2, 3), 5.0), TOL["ieee"], "rsample's loc gradient")
@@ -303,7 +303,7 @@ def test_normal_bernoulli_categorical_as_torch(rng):
         D.kl_divergence(D.Normal(0., 1.), D.Bernoulli(0.5))
     from tnet.distributions.normal import Normal
     from tnet.distributions.kl import kl_divergence
-    assert Normal is D.Normal and kl_divergence is D.kl_divergence and D.Independent(D.Normal(loc, scale), 2).batch_shape == ()
+    assert Normal is D.Normal and kl_divergence is D.kl_divergence and D.Independent(D.Normal(loc, scale.abs()), 2).batch_shape == ()
 
 
 def test_uniform_one_hot_categorical_mixture_as_torch(rng):
@@ -401,6 +401,162 @@ def test_laplace_exponential_gamma_dirichlet_mvn_relaxed_as_torch(rng, ieee):
     from tnet.distributions.multivariate_normal import MultivariateNormal
     assert MultivariateNormal is D.MultivariateNormal
 
+
+
+def test_gamma_and_chi2_cdf_as_torch(rng):
+    """Gamma.cdf (Chi2's through it) as torch's gammainc(concentration, rate * value), against torch in float64:
+    values, the gradients of rate and value; concentration's raises in backward, as torch's."""
+    D = tnet.distributions
+    conc, rate = np.array([0.5, 2.0, 30.0]), np.array([1.5, 0.7, 1.0])
+    value = rng.gamma(2.0, size=(2, 3)) + 0.05
+    (r, rr), (v, rv) = (tnet.tensor(rate, requires_grad=True), torch.tensor(rate, requires_grad=True)), \
+        (tnet.tensor(value, requires_grad=True), torch.tensor(value, requires_grad=True))
+    ours, ref = D.Gamma(tnet.tensor(conc), r).cdf(v), torch.distributions.Gamma(torch.tensor(conc), rr).cdf(rv)
+    assert_close(ours, ref.detach(), 1e-5, "Gamma.cdf")
+    ours.sum().backward()
+    ref.sum().backward()
+    assert_close(r.grad, rr.grad, 1e-5, "rate's gradient")
+    assert_close(v.grad, rv.grad, 1e-5, "value's gradient")
+    assert_close(D.Chi2(tnet.tensor(conc)).cdf(tnet.tensor(value)),
+                 torch.distributions.Chi2(torch.tensor(conc)).cdf(torch.tensor(value)), 1e-5, "Chi2.cdf")
+    for lib in (tnet, torch):
+        with pytest.raises(NotImplementedError, match="igamma: input"):
+            lib.distributions.Gamma(lib.tensor([2.0], requires_grad=True), 1.0).cdf(lib.tensor([1.0])).sum().backward()
+
+
+VALIDATED = [  # (law's constructor, value for log_prob or None): torch's validate_args raises for each
+    (lambda d, t: d.Normal(t([0.0, float("nan")]), 1.0), None), (lambda d, t: d.Normal(0.0, t([1.0, -1.0])), None),
+    (lambda d, t: d.Normal(0.0, 1.0), lambda t: t([float("nan")])), (lambda d, t: d.Gamma(2.0, 1.0), lambda t: t([-1.0])),
+    (lambda d, t: d.Bernoulli(probs=t([0.5, 1.5])), None), (lambda d, t: d.Categorical(probs=t([0.5, -0.5])), None),
+    (lambda d, t: d.Uniform(1.0, 0.0), None), (lambda d, t: d.Uniform(0.0, 1.0), lambda t: t(2.0)),
+    (lambda d, t: d.Beta(1.0, -1.0), None), (lambda d, t: d.HalfNormal(1.0), lambda t: t([-0.5])),
+    (lambda d, t: d.MultivariateNormal(t([0.0, 0.0]), t([[1.0, 2.0], [2.0, 1.0]])), None),
+    (lambda d, t: d.Binomial(5, probs=t([0.5])), lambda t: t([6.0])), (lambda d, t: d.Poisson(2.0), lambda t: t([1.5])),
+    (lambda d, t: d.Independent(d.Normal(t([0.0, 0.0]), 1.0), 1), lambda t: t([0.0, float("nan")])),
+    (lambda d, t: d.Dirichlet(t([1.0, 0.0])), None), (lambda d, t: d.Exponential(1.0), lambda t: t(-1.0)),
+    (lambda d, t: d.LogNormal(0.0, 1.0), lambda t: t(-1.0)), (lambda d, t: d.Chi2(t([-1.0])), None),
+    (lambda d, t: d.Geometric(t([0.5, 0.0])), None),
+    (lambda d, t: d.Normal(t([0.0, 0.0]), 1.0), lambda t: t([0.0, 0.0, 0.0])), (lambda d, t: d.Normal(0.0, 1.0), lambda t: 2.0)]
+
+
+@pytest.mark.parametrize("case", range(len(VALIDATED)))
+def test_validate_args_raises_as_torch(case):
+    """validate_args (on by default, as torch's): the constructor checks the parameters against arg_constraints,
+    log_prob and cdf their value against support, with torch's ValueError (the same message where the law's
+    repr is torch's); validate_args=False, or set_default_validate_args(False), skips them."""
+    make, value = VALIDATED[case]
+    messages = []
+    for lib in (torch, tnet):
+        with pytest.raises(ValueError) as raised:
+            law = make(lib.distributions, lib.tensor)
+            if value is not None:
+                law.log_prob(value(lib.tensor))
+        messages.append(str(raised.value))
+    if case < 4 or case in (7, 19):  # Normal's, Gamma's, Uniform's and Geometric's reprs are torch's
+        assert messages[0] == messages[1]
+    if value is None or case >= len(VALIDATED) - 2:  # their laws, or scores, raise otherwise without the checks
+        return
+    tnet.distributions.Distribution.set_default_validate_args(False)
+    try:
+        law = make(tnet.distributions, tnet.tensor)
+        law.log_prob(value(tnet.tensor))
+    finally:
+        tnet.distributions.Distribution.set_default_validate_args(True)
+    with pytest.raises(ValueError):  # the default read at each call, as torch's: on again
+        law.log_prob(value(tnet.tensor))
+    for lib in (tnet, torch):
+        with pytest.raises(ValueError):
+            lib.distributions.Distribution.set_default_validate_args("yes")
+
+
+def test_validate_args_false_skips_the_checks_as_torch():
+    def scores(lib):
+        D, t = lib.distributions, lib.tensor
+        return [D.Normal(0.0, -1.0, validate_args=False).scale, D.Normal(0.0, 1.0, validate_args=False).log_prob(t([float("nan")])),
+                D.Gamma(2.0, 1.0, validate_args=False).log_prob(t([-1.0])), D.Uniform(0.0, 1.0, validate_args=False).log_prob(t(2.0)),
+                D.Exponential(2.0, validate_args=False).cdf(t([-1.0]))]
+    for got, want in zip(scores(tnet), scores(torch)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+def test_bounded_constraints_check_by_one_reduction(monkeypatch):
+    """An interval of numbers answers validate_args from amin, amax or aminmax of the value (NaN fails), not
+    from check's comparisons: one reduction per parameter at each construction."""
+    C = tnet.distributions.constraints
+    x = tnet.tensor([0.5, 2.0, 1.0])
+    monkeypatch.setattr(type(C.positive), "check", lambda self, v: pytest.fail("check called"))
+    assert C.positive._holds(x) and C.real._holds(x) and not C.unit_interval._holds(x)
+    assert not C.real._holds(tnet.tensor([1.0, float("nan")])) and not C.positive._holds(tnet.tensor([1.0, 0.0]))
+    assert C.nonnegative._holds(tnet.tensor([0.0, 3.0])) and C.half_open_interval(0.0, 2.5)._holds(x)
+    assert not C.half_open_interval(0.0, 2.5)._holds(tnet.tensor([2.5])) and C.real._holds(tnet.tensor([]))
+    assert C.independent(C.positive, 1)._holds(x.reshape(1, 3))
+    for name in ("amin", "amax"):  # a parameter given as a number is checked on the host
+        monkeypatch.setattr(tnet.Tensor, name, lambda self, *a, **k: pytest.fail("a reduction launched"))
+    tnet.distributions.Normal(0.0, 1.0), tnet.distributions.Gamma(2.0, 3.0)
+    with pytest.raises(ValueError, match="GreaterThan"):
+        tnet.distributions.Normal(0.0, -1.0)
+    monkeypatch.undo()
+    loc, scale = tnet.distributions.utils.broadcast_all(0.0, 1.0)
+    scale.mul_(-1.0)  # written in place since: its number no longer stands for it
+    assert not C.positive._holds(scale)
+
+
+def test_transformed_cdf_icdf_modes_enumerate_support_and_more_as_torch():
+    """TransformedDistribution's cdf and icdf (the base's through the transforms, flipped where they reverse
+    the order: Weibull, Pareto, Kumaraswamy, InverseGamma), Bernoulli's, Uniform's, OneHotCategorical's and
+    Independent's mode (Beta's and Dirichlet's too, a one-hot mode where all concentrations are below 1),
+    Bernoulli's, OneHotCategorical's and Independent's enumerate_support, MixtureSameFamily's cdf and
+    Multinomial's entropy, as torch's."""
+    def laws(lib):
+        d, t = lib.distributions, lib.tensor
+        x, u = t([0.3, 1.2, 2.5]), t([0.1, 0.5, 0.9])
+        w, p = d.Weibull(t([1.5, 2.0, 0.7]), 1.3), d.Pareto(1.0, t([2.0, 3.0, 1.5]))
+        k, ig = d.Kumaraswamy(t([2.0, 0.5, 1.5]), 3.0), d.InverseGamma(t([2.0, 3.0, 1.5]), 1.2)
+        oh = d.OneHotCategorical(t([[0.2, 0.5, 0.3]]))
+        return [w.cdf(x), w.icdf(u), p.cdf(x + 1), p.icdf(u), k.cdf(u), k.icdf(u), ig.cdf(x),
+                d.Bernoulli(t([0.2, 0.5, 0.9])).mode, d.Bernoulli(t([[0.2, 0.7]])).enumerate_support(),
+                d.Uniform(0.0, t([1.0, 2.0])).mode, oh.mode, oh.enumerate_support(), oh.enumerate_support(False),
+                d.Independent(d.Bernoulli(t([[0.2, 0.7]])), 0).enumerate_support(False),
+                d.Independent(d.Normal(t([[0.2, 0.7]]), 1.0), 1).mode,
+                d.MixtureSameFamily(d.Categorical(t([0.3, 0.7])), d.Normal(t([-1.0, 2.0]), t([1.0, 0.5]))).cdf(x),
+                d.Multinomial(5, t([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])).entropy(),
+                d.Beta(t([2.0, 0.5, 1.0, 0.5, 3.0]), t([3.0, 0.7, 1.0, 2.0, 0.5])).mode,
+                d.Dirichlet(t([[2.0, 3.0, 1.5], [0.5, 0.2, 0.9], [0.5, 2.0, 0.3]])).mode]
+    for k, (got, want) in enumerate(zip(laws(tnet), laws(torch))):
+        assert tuple(got.shape) == tuple(want.shape), k
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-5, atol=1e-6, equal_nan=True, err_msg=str(k))
+    for lib in (tnet, torch):
+        with pytest.raises(NotImplementedError, match="cartesian product"):
+            lib.distributions.Independent(lib.distributions.Bernoulli(lib.tensor([[0.2, 0.7]])), 1).enumerate_support()
+
+
+def test_generalized_pareto_as_torch(rng):
+    """GeneralizedPareto against torch's (in float32: torch's log_prob raises for float64 parameters, isclose of
+    a float32 0): log_prob, cdf, icdf, log_survival_function, mean, variance, entropy, with the parameters'
+    gradients, rsample's shape; its support's check (an upper bound for a negative concentration)."""
+    (a, _), (b, _) = pair(rng, 2, 3), pair(rng, 2, 3)
+    ra, rb = (torch.tensor(v.numpy(), requires_grad=True) for v in (a, b))
+    pos, u = rng.gamma(2.0, size=(4, 2, 3)) + 0.05, rng.uniform(0.05, 0.95, (4, 2, 3))
+
+    def laws(d, lib, a, b):
+        t = lambda v: lib.tensor(v, dtype=lib.float32)
+        g = d.GeneralizedPareto(0.1 * a - 1.0, b.exp(), 0.2 + 0.1 * b.sigmoid())
+        e = d.GeneralizedPareto(0.1 * a - 1.0, b.exp(), 0.0 * b)  # the exponential limit
+        return [g.log_prob(t(pos)), g.cdf(t(pos)), g.icdf(t(u)), g.log_survival_function(t(pos)), g.mean, g.variance,
+                g.entropy(), e.log_prob(t(pos)), e.cdf(t(pos)), e.icdf(t(u))]
+
+    outs, refs = laws(tnet.distributions, tnet, a, b), laws(torch.distributions, torch, ra, rb)
+    for k, (out, ref) in enumerate(zip(outs, refs)):
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=2e-5, atol=2e-6, err_msg=str(k))
+    seeds = [rng.standard_normal(tuple(r.shape)).astype(np.float32) for r in refs]
+    sum(((o * tnet.tensor(g)).sum() for o, g in zip(outs, seeds)), tnet.tensor(0.0)).backward()
+    sum((r * torch.tensor(g)).sum() for r, g in zip(refs, seeds)).backward()
+    for got, want in ((a, ra), (b, rb)):
+        np.testing.assert_allclose(got.grad.numpy(), want.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert tnet.distributions.GeneralizedPareto(a, b.exp(), 0.3).rsample((5,)).shape == (5, 2, 3)
+    for lib in (tnet, torch):
+        with pytest.raises(ValueError, match="within the support"):
+            lib.distributions.GeneralizedPareto(0.0, 1.0, -0.5).log_prob(lib.tensor(3.0))
 
 
 def test_gumbel_cauchy_log_normal_poisson_student_t_as_torch(rng, ieee):
@@ -678,7 +834,7 @@ def test_binomial_multinomial_geometric_half_normal_chi2_lowrank_as_torch(rng, i
     D = tnet.distributions
     out = D.kl_divergence(D.Uniform(0.0, 2.0), D.Uniform(tnet.tensor([0.5, -1.0]), 3.0)).numpy()
     assert np.isinf(out[0]) and np.isclose(out[1], np.log(2.0))
-    assert np.isneginf(D.HalfNormal(1.0).log_prob(tnet.tensor(-0.5)).numpy())
+    assert np.isneginf(D.HalfNormal(1.0, validate_args=False).log_prob(tnet.tensor(-0.5)).numpy())
 
 
 def test_new_discrete_distributions_samples_and_register_kl():

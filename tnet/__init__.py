@@ -342,7 +342,8 @@ from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anom
 from .functional import i0  # noqa: E402
 from .functional.composed import gradient  # noqa: E402
 from .functional.inplace import i0_  # noqa: E402
-__all__ += ["gradient", "i0", "i0_", "conv3d", "conv_transpose3d", "max_pool3d", "constant_pad_nd", "ctc_loss",
+from .functional import igamma, igammac  # noqa: E402
+__all__ += ["gradient", "i0", "i0_", "igamma", "igammac", "conv3d", "conv_transpose3d", "max_pool3d", "constant_pad_nd", "ctc_loss",
             "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
 
 # matrix functions of the eighth session (tnet/linalg.py: factorizations and solves on the host in float64)
@@ -478,7 +479,7 @@ OUT_FUNCTIONS = ("abs", "acos", "acosh", "add", "addbmm", "addcdiv", "addcmul", 
                  "clamp", "clamp_max", "clamp_min", "clip", "column_stack", "concat", "concatenate", "copysign", "cos",
                  "cosh", "cross", "cumprod", "cumsum", "deg2rad", "diag", "diff", "div", "dot", "dstack", "eq", "erf",
                  "erfinv", "exp", "exp2", "expm1", "float_power", "floor", "floor_divide", "fmax", "fmin", "fmod",
-                 "gather", "gcd", "ge", "gt", "heaviside", "histc", "hstack", "hypot", "index_select", "inner",
+                 "gather", "gcd", "ge", "gt", "heaviside", "histc", "hstack", "hypot", "igamma", "igammac", "index_select", "inner",
                  "isneginf", "isposinf", "kron", "lcm", "ldexp", "le", "lerp", "lgamma", "log", "log10", "log1p",
                  "log2", "logaddexp", "logaddexp2", "logcumsumexp", "logical_and", "logical_not", "logical_or",
                  "logical_xor", "logsumexp", "lt", "lu_solve", "masked_select", "matmul", "mean", "mm", "msort", "mul",

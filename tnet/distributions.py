@@ -4,16 +4,20 @@ prior, rsample for the reparameterization trick), Bernoulli (a VAE's pixel likel
 Laplace, Exponential, Gumbel, Cauchy, LogNormal, Gamma, Dirichlet, Poisson and StudentT (the last four
 drawn on the host), MultivariateNormal, RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax),
 Binomial, Multinomial, Chi2 (drawn on the host), Geometric, HalfNormal, OneHotCategoricalStraightThrough,
-LowRankMultivariateNormal, TransformedDistribution with the element-wise, affine and composed transforms (a
-SAC's squashed Normal), the common constraints, and kl_divergence by torch's register_kl registry.
+LowRankMultivariateNormal, GeneralizedPareto, TransformedDistribution with the element-wise, affine and
+composed transforms (a SAC's squashed Normal), the common constraints, and kl_divergence by torch's
+register_kl registry.
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
-than torch's). validate_args is accepted and ignored: values are not checked against the support."""
+than torch's). validate_args is torch's (on by default): parameters checked against arg_constraints at
+construction, log_prob's and cdf's values against support, with torch's ValueError (Distribution)."""
 import copy
+import functools
 import inspect
 import math
 import sys
 import types
+import warnings
 
 import numpy as np
 import torch
@@ -34,23 +38,273 @@ def _as_tensor(value, like=None):
 
 
 def _broadcast_all(*values):
-    """Numbers and tensors broadcast to one shape (numbers take the first tensor's dtype)."""
+    """Numbers and tensors broadcast to one shape (numbers take the first tensor's dtype); a tensor made of a
+    number keeps it, with its _version, as _number, which validate_args checks on the host (no launch, no
+    sync) while no in-place write has changed the tensor."""
     like = next((v for v in values if isinstance(v, Tensor)), None)
-    return F.broadcast_tensors(*[_as_tensor(v, like) for v in values])
+    out = F.broadcast_tensors(*[_as_tensor(v, like) for v in values])
+    for t, v in zip(out, values):
+        if not isinstance(v, Tensor):
+            t._number = (float(v), t._version)
+    return out
+
+
+# ---- constraints (torch.distributions.constraints): the sets that arg_constraints and support name ----
+
+class Constraint:
+    """torch.distributions.constraints' Constraint: check(value), a bool tensor of where value lies in
+    the set (over the batch dims: event_dim dims are reduced); is_discrete and event_dim as torch's."""
+    is_discrete, event_dim = False, 0
+
+    def __init__(self, check=None, name=None, is_discrete=False, event_dim=0):
+        self._check, self._name, self.is_discrete, self.event_dim = check, name, is_discrete, event_dim
+
+    def check(self, value):
+        return self._check(value)
+
+    def _holds(self, value):
+        """Whether all of value lies in the set (validate_args' question): check's all(), read on the host."""
+        return bool(self.check(value).all())
+
+    def __repr__(self):
+        return self._name or type(self).__name__
+
+
+class _Bounded(Constraint):
+    """The numbers between bounds, each None (absent), open or closed (torch's Real, GreaterThan,
+    GreaterThanEq, LessThan, Interval and HalfOpenInterval): NaN lies in none. Where the bounds are numbers,
+    _holds reads one reduction of value (amin, amax or aminmax: NaN propagates), not check's comparisons and
+    all(), as validate_args checks parameters at every construction."""
+
+    def __init__(self, name, lower=None, upper=None, low_open=False, high_open=False):
+        super().__init__(None, name)
+        self._lower, self._upper, self._low_open, self._high_open = lower, upper, low_open, high_open
+
+    def _inside(self, lo, hi):
+        """Whether lo and hi (tensors or numbers) clear the lower and the upper bound."""
+        low = self._lower is None or (lo > self._lower if self._low_open else lo >= self._lower)
+        high = self._upper is None or (hi < self._upper if self._high_open else hi <= self._upper)
+        return low, high
+
+    def check(self, value):
+        if self._lower is None and self._upper is None:
+            return value == value
+        low, high = self._inside(value, value)
+        return high if low is True else low if high is True else F.logical_and(low, high)
+
+    def _holds(self, value):
+        if not (isinstance(value, Tensor) and value.dtype != torch.bool
+                and all(b is None or isinstance(b, (int, float)) for b in (self._lower, self._upper))):
+            return super()._holds(value)
+        if value.numel() == 0:
+            return True
+        number, version = getattr(value, "_number", (None, None))
+        if number is not None and version == value._version:  # every element is that number (_broadcast_all)
+            lo = hi = number
+        elif self._upper is None:  # also Real(): amin is NaN where an element is
+            lo = hi = value.amin().item()
+        elif self._lower is None:
+            lo = hi = value.amax().item()
+        else:
+            lo, hi = (v.item() for v in F.aminmax(value))
+        low, high = self._inside(lo, hi)
+        return bool(low and high and lo == lo)
+
+
+def _interval(lower, upper, low_open=False, high_open=False):
+    kind = "HalfOpenInterval" if high_open else "Interval"
+    return _Bounded(f"{kind}(lower_bound={lower}, upper_bound={upper})", lower, upper, low_open, high_open)
+
+
+class _Dependent(Constraint):
+    """torch's constraints.dependent: a set that depends on other variables; check raises ValueError."""
+
+    def __init__(self, *, is_discrete=False, event_dim=0):
+        super().__init__(None, "Dependent()", is_discrete, event_dim)
+
+    def __call__(self, *, is_discrete=False, event_dim=0):
+        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
+
+    def check(self, value):
+        raise ValueError("Cannot determine validity of dependent constraint")
+
+
+class _DependentProperty(property, _Dependent):
+    """torch's constraints.dependent_property: a property (a distribution's support) that is also a
+    dependent constraint (is_dependent), usable with or without its keyword arguments."""
+
+    def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
+        property.__init__(self, fn)
+        _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
+
+    def __call__(self, fn):
+        return _DependentProperty(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
+
+
+class _Independent(Constraint):
+    """torch's constraints.independent: base's check reduced (all) over the last reinterpreted_batch_ndims
+    dims; all of a value lies in it where all of it lies in base (base's _holds)."""
+
+    def __init__(self, base, reinterpreted_batch_ndims):
+        super().__init__(None, f"IndependentConstraint({base!r}, {reinterpreted_batch_ndims})", base.is_discrete,
+                         base.event_dim + reinterpreted_batch_ndims)
+        self.base_constraint, self.reinterpreted_batch_ndims = base, reinterpreted_batch_ndims
+
+    def check(self, value):
+        result, n = self.base_constraint.check(value), self.reinterpreted_batch_ndims
+        return result.reshape(tuple(result.shape[:result.ndim - n]) + (-1,)).all(-1) if n else result
+
+    def _holds(self, value):
+        return self.base_constraint._holds(value)
+
+
+def _square(v):
+    return full(tuple(v.shape[:-2]), v.shape[-2] == v.shape[-1], dtype=torch.bool)
+
+
+def _symmetric(v):
+    if v.shape[-2] != v.shape[-1]:
+        return _square(v)
+    return F.isclose(v, v.mT, atol=1e-6).reshape(tuple(v.shape[:-2]) + (-1,)).all(-1)
+
+
+def _lower_triangular(v):
+    return (v.tril() == v).reshape(tuple(v.shape[:-2]) + (-1,)).all(-1)
+
+
+def _eigenvalues_above(v, bound):
+    """Every eigenvalue above bound (> 0: definite) or at least 0 (semidefinite), by tnet.linalg.eigvalsh (on
+    the host); as torch's, where some matrix of the batch is not symmetric, the symmetry check alone."""
+    from .linalg import eigvalsh
+    symmetric = _symmetric(v)
+    if not bool(symmetric.all()):
+        return symmetric
+    values = eigvalsh(v).detach()
+    return (values > 0).all(-1) if bound > 0 else (values >= 0).all(-1)
+
+
+constraints = types.ModuleType(f"{__name__}.constraints", "torch.distributions.constraints' sets")
+constraints.__dict__.update(
+    Constraint=Constraint,
+    real=_Bounded("Real()"),  # not NaN
+    positive=_Bounded("GreaterThan(lower_bound=0.0)", 0.0, low_open=True),
+    nonnegative=_Bounded("GreaterThanEq(lower_bound=0.0)", 0.0),
+    unit_interval=_interval(0.0, 1.0),
+    boolean=Constraint(lambda v: F.logical_or(v == 0, v == 1), "Boolean()", is_discrete=True),
+    nonnegative_integer=Constraint(lambda v: F.logical_and(v >= 0, v == v.floor()), "IntegerGreaterThan(lower_bound=0)",
+                                   is_discrete=True),
+    positive_integer=Constraint(lambda v: F.logical_and(v >= 1, v == v.floor()), "IntegerGreaterThan(lower_bound=1)",
+                                is_discrete=True),
+    integer_interval=lambda lower, upper: Constraint(
+        lambda v: F.logical_and(F.logical_and(v >= lower, v <= upper), v == v.floor()),
+        f"IntegerInterval(lower_bound={lower}, upper_bound={upper})", is_discrete=True),
+    interval=_interval,
+    half_open_interval=lambda lower, upper: _interval(lower, upper, high_open=True),
+    greater_than=lambda lower: _Bounded(f"GreaterThan(lower_bound={lower})", lower, low_open=True),
+    greater_than_eq=lambda lower: _Bounded(f"GreaterThanEq(lower_bound={lower})", lower),
+    less_than=lambda upper: _Bounded(f"LessThan(upper_bound={upper})", upper=upper, high_open=True),
+    dependent=_Dependent(), dependent_property=_DependentProperty,
+    is_dependent=lambda constraint: isinstance(constraint, _Dependent),
+    independent=_Independent,
+    square=Constraint(_square, "Square()", event_dim=2),
+    symmetric=Constraint(_symmetric, "Symmetric()", event_dim=2),
+    lower_triangular=Constraint(_lower_triangular, "LowerTriangular()", event_dim=2),
+    lower_cholesky=Constraint(lambda v: F.logical_and(_lower_triangular(v), (v.diagonal(dim1=-2, dim2=-1) > 0).all(-1)),
+                              "LowerCholesky()", event_dim=2),
+    positive_definite=Constraint(lambda v: _eigenvalues_above(v, 1), "PositiveDefinite()", event_dim=2),
+    positive_semidefinite=Constraint(lambda v: _eigenvalues_above(v, 0), "PositiveSemidefinite()", event_dim=2),
+    one_hot=Constraint(lambda v: F.logical_and(F.logical_or(v == 0, v == 1).all(-1), v.sum(-1) == 1), "OneHot()",
+                       is_discrete=True, event_dim=1),
+    multinomial=lambda upper_bound: Constraint(lambda v: F.logical_and((v >= 0).all(-1), v.sum(-1) <= upper_bound),
+                                               "Multinomial()", is_discrete=True,
+                                               event_dim=1))
+constraints.real_vector = _Independent(constraints.real, 1)
+constraints.simplex = Constraint(lambda v: F.logical_and((v >= 0).all(-1), ((v.sum(-1) - 1).abs() < 1e-6)), "Simplex()",
+                                 event_dim=1)
 
 
 class Distribution:
-    """torch.distributions.Distribution: batch_shape, event_shape, and sample as a detached rsample."""
+    """torch.distributions.Distribution: batch_shape, event_shape, and sample as a detached rsample.
+    validate_args (None: the default, torch's True, which Distribution.set_default_validate_args switches):
+    the constructor checks each parameter against arg_constraints, and log_prob and cdf their value against
+    support (tnet's laws through __init_subclass__, torch's each through _validate_sample), raising torch's
+    ValueError; a host read per parameter or value (one reduction of it where the set is an interval of
+    numbers, _Bounded), which validate_args=False skips."""
     has_rsample = False
-    arg_constraints = {}
-    _validate_args = False
+    _validate_args = True
+    _derived = ()  # parameters computed from the one given (logits from probs): torch's lazy ones, not checked
 
     def __init__(self, batch_shape=Size(), event_shape=Size(), validate_args=None):
         self._batch_shape, self._event_shape = Size(batch_shape), Size(event_shape)
+        if validate_args is not None:
+            self._validate_args = validate_args
+        if not self._validate_args:
+            return
+        try:
+            arg_constraints = self.arg_constraints
+        except NotImplementedError:
+            arg_constraints = {}
+            warnings.warn(f"{self.__class__} does not define `arg_constraints`. Please set `arg_constraints = {{}}` "
+                          "or initialize the distribution with `validate_args=False` to turn off validation.")
+        for param, constraint in arg_constraints.items():
+            if not (constraints.is_dependent(constraint) or param in self._derived):
+                self._check_parameter(param, getattr(self, param), constraint)
+
+    def _check_parameter(self, param, value, constraint):
+        """torch's ValueError where value, the parameter param, leaves constraint."""
+        if not constraint._holds(value):
+            raise ValueError(f"Expected parameter {param} ({type(value).__name__} of shape {tuple(value.shape)}) "
+                             f"of distribution {self!r} to satisfy the constraint {constraint!r}, but found invalid "
+                             f"values:\n{value}")
+
+    def __init_subclass__(cls, **kwargs):
+        """tnet's laws check the value of log_prob and cdf first where validate_args is on, as torch's each
+        do (those of _UNVALIDATED but their base's); a script's subclass checks where its methods call
+        _validate_sample, as torch's."""
+        super().__init_subclass__(**kwargs)
+        if cls.__module__ != __name__:
+            return
+        for name in ("log_prob", "cdf"):
+            method = cls.__dict__.get(name)
+            if method is not None and (cls.__name__, name) not in _UNVALIDATED:
+                setattr(cls, name, _validating(method))
+
+    @property
+    def arg_constraints(self):
+        raise NotImplementedError
+
+    @property
+    def support(self):
+        raise NotImplementedError
+
+    def _validate_sample(self, value):
+        """torch's checks of a value to score: a tnet Tensor whose right-most sizes are event_shape, that
+        broadcasts with batch_shape + event_shape, inside support (ValueError)."""
+        if not isinstance(value, Tensor):
+            raise ValueError("The value argument to log_prob must be a Tensor")
+        event_dim_start = len(value.shape) - len(self._event_shape)
+        if value.shape[event_dim_start:] != self._event_shape:
+            raise ValueError(f"The right-most size of value must match event_shape: {value.shape} vs "
+                             f"{self._event_shape}.")
+        actual_shape, expected_shape = value.shape, self._batch_shape + self._event_shape
+        for i, j in zip(reversed(actual_shape), reversed(expected_shape)):
+            if i != 1 and j != 1 and i != j:
+                raise ValueError(f"Value is not broadcastable with batch_shape+event_shape: {actual_shape} vs "
+                                 f"{expected_shape}.")
+        try:
+            support = self.support
+        except NotImplementedError:
+            warnings.warn(f"{self.__class__} does not define `support` to enable sample validation. Please "
+                          "initialize the distribution with `validate_args=False` to turn off validation.")
+            return
+        if not support._holds(value):
+            raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
+                             f"within the support ({support!r}) of the distribution {self!r}, but found invalid "
+                             f"values:\n{value}")
 
     @staticmethod
     def set_default_validate_args(value):
-        """torch's switch of the default validate_args; recorded only, as tnet checks no values (module docstring)."""
+        """torch's switch of the default validate_args (True at import, as torch's)."""
         if value not in [True, False]:
             raise ValueError
         Distribution._validate_args = value
@@ -100,7 +354,28 @@ class Distribution:
         return self.entropy().exp()
 
     def __repr__(self):
-        return f"{type(self).__name__}()"
+        """torch's: each parameter of arg_constraints held as an attribute (not one derived from the other
+        given), its value if it has one element, else its size."""
+        params = [k for k in self.arg_constraints if k in self.__dict__ and k not in self._derived]
+        return type(self).__name__ + "(" + ", ".join(
+            f"{p}: {self.__dict__[p] if self.__dict__[p].numel() == 1 else self.__dict__[p].size()}"
+            for p in params) + ")"
+
+
+# (law, method) that torch's do not validate themselves (Independent's and TransformedDistribution's base does,
+# GeneralizedPareto's log survival function; MixtureSameFamily's cdf does not)
+_UNVALIDATED = {("Independent", "log_prob"), ("MixtureSameFamily", "cdf"), ("TransformedDistribution", "cdf"),
+                ("GeneralizedPareto", "cdf")}
+
+
+def _validating(method):
+    """method(self, value, ...), after self._validate_sample(value) where self._validate_args."""
+    @functools.wraps(method)
+    def validated(self, value, *args, **kwargs):
+        if self._validate_args:
+            self._validate_sample(value)
+        return method(self, value, *args, **kwargs)
+    return validated
 
 
 class ExponentialFamily(Distribution):
@@ -132,6 +407,8 @@ class ExponentialFamily(Distribution):
 
 class Normal(Distribution):
     """Normal(loc, scale): numbers or tensors that broadcast to batch_shape."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
@@ -170,14 +447,17 @@ class Normal(Distribution):
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 
-    def __repr__(self):
-        return f"Normal(loc: {self.loc}, scale: {self.scale})"
-
 
 def _probs_and_logits(probs, logits):
     if (probs is None) == (logits is None):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
     return probs, logits
+
+
+def _lazy_one(probs):
+    """The parameter of a law of probs or logits that the other was computed from: torch's lazy one, which
+    validate_args does not check."""
+    return ("logits",) if probs is not None else ("probs",)
 
 
 def _binary_parameters(probs, logits):
@@ -194,14 +474,22 @@ def _binary_parameters(probs, logits):
 class Bernoulli(Distribution):
     """Bernoulli(probs=None, logits=None): one of the two, numbers or tensors; samples are 0.0/1.0 in
     the parameter's dtype."""
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.boolean
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         self.probs, self.logits = _binary_parameters(probs, logits)
+        self._derived = _lazy_one(probs)
         super().__init__(self.probs.shape, validate_args=validate_args)
 
     @property
     def mean(self):
         return self.probs
+
+    @property
+    def mode(self):
+        """1 where probs > 1/2, 0 below, NaN at 1/2 (no single mode), as torch's."""
+        return F.where(self.probs == 0.5, math.nan, (self.probs >= 0.5).to(self.probs.dtype))
 
     @property
     def variance(self):
@@ -211,15 +499,16 @@ class Bernoulli(Distribution):
         with no_grad():
             return F.bernoulli(self.probs.expand(self._extended_shape(sample_shape)))
 
+    def enumerate_support(self, expand=True):
+        values = arange(2, dtype=self.probs.dtype).view((-1,) + (1,) * len(self._batch_shape))
+        return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
     def log_prob(self, value):
         logits, value = _broadcast_all(self.logits, value)
         return -nnF.binary_cross_entropy_with_logits(logits, value, reduction="none")
 
     def entropy(self):
         return nnF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
-
-    def __repr__(self):
-        return f"Bernoulli(probs: {self.probs})"
 
 
 class ContinuousBernoulli(ExponentialFamily):
@@ -228,6 +517,8 @@ class ContinuousBernoulli(ExponentialFamily):
     log(2 atanh(1 - 2p) / (1 - 2p)), which is a Taylor series in (p - 1/2) where p lies within lims, as torch's
     (mean and variance too); probs given are clamped eps away from 0 and 1, as torch's; rsample by the icdf of
     uniforms."""
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
     has_rsample = True
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
@@ -238,7 +529,7 @@ class ContinuousBernoulli(ExponentialFamily):
         else:
             self.logits, = _broadcast_all(logits)
             self.probs = _clamp_probs(self.logits.sigmoid())
-        self._lims = lims
+        self._lims, self._derived = lims, _lazy_one(probs)
         super().__init__(self.probs.shape, validate_args=validate_args)
 
     def _outside_unstable_region(self):
@@ -307,13 +598,13 @@ class ContinuousBernoulli(ExponentialFamily):
         taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
         return F.where(outside, log_norm, taylor)
 
-    def __repr__(self):
-        return f"ContinuousBernoulli(probs: {self.probs})"
-
 
 class Categorical(Distribution):
     """Categorical(probs=None, logits=None): one of the two, [..., K] over K classes (unnormalized);
     batch_shape is the parameter's shape without its last dimension, samples are int64 class indices."""
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    support = constraints.dependent_property(lambda self: constraints.integer_interval(0, self._num_events - 1),
+                                             is_discrete=True)
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)
@@ -327,7 +618,7 @@ class Categorical(Distribution):
                 raise ValueError("`logits` parameter must be at least one-dimensional.")
             self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
             self.probs = F.softmax(self.logits, -1)
-        self._num_events = self.probs.shape[-1]
+        self._num_events, self._derived = self.probs.shape[-1], _lazy_one(probs)
         super().__init__(self.probs.shape[:-1], validate_args=validate_args)
 
     @property
@@ -365,13 +656,13 @@ class Categorical(Distribution):
         values = arange(self._num_events).view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
 
-    def __repr__(self):
-        return f"Categorical(probs: {self.probs})"
-
 
 class Independent(Distribution):
     """Independent(base_distribution, reinterpreted_batch_ndims): the base's last batch dims become
     event dims, so that log_prob and entropy sum over them."""
+    arg_constraints = {}
+    support = constraints.dependent_property(lambda self: constraints.independent(
+        self.base_dist.support, self.reinterpreted_batch_ndims) if self.reinterpreted_batch_ndims else self.base_dist.support)
 
     def __init__(self, base_distribution, reinterpreted_batch_ndims, validate_args=None):
         shape = tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape)
@@ -390,6 +681,15 @@ class Independent(Distribution):
     @property
     def mean(self):
         return self.base_dist.mean
+
+    @property
+    def mode(self):
+        return self.base_dist.mode
+
+    def enumerate_support(self, expand=True):
+        if self.reinterpreted_batch_ndims > 0:
+            raise NotImplementedError("Enumeration over cartesian product is not implemented")
+        return self.base_dist.enumerate_support(expand=expand)
 
     @property
     def variance(self):
@@ -414,6 +714,9 @@ class Independent(Distribution):
 class Uniform(Distribution):
     """Uniform(low, high): numbers or tensors that broadcast to batch_shape; log_prob is -inf outside
     [low, high)."""
+    arg_constraints = property(lambda self: {"low": constraints.less_than(self.high),
+                                             "high": constraints.greater_than(self.low)})
+    support = constraints.dependent_property(lambda self: constraints.interval(self.low, self.high))
     has_rsample = True
 
     def __init__(self, low, high, validate_args=None):
@@ -423,6 +726,10 @@ class Uniform(Distribution):
     @property
     def mean(self):
         return (self.high + self.low) / 2
+
+    @property
+    def mode(self):
+        return math.nan * self.high
 
     @property
     def stddev(self):
@@ -449,16 +756,16 @@ class Uniform(Distribution):
     def entropy(self):
         return (self.high - self.low).log()
 
-    def __repr__(self):
-        return f"Uniform(low: {self.low}, high: {self.high})"
-
 
 class OneHotCategorical(Distribution):
     """OneHotCategorical(probs=None, logits=None): a Categorical whose samples are one-hot vectors of
     the parameter's dtype (event_shape [K])."""
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    _derived = ("probs", "logits")  # the law inside checks the one given
+    support = constraints.one_hot
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
+        self._categorical = Categorical(probs, logits, validate_args)
         self.probs, self.logits = self._categorical.probs, self._categorical.logits
         super().__init__(self._categorical.batch_shape, self.probs.shape[-1:], validate_args)
 
@@ -470,9 +777,18 @@ class OneHotCategorical(Distribution):
     def variance(self):
         return self.probs * (1 - self.probs)
 
+    @property
+    def mode(self):
+        return nnF.one_hot(self.probs.argmax(-1), self.probs.shape[-1]).to(self.probs.dtype)
+
     def sample(self, sample_shape=Size()):
         classes = self._categorical.sample(sample_shape)
         return nnF.one_hot(classes, self.probs.shape[-1]).to(self.probs.dtype)
+
+    def enumerate_support(self, expand=True):
+        n = self._event_shape[0]
+        values = nnF.one_hot(arange(n), n).to(self.probs.dtype).view((n,) + (1,) * len(self._batch_shape) + (n,))
+        return values.expand((n,) + tuple(self._batch_shape) + (n,)) if expand else values
 
     def log_prob(self, value):
         return self._categorical.log_prob(value.argmax(-1))
@@ -480,13 +796,12 @@ class OneHotCategorical(Distribution):
     def entropy(self):
         return self._categorical.entropy()
 
-    def __repr__(self):
-        return f"OneHotCategorical(probs: {self.probs})"
-
 
 class MixtureSameFamily(Distribution):
     """MixtureSameFamily(mixture_distribution, component_distribution): a Categorical over the
     components' last batch dim; log_prob is the logsumexp of the weighted components' log_probs."""
+    arg_constraints = {}
+    support = constraints.dependent_property(lambda self: self._component_distribution.support)
 
     def __init__(self, mixture_distribution, component_distribution, validate_args=None):
         self._mixture_distribution, self._component_distribution = mixture_distribution, component_distribution
@@ -529,6 +844,11 @@ class MixtureSameFamily(Distribution):
         log_prob_x = self._component_distribution.log_prob(value)
         return (log_prob_x + self._mixture_distribution.logits).logsumexp(dim=-1)
 
+    def cdf(self, value):
+        """The mixture's weights times the components' cdf at value, as torch's."""
+        cdf_x = self._component_distribution.cdf(value.unsqueeze(-1 - self._event_ndims))
+        return (cdf_x * self._mixture_distribution.probs).sum(-1 - self._event_ndims)
+
     def sample(self, sample_shape=Size()):
         with no_grad():
             k = self._mixture_distribution.sample(sample_shape)  # sample_shape + batch_shape
@@ -547,19 +867,26 @@ class Beta(Distribution):
     batch_shape. Drawn on the host by numpy from the stream tnet.manual_seed reseeds (as randint):
     a host read of tensor parameters, no rsample; log_prob, entropy and variance on the device,
     differentiable in the parameters given as tensors."""
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.unit_interval
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self._given = _broadcast_all(concentration1, concentration0)
         host = lambda v: np.asarray(v.numpy() if isinstance(v, Tensor) else v, np.float64)
         self._a, self._b = np.broadcast_arrays(host(concentration1), host(concentration0))
-        if validate_args is not False and not (np.all(self._a > 0) and np.all(self._b > 0)):
-            raise ValueError("Expected parameters concentration1 and concentration0 of Beta to be positive, got "
-                             f"{self._a.tolist()} and {self._b.tolist()}")
-        super().__init__(self._a.shape)
+        super().__init__(self._a.shape, validate_args=validate_args)
 
     concentration1 = property(lambda self: tensor(self._a.astype(np.float32)))
     concentration0 = property(lambda self: tensor(self._b.astype(np.float32)))
     mean = property(lambda self: tensor((self._a / (self._a + self._b)).astype(np.float32)))
+
+    @property
+    def mode(self):
+        """(a - 1)+ / ((a - 1)+ + (b - 1)+), 1 where both are below 1 (torch's Dirichlet mode's first class: the
+        argmax of two NaNs), NaN where both are 1, differentiable in the parameters given as tensors."""
+        a, b = self._given
+        am1, bm1 = (a - 1).clamp(min=0.0), (b - 1).clamp(min=0.0)
+        return F.where(F.logical_and(a < 1, b < 1), 1.0, am1 / (am1 + bm1))
 
     def expand(self, batch_shape, _instance=None):
         new = super().expand(batch_shape, _instance)
@@ -599,6 +926,8 @@ def _clamp_probs(probs):
 
 class Laplace(Distribution):
     """Laplace(loc, scale): numbers or tensors that broadcast to batch_shape."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
@@ -628,12 +957,11 @@ class Laplace(Distribution):
     def entropy(self):
         return 1 + (2 * self.scale).log()
 
-    def __repr__(self):
-        return f"Laplace(loc: {self.loc}, scale: {self.scale})"
-
 
 class Exponential(Distribution):
     """Exponential(rate): a number or a tensor (batch_shape its shape)."""
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
     has_rsample = True
 
     def __init__(self, rate, validate_args=None):
@@ -661,10 +989,6 @@ class Exponential(Distribution):
     def entropy(self):
         return 1.0 - self.rate.log()
 
-    def __repr__(self):
-        return f"Exponential(rate: {self.rate})"
-
-
 
 _EULER_GAMMA = 0.57721566490153286060
 
@@ -672,6 +996,8 @@ _EULER_GAMMA = 0.57721566490153286060
 class Gumbel(Distribution):
     """Gumbel(loc, scale): numbers or tensors that broadcast to batch_shape (torch's is a transformed
     Uniform; the same formulas)."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
@@ -701,12 +1027,11 @@ class Gumbel(Distribution):
     def entropy(self):
         return self.scale.log() + (1 + _EULER_GAMMA)
 
-    def __repr__(self):
-        return f"Gumbel(loc: {self.loc}, scale: {self.scale})"
-
 
 class Cauchy(Distribution):
     """Cauchy(loc, scale): numbers or tensors that broadcast to batch_shape; mean NaN, variance inf, as torch's."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
     has_rsample = True
 
     def __init__(self, loc, scale, validate_args=None):
@@ -733,17 +1058,17 @@ class Cauchy(Distribution):
     def entropy(self):
         return math.log(4 * math.pi) + self.scale.log()
 
-    def __repr__(self):
-        return f"Cauchy(loc: {self.loc}, scale: {self.scale})"
-
 
 class LogNormal(Distribution):
     """LogNormal(loc, scale): exp of Normal(loc, scale), whose parameters loc and scale are (as torch's
     transformed Normal)."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.positive
     has_rsample = True
+    _derived = ("loc", "scale")  # its Normal checks them
 
     def __init__(self, loc, scale, validate_args=None):
-        self.base_dist = Normal(loc, scale)
+        self.base_dist = Normal(loc, scale, validate_args)
         self.loc, self.scale = self.base_dist.loc, self.base_dist.scale
         super().__init__(self.loc.shape, validate_args=validate_args)
 
@@ -766,8 +1091,6 @@ class LogNormal(Distribution):
     def entropy(self):
         return self.base_dist.entropy() + self.loc
 
-    def __repr__(self):
-        return f"LogNormal(loc: {self.loc}, scale: {self.scale})"
 
 def _host_draw(draw, like):
     """A numpy draw as a float tensor of like's dtype (the host stream tnet.manual_seed reseeds)."""
@@ -779,6 +1102,8 @@ class Gamma(Distribution):
     entropy, mean, variance and kl_divergence are differentiable; samples are drawn on the host by
     numpy (a host read of the parameters, the stream tnet.manual_seed reseeds, as Beta's), and
     there is no rsample (torch's is reparameterized)."""
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.nonnegative
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = _broadcast_all(concentration, rate)
@@ -798,18 +1123,21 @@ class Gamma(Distribution):
         return (F.xlogy(self.concentration, self.rate) + F.xlogy(self.concentration - 1, value) -
                 self.rate * value - self.concentration.lgamma())
 
+    def cdf(self, value):
+        """P(concentration, rate * value), the regularized lower incomplete gamma function, as torch's (Chi2's
+        too): differentiable in value and rate; concentration's gradient raises in backward, as torch's."""
+        return F.igamma(self.concentration, self.rate * value)
+
     def entropy(self):
         c = self.concentration
         return c - self.rate.log() + c.lgamma() + (1.0 - c) * c.digamma()
-
-    def __repr__(self):
-        return f"Gamma(concentration: {self.concentration}, rate: {self.rate})"
-
 
 
 class Poisson(Distribution):
     """Poisson(rate): a number or a tensor (batch_shape its shape). log_prob is differentiable in rate;
     samples are drawn on the host by numpy (a host read of rate), as Gamma's."""
+    arg_constraints = {"rate": constraints.nonnegative}
+    support = constraints.nonnegative_integer
 
     def __init__(self, rate, validate_args=None):
         self.rate, = _broadcast_all(rate)
@@ -828,15 +1156,14 @@ class Poisson(Distribution):
         value = _as_tensor(value, self.rate)
         return F.xlogy(value, self.rate) - self.rate - (value + 1).lgamma()
 
-    def __repr__(self):
-        return f"Poisson(rate: {self.rate})"
-
 
 class StudentT(Distribution):
     """StudentT(df, loc=0, scale=1): numbers or tensors that broadcast to batch_shape. log_prob,
     entropy, mean and variance are differentiable (mean NaN for df <= 1; variance inf for 1 < df <= 2,
     NaN for df <= 1, as torch's); samples are drawn on the host by numpy (no rsample: torch's is
     reparameterized through its chi-squared)."""
+    arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
         self.df, self.loc, self.scale = _broadcast_all(df, loc, scale)
@@ -871,13 +1198,13 @@ class StudentT(Distribution):
         return (self.scale.log() + (half_df + 0.5) * ((half_df + 0.5).digamma() - half_df.digamma()) +
                 0.5 * self.df.log() + lbeta)
 
-    def __repr__(self):
-        return f"StudentT(df: {self.df}, loc: {self.loc}, scale: {self.scale})"
 
 class Dirichlet(Distribution):
     """Dirichlet(concentration): [..., K] (event_shape [K]). log_prob, entropy, mean, variance and
     kl_divergence are differentiable; samples are drawn on the host by numpy (normalised Gamma
     draws; a host read of the concentration), and there is no rsample (torch's is reparameterized)."""
+    arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
+    support = constraints.simplex
 
     def __init__(self, concentration, validate_args=None):
         if concentration.dim() < 1:
@@ -891,8 +1218,11 @@ class Dirichlet(Distribution):
 
     @property
     def mode(self):
+        """(c - 1)+ normalized; where every c < 1, the first class's one-hot vector (torch's argmax of the
+        NaNs of 0 / 0)."""
         c = (self.concentration - 1).clamp(min=0.0)
-        return c / c.sum(-1, keepdim=True)
+        first = (arange(c.shape[-1]) == 0).to(c.dtype)
+        return F.where((self.concentration < 1).all(-1, keepdim=True), first, c / c.sum(-1, keepdim=True))
 
     @property
     def variance(self):
@@ -912,9 +1242,6 @@ class Dirichlet(Distribution):
         c = self.concentration
         k, a0 = c.shape[-1], c.sum(-1)
         return c.lgamma().sum(-1) - a0.lgamma() - (k - a0) * a0.digamma() - ((c - 1.0) * c.digamma()).sum(-1)
-
-    def __repr__(self):
-        return f"Dirichlet(concentration: {self.concentration})"
 
 
 def _batch_mahalanobis(scale_tril, x):
@@ -938,6 +1265,9 @@ class MultivariateNormal(Distribution):
     [..., n] and exactly one of the three [..., n, n], batch dims broadcast. The factor L (scale_tril)
     comes from tnet.linalg.cholesky, solves from linalg.solve_triangular (both on the host, with
     gradients); rsample is loc + L eps."""
+    arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
+                       "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
+    support = constraints.real_vector
     has_rsample = True
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None, validate_args=None):
@@ -946,10 +1276,13 @@ class MultivariateNormal(Distribution):
         if sum(m is not None for m in (covariance_matrix, precision_matrix, scale_tril)) != 1:
             raise ValueError("Exactly one of covariance_matrix or precision_matrix or scale_tril may be specified.")
         matrix = next(m for m in (scale_tril, covariance_matrix, precision_matrix) if m is not None)
+        which = "scale_tril" if scale_tril is not None else "covariance_matrix" if covariance_matrix is not None \
+            else "precision_matrix"
         if matrix.dim() < 2:
-            which = ("scale_tril" if scale_tril is not None else "covariance_matrix" if covariance_matrix is not None
-                     else "precision_matrix")
             raise ValueError(f"{which} matrix must be at least two-dimensional, with optional leading batch dimensions")
+        self._derived = ("covariance_matrix", "precision_matrix", "scale_tril")  # the one given is checked here,
+        if self._validate_args if validate_args is None else validate_args:  # before its factor
+            self._check_parameter(which, matrix, self.arg_constraints[which])
         if scale_tril is not None:
             L = scale_tril
         elif covariance_matrix is not None:
@@ -1001,18 +1334,18 @@ class MultivariateNormal(Distribution):
         h = 0.5 * n * (1.0 + math.log(2 * math.pi)) + _half_log_det(self._unbroadcasted_scale_tril)
         return h.expand(self._batch_shape)
 
-    def __repr__(self):
-        return f"MultivariateNormal(loc: {self.loc.shape})"
-
 
 class RelaxedBernoulli(Distribution):
     """RelaxedBernoulli(temperature, probs=None, logits=None): values in (0, 1), rsample the
     sigmoid of (logistic noise + logits) / temperature (torch's LogitRelaxedBernoulli through a
     sigmoid); log_prob torch's, with its change of variables."""
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    _derived = ("probs", "logits")  # the law inside checks the one given
+    support = constraints.unit_interval
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        self._bernoulli = Bernoulli(probs, logits)
+        self._bernoulli = Bernoulli(probs, logits, validate_args)
         self.probs, self.logits = self._bernoulli.probs, self._bernoulli.logits
         self.temperature = _as_tensor(temperature, self.logits)
         super().__init__(self.probs.shape, validate_args=validate_args)
@@ -1032,18 +1365,18 @@ class RelaxedBernoulli(Distribution):
         base = self.temperature.log() + diff - 2 * diff.exp().log1p()
         return base + nnF.softplus(-x) + nnF.softplus(x)
 
-    def __repr__(self):
-        return f"RelaxedBernoulli(temperature: {self.temperature}, probs: {self.probs})"
-
 
 class RelaxedOneHotCategorical(Distribution):
     """RelaxedOneHotCategorical(temperature, probs=None, logits=None): points of the simplex
     (event_shape [K]), rsample the Gumbel-softmax softmax((logits + gumbel) / temperature) (torch's
     ExpRelaxedCategorical through exp); log_prob torch's, with its change of variables."""
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    _derived = ("probs", "logits")  # the law inside checks the one given
+    support = constraints.simplex
     has_rsample = True
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
-        self._categorical = Categorical(probs, logits)
+        self._categorical = Categorical(probs, logits, validate_args)
         self.probs, self.logits = self._categorical.probs, self._categorical.logits
         self.temperature = _as_tensor(temperature, self.logits)
         super().__init__(self._categorical.batch_shape, self.probs.shape[-1:], validate_args)
@@ -1060,10 +1393,6 @@ class RelaxedOneHotCategorical(Distribution):
         score = self.logits - log_value * self.temperature
         score = (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1)
         return score + log_scale - log_value.sum(-1)
-
-    def __repr__(self):
-        return f"RelaxedOneHotCategorical(temperature: {self.temperature}, probs: {self.probs})"
-
 
 
 # ---- Binomial, Multinomial, Geometric, HalfNormal, Chi2, OneHotCategoricalStraightThrough and
@@ -1084,6 +1413,10 @@ class Binomial(Distribution):
     log_prob, mean, variance and entropy are differentiable in probs/logits, as torch's; samples are
     drawn on the host by numpy (a host read of the parameters, the stream tnet.manual_seed reseeds), as
     Gamma's. entropy needs one total_count for the whole batch, as torch's."""
+    arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
+                       "logits": constraints.real}
+    support = constraints.dependent_property(lambda self: constraints.integer_interval(0, self.total_count),
+                                             is_discrete=True)
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)
@@ -1095,6 +1428,7 @@ class Binomial(Distribution):
             self.total_count, self.logits = _broadcast_all(total_count, logits)
             self.total_count = self.total_count.to(self.logits.dtype)
             self.probs = self.logits.sigmoid()
+        self._derived = _lazy_one(probs)
         super().__init__(self.probs.shape, validate_args=validate_args)
 
     mean = property(lambda self: self.total_count * self.probs)
@@ -1128,9 +1462,6 @@ class Binomial(Distribution):
         log_prob = self.log_prob(self.enumerate_support(False))
         return -(log_prob.exp() * log_prob).sum(0)
 
-    def __repr__(self):
-        return f"Binomial(total_count: {self.total_count}, probs: {self.probs})"
-
 
 def _probs_to_logits(probs, is_binary=True):
     """torch's probs_to_logits: probs clamped eps (of their dtype) into (0, 1), then log(p) - log1p(-p)
@@ -1143,13 +1474,17 @@ class Multinomial(Distribution):
     """Multinomial(total_count=1, probs=None, logits=None): counts over K classes ([..., K] parameters,
     event_shape [K]) of total_count draws. log_prob, mean and variance are differentiable, as torch's;
     samples are drawn on the host by numpy (a host read of probs). total_count is an int, as torch's;
-    entropy is not implemented."""
+    entropy is torch's sum over each class's Binomial counts."""
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
+    _derived = ("probs", "logits")  # the law inside checks the one given
+    support = constraints.dependent_property(lambda self: constraints.multinomial(self.total_count),
+                                             is_discrete=True, event_dim=1)
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         if not isinstance(total_count, int):
             raise NotImplementedError("inhomogeneous total_count is not supported")
         self.total_count = total_count
-        self._categorical = Categorical(probs=probs, logits=logits)
+        self._categorical = Categorical(probs=probs, logits=logits, validate_args=validate_args)
         self.probs, self.logits = self._categorical.probs, self._categorical.logits
         super().__init__(self._categorical.batch_shape, self.probs.shape[-1:], validate_args)
 
@@ -1170,18 +1505,32 @@ class Multinomial(Distribution):
         log_factorial_n = math.lgamma(self.total_count + 1)
         return log_factorial_n - (value + 1).lgamma().sum(-1) + (logits * value).sum(-1)
 
-    def __repr__(self):
-        return f"Multinomial(total_count: {self.total_count}, probs: {self.probs})"
+    def entropy(self):
+        """n H(categorical) - log n! + sum over classes and counts k >= 1 of Binomial(n, p_i)(k) log k!, as torch's."""
+        n = self.total_count
+        binomial = Binomial(n, self.probs, validate_args=False)
+        support = binomial.enumerate_support(expand=False)[1:]
+        weights = (support + 1).lgamma()
+        term2 = (binomial.log_prob(support).exp() * weights).sum([0, -1])
+        return n * self._categorical.entropy() - math.lgamma(n + 1) + term2
 
 
 class Geometric(Distribution):
     """Geometric(probs=None, logits=None): the number of failures before the first success, {0, 1, ...};
     numbers or tensors. Samples are drawn on the device by inversion, floor(log(u) / log1p(-p)), as torch's
     (tnet's stream: other numbers)."""
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         self.probs, self.logits = _binary_parameters(probs, logits)
+        self._derived = _lazy_one(probs)
         super().__init__(self.probs.shape, validate_args=validate_args)
+        if self._validate_args and probs is not None and not constraints.positive._holds(self.probs):
+            # torch's check beyond unit_interval: no success ever at probs 0
+            raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape {tuple(self.probs.shape)}) "
+                             f"of distribution {self!r} to be positive but found invalid values:\n"
+                             f"{self.probs[~(self.probs > 0)]}")
 
     mean = property(lambda self: 1.0 / self.probs - 1.0)
     mode = property(lambda self: zeros_like(self.probs))
@@ -1201,14 +1550,13 @@ class Geometric(Distribution):
     def entropy(self):
         return nnF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none") / self.probs
 
-    def __repr__(self):
-        return f"Geometric(probs: {self.probs})"
-
 
 class _Folded(Distribution):
     """|X| for X ~ base_dist, a symmetric law about 0 (Normal or Cauchy of loc 0): rsample, log_prob (-inf
     below 0), cdf, icdf and entropy from the base's, differentiable, as torch's HalfNormal and HalfCauchy
     (TransformedDistributions of their base by AbsTransform there: here plain Distributions with base_dist)."""
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
     has_rsample = True
 
     def __init__(self, base_dist, validate_args=None):
@@ -1234,15 +1582,12 @@ class _Folded(Distribution):
     def entropy(self):
         return self.base_dist.entropy() - math.log(2)
 
-    def __repr__(self):
-        return f"{type(self).__name__}(scale: {self.scale})"
-
 
 class HalfNormal(_Folded):
     """HalfNormal(scale): |X| for X ~ Normal(0, scale), a number or a tensor (see _Folded)."""
 
     def __init__(self, scale, validate_args=None):
-        super().__init__(Normal(0.0, scale), validate_args)
+        super().__init__(Normal(0.0, scale, validate_args=False), validate_args)
 
     mean = property(lambda self: self.scale * math.sqrt(2 / math.pi))
     variance = property(lambda self: self.scale.pow(2) * (1 - 2 / math.pi))
@@ -1252,7 +1597,7 @@ class HalfCauchy(_Folded):
     """HalfCauchy(scale): |X| for X ~ Cauchy(0, scale) (see _Folded); mean inf, variance the Cauchy's (inf)."""
 
     def __init__(self, scale, validate_args=None):
-        super().__init__(Cauchy(0.0, scale), validate_args)
+        super().__init__(Cauchy(0.0, scale, validate_args=False), validate_args)
 
     mean = property(lambda self: full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype))
     variance = property(lambda self: self.base_dist.variance)
@@ -1263,6 +1608,9 @@ class NegativeBinomial(Distribution):
     convention: probs is each trial's success probability); numbers or tensors. log_prob, mean, mode and
     variance are differentiable, as torch's; samples are drawn on the host by numpy, Poisson of Gamma as
     torch's (a host read of the parameters)."""
+    arg_constraints = {"total_count": constraints.greater_than_eq(0), "probs": constraints.half_open_interval(0.0, 1.0),
+                       "logits": constraints.real}
+    support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)
@@ -1272,7 +1620,7 @@ class NegativeBinomial(Distribution):
         else:
             self.total_count, self.logits = _broadcast_all(total_count, logits)
             self.probs = self.logits.sigmoid()
-        self.total_count = self.total_count.to(self.probs.dtype)
+        self.total_count, self._derived = self.total_count.to(self.probs.dtype), _lazy_one(probs)
         super().__init__(self.probs.shape, validate_args=validate_args)
 
     mean = property(lambda self: self.total_count * self.logits.exp())
@@ -1293,14 +1641,13 @@ class NegativeBinomial(Distribution):
         log_normalization = F.where(self.total_count + value == 0.0, 0.0, log_normalization)
         return log_unnormalized - log_normalization
 
-    def __repr__(self):
-        return f"NegativeBinomial(total_count: {self.total_count}, probs: {self.probs})"
-
 
 class VonMises(Distribution):
     """VonMises(loc, concentration): the circular normal on [-pi, pi); log_prob (through special.i0e) and the
     circular variance differentiable, as torch's; samples drawn on the host by numpy (a host read of the
     parameters), where torch's run Best and Fisher's rejection sampler."""
+    arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
+    support = constraints.real
 
     def __init__(self, loc, concentration, validate_args=None):
         self.loc, self.concentration = _broadcast_all(loc, concentration)
@@ -1321,13 +1668,12 @@ class VonMises(Distribution):
         draw = init_generator().vonmises(loc, k, size=shape)
         return _host_draw((draw + np.pi) % (2 * np.pi) - np.pi, self.loc)
 
-    def __repr__(self):
-        return f"VonMises(loc: {self.loc}, concentration: {self.concentration})"
-
 
 class FisherSnedecor(Distribution):
     """FisherSnedecor(df1, df2): the F law, numbers or tensors; log_prob, mean, mode and variance differentiable
     (NaN where torch's are undefined), as torch's; samples drawn on the host by numpy (no rsample)."""
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
 
     def __init__(self, df1, df2, validate_args=None):
         self.df1, self.df2 = _broadcast_all(df1, df2)
@@ -1357,21 +1703,16 @@ class FisherSnedecor(Distribution):
         t3 = (ct1 + ct2) * (ct3 * value).log1p()
         return t1 + t2 - t3
 
-    def __repr__(self):
-        return f"FisherSnedecor(df1: {self.df1}, df2: {self.df2})"
-
 
 class Chi2(Gamma):
     """Chi2(df): Gamma(df / 2, 1 / 2), as torch's (drawn on the host, as Gamma)."""
+    arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df, validate_args=None):
         df, = _broadcast_all(df)
         super().__init__(0.5 * df, 0.5 * ones_like(df), validate_args)
 
     df = property(lambda self: self.concentration * 2)
-
-    def __repr__(self):
-        return f"Chi2(df: {self.df})"
 
 
 class OneHotCategoricalStraightThrough(OneHotCategorical):
@@ -1389,6 +1730,9 @@ class LowRankMultivariateNormal(Distribution):
     [..., n], W [..., n, r], D [..., n], as torch's: log_prob and entropy through the Woodbury identity and
     the Cholesky factor of the r x r capacitance I + W^T D^-1 W (tnet.linalg.cholesky: on the host, with its
     gradient); rsample = loc + W eps_r + sqrt(D) eps_n."""
+    arg_constraints = {"loc": constraints.real_vector, "cov_factor": constraints.independent(constraints.real, 2),
+                       "cov_diag": constraints.independent(constraints.positive, 1)}
+    support = constraints.real_vector
     has_rsample = True
 
     def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
@@ -1447,131 +1791,8 @@ class LowRankMultivariateNormal(Distribution):
         H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._log_det())
         return H.expand(self._batch_shape) if len(self._batch_shape) else H
 
-    def __repr__(self):
-        return f"LowRankMultivariateNormal(loc: {self.loc}, cov_factor: {self.cov_factor}, cov_diag: {self.cov_diag})"
 
-
-# ---- constraints, transforms and TransformedDistribution (denisyarats' SquashedNormal, LogNormal by hand) ----
-
-class Constraint:
-    """torch.distributions.constraints' Constraint: check(value), a bool tensor of where value lies in
-    the set (over the batch dims: event_dim dims are reduced); is_discrete and event_dim as torch's."""
-    is_discrete, event_dim = False, 0
-
-    def __init__(self, check=None, name=None, is_discrete=False, event_dim=0):
-        self._check, self._name, self.is_discrete, self.event_dim = check, name, is_discrete, event_dim
-
-    def check(self, value):
-        return self._check(value)
-
-    def __repr__(self):
-        return self._name or type(self).__name__
-
-
-def _interval(lower, upper, low_open=False, high_open=False):
-    low = (lambda v: v > lower) if low_open else (lambda v: v >= lower)
-    high = (lambda v: v < upper) if high_open else (lambda v: v <= upper)
-    return Constraint(lambda v: F.logical_and(low(v), high(v)), f"Interval(lower_bound={lower}, upper_bound={upper})")
-
-
-class _Dependent(Constraint):
-    """torch's constraints.dependent: a set that depends on other variables; check raises ValueError."""
-
-    def __init__(self, *, is_discrete=False, event_dim=0):
-        super().__init__(None, "Dependent()", is_discrete, event_dim)
-
-    def __call__(self, *, is_discrete=False, event_dim=0):
-        return _Dependent(is_discrete=is_discrete, event_dim=event_dim)
-
-    def check(self, value):
-        raise ValueError("Cannot determine validity of dependent constraint")
-
-
-class _DependentProperty(property, _Dependent):
-    """torch's constraints.dependent_property: a property (a distribution's support) that is also a
-    dependent constraint (is_dependent), usable with or without its keyword arguments."""
-
-    def __init__(self, fn=None, *, is_discrete=False, event_dim=0):
-        property.__init__(self, fn)
-        _Dependent.__init__(self, is_discrete=is_discrete, event_dim=event_dim)
-
-    def __call__(self, fn):
-        return _DependentProperty(fn, is_discrete=self.is_discrete, event_dim=self.event_dim)
-
-
-def _independent(base, reinterpreted_batch_ndims):
-    """base's check reduced (all) over the last reinterpreted_batch_ndims dims, as torch's constraints.independent."""
-    def check(v):
-        result = base.check(v)
-        return result.reshape(tuple(result.shape[:result.ndim - reinterpreted_batch_ndims]) + (-1,)).all(-1) \
-            if reinterpreted_batch_ndims else result
-    return Constraint(check, f"IndependentConstraint({base!r}, {reinterpreted_batch_ndims})", base.is_discrete,
-                      base.event_dim + reinterpreted_batch_ndims)
-
-
-def _square(v):
-    return full(tuple(v.shape[:-2]), v.shape[-2] == v.shape[-1], dtype=torch.bool)
-
-
-def _symmetric(v):
-    if v.shape[-2] != v.shape[-1]:
-        return _square(v)
-    return F.isclose(v, v.mT, atol=1e-6).reshape(tuple(v.shape[:-2]) + (-1,)).all(-1)
-
-
-def _lower_triangular(v):
-    return (v.tril() == v).reshape(tuple(v.shape[:-2]) + (-1,)).all(-1)
-
-
-def _eigenvalues_above(v, bound):
-    """Every eigenvalue above bound (> 0: definite) or at least 0 (semidefinite), by tnet.linalg.eigvalsh (on
-    the host); as torch's, where some matrix of the batch is not symmetric, the symmetry check alone."""
-    from .linalg import eigvalsh
-    symmetric = _symmetric(v)
-    if not bool(symmetric.all()):
-        return symmetric
-    values = eigvalsh(v).detach()
-    return (values > 0).all(-1) if bound > 0 else (values >= 0).all(-1)
-
-
-constraints = types.ModuleType(f"{__name__}.constraints", "torch.distributions.constraints' sets")
-constraints.__dict__.update(
-    Constraint=Constraint,
-    real=Constraint(lambda v: v == v, "Real()"),  # not NaN
-    positive=Constraint(lambda v: v > 0, "GreaterThan(lower_bound=0.0)"),
-    nonnegative=Constraint(lambda v: v >= 0, "GreaterThanEq(lower_bound=0.0)"),
-    unit_interval=_interval(0.0, 1.0),
-    boolean=Constraint(lambda v: F.logical_or(v == 0, v == 1), "Boolean()", is_discrete=True),
-    nonnegative_integer=Constraint(lambda v: F.logical_and(v >= 0, v == v.floor()), "IntegerGreaterThan(lower_bound=0)",
-                                   is_discrete=True),
-    positive_integer=Constraint(lambda v: F.logical_and(v >= 1, v == v.floor()), "IntegerGreaterThan(lower_bound=1)",
-                                is_discrete=True),
-    integer_interval=lambda lower, upper: Constraint(
-        lambda v: F.logical_and(F.logical_and(v >= lower, v <= upper), v == v.floor()),
-        f"IntegerInterval(lower_bound={lower}, upper_bound={upper})", is_discrete=True),
-    interval=_interval,
-    half_open_interval=lambda lower, upper: _interval(lower, upper, high_open=True),
-    greater_than=lambda lower: Constraint(lambda v: v > lower, f"GreaterThan(lower_bound={lower})"),
-    greater_than_eq=lambda lower: Constraint(lambda v: v >= lower, f"GreaterThanEq(lower_bound={lower})"),
-    less_than=lambda upper: Constraint(lambda v: v < upper, f"LessThan(upper_bound={upper})"),
-    dependent=_Dependent(), dependent_property=_DependentProperty,
-    is_dependent=lambda constraint: isinstance(constraint, _Dependent),
-    independent=_independent,
-    square=Constraint(_square, "Square()", event_dim=2),
-    symmetric=Constraint(_symmetric, "Symmetric()", event_dim=2),
-    lower_triangular=Constraint(_lower_triangular, "LowerTriangular()", event_dim=2),
-    lower_cholesky=Constraint(lambda v: F.logical_and(_lower_triangular(v), (v.diagonal(dim1=-2, dim2=-1) > 0).all(-1)),
-                              "LowerCholesky()", event_dim=2),
-    positive_definite=Constraint(lambda v: _eigenvalues_above(v, 1), "PositiveDefinite()", event_dim=2),
-    positive_semidefinite=Constraint(lambda v: _eigenvalues_above(v, 0), "PositiveSemidefinite()", event_dim=2),
-    one_hot=Constraint(lambda v: F.logical_and(F.logical_or(v == 0, v == 1).all(-1), v.sum(-1) == 1), "OneHot()",
-                       is_discrete=True, event_dim=1),
-    multinomial=lambda upper_bound: Constraint(lambda v: F.logical_and((v >= 0).all(-1), v.sum(-1) <= upper_bound),
-                                               "Multinomial()", is_discrete=True,
-                                               event_dim=1))
-constraints.real_vector = _independent(constraints.real, 1)
-constraints.simplex = Constraint(lambda v: F.logical_and((v >= 0).all(-1), ((v.sum(-1) - 1).abs() < 1e-6)), "Simplex()",
-                                 event_dim=1)
+# ---- transforms and TransformedDistribution (denisyarats' SquashedNormal, LogNormal by hand) ----
 
 
 class Transform:
@@ -1871,7 +2092,19 @@ class StickBreakingTransform(Transform):
 class TransformedDistribution(Distribution):
     """torch's TransformedDistribution(base_distribution, transforms) for transforms that keep the
     shape (torch's element-wise ones and AffineTransform): samples go through the transforms in
-    order, log_prob back through their inverses, subtracting each log|det J|."""
+    order, log_prob back through their inverses, subtracting each log|det J|; cdf and icdf through
+    the base's."""
+    arg_constraints = {}
+    support = constraints.dependent_property(lambda self: self._support())
+
+    def _support(self):
+        """torch's: the last transform's codomain, independent over the event dims beyond its own (no
+        transform: the base's support)."""
+        if not self.transforms:
+            return self.base_dist.support
+        support = self.transforms[-1].codomain
+        extra = len(self.event_shape) - support.event_dim
+        return constraints.independent(support, extra) if extra > 0 else support
 
     def __init__(self, base_distribution, transforms, validate_args=None):
         self.base_dist = base_distribution
@@ -1905,8 +2138,28 @@ class TransformedDistribution(Distribution):
         extra = event_dim - len(self.base_dist.event_shape)
         return log_prob + (base.sum(tuple(range(-extra, 0))) if extra > 0 else base)
 
-    def __repr__(self):
-        return f"TransformedDistribution({self.base_dist!r}, {self.transforms!r})"
+    def _monotonize_cdf(self, value):
+        """value, flipped about 1/2 where the transforms reverse the order (their signs' product -1), as torch's."""
+        sign = 1
+        for transform in self.transforms:
+            sign = sign * transform.sign
+        if isinstance(sign, int) and sign == 1:
+            return value
+        return sign * (value - 0.5) + 0.5
+
+    def cdf(self, value):
+        """The base's cdf of value taken back through the transforms (its value checked by the base's cdf),
+        as torch's (Weibull's, Pareto's, Kumaraswamy's and InverseGamma's too)."""
+        for transform in self.transforms[::-1]:
+            value = transform.inv(value)
+        return self._monotonize_cdf(self.base_dist.cdf(value))
+
+    def icdf(self, value):
+        value = self.base_dist.icdf(self._monotonize_cdf(value))
+        for transform in self.transforms:
+            value = transform(value)
+        return value
+
 
 # ---- torch's laws that are transformed simpler ones: Weibull, Pareto, Kumaraswamy, InverseGamma ----
 
@@ -1916,12 +2169,14 @@ _EULER = 0.5772156649015329
 class Weibull(TransformedDistribution):
     """Weibull(scale, concentration): Exponential(1) by PowerTransform(1 / concentration) and
     AffineTransform(0, scale), as torch's; rsample, log_prob, mean, mode, variance and entropy differentiable."""
+    arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
+    support = constraints.positive
 
     def __init__(self, scale, concentration, validate_args=None):
         self.scale, self.concentration = _broadcast_all(scale, concentration)
         self.concentration_reciprocal = self.concentration.reciprocal()
         transforms = [PowerTransform(self.concentration_reciprocal), AffineTransform(0.0, self.scale)]
-        super().__init__(Exponential(ones_like(self.scale)), transforms, validate_args)
+        super().__init__(Exponential(ones_like(self.scale), validate_args), transforms, validate_args)
 
     mean = property(lambda self: self.scale * (1 + self.concentration_reciprocal).lgamma().exp())
     mode = property(lambda self: self.scale * ((self.concentration - 1) / self.concentration)
@@ -1933,16 +2188,16 @@ class Weibull(TransformedDistribution):
         return (_EULER * (1 - self.concentration_reciprocal) + (self.scale * self.concentration_reciprocal).log()
                 + 1)
 
-    def __repr__(self):
-        return f"Weibull(scale: {self.scale}, concentration: {self.concentration})"
-
 
 class Pareto(TransformedDistribution):
     """Pareto(scale, alpha): Exponential(alpha) by ExpTransform and AffineTransform(0, scale), as torch's."""
+    arg_constraints = {"alpha": constraints.positive, "scale": constraints.positive}
+    support = constraints.dependent_property(lambda self: constraints.greater_than_eq(self.scale))
 
     def __init__(self, scale, alpha, validate_args=None):
         self.scale, self.alpha = _broadcast_all(scale, alpha)
-        super().__init__(Exponential(self.alpha), [ExpTransform(), AffineTransform(0.0, self.scale)], validate_args)
+        super().__init__(Exponential(self.alpha, validate_args), [ExpTransform(), AffineTransform(0.0, self.scale)],
+                         validate_args)
 
     @property
     def mean(self):
@@ -1959,17 +2214,16 @@ class Pareto(TransformedDistribution):
     def entropy(self):
         return (self.scale / self.alpha).log() + (1 + self.alpha.reciprocal())
 
-    def __repr__(self):
-        return f"Pareto(scale: {self.scale}, alpha: {self.alpha})"
-
 
 class Kumaraswamy(TransformedDistribution):
     """Kumaraswamy(concentration1, concentration0): Uniform(0, 1) by PowerTransform(1 / concentration0),
     AffineTransform(1, -1) and PowerTransform(1 / concentration1), as torch's."""
+    arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
+    support = constraints.unit_interval
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self.concentration1, self.concentration0 = _broadcast_all(concentration1, concentration0)
-        super().__init__(Uniform(zeros_like(self.concentration0), ones_like(self.concentration0)),
+        super().__init__(Uniform(zeros_like(self.concentration0), ones_like(self.concentration0), validate_args),
                          [PowerTransform(self.concentration0.reciprocal()), AffineTransform(1.0, -1.0),
                           PowerTransform(self.concentration1.reciprocal())], validate_args)
 
@@ -1991,16 +2245,16 @@ class Kumaraswamy(TransformedDistribution):
         H0 = (self.concentration0 + 1).digamma() + _EULER
         return t0 + t1 * H0 - self.concentration1.log() - self.concentration0.log()
 
-    def __repr__(self):
-        return f"Kumaraswamy(concentration1: {self.concentration1}, concentration0: {self.concentration0})"
-
 
 class InverseGamma(TransformedDistribution):
     """InverseGamma(concentration, rate): 1 / X for X ~ Gamma(concentration, rate), as torch's (drawn on the
     host as Gamma, so no rsample here)."""
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.positive
+    _derived = ("concentration", "rate")  # its Gamma checks them
 
     def __init__(self, concentration, rate, validate_args=None):
-        super().__init__(Gamma(concentration, rate), PowerTransform(-1.0), validate_args)
+        super().__init__(Gamma(concentration, rate, validate_args), PowerTransform(-1.0), validate_args)
 
     concentration = property(lambda self: self.base_dist.concentration)
     rate = property(lambda self: self.base_dist.rate)
@@ -2013,8 +2267,69 @@ class InverseGamma(TransformedDistribution):
         c = self.concentration
         return c + self.rate.log() + c.lgamma() - (1 + c) * c.digamma()
 
-    def __repr__(self):
-        return f"InverseGamma(concentration: {self.concentration}, rate: {self.rate})"
+
+class GeneralizedPareto(Distribution):
+    """GeneralizedPareto(loc, scale, concentration): numbers or tensors that broadcast to batch_shape; log_prob,
+    cdf (through the log survival function), icdf, rsample by the icdf of uniforms, mean and variance (NaN where
+    undefined), entropy, as torch's (TensorFlow Probability's): a concentration within isclose of 0 takes the
+    exponential limit."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive, "concentration": constraints.real}
+    has_rsample = True
+    # [loc, loc - scale / concentration] for a negative concentration, else [loc, inf)
+    support = constraints.dependent_property(lambda self: constraints.interval(
+        self.loc, F.where(self.concentration < 0, self.loc - self.scale / self.concentration, math.inf)))
+
+    def __init__(self, loc, scale, concentration, validate_args=None):
+        self.loc, self.scale, self.concentration = _broadcast_all(loc, scale, concentration)
+        super().__init__(self.loc.shape, validate_args=validate_args)
+
+    def _safe_concentration(self):
+        """(where the concentration is within isclose of 0, that concentration with 1 there)."""
+        eq_zero = F.isclose(self.concentration, zeros_like(self.concentration))
+        return eq_zero, F.where(eq_zero, 1.0, self.concentration)
+
+    def rsample(self, sample_shape=Size()):
+        return self.icdf(rand(self._extended_shape(sample_shape), dtype=self.loc.dtype))
+
+    def log_prob(self, value):
+        z = (value - self.loc) / self.scale
+        eq_zero, c = self._safe_concentration()
+        y = 1 / c + ones_like(z)
+        return -self.scale.log() - F.where(eq_zero, z, F.where(y == 0, y, y * (c * z).log1p()))
+
+    def log_survival_function(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        eq_zero, c = self._safe_concentration()
+        return F.where(eq_zero, -z, -(c * z).log1p() / c)
+
+    def log_cdf(self, value):
+        return (-self.log_survival_function(value).exp()).log1p()
+
+    def cdf(self, value):
+        return self.log_cdf(value).exp()
+
+    def icdf(self, value):
+        eq_zero, c = self._safe_concentration()
+        logu = (-value).log1p()
+        return F.where(eq_zero, self.loc - self.scale * logu, self.loc + self.scale / c * (-c * logu).expm1())
+
+    @property
+    def mean(self):
+        valid = self.concentration < 1
+        return F.where(valid, self.loc + self.scale / (1 - F.where(valid, self.concentration, 0.5)), math.nan)
+
+    @property
+    def variance(self):
+        valid = self.concentration < 0.5
+        c = F.where(valid, self.concentration, 0.25)
+        return F.where(valid, self.scale ** 2 / ((1 - c) ** 2 * (1 - 2 * c)), math.nan)
+
+    def entropy(self):
+        return (self.scale.log() + self.concentration + 1).expand(self._batch_shape)
+
+    mode = property(lambda self: self.loc)
 
 
 # ---- kl_divergence: torch's registry of pairs (register_kl), each pair's formula registered below ----
@@ -2178,7 +2493,7 @@ def _kl_halfnormal_halfnormal(p, q):
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
            "FisherSnedecor",
-           "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
+           "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
            "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
            "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli",
@@ -2240,6 +2555,7 @@ for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["Expon
                       ("negative_binomial", ["NegativeBinomial"]), ("weibull", ["Weibull"]), ("pareto", ["Pareto"]),
                       ("kumaraswamy", ["Kumaraswamy"]), ("inverse_gamma", ["InverseGamma"]),
                       ("von_mises", ["VonMises"]), ("fishersnedecor", ["FisherSnedecor"]),
+                      ("generalized_pareto", ["GeneralizedPareto"]),
                       ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
                       ("transforms", ["Transform", "AbsTransform", "AffineTransform", "ComposeTransform",
                                       "ExpTransform", "IndependentTransform", "PowerTransform", "SigmoidTransform",

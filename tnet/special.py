@@ -1,8 +1,8 @@
 """torch.special's functions that tnet computes: the element-wise ones of tnet's top level under
 torch.special's names, erfcx, log_ndtr, ndtri and the modified Bessel functions i0, i0e, i1 and i1e
-(kernels/pointwise.py), and a few composed of them (ndtr, entr, xlog1py, multigammaln). Others (the
-other Bessel functions, zeta, gammainc, the orthogonal polynomials, ...) are not there: using one
-raises AttributeError."""
+and the regularized incomplete gamma functions gammainc and gammaincc (kernels/pointwise.py), and a few
+composed of them (ndtr, entr, xlog1py, multigammaln). Others (the other Bessel functions, zeta, the
+orthogonal polynomials, ...) are not there: using one raises AttributeError."""
 import math
 import numbers
 
@@ -13,6 +13,7 @@ from .functional import log_softmax as _log_softmax
 from .functional.pointwise import (digamma, eq, erf, erfc, erfinv, exp2, expm1, gt, lgamma, log1p, logit, lt, mul, neg,
                                    polygamma, round, sigmoid, sinc, where, xlogy)
 from .functional.pointwise import erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
+from .functional.pointwise import igamma as gammainc, igammac as gammaincc
 from .functional.reduce import logsumexp
 from .kernels.launch import check
 from .tensor import Tensor, tensor
@@ -25,7 +26,7 @@ modified_bessel_i0, modified_bessel_i1 = i0, i1  # torch's other names of I0 and
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "log_softmax",
            "logit", "logsumexp", "ndtr", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
            "erfcx", "i0", "i0e", "i1", "i1e", "log_ndtr", "modified_bessel_i0", "modified_bessel_i1", "multigammaln",
-           "ndtri"]
+           "ndtri", "gammainc", "gammaincc"]
 
 
 def multigammaln(input, p):

@@ -104,6 +104,19 @@ def lerp():
             OP=op, ARITY=3, SCALARS=0, FLAT=flat, ROUTE=0, COMPUTE=tl.float32)
 
 
+def igamma():
+    """pointwise_kernel's regularized incomplete gamma functions and their gradient (loops with a run-time
+    bound), flat, fp32 and bf16."""
+    from tnet.kernels import pointwise as p
+    for dtype, op in itertools.product(("*fp32", "*bf16"), ("igamma", "igammac", "igamma_backward")):
+        arg_types = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": dtype, "y_ptr": dtype, "n": "i32", "s0": "fp32",
+                     "s1": "fp32", "s2": "fp32", "s3": "fp32", "sizes": ("i32",), "a_strides": ("i32",),
+                     "b_strides": ("i32",), "c_strides": ("i32",)}
+        yield f"pointwise_kernel {op} {dtype}", p.pointwise_kernel, arg_types, dict(
+            OP=op, ARITY=p.ARITY[op], SCALARS=0, FLAT=True, ROUTE=0,
+            COMPUTE=tl.float32)
+
+
 def grid_sample():
     """grid_sample_backward_kernel in each mode and padding, fp32 and bf16."""
     from tnet.kernels import resample as r
@@ -149,7 +162,8 @@ def clip():
                                                    "coef_ptr": "*fp32", "max_norm": "fp32"}, dict(BLOCK=o.BLOCK)
 
 
-GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip, "tma": tma}
+GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip, "tma": tma,
+          "igamma": igamma}
 
 
 def main():

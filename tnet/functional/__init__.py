@@ -305,6 +305,9 @@ for _name in ("acos_", "asin_", "atan_", "cos_", "cosh_", "sin_", "sinh_", "tan_
 # torch.special's erfcx, log_ndtr, ndtri and modified Bessel functions (i0 also a method, in place too)
 from .pointwise import erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
 Tensor.i0, Tensor.i0_ = i0, _inplace.i0_
+# torch's regularized incomplete gamma functions (torch.special's gammainc and gammaincc), methods too
+from .pointwise import igamma, igammac
+Tensor.igamma, Tensor.igammac, Tensor.igamma_, Tensor.igammac_ = igamma, igammac, _inplace.igamma_, _inplace.igammac_
 
 # shape and indexing ops of the eighth session
 from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_shapes, cartesian_prod, column_stack,

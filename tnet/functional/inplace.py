@@ -661,6 +661,19 @@ for _name, _kind_of_result in {
     globals()[_name + "_"] = _binary_method(_name + "_", getattr(_pointwise, _name), _kind_of_result)
 
 
+def _tensor_other(method):
+    """method, whose other must be a tnet.Tensor (torch's igamma_ takes no Python number)."""
+    def checked(self, other):
+        check_tensors(method.__name__, other=other)
+        return method(self, other)
+    checked.__name__ = checked.__qualname__ = method.__name__
+    return checked
+
+
+igamma_ = _tensor_other(_binary_method("igamma_", _pointwise.igamma, 2))
+igammac_ = _tensor_other(_binary_method("igammac_", _pointwise.igammac, 2))
+
+
 def divide_(self, other, *, rounding_mode=None):
     """self = divide(self, other, rounding_mode=...) (true division: an integer self raises, as torch)."""
     if rounding_mode is None:

@@ -1306,7 +1306,7 @@ def _binary(name, input, other, op, grads=None, graph=None, saves_output=False):
 
 
 # float kernels only: two integer tensors raise (a number beside one, tnet's addition: computed as floats)
-NO_INTEGERS = ("hypot", "logaddexp", "logaddexp2", "nextafter")
+NO_INTEGERS = ("hypot", "logaddexp", "logaddexp2", "nextafter", "igamma", "igammac")
 
 
 def _integer_tensors(*values):
@@ -1427,6 +1427,36 @@ def xlogy(input, other):
     return _binary("xlogy", input, other, "xlogy", lambda g, a, b, y, need: (
         need[0] and _pw.pointwise("xlogy_backward", g, a, b), need[1] and _pw.pointwise("muldiv", g, a, b)),
         graph=_xlogy_graph)
+
+
+def _incomplete_gamma(name, sign):
+    """torch's igamma (sign 1) or igammac (sign -1): see their docstrings."""
+    refused = f"the derivative for '{name}: input' is not implemented."
+
+    def graph(g, a, x, y):  # igamma_backward's formula on tnet Tensors
+        if a.requires_grad:
+            raise NotImplementedError(refused)
+        return None, g * (sign * exp((a - 1.0) * log(x) - x - lgamma(a)))
+
+    def grads(g, a, x, y, need):
+        if need[0]:
+            raise NotImplementedError(refused)
+        return None, _pw.pointwise("igamma_backward", g, a, x, sign)
+
+    def fn(input, other):
+        check_tensors(name, input=input, other=other)
+        return _binary(name, input, other, name, grads, graph=graph)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"""{'P' if sign > 0 else 'Q'}(a, x), the regularized {'lower' if sign > 0 else 'upper'} incomplete gamma
+    function of a = input and x = other{'' if sign > 0 else ' (1 - P)'}, element-wise over broadcast tensors, as
+    torch.{name} (torch.special.{'gammainc' if sign > 0 else 'gammaincc'}): in fp32 by torch's methods and with its
+    values at the edges (kernels/pointwise.py's _igamma); a Python number, or two integer tensors, raise as
+    torch's. x's gradient is {'' if sign > 0 else '-'}g x^(a - 1) e^-x / Gamma(a), torch's formula; a's raises
+    NotImplementedError in backward, as torch's."""
+    return fn
+
+
+igamma, igammac = _incomplete_gamma("igamma", 1.0), _incomplete_gamma("igammac", -1.0)
 
 
 def logit(input, eps=None):

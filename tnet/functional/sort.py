@@ -12,7 +12,7 @@ from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import sort as _sort
 from ..kernels.copy import copy_
-from ..kernels.launch import FLOATS, InputIndexError, check, no_host_read, not_implemented
+from ..kernels.launch import FLOATS, InputIndexError, InputTypeError, check, no_host_read, not_implemented
 from ..tensor import Tensor, dim_index, linear_graph, no_grad, record, tensor
 from .copy import (add_at, cat, clone, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
                    take_along_dim, to, unsqueeze)
@@ -499,23 +499,28 @@ def _float_samples(name, y, dim):
     return (y if y.dtype in FLOATS else to(y, torch.float32)), dim_index(dim, y.ndim)
 
 
-def _spacing_args(name, dx, dim):
-    """The types of trapezoid's dx (a number or None) and dim, before any shape, as torch's parser."""
-    check_args(name, "float", dx=1 if dx is None else dx)
+def _spacing_args(name, x, dx, dim):
+    """trapezoid's x and dx as torch's parser matches its overloads (y, x, *, dim) and (y, *, dx=1, dim): an
+    explicit None for either, or both given, match neither (TypeError); then dx's and dim's types, before any
+    shape. Returns (x, dx), None where not given."""
+    if x is None or dx is None or (x is not ABSENT and dx is not ABSENT):
+        got = ", ".join(["Tensor"] + [f"{arg}={type(v).__name__}" for arg, v in (("x", x), ("dx", dx)) if v is not ABSENT])
+        raise InputTypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected one "
+                             f"of: (Tensor y, Tensor x, *, int dim = -1), (Tensor y, *, Number dx = 1, int dim = -1)")
+    check_args(name, "float", dx=1 if dx is ABSENT else dx)
     check_args(name, "int", dim=dim)
+    return (None if x is ABSENT else x), (None if dx is ABSENT else dx)
 
 
 def _trapezoids(name, y, x, dx, dim, total):
     """total (sum or cumsum) along dim of the trapezoids between y's neighbours (float), in torch's order:
     over x's steps (x 1-D along dim, or broadcasting with y) total((y[k] + y[k + 1]) * step) / 2, so a
     product past the range is inf before the halving; over a spacing total((y[k] + y[k + 1]) * (dx / 2))."""
-    _spacing_args(name, dx, dim)
     y, d = _float_samples(name, y, dim)
     n = y.shape[d]
     pairs = add(narrow(y, d, min(n, 1), max(n - 1, 0)), narrow(y, d, 0, max(n - 1, 0)))
     if x is None:
         return total(mul(pairs, 0.5 if dx is None else dx / 2), d)
-    check(dx is None, f"{name}: give x or dx, not both")
     check_tensors(name, x=x)
     if x.ndim == 1:
         check(x.shape[0] == n, "trapezoid: There must be one `x` value for each sample point")
@@ -526,29 +531,34 @@ def _trapezoids(name, y, x, dx, dim, total):
     return mul(total(mul(steps, pairs), d), 0.5)
 
 
-def trapezoid(y, x=None, *, dx=None, dim=-1):
-    """torch.trapezoid: the integral of y along dim by the trapezoidal rule, over the sample points x
-    (1-D along dim, or broadcasting with y) or a spacing dx (1); integers give floats. Differentiable.
-    As torch's: a spacing takes (sum(y) - (y[0] + y[-1]) / 2) dx (so an infinite end gives NaN, and
-    one sample its own inf - inf), and a dim of size 0 zeros of y's dtype, outside the graph."""
-    _spacing_args("trapezoid", dx, dim)
+def _trapezoid(name, y, x, dx, dim):
+    x, dx = _spacing_args(name, x, dx, dim)
     if isinstance(y, Tensor) and y.ndim and y.shape[dim_index(dim, y.ndim)] == 0:
         d = dim_index(dim, y.ndim)
         return Tensor(torch.zeros(y.shape[:d] + y.shape[d + 1:], dtype=y.dtype, device=y.device))
     if x is not None:
-        return _trapezoids("trapezoid", y, x, dx, dim, sum)
-    y, d = _float_samples("trapezoid", y, dim)
+        return _trapezoids(name, y, x, dx, dim, sum)
+    y, d = _float_samples(name, y, dim)
     ends = add(narrow(y, d, 0, 1), narrow(y, d, y.shape[d] - 1, 1))
     total = sub(sum(y, d), mul(squeeze(ends, d), 0.5))
     return total if dx is None else mul(total, dx)
 
 
-def trapz(y, x=None, *, dx=None, dim=-1):
+def trapezoid(y, x=ABSENT, *, dx=ABSENT, dim=-1):
+    """torch.trapezoid: the integral of y along dim by the trapezoidal rule, over the sample points x
+    (1-D along dim, or broadcasting with y) or a spacing dx (1); integers give floats. Differentiable.
+    As torch's: a spacing takes (sum(y) - (y[0] + y[-1]) / 2) dx (so an infinite end gives NaN, and
+    one sample its own inf - inf), and a dim of size 0 zeros of y's dtype, outside the graph; x and dx
+    together, or an explicit None for either, raise TypeError (no overload of torch's takes them)."""
+    return _trapezoid("trapezoid", y, x, dx, dim)
+
+
+def trapz(y, x=ABSENT, *, dx=ABSENT, dim=-1):
     """torch.trapz: trapezoid."""
-    return trapezoid(y, x, dx=dx, dim=dim)
+    return _trapezoid("trapz", y, x, dx, dim)
 
 
-def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+def cumulative_trapezoid(y, x=ABSENT, *, dx=ABSENT, dim=-1):
     """torch.cumulative_trapezoid: the running integral of y along dim (one shorter) by the trapezoidal
     rule, as trapezoid takes x and dx."""
-    return _trapezoids("cumulative_trapezoid", y, x, dx, dim, cumsum)
+    return _trapezoids("cumulative_trapezoid", y, *_spacing_args("cumulative_trapezoid", x, dx, dim), dim, cumsum)

@@ -83,7 +83,9 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "i1_backward": 2, "i1e_backward": 2,
          "ipow": 2,  # integers: a ** b
          # torch.maximum and minimum, and their gradient (g, x, the other operand, 1 for maximum or -1)
-         "maximum": 2, "minimum": 2, "extremum_backward": 4}
+         "maximum": 2, "minimum": 2, "extremum_backward": 4,
+         # the regularized incomplete gamma functions P(a, x) and Q(a, x), and their gradient in x (g, a, x, sign)
+         "igamma": 2, "igammac": 2, "igamma_backward": 4}
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or", "logical_xor", "signbit")
@@ -475,6 +477,182 @@ def _hurwitz_zeta(s, q):
     t = t * (s + 9.0) * (s + 10.0) * w2
     total -= t / 1892437580.3183792
     return total
+
+
+# ---- the regularized incomplete gamma functions (torch.igamma, igammac): torch's algorithm (SciPy's, from
+# Cephes and Boost) in fp32; each helper names the torch function it follows. The iterated ones loop while a
+# lane of theirs has not converged (at most 2000 steps, as torch's): a block whose lanes take another method
+# runs none of their steps.
+_MACHEP = tl.constexpr(5.9604644775390625e-08)  # torch's float epsilon of these series
+
+
+@triton.jit
+def _lanczos_sum_expg_scaled(a):
+    """Boost's Lanczos sum scaled by exp(-g) (g = 6.02468...), a ratio of two polynomials of degree 12 in a,
+    as torch's ratevl: for a > 1 in 1 / a, where a ** 12 would overflow."""
+    y = tl.where(a > 1.0, 1.0 / a, a)
+    up = ((((((((((((0.006061842346248906 * y + 0.5098416655656676) * y + 19.519927882476175) * y
+                    + 449.94455690631681) * y + 6955.9996025153761) * y + 75999.293040145426) * y
+                 + 601859.61716810988) * y + 3481712.1549806459) * y + 14605578.087685068) * y
+              + 43338889.324676138) * y + 86363131.288138591) * y + 103794043.11634455) * y + 56906521.913471564)
+    down = (((((((((((y + 66.0) * y + 1925.0) * y + 32670.0) * y + 357423.0) * y + 2637558.0) * y + 13339535.0) * y
+                 + 45995730.0) * y + 105258076.0) * y + 150917976.0) * y + 120543840.0) * y + 39916800.0) * y
+    up_inv = ((((((((((((56906521.913471564 * y + 103794043.11634455) * y + 86363131.288138591) * y
+                        + 43338889.324676138) * y + 14605578.087685068) * y + 3481712.1549806459) * y
+                     + 601859.61716810988) * y + 75999.293040145426) * y + 6955.9996025153761) * y
+                  + 449.94455690631681) * y + 19.519927882476175) * y + 0.5098416655656676) * y + 0.006061842346248906)
+    down_inv = ((((((((((39916800.0 * y + 120543840.0) * y + 150917976.0) * y + 105258076.0) * y + 45995730.0) * y
+                     + 13339535.0) * y + 2637558.0) * y + 357423.0) * y + 32670.0) * y + 1925.0) * y + 66.0) * y + 1.0
+    return tl.where(a > 1.0, up_inv / down_inv, up / down)
+
+
+@triton.jit
+def _igamma_fac(a, x):
+    """x^a exp(-x) / Gamma(a) (torch's _igam_helper_fac): directly where |a - x| > 0.4 a (0 below exp's
+    range), else from Lanczos' sum, which keeps the cancelling a log(x) - x - lgamma(a) out."""
+    direct = a * tl.log(x) - x - _lgamma(a)
+    direct = tl.where(direct < -88.72283905206835, 0.0, _exp(direct))
+    fac = a + 5.524680040776729  # a + g - 1/2
+    res = tl.sqrt(fac / 2.718281828459045) / _lanczos_sum_expg_scaled(a)
+    near = res * _exp(a - x) * _exp(a * tl.log(x / fac))
+    num = x - a - 6.024680040776729 + 0.5
+    far = res * _exp(a * (log1p_kahan(num / fac) - num / fac) + x * -5.524680040776729 / fac)
+    return tl.where(tl.abs(a - x) > 0.4 * tl.abs(a), direct, tl.where((a < 200.0) & (x < 200.0), near, far))
+
+
+@triton.jit
+def _igamma_series(a, x, todo):
+    """The lower function P(a, x) = x^a e^-x / Gamma(a + 1) sum_n x^n / ((a + 1) ... (a + n)) on todo's lanes
+    (torch's _igam_helper_series)."""
+    r = a
+    c = tl.zeros_like(a) + 1.0
+    total = c
+    n = 0
+    while tl.max(todo.to(tl.int32), 0) > 0:
+        r = r + 1.0
+        c = tl.where(todo, c * (x / r), c)
+        total = tl.where(todo, total + c, total)
+        n += 1
+        todo = todo & (c > _MACHEP * total) & (n < 2000)
+    ax = _igamma_fac(a, x)
+    return tl.where(ax == 0.0, 0.0, total * ax / a)
+
+
+@triton.jit
+def _igammac_series(a, x, todo):
+    """The upper function Q(a, x) for small x, 1 - x^a / Gamma(a + 1) - x^a / Gamma(a) sum_n (-x)^n / (n! (a + n)),
+    the first part by expm1 (torch's _igamc_helper_series)."""
+    fac = tl.zeros_like(a) + 1.0
+    total = tl.zeros_like(a)
+    n = 0
+    while tl.max(todo.to(tl.int32), 0) > 0:
+        n += 1
+        fac = tl.where(todo, fac * (-x / n), fac)
+        term = fac / (a + n)
+        total = tl.where(todo, total + term, total)
+        todo = todo & (tl.abs(term) > _MACHEP * tl.abs(total)) & (n < 2000)
+    logx = tl.log(x)
+    return -_expm1(a * logx - _lgamma(1.0 + a)) - _exp(a * logx - _lgamma(a)) * total
+
+
+@triton.jit
+def _igammac_fraction(a, x, todo):
+    """The upper function Q(a, x) by its continued fraction (torch's _igamc_helper_continued_fraction):
+    the convergents' numerators and denominators scaled by 2^-24 once past 2^24."""
+    y = 1.0 - a
+    z = x + y + 1.0
+    c = tl.zeros_like(a)
+    pkm2 = c + 1.0
+    qkm2 = x
+    pkm1 = x + 1.0
+    qkm1 = z * x
+    ans = pkm1 / qkm1
+    n = 0
+    while tl.max(todo.to(tl.int32), 0) > 0:
+        c += 1.0
+        y += 1.0
+        z += 2.0
+        yc = y * c
+        pk = pkm1 * z - pkm2 * yc
+        qk = qkm1 * z - qkm2 * yc
+        r = pk / tl.where(qk != 0.0, qk, 1.0)
+        t = tl.where(qk != 0.0, tl.abs((ans - r) / r), 1.0)
+        ans = tl.where(todo & (qk != 0.0), r, ans)
+        big = tl.abs(pk) > 16777216.0
+        scale = tl.where(big, _MACHEP, 1.0)
+        pkm2 = tl.where(todo, pkm1 * scale, pkm2)
+        pkm1 = tl.where(todo, pk * scale, pkm1)
+        qkm2 = tl.where(todo, qkm1 * scale, qkm2)
+        qkm1 = tl.where(todo, qk * scale, qkm1)
+        n += 1
+        todo = todo & (t > _MACHEP) & (n < 2000)
+    ax = _igamma_fac(a, x)
+    return tl.where(ax == 0.0, 0.0, ans * ax)  # torch's early 0, before convergents that overflowed
+
+
+@triton.jit
+def _igamma_asymptotic(a, x, UPPER: tl.constexpr):
+    """P(a, x), or Q(a, x) if UPPER, for a large and x near a: Temme's uniform expansion (DLMF 8.12.3/4, torch's
+    _igam_helper_asymptotic_series) in eta = sign(x - a) sqrt(-2 (log1p(s) - s)), s = (x - a) / a, with the
+    terms of its coefficient table that fp32 keeps for a > 20 (4 rows); log1p(s) - s by its series for
+    |s| < 1/8, where the difference cancels."""
+    s = (x - a) / a
+    series = s * s * (-0.5 + s * (0.3333333333333333 + s * (-0.25 + s * (0.2 + s * (-0.16666666666666666 + s * (
+        0.14285714285714285 + s * (-0.125 + s * (0.1111111111111111 - s * 0.1))))))))
+    eta = tl.sqrt(tl.maximum(-2.0 * tl.where(tl.abs(s) < 0.125, series, log1p_kahan(s) - s), 0.0))
+    eta = tl.where(s < 0.0, -eta, eta)
+    c0 = -3.3333333333333333e-1 + eta * (8.3333333333333333e-2 + eta * (-1.4814814814814815e-2 + eta * (
+        1.1574074074074074e-3 + eta * (3.527336860670194e-4 + eta * (-1.7875514403292181e-4 + eta * (
+            3.9192631785224378e-5 + eta * (-2.1854485106799922e-6 + eta * -1.85406221071516e-6)))))))
+    c1 = -1.8518518518518519e-3 + eta * (-3.4722222222222222e-3 + eta * (2.6455026455026455e-3 + eta * (
+        -9.9022633744855967e-4 + eta * (2.0576131687242798e-4 + eta * (-4.0187757201646091e-7 + eta * (
+            -1.8098550334489978e-5 + eta * 7.6491609160811101e-6))))))
+    c2 = 4.1335978835978836e-3 + eta * (-2.6813271604938272e-3 + eta * (7.7160493827160494e-4 + eta * (
+        2.0093878600823045e-6 + eta * (-1.0736653226365161e-4 + eta * 5.2923448829120125e-5))))
+    c3 = 6.4943415637860082e-4 + eta * (2.2947209362139918e-4 + eta * (-4.6918949439525571e-4 + eta * 2.6772063206283885e-4))
+    total = c0 + (c1 + (c2 + c3 / a) / a) / a
+    if UPPER:
+        sgn = 1.0
+    else:
+        sgn = -1.0
+    return 0.5 * _erfc(sgn * eta * tl.sqrt(0.5 * a)) + sgn * _exp(-0.5 * a * eta * eta) * total / tl.sqrt(
+        6.283185307179586 * a)
+
+
+@triton.jit
+def _igamma(a, x, UPPER: tl.constexpr):
+    """The regularized lower incomplete gamma function P(a, x) (Q = 1 - P if UPPER) by torch's choice of
+    method: the uniform expansion for a > 20 near x = a, else P's series or Q's series or continued
+    fraction by where each converges, 1 - the other function where torch takes it; torch's values at the
+    edges, in its order: NaN for a < 0 or x < 0; at a = 0, P = 1 for x > 0, else NaN; at x = 0, P = 0; at
+    a = inf, NaN for x = inf, else P = 0; at x = inf, P = 1; elsewhere a NaN operand gives NaN."""
+    inside = (a > 0.0) & (x > 0.0) & (a < float("inf")) & (x < float("inf"))
+    ratio = tl.abs(x - a) / a
+    near = inside & (((a > 20.0) & (a < 200.0) & (ratio < 0.3)) | ((a > 200.0) & (ratio < 4.5 / tl.sqrt(a))))
+    rest = inside & ~near
+    if UPPER:  # torch's calc_igammac: where P's series converges, 1 - P
+        by_p = rest & (((x > 1.1) & (x < a)) | ((x <= 0.5) & (-0.4 / tl.log(x) < a))
+                       | ((x > 0.5) & (x <= 1.1) & (x * 1.1 < a)))
+        by_fraction = rest & (x > 1.1) & ~by_p
+    else:  # torch's calc_igamma: 1 - Q where x > 1 and x > a
+        by_p = rest & ~((x > 1.0) & (x > a))
+        by_fraction = rest & ~by_p & (x > 1.1)
+    by_q = rest & ~by_p & ~by_fraction
+    p = _igamma_series(a, x, by_p)
+    q = tl.where(by_fraction, _igammac_fraction(a, x, by_fraction), _igammac_series(a, x, by_q))
+    if UPPER:
+        y = tl.where(by_p, 1.0 - p, q)
+        zero = 1.0  # the value where P is 0
+    else:
+        y = tl.where(by_p, p, 1.0 - q)
+        zero = 0.0
+    y = tl.where(near, _igamma_asymptotic(a, x, UPPER), tl.where(inside, y, float("nan")))
+    # the edges in torch's order of precedence, the first last (a NaN operand gives NaN only where none applies)
+    y = tl.where(x == float("inf"), 1.0 - zero, y)
+    y = tl.where(a == float("inf"), tl.where(x == float("inf"), float("nan"), zero), y)
+    y = tl.where(x == 0.0, zero, y)
+    y = tl.where(a == 0.0, tl.where(x > 0.0, 1.0 - zero, float("nan")), y)
+    return tl.where((a < 0.0) | (x < 0.0), float("nan"), y)
 
 
 @triton.jit
@@ -944,6 +1122,12 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where(below, (y + sign * _hurwitz_zeta(b, rest)) - sign * _hurwitz_zeta(b, rest - whole), y)
         y = tl.where((a <= 0.0) & (whole == a), c * float("inf"), c * y)  # Cephes' poles: 0, -1, ..., -inf
         y = tl.where(b == 2.0, _trigamma(a), y)
+    elif OP == "igamma":  # a = the shape, b = x
+        y = _igamma(a, b, False)
+    elif OP == "igammac":
+        y = _igamma(a, b, True)
+    elif OP == "igamma_backward":  # b = the shape, c = x, d = 1 (igamma) or -1 (igammac): torch's formula
+        y = a * (d * _exp((b - 1.0) * tl.log(c) - c - _lgamma(b)))
     elif OP == "where":
         y = tl.where(a != 0, b, c)
     else:  # "route": a where the routed coordinate equals the index b, else 0 (a max's gradient)
