@@ -931,3 +931,41 @@ def test_out_refuses_what_torch_refuses():
     for name in undocumented:
         out = torch.empty(2)
         assert getattr(torch, name)(a, 0.0, out=out) is out
+
+
+def test_sparse_coo_accessors_as_torchs():
+    """A sparse_coo_tensor keeps its COO structure beside tnet's dense storage: _indices()/_values() as given,
+    indices()/values() only once coalesced (sorted, repeated entries summed, their gradient flowing to each), _nnz,
+    sparse_dim and dense_dim, to_sparse's nonzero entries, to_dense without the structure, and torch's errors on a
+    strided tensor (ports 32: LightGCN's edge dropout reads graph.indices() and graph.values())."""
+    i, v = [[1, 0, 1], [0, 1, 0]], [1.0, 2.0, 3.0]
+    tv = tnet.tensor(v, requires_grad=True)
+    rv = torch.tensor(v, requires_grad=True)
+    t, r = tnet.sparse_coo_tensor(tnet.tensor(i), tv, (2, 2)), torch.sparse_coo_tensor(torch.tensor(i), rv, (2, 2))
+    assert t.is_coalesced() == r.is_coalesced() is False and t._nnz() == r._nnz() == 3
+    assert (t.sparse_dim(), t.dense_dim()) == (r.sparse_dim(), r.dense_dim()) == (2, 0)
+    assert t._indices().tolist() == r._indices().tolist() and t._values().tolist() == r._values().tolist()
+    with pytest.raises(RuntimeError, match="uncoalesced"):
+        t.indices()
+    tc, rc = t.coalesce(), r.coalesce()
+    assert tc.is_coalesced() and tc.indices().tolist() == rc.indices().tolist()
+    assert tc.values().tolist() == rc.values().tolist() and (tc.to_dense() * 1).tolist() == rc.to_dense().tolist()
+    w = [1.0, 5.0]
+    (tc.values() * tnet.tensor(w)).sum().backward()
+    (rc.values() * torch.tensor(w)).sum().backward()
+    assert tv.grad.tolist() == rv.grad.tolist()
+    assert tnet.sparse.FloatTensor(tnet.tensor([[0], [1]]), tnet.tensor([1.0]), (2, 2)).is_coalesced()  # one entry
+    x = [[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]
+    for sparse_dim in ((), (1,)):
+        ts, rs = tnet.tensor(x).to_sparse(*sparse_dim), torch.tensor(x).to_sparse(*sparse_dim)
+        assert ts.is_coalesced() and ts.indices().tolist() == rs.indices().tolist()
+        assert ts.values().tolist() == rs.values().tolist() and ts._nnz() == rs._nnz()
+    dense = tnet.tensor(x)
+    assert dense.sparse_dim() == 0 and dense.dense_dim() == 2
+    for name in ("indices", "values", "is_coalesced", "_nnz"):
+        with pytest.raises(RuntimeError, match="layout but got Strided"):
+            getattr(dense, name)()
+    with pytest.raises(NotImplementedError):
+        dense._indices()
+    with pytest.raises(RuntimeError):
+        tc.to_dense().indices()

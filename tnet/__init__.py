@@ -445,9 +445,9 @@ __all__ += ["addbmm", "addmv", "addmv_", "addr", "as_strided", "bitwise_left_shi
 # torch, which a capsule network's `torch.sparse.torch.eye(n)` reads
 from .sparse import coo_tensor as sparse_coo_tensor, mm as spmm  # noqa: E402
 sparse.torch = _sys.modules[__name__]
-Tensor.to_sparse = lambda self, sparse_dim=None: self  # dense storage: the tensor itself (as torch's to_dense)
-Tensor.to_dense = lambda self, dtype=None, masked_grad=None: self if dtype in (None, self.dtype) else self.to(dtype)
-Tensor.coalesce = lambda self: self
+for _name in ("to_sparse", "to_dense", "coalesce", "is_coalesced", "indices", "values", "_indices", "_values", "_nnz",
+              "sparse_dim", "dense_dim"):  # the COO accessors of a sparse_coo_tensor's dense storage
+    setattr(Tensor, _name, getattr(sparse, _name))
 Tensor.is_sparse = property(lambda self: False)
 __all__ += ["sparse_coo_tensor", "spmm"]
 
