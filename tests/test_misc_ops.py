@@ -969,3 +969,38 @@ def test_sparse_coo_accessors_as_torchs():
         dense._indices()
     with pytest.raises(RuntimeError):
         tc.to_dense().indices()
+
+
+@pytest.mark.parametrize("shape, n_fft, hop, win, window, center, pad_mode, normalized, onesided", [
+    ((2, 64), 16, 4, 16, "hann_window", True, "reflect", False, None),
+    ((50,), 12, 3, 8, "hamming_window", False, "reflect", True, False),
+    ((1, 40), 8, None, None, None, True, "constant", False, True)])
+def test_stft_real_form_as_torchs(shape, n_fft, hop, win, window, center, pad_mode, normalized, onesided):
+    """torch.stft(..., return_complex=False): frames, window centring, padding and the DFT, the signal's and the
+    window's gradients; return_complex=None and True raise (ports 32: ParallelWaveGAN's and HiFi-GAN's losses)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    args = (n_fft, hop, win)
+    t, r = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    tw = rw = None
+    if window:
+        tw = getattr(tnet, window)(win or n_fft).requires_grad_()
+        rw = getattr(torch, window)(win or n_fft).requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # both warn of return_complex=False's deprecation (and of a missing window)
+        out = tnet.stft(t, *args, tw, center, pad_mode, normalized, onesided, return_complex=False)
+        ref = torch.stft(r, *args, rw, center, pad_mode, normalized, onesided, return_complex=False)
+    assert tuple(out.shape) == tuple(ref.shape)
+    np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=3e-6)
+    g = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+    out.backward(tnet.tensor(g))
+    ref.backward(torch.tensor(g))
+    np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), atol=3e-6)
+    if window:
+        np.testing.assert_allclose(tw.grad.numpy(), rw.grad.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.warns(UserWarning, match="return_complex=False is deprecated"):
+        t.detach().stft(n_fft, hop, win, tw, return_complex=False)
+    with pytest.raises(RuntimeError, match="requires the return_complex parameter"):
+        tnet.stft(t, n_fft)
+    with pytest.raises(NotImplementedError, match="complex"):
+        tnet.stft(t, n_fft, return_complex=True)

@@ -338,11 +338,12 @@ __all__ += ["adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_", "native_ch
             "max_pool1d_with_indices", "max_pool2d", "poisson_nll_loss", "rrelu", "rrelu_", "triplet_margin_loss"]
 from .functional import conv3d, conv_transpose3d  # noqa: E402
 from .functional.aten import constant_pad_nd, ctc_loss, max_pool3d  # noqa: E402
+from .functional import stft  # noqa: E402
 from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled  # noqa: E402
 from .functional import i0  # noqa: E402
 from .functional.composed import gradient  # noqa: E402
 from .functional.inplace import i0_  # noqa: E402
-__all__ += ["gradient", "i0", "i0_", "conv3d", "conv_transpose3d", "max_pool3d", "constant_pad_nd", "ctc_loss",
+__all__ += ["gradient", "stft", "i0", "i0_", "conv3d", "conv_transpose3d", "max_pool3d", "constant_pad_nd", "ctc_loss",
             "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
 
 # matrix functions of the eighth session (tnet/linalg.py: factorizations and solves on the host in float64)
