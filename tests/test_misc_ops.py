@@ -1004,3 +1004,22 @@ def test_stft_real_form_as_torchs(shape, n_fft, hop, win, window, center, pad_mo
         tnet.stft(t, n_fft)
     with pytest.raises(NotImplementedError, match="complex"):
         tnet.stft(t, n_fft, return_complex=True)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_sparse_softmax_over_the_specified_entries_as_torchs(name, dim):
+    """torch.sparse.softmax and log_softmax: the unspecified entries count as -inf, repeated ones are summed first
+    (coalesce), the result keeps the coalesced indices, and the gradient reaches the values (ports 32: pytorch-GAT's
+    neighbourhood softmax checked by torch.sparse.softmax, which tnet lacked)."""
+    i, v, g = [[0, 0, 1, 2, 0], [1, 2, 0, 2, 1]], [1.0, 2.0, 3.0, -1.0, 0.5], np.arange(9.0).reshape(3, 3)
+    tv, rv = tnet.tensor(v, requires_grad=True), torch.tensor(v, requires_grad=True)
+    out = getattr(tnet.sparse, name)(tnet.sparse_coo_tensor(tnet.tensor(i), tv, (3, 3)), dim)
+    ref = getattr(torch.sparse, name)(torch.sparse_coo_tensor(torch.tensor(i), rv, (3, 3)), dim)
+    assert out.is_coalesced() and ref.is_coalesced() and out.indices().tolist() == ref.indices().tolist()
+    np.testing.assert_allclose(out.values().detach().numpy(), ref.values().detach().numpy(), rtol=1e-6, atol=1e-6)
+    (out.to_dense() * tnet.tensor(g, dtype=tnet.float32)).sum().backward()
+    (ref.to_dense() * torch.tensor(g, dtype=torch.float32)).sum().backward()
+    np.testing.assert_allclose(tv.grad.numpy(), rv.grad.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(NotImplementedError):
+        getattr(tnet.sparse, name)(tnet.randn(2, 2), dim)  # a strided input, as torch's

@@ -10,13 +10,14 @@ import math
 
 import numpy as np
 
-from .factory import float32, zeros
+from .factory import float32, full, zeros
 from .functional import addmm as _addmm
 from .functional import index_add, index_put, mm as _dense_mm, nonzero, sum as _sum
+from .functional import log_softmax as _dense_log_softmax, softmax as _dense_softmax
 from .kernels.launch import check
 from .tensor import Tensor, tensor as _tensor
 
-__all__ = ["FloatTensor", "addmm", "coo_tensor", "mm", "sum"]
+__all__ = ["FloatTensor", "addmm", "coo_tensor", "log_softmax", "mm", "softmax", "sum"]
 
 
 class _COO:
@@ -168,3 +169,24 @@ def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
 def sum(input, dim=None, dtype=None):
     """torch.sparse.sum: the sum over dim (all dims where None)."""
     return _sum(input, dtype=dtype) if dim is None else _sum(input, dim, dtype=dtype)
+
+
+def _over_entries(name, normalise, input, dim, dtype):
+    """normalise (softmax or log_softmax) along dim over the entries input specifies, the others taken as -inf (as
+    torch.sparse's): on the dense storage with -inf outside the (coalesced) indices, read back at them."""
+    coo = _coo_of(coalesce(input), name, raw=True)
+    where = tuple(coo.indices[d] for d in range(coo.indices.shape[0]))
+    masked = index_put(full(input.shape, float("-inf"), dtype=coo.values.dtype), where, coo.values)
+    values = normalise(masked, dim, dtype=dtype)[where]
+    return coo_tensor(coo.indices, values, input.shape, is_coalesced=True)
+
+
+def softmax(input, dim, *, dtype=None):
+    """torch.sparse.softmax: the softmax along dim over the specified entries alone, a COO tensor of the same
+    (coalesced) indices; its gradient flows to input's values."""
+    return _over_entries("_sparse_softmax", _dense_softmax, input, dim, dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """torch.sparse.log_softmax: as softmax, of log_softmax."""
+    return _over_entries("_sparse_log_softmax", _dense_log_softmax, input, dim, dtype)
