@@ -20,6 +20,7 @@ import torch
 
 from . import functional as F
 from .factory import arange, empty, full, init_generator, ones_like, rand, randn, zeros_like
+from .functional.random import standard_gamma
 from .linalg import cholesky, solve_triangular
 from .nn import functional as nnF
 from .tensor import Tensor, no_grad, tensor
@@ -778,7 +779,9 @@ class Gamma(Distribution):
     """Gamma(concentration, rate): numbers or tensors that broadcast to batch_shape. log_prob,
     entropy, mean, variance and kl_divergence are differentiable; samples are drawn on the host by
     numpy (a host read of the parameters, the stream tnet.manual_seed reseeds, as Beta's), and
-    there is no rsample (torch's is reparameterized)."""
+    rsample is torch's: _standard_gamma's draw (reparameterized in the concentration: the draw moved at
+    a fixed CDF) over the rate, clamped in place to the dtype's tiny."""
+    has_rsample = True
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = _broadcast_all(concentration, rate)
@@ -788,11 +791,11 @@ class Gamma(Distribution):
     mode = property(lambda self: ((self.concentration - 1) / self.rate).clamp(min=0))
     variance = property(lambda self: self.concentration / self.rate.pow(2))
 
-    def sample(self, sample_shape=Size()):
-        shape = tuple(self._extended_shape(sample_shape))
-        draw = init_generator().gamma(self.concentration.numpy().astype(np.float64), size=shape)
-        with no_grad():
-            return _host_draw(draw, self.rate) / self.rate
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        value = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
+        value.detach().clamp_(min=torch.finfo(value.dtype).tiny)  # do not record in autograd graph
+        return value
 
     def log_prob(self, value):
         return (F.xlogy(self.concentration, self.rate) + F.xlogy(self.concentration - 1, value) -
@@ -835,11 +838,13 @@ class Poisson(Distribution):
 class StudentT(Distribution):
     """StudentT(df, loc=0, scale=1): numbers or tensors that broadcast to batch_shape. log_prob,
     entropy, mean and variance are differentiable (mean NaN for df <= 1; variance inf for 1 < df <= 2,
-    NaN for df <= 1, as torch's); samples are drawn on the host by numpy (no rsample: torch's is
-    reparameterized through its chi-squared)."""
+    NaN for df <= 1, as torch's); rsample is torch's, a standard normal over the root of its Chi2(df)'s
+    reparameterized draw over df (the chi-squared drawn on the host, as Gamma's)."""
+    has_rsample = True
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
         self.df, self.loc, self.scale = _broadcast_all(df, loc, scale)
+        self._chi2 = Chi2(self.df)
         super().__init__(self.df.shape, validate_args=validate_args)
 
     @property
@@ -853,11 +858,12 @@ class StudentT(Distribution):
         finite = self.scale.pow(2) * self.df / (self.df - 2)
         return F.where(self.df > 2, finite, F.where(self.df > 1, math.inf, math.nan))
 
-    def sample(self, sample_shape=Size()):
-        shape = tuple(self._extended_shape(sample_shape))
-        draw = init_generator().standard_t(self.df.numpy().astype(np.float64), size=shape)
-        with no_grad():
-            return self.loc + self.scale * _host_draw(draw, self.scale)
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        X = randn(tuple(shape), dtype=self.df.dtype)
+        Z = self._chi2.rsample(sample_shape)
+        Y = X * F.rsqrt(Z / self.df)
+        return self.loc + self.scale * Y
 
     def log_prob(self, value):
         y = (value - self.loc) / self.scale
@@ -1997,7 +2003,7 @@ class Kumaraswamy(TransformedDistribution):
 
 class InverseGamma(TransformedDistribution):
     """InverseGamma(concentration, rate): 1 / X for X ~ Gamma(concentration, rate), as torch's (drawn on the
-    host as Gamma, so no rsample here)."""
+    host as Gamma, reparameterized through Gamma's rsample)."""
 
     def __init__(self, concentration, rate, validate_args=None):
         super().__init__(Gamma(concentration, rate), PowerTransform(-1.0), validate_args)

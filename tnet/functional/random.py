@@ -282,9 +282,17 @@ def poisson(input, generator=None):
 def standard_gamma(input, generator=None):
     """A Gamma(concentration, 1) draw for each concentration in input (a float tensor, concentrations > 0), in input's
     dtype, as torch._standard_gamma. Drawn on the host (the concentrations are read back) by numpy: other numbers
-    than torch's. No gradient (torch's is reparameterized)."""
-    return _host_counts("_standard_gamma", lambda rng: rng.gamma(_concentrations("_standard_gamma", input)), input,
-                        generator)
+    than torch's. Its gradient in the concentration is torch's reparameterized one (standard_gamma_grad: the draw
+    moved at a fixed CDF), through which Gamma.rsample differentiates."""
+    out = _host_counts("_standard_gamma", lambda rng: rng.gamma(_concentrations("_standard_gamma", input)), input,
+                       generator)
+    alpha, x = input.memory, out.memory
+    return record("_standard_gamma", x, (input,), lambda g: (standard_gamma_grad(g, alpha, x),), saved=(alpha, x))
+
+
+def standard_gamma_grad(g, alpha, x):
+    """g times dx / dalpha of Gamma(alpha, 1) draws x (torch tensors), as torch._standard_gamma_grad's."""
+    return _pw.pointwise("standard_gamma_grad", g, alpha, x)
 
 
 def sample_dirichlet(input, generator=None):

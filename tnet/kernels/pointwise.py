@@ -82,6 +82,8 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "erfcx_backward": 2, "log_ndtr_backward": 2, "ndtri_backward": 2, "i0_backward": 2, "i0e_backward": 2,
          "i1_backward": 2, "i1e_backward": 2,
          "ipow": 2,  # integers: a ** b
+         # the gradient of a Gamma(alpha, 1) draw x in alpha (g, alpha, x): Gamma.rsample's reparameterization
+         "standard_gamma_grad": 3,
          # torch.maximum and minimum, and their gradient (g, x, the other operand, 1 for maximum or -1)
          "maximum": 2, "minimum": 2, "extremum_backward": 4}
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
@@ -430,6 +432,53 @@ def _digamma(x):
         0.003968253968253968 - w * 0.004166666666666667))) - acc
     r = tl.where(x < 0.0, r - 3.141592653589793 * _cospi(x) / _sinpi(x), r)
     return tl.where((x < 0.0) & (tl.floor(x) == x), float("nan"), r)
+
+
+@triton.jit
+def _standard_gamma_grad(alpha, x):
+    """dx / dalpha of a Gamma(alpha, 1) draw x at fixed CDF (implicit reparameterization), torch's
+    standard_gamma_grad_one: the CDF's Taylor series in x below 0.8 (0 where it gives NaN), Rice's saddle point
+    expansion for alpha > 8 (its own polynomial within 10% of alpha), else a bivariate rational approximation
+    in log(x / alpha) and log(alpha); each branch is computed and the applicable one kept."""
+    numer = tl.full(x.shape, 1.0, tl.float32)
+    denom = alpha
+    series1 = numer / denom
+    series2 = numer / (denom * denom)
+    for i in tl.static_range(1, 6):
+        numer = numer * (-x / i)
+        denom = denom + 1.0
+        series1 += numer / denom
+        series2 += numer / (denom * denom)
+    # -(d CDF / d alpha) / pdf, with the CDF's x^alpha and the pdf's x^(alpha - 1) e^-x cancelled: torch's CPU
+    # kernel forms both in float64, where they do not underflow as they would in float32
+    small = -x * tl.exp(x) * ((tl.log(x) - _digamma(alpha)) * series1 - series2)
+    small = tl.where(small != small, 0.0, small)
+    # Rice saddle point expansion for large alpha
+    numer_1 = 1.0 + 24.0 * alpha * (1.0 + 12.0 * alpha)
+    numer_2 = 1440.0 * (alpha * alpha) + 6.0 * x * (53.0 - 120.0 * x) - 65.0 * x * x / alpha + alpha * (
+        107.0 + 3600.0 * x)
+    near = numer_1 * numer_2 / (1244160.0 * (alpha * alpha) * (alpha * alpha))
+    sq = tl.sqrt(8.0 * alpha)
+    term2 = sq / (alpha - x)
+    term3 = tl.exp(-1.5 * tl.log(x - alpha - alpha * tl.log(x / alpha)))
+    term23 = tl.where(x < alpha, term2 - term3, term2 + term3)
+    term1 = tl.log(x / alpha) * term23 - tl.sqrt(2.0 / alpha) * (alpha + x) / ((alpha - x) * (alpha - x))
+    stirling = 1.0 + 1.0 / (12.0 * alpha) * (1.0 + 1.0 / (24.0 * alpha))
+    far = -stirling * x * term1 / sq
+    large = tl.where((0.9 * alpha <= x) & (x <= 1.1 * alpha), near, far)
+    # the bivariate rational approximation: coefficients (p's four, then q's) as polynomials in u
+    u = tl.log(x / alpha)
+    v = tl.log(alpha)
+    c0 = 0.16009398 + u * (0.53487893 + u * 0.040121004)
+    c1 = -0.094634809 + u * (0.1298071 + u * -0.0065914022)
+    c2 = 0.025146376 + u * (0.065735949 + u * -0.0026286047)
+    c3 = -0.0030648343 + u * (-0.0015649758 + u * -0.0013441777)
+    c4 = 1.0 + u * (0.16639465 + u * 0.017050642)
+    c5 = 0.32668115 + u * (0.020070113 + u * -0.0021309326)
+    c6 = 0.10406089 + u * (-0.0035938915 + u * 0.00085092367)
+    c7 = 0.0014179084 + u * (-0.00058392623 + u * -1.5247877e-07)
+    rational = tl.exp((c0 + v * (c1 + v * (c2 + v * c3))) / (c4 + v * (c5 + v * (c6 + v * c7))))
+    return tl.where(x < 0.8, small, tl.where(alpha > 8.0, large, rational))
 
 
 @triton.jit
@@ -832,6 +881,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = _lgamma(a)
     elif OP == "lgamma_backward":  # b = x
         y = a * _digamma(b)
+    elif OP == "standard_gamma_grad":  # a = g, b = alpha, c = the draw x
+        y = a * _standard_gamma_grad(b, c)
     elif OP == "digamma":
         y = _digamma(a)
     elif OP == "digamma_backward":  # b = x
