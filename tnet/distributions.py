@@ -20,7 +20,7 @@ import torch
 
 from . import functional as F
 from .factory import arange, empty, full, init_generator, ones_like, rand, randn, zeros_like
-from .functional.random import standard_gamma
+from .functional.random import sample_dirichlet, standard_gamma
 from .linalg import cholesky, solve_triangular
 from .nn import functional as nnF
 from .tensor import Tensor, no_grad, tensor
@@ -546,8 +546,10 @@ class Beta(Distribution):
     """Beta(concentration1, concentration0), for mixup's and CutMix's mixing weight
     (`torch.distributions.beta.Beta(a, a).sample()`): numbers or tensors that broadcast to
     batch_shape. Drawn on the host by numpy from the stream tnet.manual_seed reseeds (as randint):
-    a host read of tensor parameters, no rsample; log_prob, entropy and variance on the device,
-    differentiable in the parameters given as tensors."""
+    a host read of tensor parameters; log_prob, entropy and variance on the device, differentiable in the
+    parameters given as tensors; rsample is torch's, the first part of a Dirichlet([a, b]) draw (reparameterized,
+    as Dirichlet's)."""
+    has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self._given = _broadcast_all(concentration1, concentration0)
@@ -572,6 +574,10 @@ class Beta(Distribution):
     def sample(self, sample_shape=Size()):
         draw = init_generator().beta(self._a, self._b, size=tuple(self._extended_shape(sample_shape)))
         return tensor(np.asarray(draw, np.float32))
+
+    def rsample(self, sample_shape=Size()):
+        a, b = self._given
+        return Dirichlet(F.stack([a, b], -1)).rsample(sample_shape).select(-1, 0)
 
     def log_prob(self, value):
         a, b = self._given
@@ -883,7 +889,9 @@ class StudentT(Distribution):
 class Dirichlet(Distribution):
     """Dirichlet(concentration): [..., K] (event_shape [K]). log_prob, entropy, mean, variance and
     kl_divergence are differentiable; samples are drawn on the host by numpy (normalised Gamma
-    draws; a host read of the concentration), and there is no rsample (torch's is reparameterized)."""
+    draws; a host read of the concentration), and rsample is torch's: _sample_dirichlet's draw, reparameterized
+    in the concentration (torch's dirichlet_grad)."""
+    has_rsample = True
 
     def __init__(self, concentration, validate_args=None):
         if concentration.dim() < 1:
@@ -905,10 +913,8 @@ class Dirichlet(Distribution):
         con0 = self.concentration.sum(-1, keepdim=True)
         return self.concentration * (con0 - self.concentration) / (con0.pow(2) * (con0 + 1))
 
-    def sample(self, sample_shape=Size()):
-        shape = tuple(self._extended_shape(sample_shape))
-        draw = init_generator().gamma(np.broadcast_to(self.concentration.numpy().astype(np.float64), shape))
-        return _host_draw(draw / draw.sum(-1, keepdims=True), self.concentration)
+    def rsample(self, sample_shape=Size()):
+        return sample_dirichlet(self.concentration.expand(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
         c = self.concentration

@@ -13,7 +13,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_
 from ..kernels.launch import check, check_type, is_flat
-from ..tensor import Tensor, in_layout, linear_graph, record
+from ..tensor import Tensor, in_layout, linear_graph, record, record_composed
 from .inputs import check_args, check_tensors
 from .copy import scatter
 from .pointwise import add, clamp_min, div, le, leaky_relu, log, log1p, mul, neg, sub, where
@@ -299,11 +299,20 @@ def sample_dirichlet(input, generator=None):
     """A Dirichlet draw along input's last dimension (a float tensor of concentrations > 0), in input's dtype, as
     torch._sample_dirichlet, which torchvision's classification reference draws RandomMixup's and RandomCutmix's
     weight with (`float(torch._sample_dirichlet(torch.tensor([alpha, alpha]))[0])`): normalised Gamma draws on the
-    host by numpy, other numbers than torch's. No gradient."""
+    host by numpy, other numbers than torch's. Its gradient in the concentrations is torch's reparameterized one
+    (Dirichlet.rsample's, torch's _Dirichlet_backward): dirichlet_grad(x, alpha, total) (g - sum(x g)), through
+    which Dirichlet.rsample and Beta.rsample differentiate."""
     def draw(rng):
         g = rng.gamma(_concentrations("_sample_dirichlet", input))
         return g / g.sum(-1, keepdims=True)
-    return _host_counts("_sample_dirichlet", draw, input, generator)
+    x = _host_counts("_sample_dirichlet", draw, input, generator)
+    alpha = input.detach()
+
+    def grads(g):
+        total = alpha.sum(-1, keepdim=True)
+        grad = Tensor(_pw.pointwise("dirichlet_grad", x.memory, alpha.memory, total.memory))
+        return [grad * (g - (x * g).sum(-1, keepdim=True))]
+    return record_composed("_sample_dirichlet", x.memory, (input,), grads, saved=(x.memory, alpha.memory))
 
 
 def _concentrations(name, input):
