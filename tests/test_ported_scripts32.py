@@ -21,13 +21,14 @@ torch.sparse.softmax, which tnet lacked; Lizhi-sjtu's PPO-continuous with a Beta
 over SubsetRandomSampler, the learning rates decayed by hand); ESPnet's hybrid CTC/attention recogniser
 (Conv2dSubsampling, CTCLoss(zero_infinity=True), a label-smoothing KL loss, nn.TransformerEncoder/Decoder with boolean
 masks, Noam's warmup, CTC greedy decoding by unique_consecutive); and variational inference with a Gamma-latent VAE
-for counts and a Student-t posterior, which found that Gamma.rsample (so Chi2's, StudentT's and InverseGamma's) raised
-NotImplementedError (it now carries torch's reparameterized gradient). Each runs in tnet, then in torch from tnet's
+for counts, a Student-t posterior and a Dirichlet-VAE topic model, which found that Gamma.rsample (so Chi2's,
+StudentT's and InverseGamma's) and Dirichlet.rsample (so Beta's) raised NotImplementedError (they now carry torch's
+reparameterized gradients). Each runs in tnet, then in torch from tnet's
 initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy
-draws what a script draws, or torch replays tnet's draws (`replayed`, and `replayed_draws` for the standard normal and
-Gamma draws inside torch.distributions); shapes are tiny and runs take one or two steps; dropout is 0 where a script
-has it. Where Adam would normalise a gradient that is rounding alone (the attention keys' bias in in_proj_bias), the
-summary leaves that parameter out."""
+draws what a script draws, or torch replays tnet's draws (`replayed`, and `replayed_draws` for the standard normal,
+Gamma and Dirichlet draws inside torch.distributions); shapes are tiny and runs take one or two steps; dropout is 0
+where a script has it. Where Adam would normalise a gradient that is rounding alone (the attention keys' bias in
+in_proj_bias, a bias before a BatchNorm), the summary leaves that parameter out."""
 import contextlib
 import itertools
 import math
@@ -50,14 +51,14 @@ def replayed(m, replay, key, t):
 
 @contextlib.contextmanager
 def replayed_draws(m, replay):
-    """torch.distributions' draws as tnet drew them: tnet's standard normal and standard Gamma draws inside its
-    distributions (rsample's eps, a Gamma's or a Chi2's draw) are kept in order, and torch's run takes them in place
-    of its own, a Gamma draw with torch's reparameterized gradient (torch._standard_gamma_grad); the scripts do not
-    change."""
+    """torch.distributions' draws as tnet drew them: tnet's standard normal, standard Gamma and Dirichlet draws inside
+    its distributions (rsample's eps, a Gamma's or a Chi2's draw, a Dirichlet's) are kept in order, and torch's run
+    takes them in place of its own, a Gamma draw with torch's reparameterized gradient (torch._standard_gamma_grad),
+    a Dirichlet draw inside torch's own _Dirichlet Function; the scripts do not change."""
     counter = itertools.count()
     if m.torch.__name__ == "tnet":
         import tnet.distributions as dist
-        randn, standard_gamma = dist.randn, dist.standard_gamma
+        randn, standard_gamma, sample_dirichlet = dist.randn, dist.standard_gamma, dist.sample_dirichlet
 
         def keep(draw):
             def drawn(*args, **kwargs):
@@ -66,7 +67,8 @@ def replayed_draws(m, replay):
                 return t
             return drawn
         with mock.patch.object(dist, "randn", keep(randn)), \
-                mock.patch.object(dist, "standard_gamma", keep(standard_gamma)):
+                mock.patch.object(dist, "standard_gamma", keep(standard_gamma)), \
+                mock.patch.object(dist, "sample_dirichlet", keep(sample_dirichlet)):
             yield
     else:
         import torch.distributions as dist
@@ -86,9 +88,13 @@ def replayed_draws(m, replay):
 
         def normal(shape, dtype, device):
             return torch.tensor(replay[next(counter)], dtype=dtype).view(shape)
+
+        def dirichlet(concentration):  # inside torch's _Dirichlet, whose backward is torch's
+            return torch.tensor(replay[next(counter)], dtype=concentration.dtype).view(concentration.shape)
         with mock.patch.object(dist.normal, "_standard_normal", normal), \
                 mock.patch.object(dist.studentT, "_standard_normal", normal), \
-                mock.patch.object(dist.gamma, "_standard_gamma", Replayed.apply):
+                mock.patch.object(dist.gamma, "_standard_gamma", Replayed.apply), \
+                mock.patch.object(torch, "_sample_dirichlet", dirichlet):
             yield
 
 
@@ -3311,20 +3317,24 @@ def test_espnet_hybrid_ctc():
     compare(espnet_hybrid_ctc)
 
 
-# (o) Variational inference with reparameterized Gamma and Student-t draws, in the style of the implicit
+# (o) Variational inference with reparameterized Gamma, Student-t and Dirichlet draws, in the style of the implicit
 # reparameterization gradients examples (Figurnov et al.) written with torch.distributions: a Gamma-latent VAE for
 # counts (Poisson matrix factorisation's likelihood, rate = z @ softplus(W).t(), its shape and rate heads by
 # F.softplus(...) + 1e-3, z = Gamma(alpha, beta).rsample(), the KL to a Gamma prior registered as buffers by
-# torch.distributions.kl_divergence, Poisson(rate).log_prob(x).sum(-1)); then Bayesian linear regression with a
+# torch.distributions.kl_divergence, Poisson(rate).log_prob(x).sum(-1)); Bayesian linear regression with a
 # heavy-tailed mean-field posterior q(w) = StudentT(softplus(raw_df) + 2, loc, softplus(raw_scale)), its Monte Carlo
-# ELBO from q.rsample((S,)) against a Normal prior; Adam for both. torch replays tnet's standard normal and Gamma
-# draws. tnet found: Gamma.rsample (and so Chi2's and StudentT's) raised NotImplementedError
+# ELBO from q.rsample((S,)) against a Normal prior; and a Dirichlet-VAE topic model as Burkhardt and Kramer's DVAE
+# writes ProdLDA (Softplus encoder, the concentrations through an affine-free BatchNorm1d, softplus and clamp,
+# theta = Dirichlet(alpha).rsample(), an affine-free BatchNorm1d on the decoder's word logits, the bag of words'
+# reconstruction by log_softmax, the KL to a sparse Dirichlet prior); Adam for each. torch replays tnet's standard
+# normal, Gamma and Dirichlet draws. tnet found: Gamma.rsample (and so Chi2's, StudentT's and InverseGamma's) and
+# Dirichlet.rsample (and so Beta's) raised NotImplementedError
 def gamma_vi(m, state=None, replay=None):
     torch, nn, F = m.torch, m.nn, m.F
     from importlib import import_module
     distributions = import_module(torch.__name__ + ".distributions")
-    Gamma, Normal, Poisson, StudentT = (distributions.Gamma, distributions.Normal, distributions.Poisson,
-                                        distributions.StudentT)
+    Dirichlet, Gamma, Normal, Poisson, StudentT = (distributions.Dirichlet, distributions.Gamma,
+                                                   distributions.Normal, distributions.Poisson, distributions.StudentT)
     kl_divergence = distributions.kl_divergence
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
@@ -3370,15 +3380,38 @@ def gamma_vi(m, state=None, replay=None):
             log_ratio = (prior.log_prob(w) - q.log_prob(w)).sum(-1).mean()
             return log_lik + log_ratio
 
+    class DirichletVAE(nn.Module):
+        def __init__(self, vocab_size, num_topics, hidden, prior_alpha=0.02):
+            super().__init__()
+            self.encoder = nn.Sequential(nn.Linear(vocab_size, hidden), nn.Softplus(), nn.Linear(hidden, hidden),
+                                         nn.Softplus(), nn.Dropout(0.0))
+            self.alpha_layer = nn.Linear(hidden, num_topics)
+            self.alpha_bn = nn.BatchNorm1d(num_topics, affine=False)
+            self.decoder = nn.Linear(num_topics, vocab_size, bias=False)
+            self.decoder_bn = nn.BatchNorm1d(vocab_size, affine=False)
+            self.register_buffer("prior_alpha", torch.full((1, num_topics), prior_alpha))
+
+        def forward(self, bow):
+            alpha = F.softplus(self.alpha_bn(self.alpha_layer(self.encoder(bow)))).clamp(min=1e-3)
+            posterior = Dirichlet(alpha)
+            theta = posterior.rsample()
+            word_logits = F.log_softmax(self.decoder_bn(self.decoder(theta)), dim=1)
+            nll = -(bow * word_logits).sum(1)
+            kl = kl_divergence(posterior, Dirichlet(self.prior_alpha.expand_as(alpha)))
+            return (nll + kl).mean(), theta
+
     counts = torch.tensor(rng.poisson(3.0, (6, 5)).astype(np.float32))
     vae = GammaVAE(5)
     X = torch.tensor(normal(rng, 10, 3))
     y = X @ torch.tensor([1.0, -2.0, 0.5]) + 0.1 * torch.tensor(normal(rng, 10))
     reg = StudentTRegression(3)
-    models = nn.ModuleDict({"vae": vae, "reg": reg})
+    bows = torch.tensor(rng.poisson(1.0, (6, 9)).astype(np.float32))
+    dvae = DirichletVAE(9, 3, 8)
+    models = nn.ModuleDict({"vae": vae, "reg": reg, "dvae": dvae})
     init = load(m, models, state)
     opt_vae = torch.optim.Adam(vae.parameters(), lr=1e-2)
     opt_reg = torch.optim.Adam(reg.parameters(), lr=5e-2)
+    opt_dvae = torch.optim.Adam(dvae.parameters(), lr=1e-2)
     losses = []
     with replayed_draws(m, replay):
         for step in range(2):
@@ -3390,11 +3423,17 @@ def gamma_vi(m, state=None, replay=None):
             opt_reg.zero_grad()
             (-elbo).backward()
             opt_reg.step()
-            losses += [loss.item(), float(z.mean()), elbo.item()]
-    return init, losses + summary(vae.parameters()) + summary(reg.parameters())
+            topic_loss, theta = dvae(bows)
+            opt_dvae.zero_grad()
+            topic_loss.backward()
+            opt_dvae.step()
+            losses += [loss.item(), float(z.mean()), elbo.item(), topic_loss.item(), float(theta.max())]
+    # alpha_layer's bias comes before a BatchNorm, which removes it: its gradient is rounding alone, which Adam normalises
+    kept = [p for n, p in dvae.named_parameters() if n != "alpha_layer.bias"]
+    return init, losses + summary(vae.parameters()) + summary(reg.parameters()) + summary(kept)
 
 
 def test_gamma_vi():
     replay = {}
     compare(gamma_vi, replay=replay)
-    assert len(replay) == 6  # each step: the VAE's Gamma draw, StudentT's normal and chi-squared draws
+    assert len(replay) == 8  # each step: the VAE's Gamma draw, StudentT's normal and chi-squared, the Dirichlet
