@@ -1,6 +1,7 @@
 """torch.nn.functional's ops that tnet composes of its other ops, whose gradients they carry: the
 margin, multi-label, Poisson and Gaussian losses, triplet_margin_with_distance_loss, pdist and
 embedding_bag; and torch.stft in its real form. No kernels of their own."""
+import functools
 import math
 import warnings
 
@@ -442,11 +443,17 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                       f"with size {list(window.shape)}")
         left = (n_fft - win_length) // 2
         frames = mul(frames, pad(window, (left, n_fft - win_length - left)) if win_length < n_fft else window)
-    onesided = True if onesided is None else onesided
-    freq = n_fft // 2 + 1 if onesided else n_fft
-    # the angle 2 pi k n / n_fft from (k n) mod n_fft, exact in integers; basis [n_fft, freq, 2]: cos, -sin
-    angle = 2 * np.pi * (np.outer(np.arange(n_fft), np.arange(freq)) % n_fft) / n_fft
-    basis = np.stack([np.cos(angle), -np.sin(angle)], axis=-1) * (n_fft ** -0.5 if normalized else 1.0)
-    basis = Tensor(as_storage(basis.reshape(n_fft, 2 * freq), input.dtype))
+    freq = n_fft // 2 + 1 if onesided in (None, True) else n_fft
+    basis = Tensor(_dft_basis(n_fft, freq, bool(normalized), input.dtype))  # a new leaf over the cached memory
     out = reshape(matmul(frames, basis), (x.shape[0], frames.shape[1], freq, 2)).transpose(1, 2)
     return out if input.ndim == 2 else select(out, 0, 0)
+
+
+@functools.lru_cache(maxsize=16)
+def _dft_basis(n_fft, freq, normalized, dtype):
+    """The DFT's bases [n_fft, 2 freq] in device memory, made once per size (a training loop's STFT loss calls stft
+    with the same few): the angle 2 pi k n / n_fft from (k n) mod n_fft, exact in integers; cos, then -sin. The
+    memory is cached, not a Tensor: each call wraps it anew (one made in inference_mode must not be reused)."""
+    angle = 2 * np.pi * (np.outer(np.arange(n_fft), np.arange(freq)) % n_fft) / n_fft
+    basis = np.stack([np.cos(angle), -np.sin(angle)], axis=-1) * (n_fft ** -0.5 if normalized else 1.0)
+    return as_storage(basis.reshape(n_fft, 2 * freq), dtype)
