@@ -931,3 +931,95 @@ def test_out_refuses_what_torch_refuses():
     for name in undocumented:
         out = torch.empty(2)
         assert getattr(torch, name)(a, 0.0, out=out) is out
+
+
+def test_sparse_coo_accessors_as_torchs():
+    """A sparse_coo_tensor keeps its COO structure beside tnet's dense storage: _indices()/_values() as given,
+    indices()/values() only once coalesced (sorted, repeated entries summed, their gradient flowing to each), _nnz,
+    sparse_dim and dense_dim, to_sparse's nonzero entries, to_dense without the structure, and torch's errors on a
+    strided tensor (ports 32: LightGCN's edge dropout reads graph.indices() and graph.values())."""
+    i, v = [[1, 0, 1], [0, 1, 0]], [1.0, 2.0, 3.0]
+    tv = tnet.tensor(v, requires_grad=True)
+    rv = torch.tensor(v, requires_grad=True)
+    t, r = tnet.sparse_coo_tensor(tnet.tensor(i), tv, (2, 2)), torch.sparse_coo_tensor(torch.tensor(i), rv, (2, 2))
+    assert t.is_coalesced() == r.is_coalesced() is False and t._nnz() == r._nnz() == 3
+    assert (t.sparse_dim(), t.dense_dim()) == (r.sparse_dim(), r.dense_dim()) == (2, 0)
+    assert t._indices().tolist() == r._indices().tolist() and t._values().tolist() == r._values().tolist()
+    with pytest.raises(RuntimeError, match="uncoalesced"):
+        t.indices()
+    tc, rc = t.coalesce(), r.coalesce()
+    assert tc.is_coalesced() and tc.indices().tolist() == rc.indices().tolist()
+    assert tc.values().tolist() == rc.values().tolist() and (tc.to_dense() * 1).tolist() == rc.to_dense().tolist()
+    w = [1.0, 5.0]
+    (tc.values() * tnet.tensor(w)).sum().backward()
+    (rc.values() * torch.tensor(w)).sum().backward()
+    assert tv.grad.tolist() == rv.grad.tolist()
+    assert tnet.sparse.FloatTensor(tnet.tensor([[0], [1]]), tnet.tensor([1.0]), (2, 2)).is_coalesced()  # one entry
+    x = [[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]
+    for sparse_dim in ((), (1,)):
+        ts, rs = tnet.tensor(x).to_sparse(*sparse_dim), torch.tensor(x).to_sparse(*sparse_dim)
+        assert ts.is_coalesced() and ts.indices().tolist() == rs.indices().tolist()
+        assert ts.values().tolist() == rs.values().tolist() and ts._nnz() == rs._nnz()
+    dense = tnet.tensor(x)
+    assert dense.sparse_dim() == 0 and dense.dense_dim() == 2
+    for name in ("indices", "values", "is_coalesced", "_nnz"):
+        with pytest.raises(RuntimeError, match="layout but got Strided"):
+            getattr(dense, name)()
+    with pytest.raises(NotImplementedError):
+        dense._indices()
+    with pytest.raises(RuntimeError):
+        tc.to_dense().indices()
+
+
+@pytest.mark.parametrize("shape, n_fft, hop, win, window, center, pad_mode, normalized, onesided", [
+    ((2, 64), 16, 4, 16, "hann_window", True, "reflect", False, None),
+    ((50,), 12, 3, 8, "hamming_window", False, "reflect", True, False),
+    ((1, 40), 8, None, None, None, True, "constant", False, True)])
+def test_stft_real_form_as_torchs(shape, n_fft, hop, win, window, center, pad_mode, normalized, onesided):
+    """torch.stft(..., return_complex=False): frames, window centring, padding and the DFT, the signal's and the
+    window's gradients; return_complex=None and True raise (ports 32: ParallelWaveGAN's and HiFi-GAN's losses)."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shape).astype(np.float32)
+    args = (n_fft, hop, win)
+    t, r = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    tw = rw = None
+    if window:
+        tw = getattr(tnet, window)(win or n_fft).requires_grad_()
+        rw = getattr(torch, window)(win or n_fft).requires_grad_()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # both warn of return_complex=False's deprecation (and of a missing window)
+        out = tnet.stft(t, *args, tw, center, pad_mode, normalized, onesided, return_complex=False)
+        ref = torch.stft(r, *args, rw, center, pad_mode, normalized, onesided, return_complex=False)
+    assert tuple(out.shape) == tuple(ref.shape)
+    np.testing.assert_allclose(out.numpy(), ref.detach().numpy(), atol=3e-6)
+    g = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+    out.backward(tnet.tensor(g))
+    ref.backward(torch.tensor(g))
+    np.testing.assert_allclose(t.grad.numpy(), r.grad.numpy(), atol=3e-6)
+    if window:
+        np.testing.assert_allclose(tw.grad.numpy(), rw.grad.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.warns(UserWarning, match="return_complex=False is deprecated"):
+        t.detach().stft(n_fft, hop, win, tw, return_complex=False)
+    with pytest.raises(RuntimeError, match="requires the return_complex parameter"):
+        tnet.stft(t, n_fft)
+    with pytest.raises(NotImplementedError, match="complex"):
+        tnet.stft(t, n_fft, return_complex=True)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("dim", [0, 1])
+def test_sparse_softmax_over_the_specified_entries_as_torchs(name, dim):
+    """torch.sparse.softmax and log_softmax: the unspecified entries count as -inf, repeated ones are summed first
+    (coalesce), the result keeps the coalesced indices, and the gradient reaches the values (ports 32: pytorch-GAT's
+    neighbourhood softmax checked by torch.sparse.softmax, which tnet lacked)."""
+    i, v, g = [[0, 0, 1, 2, 0], [1, 2, 0, 2, 1]], [1.0, 2.0, 3.0, -1.0, 0.5], np.arange(9.0).reshape(3, 3)
+    tv, rv = tnet.tensor(v, requires_grad=True), torch.tensor(v, requires_grad=True)
+    out = getattr(tnet.sparse, name)(tnet.sparse_coo_tensor(tnet.tensor(i), tv, (3, 3)), dim)
+    ref = getattr(torch.sparse, name)(torch.sparse_coo_tensor(torch.tensor(i), rv, (3, 3)), dim)
+    assert out.is_coalesced() and ref.is_coalesced() and out.indices().tolist() == ref.indices().tolist()
+    np.testing.assert_allclose(out.values().detach().numpy(), ref.values().detach().numpy(), rtol=1e-6, atol=1e-6)
+    (out.to_dense() * tnet.tensor(g, dtype=tnet.float32)).sum().backward()
+    (ref.to_dense() * torch.tensor(g, dtype=torch.float32)).sum().backward()
+    np.testing.assert_allclose(tv.grad.numpy(), rv.grad.numpy(), rtol=1e-5, atol=1e-6)
+    with pytest.raises(NotImplementedError):
+        getattr(tnet.sparse, name)(tnet.randn(2, 2), dim)  # a strided input, as torch's

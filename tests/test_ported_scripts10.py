@@ -350,7 +350,8 @@ def test_sparse_coo_tensor_is_torch_dense():
         out.backward(tnet.tensor(g))
         ref.backward(torch.tensor(g))
         np.testing.assert_array_equal(v.grad.numpy(), ref_v.grad.numpy())
-    assert not out.is_sparse and out.to_sparse().to_dense() is out
+    dense = out.to_sparse().to_dense()  # tnet's storage: the same memory, without the COO structure
+    assert not out.is_sparse and out.to_sparse() is out and dense.memory.data_ptr() == out.memory.data_ptr()
     a = tnet.sparse.FloatTensor(tnet.tensor([[0, 1], [1, 0]]), tnet.tensor([2.0, 3.0]), tnet.Size([2, 2]))
     np.testing.assert_array_equal(tnet.spmm(a, tnet.eye(2)).numpy(), [[0.0, 2.0], [3.0, 0.0]])
 

@@ -712,7 +712,7 @@ def test_new_distributions_samples():
     assert r.shape == (5, 2, 3) and np.allclose(r.numpy().sum(-1), 1, atol=1e-5) and (r.numpy() > 0).all()
     rb = D.RelaxedBernoulli(tnet.tensor(0.1), probs=tnet.tensor([0.2, 0.9])).sample((4000,)).numpy()
     assert rb.shape == (4000, 2) and np.allclose((rb > 0.5).mean(0), [0.2, 0.9], atol=0.04)
-    assert D.Laplace(loc, 1.0).rsample().requires_grad and not D.Gamma(2.0, 1.0).has_rsample
+    assert D.Laplace(loc, 1.0).rsample().requires_grad and D.Gamma(2.0, 1.0).has_rsample
 
 
 def test_eye_linspace_randint_isnan_isinf_as_torch():
@@ -1144,3 +1144,59 @@ def test_more_kl_pairs_and_moments_as_torch():
                                                        m.distributions.Gumbel(m.tensor([1.0, 0.0]), m.tensor([2.0, 1.0]))),
                lambda m: m.distributions.Uniform(m.tensor([0.0, -1.0]), m.tensor([1.0, 3.0])).icdf(m.tensor([0.25, 0.5]))):
         assert_close(op(tnet), op(torch), 1e-6, "kl or icdf")
+
+
+def test_gamma_rsample_is_reparameterized_as_torchs():
+    """Gamma.rsample (and Chi2's, StudentT's through it): tnet's standard Gamma draws z carry torch's
+    reparameterized gradient, torch._standard_gamma_grad(concentration, z) over the rate in the concentration and
+    -z / rate^2 in the rate; StudentT's gradient reaches df, loc and scale (ports 32: a Gamma posterior's ELBO, which
+    raised NotImplementedError)."""
+    D = tnet.distributions
+    conc = np.array([0.3, 1.0, 2.5, 9.0, 40.0], np.float32)
+    rate = np.array([0.5, 1.0, 2.0, 1.5, 0.25], np.float32)
+    w = np.random.default_rng(0).standard_normal((64, 5)).astype(np.float32)
+    tnet.manual_seed(0)
+    c, r = tnet.tensor(conc, requires_grad=True), tnet.tensor(rate, requires_grad=True)
+    x = D.Gamma(c, r).rsample((64,))
+    (x * tnet.tensor(w)).sum().backward()
+    z = torch.tensor(x.detach().numpy()) * torch.tensor(rate)  # the standard draws, as tnet drew them
+    ref_c = (torch.tensor(w) * torch._standard_gamma_grad(torch.tensor(conc).expand(64, 5), z) / torch.tensor(rate))
+    ref_r = torch.tensor(w) * -z / torch.tensor(rate) ** 2
+    np.testing.assert_allclose(c.grad.numpy(), ref_c.sum(0).numpy(), rtol=2e-5, atol=1e-5)
+    np.testing.assert_allclose(r.grad.numpy(), ref_r.sum(0).numpy(), rtol=2e-5, atol=1e-5)
+    draws = D.Gamma(tnet.tensor([2.0, 9.0]), tnet.tensor([1.0, 3.0])).sample((6000,)).numpy()
+    assert np.allclose(draws.mean(0), [2.0, 3.0], rtol=0.05) and np.allclose(draws.var(0), [2.0, 1.0], rtol=0.15)
+    assert D.Gamma(1.0, 1.0).has_rsample and D.Chi2(tnet.tensor(3.0, requires_grad=True)).rsample().requires_grad
+    df, loc, scale = (tnet.tensor(v, requires_grad=True) for v in ([4.0, 7.0], [0.5, -1.0], [1.0, 2.0]))
+    D.StudentT(df, loc, scale).rsample((16,)).pow(2).sum().backward()
+    assert all(t.grad is not None and np.isfinite(t.grad.numpy()).all() for t in (df, loc, scale))
+
+
+def test_dirichlet_and_beta_rsample_are_reparameterized_as_torchs():
+    """Dirichlet.rsample (and Beta's, a Dirichlet of [a, b]'s first part): tnet's draws x carry torch's
+    _Dirichlet_backward, torch._dirichlet_grad(x, alpha, total) (g - sum(x g)), in every branch of its
+    approximation (x near 0 or 1, large alpha and beta, the rational correction) (ports 32)."""
+    D = tnet.distributions
+    conc = np.array([[0.3, 0.5, 2.0], [7.0, 9.0, 20.0], [1.0, 1.0, 1.0], [3.0, 0.4, 5.0]], np.float32)
+    w = np.random.default_rng(0).standard_normal((32, 4, 3)).astype(np.float32)
+    tnet.manual_seed(0)
+    c = tnet.tensor(conc, requires_grad=True)
+    x = D.Dirichlet(c).rsample((32,))
+    (x * tnet.tensor(w)).sum().backward()
+    rx, rc, rw = torch.tensor(x.detach().numpy()), torch.tensor(conc).expand(32, 4, 3), torch.tensor(w)
+    total = rc.sum(-1, True).expand_as(rc)
+    ref = torch._dirichlet_grad(rx, rc, total) * (rw - (rx * rw).sum(-1, True))
+    np.testing.assert_allclose(c.grad.numpy(), ref.sum(0).numpy(), rtol=1e-4, atol=1e-5)
+    a, b = tnet.tensor([0.5, 8.0], requires_grad=True), tnet.tensor([2.0, 9.0], requires_grad=True)
+    y = D.Beta(a, b).rsample((16,))
+    y.sum().backward()
+    ry = torch.tensor(y.detach().numpy())
+    ra, rb = torch.tensor([0.5, 8.0]).expand(16, 2), torch.tensor([2.0, 9.0]).expand(16, 2)
+    rx = torch.stack([ry, 1 - ry], -1)
+    g = torch.stack([torch.ones_like(ry), torch.zeros_like(ry)], -1)
+    conc2 = torch.stack([ra, rb], -1)
+    ref = torch._dirichlet_grad(rx, conc2, conc2.sum(-1, True).expand_as(conc2)) * (g - (rx * g).sum(-1, True))
+    np.testing.assert_allclose(a.grad.numpy(), ref[..., 0].sum(0).numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(b.grad.numpy(), ref[..., 1].sum(0).numpy(), rtol=1e-4, atol=1e-5)
+    draws = D.Dirichlet(tnet.tensor([1.0, 2.0, 5.0])).sample((4000,)).numpy()
+    assert np.allclose(draws.mean(0), [0.125, 0.25, 0.625], atol=0.02) and D.Beta(2.0, 3.0).has_rsample

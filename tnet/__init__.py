@@ -338,12 +338,13 @@ __all__ += ["adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_", "native_ch
             "max_pool1d_with_indices", "max_pool2d", "poisson_nll_loss", "rrelu", "rrelu_", "triplet_margin_loss"]
 from .functional import conv3d, conv_transpose3d  # noqa: E402
 from .functional.aten import constant_pad_nd, ctc_loss, max_pool3d  # noqa: E402
+from .functional import stft  # noqa: E402
 from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled  # noqa: E402
 from .functional import i0  # noqa: E402
 from .functional.composed import gradient  # noqa: E402
 from .functional.inplace import i0_  # noqa: E402
 from .functional import igamma, igammac  # noqa: E402
-__all__ += ["gradient", "i0", "i0_", "igamma", "igammac", "conv3d", "conv_transpose3d", "max_pool3d", "constant_pad_nd", "ctc_loss",
+__all__ += ["gradient", "stft", "i0", "i0_", "igamma", "igammac", "conv3d", "conv_transpose3d", "max_pool3d", "constant_pad_nd", "ctc_loss",
             "is_anomaly_check_nan_enabled", "is_anomaly_enabled", "set_anomaly_enabled"]
 
 # matrix functions of the eighth session (tnet/linalg.py: factorizations and solves on the host in float64)
@@ -446,9 +447,9 @@ __all__ += ["addbmm", "addmv", "addmv_", "addr", "as_strided", "bitwise_left_shi
 # torch, which a capsule network's `torch.sparse.torch.eye(n)` reads
 from .sparse import coo_tensor as sparse_coo_tensor, mm as spmm  # noqa: E402
 sparse.torch = _sys.modules[__name__]
-Tensor.to_sparse = lambda self, sparse_dim=None: self  # dense storage: the tensor itself (as torch's to_dense)
-Tensor.to_dense = lambda self, dtype=None, masked_grad=None: self if dtype in (None, self.dtype) else self.to(dtype)
-Tensor.coalesce = lambda self: self
+for _name in ("to_sparse", "to_dense", "coalesce", "is_coalesced", "indices", "values", "_indices", "_values", "_nnz",
+              "sparse_dim", "dense_dim"):  # the COO accessors of a sparse_coo_tensor's dense storage
+    setattr(Tensor, _name, getattr(sparse, _name))
 Tensor.is_sparse = property(lambda self: False)
 __all__ += ["sparse_coo_tensor", "spmm"]
 

@@ -24,6 +24,7 @@ import torch
 
 from . import functional as F
 from .factory import arange, empty, full, init_generator, ones_like, rand, randn, zeros_like
+from .functional.random import sample_dirichlet, standard_gamma
 from .linalg import cholesky, solve_triangular
 from .nn import functional as nnF
 from .tensor import Tensor, no_grad, tensor
@@ -865,10 +866,12 @@ class Beta(Distribution):
     """Beta(concentration1, concentration0), for mixup's and CutMix's mixing weight
     (`torch.distributions.beta.Beta(a, a).sample()`): numbers or tensors that broadcast to
     batch_shape. Drawn on the host by numpy from the stream tnet.manual_seed reseeds (as randint):
-    a host read of tensor parameters, no rsample; log_prob, entropy and variance on the device,
-    differentiable in the parameters given as tensors."""
+    a host read of tensor parameters; log_prob, entropy and variance on the device, differentiable in the
+    parameters given as tensors; rsample is torch's, the first part of a Dirichlet([a, b]) draw (reparameterized,
+    as Dirichlet's)."""
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
+    has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         self._given = _broadcast_all(concentration1, concentration0)
@@ -898,6 +901,10 @@ class Beta(Distribution):
     def sample(self, sample_shape=Size()):
         draw = init_generator().beta(self._a, self._b, size=tuple(self._extended_shape(sample_shape)))
         return tensor(np.asarray(draw, np.float32))
+
+    def rsample(self, sample_shape=Size()):
+        a, b = self._given
+        return Dirichlet(F.stack([a, b], -1)).rsample(sample_shape).select(-1, 0)
 
     def log_prob(self, value):
         a, b = self._given
@@ -1101,9 +1108,11 @@ class Gamma(Distribution):
     """Gamma(concentration, rate): numbers or tensors that broadcast to batch_shape. log_prob,
     entropy, mean, variance and kl_divergence are differentiable; samples are drawn on the host by
     numpy (a host read of the parameters, the stream tnet.manual_seed reseeds, as Beta's), and
-    there is no rsample (torch's is reparameterized)."""
+    rsample is torch's: _standard_gamma's draw (reparameterized in the concentration: the draw moved at
+    a fixed CDF) over the rate, clamped in place to the dtype's tiny."""
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
+    has_rsample = True
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = _broadcast_all(concentration, rate)
@@ -1113,11 +1122,11 @@ class Gamma(Distribution):
     mode = property(lambda self: ((self.concentration - 1) / self.rate).clamp(min=0))
     variance = property(lambda self: self.concentration / self.rate.pow(2))
 
-    def sample(self, sample_shape=Size()):
-        shape = tuple(self._extended_shape(sample_shape))
-        draw = init_generator().gamma(self.concentration.numpy().astype(np.float64), size=shape)
-        with no_grad():
-            return _host_draw(draw, self.rate) / self.rate
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        value = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
+        value.detach().clamp_(min=torch.finfo(value.dtype).tiny)  # do not record in autograd graph
+        return value
 
     def log_prob(self, value):
         return (F.xlogy(self.concentration, self.rate) + F.xlogy(self.concentration - 1, value) -
@@ -1160,13 +1169,15 @@ class Poisson(Distribution):
 class StudentT(Distribution):
     """StudentT(df, loc=0, scale=1): numbers or tensors that broadcast to batch_shape. log_prob,
     entropy, mean and variance are differentiable (mean NaN for df <= 1; variance inf for 1 < df <= 2,
-    NaN for df <= 1, as torch's); samples are drawn on the host by numpy (no rsample: torch's is
-    reparameterized through its chi-squared)."""
+    NaN for df <= 1, as torch's); rsample is torch's, a standard normal over the root of its Chi2(df)'s
+    reparameterized draw over df (the chi-squared drawn on the host, as Gamma's)."""
     arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
+    has_rsample = True
 
     def __init__(self, df, loc=0.0, scale=1.0, validate_args=None):
         self.df, self.loc, self.scale = _broadcast_all(df, loc, scale)
+        self._chi2 = Chi2(self.df)
         super().__init__(self.df.shape, validate_args=validate_args)
 
     @property
@@ -1180,11 +1191,12 @@ class StudentT(Distribution):
         finite = self.scale.pow(2) * self.df / (self.df - 2)
         return F.where(self.df > 2, finite, F.where(self.df > 1, math.inf, math.nan))
 
-    def sample(self, sample_shape=Size()):
-        shape = tuple(self._extended_shape(sample_shape))
-        draw = init_generator().standard_t(self.df.numpy().astype(np.float64), size=shape)
-        with no_grad():
-            return self.loc + self.scale * _host_draw(draw, self.scale)
+    def rsample(self, sample_shape=Size()):
+        shape = self._extended_shape(sample_shape)
+        X = randn(tuple(shape), dtype=self.df.dtype)
+        Z = self._chi2.rsample(sample_shape)
+        Y = X * F.rsqrt(Z / self.df)
+        return self.loc + self.scale * Y
 
     def log_prob(self, value):
         y = (value - self.loc) / self.scale
@@ -1202,9 +1214,11 @@ class StudentT(Distribution):
 class Dirichlet(Distribution):
     """Dirichlet(concentration): [..., K] (event_shape [K]). log_prob, entropy, mean, variance and
     kl_divergence are differentiable; samples are drawn on the host by numpy (normalised Gamma
-    draws; a host read of the concentration), and there is no rsample (torch's is reparameterized)."""
+    draws; a host read of the concentration), and rsample is torch's: _sample_dirichlet's draw, reparameterized
+    in the concentration (torch's dirichlet_grad)."""
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
+    has_rsample = True
 
     def __init__(self, concentration, validate_args=None):
         if concentration.dim() < 1:
@@ -1229,10 +1243,8 @@ class Dirichlet(Distribution):
         con0 = self.concentration.sum(-1, keepdim=True)
         return self.concentration * (con0 - self.concentration) / (con0.pow(2) * (con0 + 1))
 
-    def sample(self, sample_shape=Size()):
-        shape = tuple(self._extended_shape(sample_shape))
-        draw = init_generator().gamma(np.broadcast_to(self.concentration.numpy().astype(np.float64), shape))
-        return _host_draw(draw / draw.sum(-1, keepdims=True), self.concentration)
+    def rsample(self, sample_shape=Size()):
+        return sample_dirichlet(self.concentration.expand(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
         c = self.concentration
@@ -2248,7 +2260,7 @@ class Kumaraswamy(TransformedDistribution):
 
 class InverseGamma(TransformedDistribution):
     """InverseGamma(concentration, rate): 1 / X for X ~ Gamma(concentration, rate), as torch's (drawn on the
-    host as Gamma, so no rsample here)."""
+    host as Gamma, reparameterized through Gamma's rsample)."""
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.positive
     _derived = ("concentration", "rate")  # its Gamma checks them

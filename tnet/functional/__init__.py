@@ -382,6 +382,8 @@ for _name, _method in {
 # nn functions of the eighth session
 from .composed import (ctc_loss, embedding_bag, gaussian_nll_loss, multi_margin_loss, multilabel_margin_loss,
                        multilabel_soft_margin_loss, pdist, poisson_nll_loss, triplet_margin_with_distance_loss)
+from .composed import stft
+Tensor.stft = stft
 from .conv import conv_transpose1d
 from .conv import conv3d, conv_transpose3d
 from .pool import (adaptive_avg_pool3d, adaptive_max_pool3d, adaptive_max_pool3d_with_indices, avg_pool3d, lp_pool3d,

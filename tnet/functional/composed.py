@@ -1,7 +1,9 @@
 """torch.nn.functional's ops that tnet composes of its other ops, whose gradients they carry: the
 margin, multi-label, Poisson and Gaussian losses, triplet_margin_with_distance_loss, pdist and
-embedding_bag. No kernels of their own."""
+embedding_bag; and torch.stft in its real form. No kernels of their own."""
+import functools
 import math
+import warnings
 
 import numpy as np
 import torch
@@ -9,7 +11,9 @@ import torch
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check
 from ..tensor import Tensor, as_storage
 from .copy import cat, embedding, embedding_renorm_, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
-from .gemm import distances
+from .copy import unfold_windows
+from .gemm import distances, matmul
+from .pad import pad
 from .inputs import check_args, check_tensors, legacy_reduction
 from .pointwise import add, clamp_min, div, exp, gt, le, log, logical_and, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
 from .reduce import any, logsumexp, max, mean, pairwise_distance, sum
@@ -396,3 +400,60 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
                       if edge_order == 2 else add(mul(part(n - 2, 1), last[1]), mul(part(n - 1, 1), last[2])))
         out.append(cat(pieces, d))
     return tuple(out)
+
+
+def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
+         normalized=False, onesided=None, return_complex=None):
+    """torch.stft of a real signal [L] or [B, L] in the real form torch gives with return_complex=False
+    (deprecated there, and warned of as torch does): [..., freq, frames, 2], the real and imaginary parts,
+    freq n_fft // 2 + 1 (onesided, the default) or n_fft. The frames (after center's pad_mode padding by
+    n_fft // 2) are cut by unfold, windowed (the window centred in n_fft, rectangular by default) and
+    multiplied by the DFT's cosine and negated sine bases (host-built constants) in one product, so
+    gradients flow to the signal and the window; normalized scales by n_fft ** -0.5. tnet has no complex
+    dtypes: return_complex=True raises NotImplementedError (ParallelWaveGAN's and HiFi-GAN's STFT losses
+    take return_complex=False, or torch.view_as_real of the complex form, which is this)."""
+    if return_complex is None:
+        raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will further "
+                           "require that return_complex=True in a future PyTorch release.")
+    if return_complex:
+        raise NotImplementedError("stft(return_complex=True): tnet has no complex dtypes; return_complex=False gives "
+                                  "the same numbers as torch.view_as_real of the complex result")
+    warnings.warn("stft with return_complex=False is deprecated. In a future pytorch release, stft will return "
+                  "complex tensors for all inputs, and return_complex=False will raise an error.", UserWarning)
+    check_tensors("stft", input=input)
+    check(input.ndim in (1, 2), lambda: f"stft: expected a 1D or 2D tensor, but got {input.ndim}D")
+    hop_length = n_fft // 4 if hop_length is None else hop_length
+    win_length = n_fft if win_length is None else win_length
+    x = input if input.ndim == 2 else unsqueeze(input, 0)
+    if center:
+        x = pad(unsqueeze(x, 1), (n_fft // 2, n_fft // 2), mode=pad_mode)[:, 0]
+    length = x.shape[-1]
+    check(0 < n_fft <= length, lambda: f"stft: expected 0 < n_fft < {length}, but got n_fft={n_fft}")
+    check(hop_length > 0, lambda: f"stft: expected hop_length > 0, but got hop_length={hop_length}")
+    check(0 < win_length <= n_fft, lambda: f"stft: expected 0 < win_length <= n_fft, but got win_length={win_length}")
+    frames = unfold_windows(x, -1, n_fft, hop_length)  # [B, frames, n_fft]
+    if window is None:
+        warnings.warn("A window was not provided. A rectangular window will be applied,which is known to cause "
+                      "spectral leakage. Other windows such as torch.hann_window or torch.hamming_window can are "
+                      "recommended to reduce spectral leakage.To suppress this warning and use a rectangular window, "
+                      "explicitly set `window=torch.ones(n_fft, device=<device>)`.", UserWarning)
+    else:
+        check(window.ndim == 1 and window.shape[0] == win_length,
+              lambda: f"stft: expected a 1D window tensor of size equal to win_length={win_length}, but got window "
+                      f"with size {list(window.shape)}")
+        left = (n_fft - win_length) // 2
+        frames = mul(frames, pad(window, (left, n_fft - win_length - left)) if win_length < n_fft else window)
+    freq = n_fft // 2 + 1 if onesided in (None, True) else n_fft
+    basis = Tensor(_dft_basis(n_fft, freq, bool(normalized), input.dtype))  # a new leaf over the cached memory
+    out = reshape(matmul(frames, basis), (x.shape[0], frames.shape[1], freq, 2)).transpose(1, 2)
+    return out if input.ndim == 2 else select(out, 0, 0)
+
+
+@functools.lru_cache(maxsize=16)
+def _dft_basis(n_fft, freq, normalized, dtype):
+    """The DFT's bases [n_fft, 2 freq] in device memory, made once per size (a training loop's STFT loss calls stft
+    with the same few): the angle 2 pi k n / n_fft from (k n) mod n_fft, exact in integers; cos, then -sin. The
+    memory is cached, not a Tensor: each call wraps it anew (one made in inference_mode must not be reused)."""
+    angle = 2 * np.pi * (np.outer(np.arange(n_fft), np.arange(freq)) % n_fft) / n_fft
+    basis = np.stack([np.cos(angle), -np.sin(angle)], axis=-1) * (n_fft ** -0.5 if normalized else 1.0)
+    return as_storage(basis.reshape(n_fft, 2 * freq), dtype)

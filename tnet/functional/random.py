@@ -13,7 +13,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_
 from ..kernels.launch import check, check_type, is_flat
-from ..tensor import Tensor, in_layout, linear_graph, record
+from ..tensor import Tensor, in_layout, linear_graph, record, record_composed
 from .inputs import check_args, check_tensors
 from .copy import scatter
 from .pointwise import add, clamp_min, div, le, leaky_relu, log, log1p, mul, neg, sub, where
@@ -282,20 +282,37 @@ def poisson(input, generator=None):
 def standard_gamma(input, generator=None):
     """A Gamma(concentration, 1) draw for each concentration in input (a float tensor, concentrations > 0), in input's
     dtype, as torch._standard_gamma. Drawn on the host (the concentrations are read back) by numpy: other numbers
-    than torch's. No gradient (torch's is reparameterized)."""
-    return _host_counts("_standard_gamma", lambda rng: rng.gamma(_concentrations("_standard_gamma", input)), input,
-                        generator)
+    than torch's. Its gradient in the concentration is torch's reparameterized one (standard_gamma_grad: the draw
+    moved at a fixed CDF), through which Gamma.rsample differentiates."""
+    out = _host_counts("_standard_gamma", lambda rng: rng.gamma(_concentrations("_standard_gamma", input)), input,
+                       generator)
+    alpha, x = input.memory, out.memory
+    return record("_standard_gamma", x, (input,), lambda g: (standard_gamma_grad(g, alpha, x),), saved=(alpha, x))
+
+
+def standard_gamma_grad(g, alpha, x):
+    """g times dx / dalpha of Gamma(alpha, 1) draws x (torch tensors), as torch._standard_gamma_grad's."""
+    return _pw.pointwise("standard_gamma_grad", g, alpha, x)
 
 
 def sample_dirichlet(input, generator=None):
     """A Dirichlet draw along input's last dimension (a float tensor of concentrations > 0), in input's dtype, as
     torch._sample_dirichlet, which torchvision's classification reference draws RandomMixup's and RandomCutmix's
     weight with (`float(torch._sample_dirichlet(torch.tensor([alpha, alpha]))[0])`): normalised Gamma draws on the
-    host by numpy, other numbers than torch's. No gradient."""
+    host by numpy, other numbers than torch's. Its gradient in the concentrations is torch's reparameterized one
+    (Dirichlet.rsample's, torch's _Dirichlet_backward): dirichlet_grad(x, alpha, total) (g - sum(x g)), through
+    which Dirichlet.rsample and Beta.rsample differentiate."""
     def draw(rng):
         g = rng.gamma(_concentrations("_sample_dirichlet", input))
         return g / g.sum(-1, keepdims=True)
-    return _host_counts("_sample_dirichlet", draw, input, generator)
+    x = _host_counts("_sample_dirichlet", draw, input, generator)
+    alpha = input.detach()
+
+    def grads(g):
+        total = alpha.sum(-1, keepdim=True)
+        grad = Tensor(_pw.pointwise("dirichlet_grad", x.memory, alpha.memory, total.memory))
+        return [grad * (g - (x * g).sum(-1, keepdim=True))]
+    return record_composed("_sample_dirichlet", x.memory, (input,), grads, saved=(x.memory, alpha.memory))
 
 
 def _concentrations(name, input):

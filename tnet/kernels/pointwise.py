@@ -82,6 +82,10 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "erfcx_backward": 2, "log_ndtr_backward": 2, "ndtri_backward": 2, "i0_backward": 2, "i0e_backward": 2,
          "i1_backward": 2, "i1e_backward": 2,
          "ipow": 2,  # integers: a ** b
+         # the gradient of a Gamma(alpha, 1) draw x in alpha (g, alpha, x): Gamma.rsample's reparameterization
+         "standard_gamma_grad": 3,
+         # the gradient of a Dirichlet draw's x in its alpha (x, alpha, the total concentration): Dirichlet.rsample's
+         "dirichlet_grad": 3,
          # torch.maximum and minimum, and their gradient (g, x, the other operand, 1 for maximum or -1)
          "maximum": 2, "minimum": 2, "extremum_backward": 4,
          # the regularized incomplete gamma functions P(a, x) and Q(a, x), and their gradient in x (g, a, x, sign)
@@ -432,6 +436,146 @@ def _digamma(x):
         0.003968253968253968 - w * 0.004166666666666667))) - acc
     r = tl.where(x < 0.0, r - 3.141592653589793 * _cospi(x) / _sinpi(x), r)
     return tl.where((x < 0.0) & (tl.floor(x) == x), float("nan"), r)
+
+
+@triton.jit
+def _standard_gamma_grad(alpha, x):
+    """dx / dalpha of a Gamma(alpha, 1) draw x at fixed CDF (implicit reparameterization), torch's
+    standard_gamma_grad_one: the CDF's Taylor series in x below 0.8 (0 where it gives NaN), Rice's saddle point
+    expansion for alpha > 8 (its own polynomial within 10% of alpha), else a bivariate rational approximation
+    in log(x / alpha) and log(alpha); each branch is computed and the applicable one kept."""
+    numer = tl.full(x.shape, 1.0, tl.float32)
+    denom = alpha
+    series1 = numer / denom
+    series2 = numer / (denom * denom)
+    for i in tl.static_range(1, 6):
+        numer = numer * (-x / i)
+        denom = denom + 1.0
+        series1 += numer / denom
+        series2 += numer / (denom * denom)
+    # -(d CDF / d alpha) / pdf, with the CDF's x^alpha and the pdf's x^(alpha - 1) e^-x cancelled: torch's CPU
+    # kernel forms both in float64, where they do not underflow as they would in float32
+    small = -x * tl.exp(x) * ((tl.log(x) - _digamma(alpha)) * series1 - series2)
+    small = tl.where(small != small, 0.0, small)
+    # Rice saddle point expansion for large alpha
+    numer_1 = 1.0 + 24.0 * alpha * (1.0 + 12.0 * alpha)
+    numer_2 = 1440.0 * (alpha * alpha) + 6.0 * x * (53.0 - 120.0 * x) - 65.0 * x * x / alpha + alpha * (
+        107.0 + 3600.0 * x)
+    near = numer_1 * numer_2 / (1244160.0 * (alpha * alpha) * (alpha * alpha))
+    sq = tl.sqrt(8.0 * alpha)
+    term2 = sq / (alpha - x)
+    term3 = tl.exp(-1.5 * tl.log(x - alpha - alpha * tl.log(x / alpha)))
+    term23 = tl.where(x < alpha, term2 - term3, term2 + term3)
+    term1 = tl.log(x / alpha) * term23 - tl.sqrt(2.0 / alpha) * (alpha + x) / ((alpha - x) * (alpha - x))
+    stirling = 1.0 + 1.0 / (12.0 * alpha) * (1.0 + 1.0 / (24.0 * alpha))
+    far = -stirling * x * term1 / sq
+    large = tl.where((0.9 * alpha <= x) & (x <= 1.1 * alpha), near, far)
+    # the bivariate rational approximation: coefficients (p's four, then q's) as polynomials in u
+    u = tl.log(x / alpha)
+    v = tl.log(alpha)
+    c0 = 0.16009398 + u * (0.53487893 + u * 0.040121004)
+    c1 = -0.094634809 + u * (0.1298071 + u * -0.0065914022)
+    c2 = 0.025146376 + u * (0.065735949 + u * -0.0026286047)
+    c3 = -0.0030648343 + u * (-0.0015649758 + u * -0.0013441777)
+    c4 = 1.0 + u * (0.16639465 + u * 0.017050642)
+    c5 = 0.32668115 + u * (0.020070113 + u * -0.0021309326)
+    c6 = 0.10406089 + u * (-0.0035938915 + u * 0.00085092367)
+    c7 = 0.0014179084 + u * (-0.00058392623 + u * -1.5247877e-07)
+    rational = tl.exp((c0 + v * (c1 + v * (c2 + v * c3))) / (c4 + v * (c5 + v * (c6 + v * c7))))
+    return tl.where(x < 0.8, small, tl.where(alpha > 8.0, large, rational))
+
+
+@triton.jit
+def _cubic(b, c0, c1, c2, c3):
+    return c0 + b * (c1 + b * (c2 + b * c3))
+
+
+@triton.jit
+def _dirichlet_grad(x, alpha, total):
+    """torch's dirichlet_grad_one, in float64: -(d CDF / d alpha) / pdf / (1 - x) of a Beta(alpha, total - alpha)
+    draw x. Taylor series for x near 0 (and, mirrored, near 1), Rice's saddle point expansion where alpha and beta
+    both pass 6 (its polynomial within a tenth of a standard deviation of the mean), else a rational correction
+    in log x, log(alpha / x) and log(total) - that of the analytic x (psi(total) - psi(alpha)) / beta. Each branch
+    is computed and the applicable one kept (a NaN of a series gives 0, as torch's)."""
+    x = x.to(tl.float64)
+    alpha = alpha.to(tl.float64)
+    total = total.to(tl.float64)
+    beta = total - alpha
+    boundary = total * x * (1.0 - x)
+    # x near 0: the series of Beta(x; alpha, beta)'s gradient in alpha
+    factor = _digamma(alpha) - _digamma(total) - tl.log(x)
+    numer = tl.full(x.shape, 1.0, tl.float64)
+    series = numer / alpha * (factor + 1.0 / alpha)
+    for i in tl.static_range(1, 11):
+        numer = numer * (i - beta) * x / i
+        denom = alpha + i
+        series += numer / denom * (factor + 1.0 / denom)
+    near0 = x * tl.exp(-beta * tl.log(1.0 - x)) * series
+    near0 = tl.where(near0 != near0, 0.0, near0)
+    # x near 1: minus the series of the gradient in beta at 1 - x, the roles of alpha and beta swapped
+    y = 1.0 - x
+    factor = _digamma(total) - _digamma(alpha)
+    numer = tl.full(x.shape, 1.0, tl.float64)
+    betas = tl.full(x.shape, 1.0, tl.float64)
+    dbetas = tl.zeros(x.shape, tl.float64)
+    series = factor / beta
+    for i in tl.static_range(1, 9):
+        numer = numer * (-y / i)
+        dbetas = dbetas * (alpha - i) + betas
+        betas = betas * (alpha - i)
+        series += numer / (beta + i) * (dbetas + factor * betas)
+    near1 = tl.exp((1.0 - alpha) * tl.log(x)) * series
+    near1 = tl.where(near1 != near1, 0.0, near1)
+    # alpha and beta large: Rice's saddle point expansion
+    mean = alpha / total
+    std = tl.sqrt(alpha * beta / (total + 1.0)) / total
+    poly = 47.0 * x * (beta * beta) * (beta * beta) + alpha * (
+        (43.0 + 20.0 * (16.0 + 27.0 * beta) * x) * (beta * beta) * beta + alpha * (
+            3.0 * (59.0 + 180.0 * beta - 90.0 * x) * (beta * beta) + alpha * (
+                (453.0 + 1620.0 * beta * (1.0 - x) - 455.0 * x) * beta + alpha * (8.0 * (1.0 - x) * (135.0 * beta - 11.0)))))
+    prefactor_num = (1.0 + 12.0 * alpha) * (1.0 + 12.0 * beta) / (total * total)
+    prefactor_den = 12960.0 * alpha * alpha * alpha * beta * beta * (1.0 + 12.0 * total)
+    at_mean = prefactor_num / (1.0 - x) * poly / prefactor_den
+    prefactor = -x / tl.sqrt(2.0 * alpha * beta / total)
+    stirling = ((1.0 + 1.0 / (12.0 * alpha) + 1.0 / (288.0 * alpha * alpha))
+                * (1.0 + 1.0 / (12.0 * beta) + 1.0 / (288.0 * beta * beta))
+                / (1.0 + 1.0 / (12.0 * total) + 1.0 / (288.0 * total * total)))
+    axbx = alpha * (x - 1.0) + beta * x
+    term1 = (2.0 * (alpha * alpha) * (x - 1.0) + alpha * beta * (x - 1.0) - x * (beta * beta)) / (
+        tl.sqrt(2.0 * alpha / beta) * total * tl.sqrt(total) * axbx * axbx)
+    term2 = 0.5 * tl.log(alpha / (total * x))
+    term3 = tl.sqrt(8.0 * alpha * beta / total) / axbx
+    term4 = tl.exp(-1.5 * tl.log(beta * tl.log(beta / (total * (1.0 - x))) + alpha * tl.log(alpha / (total * x))))
+    saddle = stirling * prefactor * (term1 + term2 * (term3 + tl.where(x < mean, term4, -term4)))
+    mid = tl.where((mean - 0.1 * std <= x) & (x <= mean + 0.1 * std), at_mean, saddle)
+    # else: the rational correction; row i of p and q holds the terms in u^i, each a quadratic in a of cubics in b
+    u = tl.log(x)
+    a = tl.log(alpha) - u
+    b = tl.log(total) - a
+    p0 = _cubic(b, 1.003668233, -0.01061107488, -0.0657888334, 0.01201642863) + a * (
+        _cubic(b, 0.6336835991, -0.3557432599, 0.05486251648, -0.001465281033) + a * (
+            _cubic(b, -0.03276231906, 0.004474107445, 0.002429354597, -0.0001557569013)))
+    p1 = _cubic(b, 0.221950385, -0.3187676331, 0.01799915743, 0.01074823814) + a * (
+        _cubic(b, -0.2951249643, 0.06219954479, 0.01535556598, 0.001550077057) + a * (
+            _cubic(b, 0.02155310298, 0.004170831599, 0.001292462449, 6.976601077e-05)))
+    p2 = _cubic(b, -0.05980841433, 0.008441916499, 0.01085618172, 0.002319392565) + a * (
+        _cubic(b, 0.02911413504, 0.01400243777, -0.002721828457, 0.000751041181) + a * (
+            _cubic(b, 0.005900514878, -0.001936558688, -9.495446725e-06, 5.385558597e-05)))
+    q0 = _cubic(b, 1.0, -0.02924021934, -0.04438342661, 0.007285809825) + a * (
+        _cubic(b, 0.6357567472, -0.3473456711, 0.05454656494, -0.002407477521) + a * (
+            _cubic(b, -0.03301322327, 0.004845219414, 0.00231480583, -0.0002307248149)))
+    q1 = _cubic(b, 0.5925320577, -0.1757678135, 0.01505928619, 0.000564515273) + a * (
+        _cubic(b, 0.1014815858, -0.06589186703, 0.01272886114, -0.0007316646956) + a * (
+            _cubic(b, -0.007258481865, 0.001096195486, 0.0003934994223, -4.12701925e-05)))
+    q2 = _cubic(b, 0.06469649321, -0.0236701437, 0.002902096474, -5.896963079e-05) + a * (
+        _cubic(b, 0.001925008108, -0.002869809258, 0.0008000589141, -6.063713228e-05) + a * (
+            _cubic(b, -0.0003477407336, 6.959756487e-05, 1.097287507e-05, -1.650964693e-06)))
+    p = p0 + u * (p1 + u * p2)
+    q = q0 + u * (q1 + u * q2)
+    rational = p / q * (x * (_digamma(total) - _digamma(alpha)) / beta)
+    r = tl.where((x <= 0.5) & (boundary < 2.5), near0, tl.where((x >= 0.5) & (boundary < 0.75), near1,
+                 tl.where((alpha > 6.0) & (beta > 6.0), mid, rational)))
+    return r.to(tl.float32)
 
 
 @triton.jit
@@ -1010,6 +1154,10 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = _lgamma(a)
     elif OP == "lgamma_backward":  # b = x
         y = a * _digamma(b)
+    elif OP == "standard_gamma_grad":  # a = g, b = alpha, c = the draw x
+        y = a * _standard_gamma_grad(b, c)
+    elif OP == "dirichlet_grad":  # a = the draw x, b = alpha, c = the total concentration
+        y = _dirichlet_grad(a, b, c)
     elif OP == "digamma":
         y = _digamma(a)
     elif OP == "digamma_backward":  # b = x
