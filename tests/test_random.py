@@ -875,8 +875,8 @@ def test_new_discrete_distributions_samples_and_register_kl():
         del tnet.distributions._KL[Shifted, D.Normal]
     with pytest.raises(TypeError):
         D.register_kl(int, D.Normal)
-    with pytest.raises(NotImplementedError):
-        D.kl_divergence(D.Normal(0.0, 1.0), D.Gamma(1.0, 1.0))
+    with pytest.raises(NotImplementedError):  # a pair torch does not register either
+        D.kl_divergence(D.Normal(0.0, 1.0), D.StudentT(3.0))
     with pytest.raises(ValueError):
         D.Binomial(5)
     from tnet.distributions.binomial import Binomial
@@ -1014,6 +1014,119 @@ def test_von_mises_stick_breaking_and_exponential_family_as_torch(rng, ieee):
     from tnet.distributions.exp_family import ExponentialFamily
     from tnet.distributions.von_mises import VonMises
     assert (ExponentialFamily, VonMises) == (D.ExponentialFamily, D.VonMises)
+
+
+def _expo_family(d):
+    class Expo(d.ExponentialFamily):  # Exponential(rate) written as an exponential family
+        arg_constraints = {}
+
+        def __init__(self, rate):
+            self.rate = rate
+            super().__init__(rate.shape, validate_args=False)
+        _natural_params = property(lambda self: (-self.rate,))
+
+        def _log_normalizer(self, n):
+            return -(-n).log()
+    return Expo
+
+
+_EXPO_FAMILY = {d: _expo_family(d) for d in (tnet.distributions, torch.distributions)}
+
+
+def _kl_law(d, lib, name, x, y, w, m, as_q):
+    """A law named in torch's KL registry from leaves x, y [2, 3], w [2, 3, 2], m [3, 3]; as_q: q's
+    parameters, where the pairs need p's support within q's (a Uniform p inside [0.2, 0.95], a Uniform q over
+    [-1.5, 1.5] and wider, a Pareto q's scale below 0.2). ContinuousBernoulli's probs stay below 0.35, where
+    fp32 keeps its mean's and variance's gradients (their two terms cancel near 1/2, in torch's fp32 too)."""
+    pos, pos2 = x.exp(), y.exp()
+    tril = m.tril(-1) + (m.diagonal().exp() + 0.5).diag_embed()
+    laws = {"Bernoulli": lambda: d.Bernoulli(x.sigmoid()), "Beta": lambda: d.Beta(pos, pos2 + 0.5),
+            "Binomial": lambda: d.Binomial(5, x.sigmoid()), "Categorical": lambda: d.Categorical(logits=x),
+            "Cauchy": lambda: d.Cauchy(x, pos2), "ContinuousBernoulli": lambda: d.ContinuousBernoulli(x.sigmoid() * 0.3 + 0.05),
+            "Dirichlet": lambda: d.Dirichlet(pos), "Exponential": lambda: d.Exponential(pos),
+            "ExponentialFamily": lambda: _EXPO_FAMILY[d](pos), "Gamma": lambda: d.Gamma(pos + 0.5, pos2),
+            "Geometric": lambda: d.Geometric(x.sigmoid()), "Gumbel": lambda: d.Gumbel(x, pos2 + 0.5),
+            "HalfNormal": lambda: d.HalfNormal(pos), "Independent": lambda: d.Independent(d.Normal(x, pos2), 1),
+            "Laplace": lambda: d.Laplace(x, pos2), "LowRankMultivariateNormal":
+                lambda: d.LowRankMultivariateNormal(x, w, pos2),
+            "MultivariateNormal": lambda: d.MultivariateNormal(x, scale_tril=tril), "Normal": lambda: d.Normal(x, pos2),
+            "OneHotCategorical": lambda: d.OneHotCategorical(logits=x),
+            "Pareto": lambda: d.Pareto(x.sigmoid() * 0.2, pos2 + 2.5) if as_q else d.Pareto(pos, pos2 + 2.5),
+            "Poisson": lambda: d.Poisson(pos),
+            "TransformedDistribution": lambda: d.TransformedDistribution(
+                d.Normal(x, pos2), [d.transforms.ExpTransform(), d.transforms.AffineTransform(0.5, 2.0)]),
+            "Uniform": lambda: (d.Uniform(x.sigmoid() - 1.5, pos2 + 1.5) if as_q else
+                                d.Uniform(x.sigmoid() * 0.5 + 0.2, x.sigmoid() * 0.5 + 0.25 + y.sigmoid() * 0.2))}
+    return laws[name]()
+
+
+def _assert_close_with_infs(out, ref, tol, what):
+    out, ref = out.numpy().astype(np.float64), ref.detach().numpy()
+    assert out.shape == ref.shape and (np.isinf(out) == np.isinf(ref)).all(), f"{what}: {out} vs {ref}"
+    assert_close(out[np.isfinite(ref)], ref[np.isfinite(ref)], tol, what)
+
+
+@pytest.mark.parametrize("pq", sorted(f"{p.__name__}-{q.__name__}" for p, q in torch.distributions.kl._KL_REGISTRY))
+def test_kl_divergence_every_pair_of_torchs_registry(pq, rng, ieee):
+    """Every pair torch registers: tnet's kl_divergence against torch's in float64 (inf where torch's is),
+    and the gradient of a random weighting of its finite values to p's and q's parameters (none for the pairs
+    that are inf everywhere, none to p's through the ExponentialFamily fallback, as torch's)."""
+    P, Q = pq.split("-")
+    leaves = [pair(rng, 2, 3), pair(rng, 2, 3), pair(rng, 2, 3, 2), pair(rng, 3, 3)]
+    leaves_q = [pair(rng, 2, 3), pair(rng, 2, 3), pair(rng, 2, 3, 2), pair(rng, 3, 3)]
+    out, ref = ((d.kl_divergence(_kl_law(d, lib, P, *[v[k] for v in leaves], False),
+                                 _kl_law(d, lib, Q, *[v[k] for v in leaves_q], True)))
+                for k, (d, lib) in enumerate([(tnet.distributions, tnet), (torch.distributions, torch)]))
+    _assert_close_with_infs(out, ref, TOL["ieee"] * 20, pq)
+    if not ref.requires_grad:
+        return
+    seed = np.where(np.isfinite(ref.detach().numpy()), rng.standard_normal(tuple(ref.shape)), 0.0)
+    (out * tnet.tensor(seed)).sum().backward()
+    (ref * torch.tensor(seed)).sum().backward()
+    for k, ((t, r), name) in enumerate(zip(leaves + leaves_q, ["a", "b", "w", "m"] * 2)):
+        if r.grad is None:
+            assert t.grad is None or not t.grad.numpy().any(), f"{pq}: gradient of {name}"
+        else:
+            assert_close(t.grad, r.grad, TOL["ieee"] * 20, f"{pq}: gradient of {name} ({'pq'[k // 4]})")
+
+
+def test_kl_divergence_infs_and_refusals_as_torch():
+    """The pairs that are inf where p's support leaves q's (Pareto's alpha at or below 1 or 2, a Uniform
+    beyond q's support) and those that raise as torch's: TransformedDistributions by unequal transforms,
+    exponential families of two kinds, low-rank normals of two event shapes."""
+    def cases(d, lib):
+        t = lib.tensor
+        par = d.Pareto(t([1.0, 2.0, 1.0]), t([0.5, 1.5, 3.0]))
+        uni = d.Uniform(t([-0.5, 0.1, 0.5]), t([0.5, 0.9, 2.0]))
+        return [d.kl_divergence(par, d.Exponential(t([1.0, 2.0, 0.5]))), d.kl_divergence(par, d.Gamma(2.0, 3.0)),
+                d.kl_divergence(par, d.Normal(0.5, 2.0)), d.kl_divergence(par, d.Pareto(t([0.5, 3.0, 1.0]), 2.0)),
+                d.kl_divergence(uni, d.Beta(2.0, 3.0)), d.kl_divergence(uni, d.Exponential(2.0)),
+                d.kl_divergence(uni, d.Gamma(2.0, 1.0)), d.kl_divergence(uni, d.Pareto(0.2, 2.0)),
+                d.kl_divergence(uni, d.ContinuousBernoulli(0.3)),
+                d.kl_divergence(d.Beta(2.0, 3.0), d.Uniform(t([-0.5, 0.0, 0.1]), t([1.5, 1.0, 1.0]))),
+                d.kl_divergence(d.ContinuousBernoulli(0.3), d.Uniform(t([-0.5, 0.0, -0.1]), t([1.5, 1.0, 1.0]))),
+                d.kl_divergence(d.HalfCauchy(t([1.0, 2.0])), d.HalfCauchy(t([3.0, 0.5])))]
+
+    for k, (out, ref) in enumerate(zip(cases(tnet.distributions, tnet), cases(torch.distributions, torch))):
+        _assert_close_with_infs(out, ref.double(), TOL["ieee"] * 20, f"case {k}")
+    for d, lib in [(tnet.distributions, tnet), (torch.distributions, torch)]:
+        with pytest.raises(NotImplementedError):
+            d.kl_divergence(d.Weibull(1.0, 2.0), d.Weibull(1.0, 3.0))
+        with pytest.raises(NotImplementedError):
+            d.kl_divergence(d.HalfNormal(1.0), d.HalfCauchy(1.0))
+        with pytest.raises(NotImplementedError):
+            d.kl_divergence(d.Gumbel(0.0, 1.0), d.Laplace(0.0, 1.0))
+        with pytest.raises(ValueError):
+            d.kl_divergence(d.LowRankMultivariateNormal(lib.zeros(2), lib.ones(2, 1), lib.ones(2)),
+                            d.MultivariateNormal(lib.zeros(3), lib.eye(3)))
+        assert d.kl_divergence(d.Weibull(1.0, 2.0), d.Weibull(1.0, 2.0)).item() == 0.0
+        with pytest.raises(NotImplementedError):  # the Bregman fallback needs one family
+            d.kl_divergence(d.ContinuousBernoulli(0.3), _kl_law(d, lib, "ExponentialFamily", *[lib.zeros(n)
+                                                                 for n in [2, 2, (2, 1), (3, 3)]], False))
+    T = tnet.distributions.transforms
+    assert T.AffineTransform(0.0, tnet.tensor([1.0, 2.0])) == T.AffineTransform(0.0, tnet.tensor([1.0, 2.0]))
+    assert T.ExpTransform() == T.ExpTransform() and T.ExpTransform() != T.SigmoidTransform()
+    assert T.PowerTransform(2.0) != T.PowerTransform(3.0) and T.ExpTransform().inv == T.ExpTransform().inv
 
 
 def test_poisson_and_binomial_draws():

@@ -6,7 +6,7 @@ drawn on the host), MultivariateNormal, RelaxedBernoulli and RelaxedOneHotCatego
 Binomial, Multinomial, Chi2 (drawn on the host), Geometric, HalfNormal, OneHotCategoricalStraightThrough,
 LowRankMultivariateNormal, GeneralizedPareto, TransformedDistribution with the element-wise, affine and
 composed transforms (a SAC's squashed Normal), the common constraints, and kl_divergence by torch's
-register_kl registry.
+register_kl registry (every pair torch registers).
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
 than torch's). validate_args is torch's (on by default): parameters checked against arg_constraints at
@@ -18,12 +18,13 @@ import math
 import sys
 import types
 import warnings
+from operator import attrgetter
 
 import numpy as np
 import torch
 
 from . import functional as F
-from .factory import arange, empty, full, init_generator, ones_like, rand, randn, zeros_like
+from .factory import arange, empty, full, full_like, init_generator, ones_like, rand, randn, zeros_like
 from .functional.random import sample_dirichlet, standard_gamma
 from .linalg import cholesky, solve_triangular
 from .nn import functional as nnF
@@ -80,6 +81,10 @@ class _Bounded(Constraint):
     def __init__(self, name, lower=None, upper=None, low_open=False, high_open=False):
         super().__init__(None, name)
         self._lower, self._upper, self._low_open, self._high_open = lower, upper, low_open, high_open
+
+    # torch's GreaterThan, LessThan and Interval attributes (None where the set has no such bound)
+    lower_bound = property(lambda self: self._lower)
+    upper_bound = property(lambda self: self._upper)
 
     def _inside(self, lo, hi):
         """Whether lo and hi (tensors or numbers) clear the lower and the upper bound."""
@@ -1737,6 +1742,17 @@ class OneHotCategoricalStraightThrough(OneHotCategorical):
         return samples + (self.probs - self.probs.detach())
 
 
+def _batch_lowrank_logdet(D, capacitance_tril):
+    """log det(W W^T + D) = 2 sum log diag(capacitance tril) + sum log D (the matrix determinant lemma)."""
+    return 2 * _half_log_det(capacitance_tril) + D.log().sum(-1)
+
+
+def _batch_lowrank_mahalanobis(W, D, x, capacitance_tril):
+    """x^T (W W^T + D)^-1 x = x^T D^-1 x - |C^-1 W^T D^-1 x|^2 (Woodbury), C the capacitance's factor."""
+    Wt_Dinv_x = (W.mT @ (x / D).unsqueeze(-1)).squeeze(-1)
+    return (x.pow(2) / D).sum(-1) - _batch_mahalanobis(capacitance_tril, Wt_Dinv_x)
+
+
 class LowRankMultivariateNormal(Distribution):
     """LowRankMultivariateNormal(loc, cov_factor, cov_diag): a normal of covariance W W^T + diag(D), loc
     [..., n], W [..., n, r], D [..., n], as torch's: log_prob and entropy through the Woodbury identity and
@@ -1788,15 +1804,11 @@ class LowRankMultivariateNormal(Distribution):
         return self.loc + mixed + self._unbroadcasted_cov_diag.sqrt() * eps_d
 
     def _log_det(self):
-        """log det(W W^T + D) = 2 sum log diag(capacitance tril) + sum log D (the matrix determinant lemma)."""
-        return 2 * _half_log_det(self._capacitance_tril) + self._unbroadcasted_cov_diag.log().sum(-1)
+        return _batch_lowrank_logdet(self._unbroadcasted_cov_diag, self._capacitance_tril)
 
     def log_prob(self, value):
-        diff = value - self.loc
-        W, D = self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag
-        # Woodbury: x^T (W W^T + D)^-1 x = x^T D^-1 x - |C^-1 W^T D^-1 x|^2, C the capacitance's factor
-        Wt_Dinv_x = (W.mT @ (diff / D).unsqueeze(-1)).squeeze(-1)
-        m = (diff.pow(2) / D).sum(-1) - _batch_mahalanobis(self._capacitance_tril, Wt_Dinv_x)
+        m = _batch_lowrank_mahalanobis(self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag, value - self.loc,
+                                       self._capacitance_tril)
         return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + self._log_det() + m)
 
     def entropy(self):
@@ -1861,6 +1873,23 @@ class Transform:
     def __repr__(self):
         return type(self).__name__ + "()"
 
+    # torch's equality (what kl_divergence of two TransformedDistributions compares): the transform itself, a
+    # parameter-free one any of its class (_equal_by_class), a parameterized one by its parameters' values;
+    # with __eq__ defined, transforms are unhashable, as torch's
+    def __eq__(self, other):
+        return self is other
+
+
+def _equal_by_class(self, other):
+    return isinstance(other, type(self))
+
+
+def _same_values(a, b):
+    """A transform parameter's equality: numbers by ==, tensors (or a number beside one) all elements equal."""
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        return a == b
+    return bool((a == b).all().item())
+
 
 class _InverseTransform(Transform):
     """t.inv: t's inverse, sharing its cache."""
@@ -1876,8 +1905,12 @@ class _InverseTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         return -self._inv.log_abs_det_jacobian(y, x)
 
+    def __eq__(self, other):
+        return isinstance(other, _InverseTransform) and self._inv == other._inv
+
 
 class ExpTransform(Transform):
+    __eq__ = _equal_by_class
     bijective, codomain = True, constraints.positive
     _call, _inverse = staticmethod(lambda x: x.exp()), staticmethod(lambda y: y.log())
 
@@ -1886,6 +1919,7 @@ class ExpTransform(Transform):
 
 
 class SigmoidTransform(Transform):
+    __eq__ = _equal_by_class
     bijective, codomain = True, constraints.unit_interval
 
     def _call(self, x):
@@ -1902,6 +1936,7 @@ class SigmoidTransform(Transform):
 
 class TanhTransform(Transform):
     """y = tanh(x); log|dy/dx| = 2 (log 2 - x - softplus(-2x)), torch's stable form."""
+    __eq__ = _equal_by_class
     bijective, codomain = True, constraints.interval(-1.0, 1.0)
 
     def _call(self, x):
@@ -1921,6 +1956,10 @@ class AffineTransform(Transform):
     def __init__(self, loc, scale, event_dim=0, cache_size=0):
         super().__init__(cache_size)
         self.loc, self.scale, self.event_dim = loc, scale, event_dim
+
+    def __eq__(self, other):
+        return isinstance(other, AffineTransform) and _same_values(self.loc, other.loc) and \
+            _same_values(self.scale, other.scale)
 
     sign = property(lambda self: self.scale.sign() if isinstance(self.scale, Tensor) else math.copysign(1, self.scale))
 
@@ -1948,6 +1987,9 @@ class ComposeTransform(Transform):
         self.bijective = all(t.bijective for t in self.parts)
         if self.parts:
             self.domain, self.codomain = self.parts[0].domain, self.parts[-1].codomain
+
+    def __eq__(self, other):
+        return isinstance(other, ComposeTransform) and self.parts == other.parts
 
     @property
     def sign(self):
@@ -2012,6 +2054,7 @@ class IndependentTransform(Transform):
 
 class AbsTransform(Transform):
     """y = |x|, not bijective (its inverse gives y back), as torch's."""
+    __eq__ = _equal_by_class
     codomain = constraints.positive
 
     def _call(self, x):
@@ -2028,6 +2071,9 @@ class PowerTransform(Transform):
     def __init__(self, exponent, cache_size=0):
         super().__init__(cache_size)
         self.exponent = exponent
+
+    def __eq__(self, other):
+        return isinstance(other, PowerTransform) and _same_values(self.exponent, other.exponent)
 
     sign = property(lambda self: self.exponent.sign() if isinstance(self.exponent, Tensor)
                     else math.copysign(1, self.exponent))
@@ -2047,6 +2093,7 @@ class PowerTransform(Transform):
 
 class SoftplusTransform(Transform):
     """y = log(1 + exp(x)); its inverse y + log(-expm1(-y)); log|dy/dx| = -softplus(-x), as torch's."""
+    __eq__ = _equal_by_class
     bijective, codomain = True, constraints.positive
 
     def _call(self, x):
@@ -2061,6 +2108,7 @@ class SoftplusTransform(Transform):
 
 class SoftmaxTransform(Transform):
     """y = softmax(x) over the last dim (event_dim 1), not bijective (its inverse is log y), as torch's."""
+    __eq__ = _equal_by_class
     event_dim, codomain = 1, constraints.simplex
 
     def _call(self, x):
@@ -2074,6 +2122,7 @@ class StickBreakingTransform(Transform):
     """x [..., K - 1] to a point y [..., K] of the simplex by stick breaking (z_i = sigmoid(x_i - log(K - i)),
     y_i = z_i prod_{j<i} (1 - z_j)), bijective, event_dim 1, as torch's (shape-changing: a TransformedDistribution
     here takes shape-keeping transforms only, so use it on its own)."""
+    __eq__ = _equal_by_class
     bijective, event_dim, codomain = True, 1, constraints.simplex
 
     def _offset(self, n, like):
@@ -2500,6 +2549,371 @@ def _kl_geometric_geometric(p, q):
 @register_kl(HalfNormal, HalfNormal)
 def _kl_halfnormal_halfnormal(p, q):
     return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@register_kl(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):  # Chyzak and Nielsen (arXiv:1905.10965), as torch's
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    return t1 - (4 * p.scale * q.scale).log()
+
+
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio, alpha_ratio = p.scale / q.scale, q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return F.where(p.support.lower_bound < q.support.lower_bound, math.inf, result)
+
+
+@register_kl(_Folded, _Folded)
+def _kl_folded_folded(p, q):
+    """torch's HalfNormal and HalfCauchy are TransformedDistributions by AbsTransform, whose pair (below) is their
+    bases' KL: the same here (HalfCauchy's pair, and HalfNormal beside HalfCauchy's NotImplementedError)."""
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    """The bases' KL where both apply equal transforms (torch's transform equality) to the same event shape;
+    else NotImplementedError, as torch's."""
+    if p.transforms != q.transforms or p.event_shape != q.event_shape:
+        raise NotImplementedError("kl_divergence of TransformedDistributions by unequal transforms")
+    return kl_divergence(p.base_dist, q.base_dist)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    """The Bregman divergence of the log normalizer between two laws of one family, as torch's: p's natural
+    parameters detached (no gradient reaches p's parameters through it, as torch's), the log normalizer's
+    gradient by tnet.autograd.grad."""
+    from .autograd import grad
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential families cannot be "
+                                  "computed using Bregman divergences")
+    p_nparams = [param.detach().requires_grad_() for param in p._natural_params]
+    lg_normal = p._log_normalizer(*p_nparams)
+    gradients = grad(lg_normal.sum(), p_nparams, create_graph=True)
+    result = q._log_normalizer(*q._natural_params) - lg_normal
+    for pnp, qnp, g in zip(p_nparams, q._natural_params, gradients):
+        result = result - _sum_rightmost((qnp - pnp) * g, len(q.event_shape))
+    return result
+
+
+# ---- the multivariate normals' pairs with a low-rank one (torch's: Woodbury's inverse of q's covariance) ----
+
+def _batch_trace_XXT(m):
+    """trace(m m^T) over the last two dims."""
+    return m.pow(2).sum((-2, -1))
+
+
+def _check_event_shapes(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError(f"KL-divergence between {type(p).__name__} and {type(q).__name__} with different event "
+                         "shapes cannot be computed")
+
+
+def _lowrank_inverse_factor(q):
+    """A = C^-1 W^T D^-1 of a low-rank q (C its capacitance's factor): q's inverse covariance is D^-1 - A^T A."""
+    Wt_Dinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
+    return solve_triangular(q._capacitance_tril, Wt_Dinv, upper=False)
+
+
+def _lowrank_logdet_and_mahalanobis(q, p):
+    return (_batch_lowrank_logdet(q._unbroadcasted_cov_diag, q._capacitance_tril),
+            _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril))
+
+
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+    _check_event_shapes(p, q)
+    q_logdet, term3 = _lowrank_logdet_and_mahalanobis(q, p)
+    term1 = q_logdet - _batch_lowrank_logdet(p._unbroadcasted_cov_diag, p._capacitance_tril)
+    # trace(inv(q cov) p cov) = trace([qD^-1 - A^T A] (pD + pW pW^T))
+    pW, pD, qD = p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, q._unbroadcasted_cov_diag
+    A = _lowrank_inverse_factor(q)
+    term2 = ((pD / qD).sum(-1) + _batch_trace_XXT(pW * qD.rsqrt().unsqueeze(-1)) -
+             _batch_trace_XXT(A * pD.sqrt().unsqueeze(-2)) - _batch_trace_XXT(A @ pW))
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
+    _check_event_shapes(p, q)
+    q_logdet, term3 = _lowrank_logdet_and_mahalanobis(q, p)
+    pL, qD = p._unbroadcasted_scale_tril, q._unbroadcasted_cov_diag
+    term1 = q_logdet - 2 * _half_log_det(pL)
+    # trace(inv(q cov) p cov) = trace([qD^-1 - A^T A] pL pL^T)
+    term2 = _batch_trace_XXT(pL * qD.rsqrt().unsqueeze(-1)) - _batch_trace_XXT(_lowrank_inverse_factor(q) @ pL)
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+    _check_event_shapes(p, q)
+    qL, pW, pD = q._unbroadcasted_scale_tril, p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag
+    term1 = 2 * _half_log_det(qL) - _batch_lowrank_logdet(pD, p._capacitance_tril)
+    term3 = _batch_mahalanobis(qL, q.loc - p.loc)
+    # trace(inv(qL qL^T) (pW pW^T + pD)), solve_triangular broadcasting the batch dims
+    term2 = (_batch_trace_XXT(solve_triangular(qL, pW, upper=False)) +
+             _batch_trace_XXT(solve_triangular(qL, F.diag_embed(pD.sqrt()), upper=False)))
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+# ---- pairs of different laws (torch's; inf where p's support leaves q's) ----
+
+def _infinite_like(t):
+    return full_like(t, math.inf)
+
+
+def _x_log_x(t):
+    return F.xlogy(t, t)  # 0 at 0
+
+
+def _beta_mean(p):
+    """Beta's mean from the parameters as given (differentiable: Beta.mean is computed on the host)."""
+    a, b = p._given
+    return a / (a + b)
+
+
+def _kl_infinity(parameter):
+    """The pair's KL where p's support is not within q's: inf like p's parameter (p's batch shape and the
+    parameter's dtype), as torch's."""
+    return lambda p, q: _infinite_like(parameter(p))
+
+
+for _p, _parameter, _qs in (
+        (Beta, lambda p: p._given[0], [Pareto]), (ContinuousBernoulli, attrgetter("probs"), [Pareto]),
+        (Poisson, attrgetter("rate"), [Bernoulli, Binomial]),
+        (Pareto, attrgetter("scale"), [Beta, ContinuousBernoulli, Uniform]),
+        (Exponential, attrgetter("rate"), [Beta, ContinuousBernoulli, Pareto, Uniform]),
+        (Gamma, attrgetter("concentration"), [Beta, ContinuousBernoulli, Pareto, Uniform]),
+        (Gumbel, attrgetter("loc"), [Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform]),
+        (Laplace, attrgetter("loc"), [Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform]),
+        (Normal, attrgetter("loc"), [Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform])):
+    for _q in _qs:
+        register_kl(_p, _q)(_kl_infinity(_parameter))
+
+
+@register_kl(Bernoulli, Poisson)
+def _kl_bernoulli_poisson(p, q):
+    return -p.entropy() - (p.probs * q.rate.log() - q.rate)
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() - _beta_mean(p) * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
+
+
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * _beta_mean(p)
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    a, b = p._given
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (q.concentration - 1) * (a.digamma() - (a + b).digamma())
+    return -p.entropy() + t2 - t3 + q.rate * _beta_mean(p)
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    a, b = p._given
+    E_beta, var_normal = _beta_mean(p), q.scale.pow(2)
+    t2 = 0.5 * (var_normal * 2 * math.pi).log()
+    t3 = (E_beta * (1 - E_beta) / (a + b + 1) + E_beta.pow(2)) * 0.5
+    return -p.entropy() + t2 + (t3 - q.loc * E_beta + q.loc.pow(2) * 0.5) / var_normal
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return F.where(F.logical_or(q.low > p.support.lower_bound, q.high < p.support.upper_bound), math.inf, result)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t2 = 0.5 * (math.log(2.0 * math.pi) + (q.loc / q.scale).pow(2)) + q.scale.log()
+    t3 = (p.variance + p.mean.pow(2) - 2.0 * q.loc * p.mean) / (2.0 * q.scale.pow(2))
+    return -p.entropy() + t2 + t3
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    """inf where q.low >= 0 or q.high <= 1: torch's condition (a q inside [0, 1] is inf, as one that leaves it
+    would be)."""
+    result = -p.entropy() + (q.high - q.low).log()
+    return F.where(F.logical_or(q.low >= p.support.lower_bound, q.high <= p.support.upper_bound), math.inf, result)
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    ratio = q.rate / p.rate
+    return (-q.concentration * ratio.log() + ratio + q.concentration.lgamma() + q.concentration * _EULER_GAMMA -
+            (1 + _EULER_GAMMA))
+
+
+@register_kl(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    scale_rate_prod, loc_scale_ratio = p.rate * q.scale, q.loc / q.scale
+    t2 = loc_scale_ratio.exp() * scale_rate_prod / (scale_rate_prod + 1)
+    return scale_rate_prod.log() - 1 - loc_scale_ratio + t2 + scale_rate_prod.reciprocal()
+
+
+@register_kl(Exponential, Normal)
+def _kl_exponential_normal(p, q):
+    var_normal, rate_sqr = q.scale.pow(2), p.rate.pow(2)
+    t1 = 0.5 * (rate_sqr * var_normal * 2 * math.pi).log()
+    return t1 - 1 + (rate_sqr.reciprocal() - q.loc / p.rate + q.loc.pow(2) * 0.5) / var_normal
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    c = p.concentration
+    beta_scale_prod, loc_scale_ratio = p.rate * q.scale, q.loc / q.scale
+    t1 = (c - 1) * c.digamma() - c.lgamma() - c
+    t2 = beta_scale_prod.log() + c / beta_scale_prod
+    t3 = loc_scale_ratio.exp() * (1 + beta_scale_prod.reciprocal()).pow(-c) - loc_scale_ratio
+    return t1 + t2 + t3
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    c = p.concentration
+    var_normal, beta_sqr = q.scale.pow(2), p.rate.pow(2)
+    t1 = 0.5 * (beta_sqr * var_normal * 2 * math.pi).log() - c - c.lgamma()
+    t2 = 0.5 * (c.pow(2) + c) / beta_sqr
+    return t1 + (c - 1) * c.digamma() + (t2 - q.loc * c / p.rate + 0.5 * q.loc.pow(2)) / var_normal
+
+
+@register_kl(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    param_ratio = p.scale / q.scale
+    t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
+    t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
+    t3 = ((p.loc + p.scale * _EULER_GAMMA - q.loc) / q.scale).pow(2) * 0.5
+    return -t1 + t2 + t3 - (_EULER_GAMMA + 1)
+
+
+@register_kl(Laplace, Normal)
+def _kl_laplace_normal(p, q):
+    var_normal = q.scale.pow(2)
+    scale_sqr_var_ratio = p.scale.pow(2) / var_normal
+    t1 = 0.5 * (2 * scale_sqr_var_ratio / math.pi).log()
+    t2 = 0.5 * p.loc.pow(2) - p.loc * q.loc + 0.5 * q.loc.pow(2)
+    return -t1 + scale_sqr_var_ratio + t2 / var_normal - 1
+
+
+@register_kl(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    mean_scale_ratio, loc_scale_ratio = p.loc / q.scale, q.loc / q.scale
+    var_scale_sqr_ratio = (p.scale / q.scale).pow(2)
+    t3 = (-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio).exp()
+    return (-var_scale_sqr_ratio.log() * 0.5 + mean_scale_ratio - loc_scale_ratio + t3 -
+            0.5 * (1 + math.log(2 * math.pi)))
+
+
+@register_kl(Normal, Laplace)
+def _kl_normal_laplace(p, q):
+    loc_diff = p.loc - q.loc
+    loc_diff_scale_ratio = loc_diff / p.scale
+    t2 = math.sqrt(2 / math.pi) * p.scale * (-0.5 * loc_diff_scale_ratio.pow(2)).exp()
+    t3 = loc_diff * F.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
+    return -(p.scale / q.scale).log() + (t2 + t3) / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_rate_prod = p.scale * q.rate
+    result = ((p.alpha / scale_rate_prod).log() - p.alpha.reciprocal() + p.alpha * scale_rate_prod / (p.alpha - 1)
+              - 1)
+    return F.where(p.alpha <= 1, math.inf, result)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common_term = p.scale.log() + p.alpha.reciprocal()
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    result = p.alpha.log() - common_term + t2 + (1 - q.concentration) * common_term + t4 - 1
+    return F.where(p.alpha <= 1, math.inf, result)
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var_normal, common_term = 2 * q.scale.pow(2), p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    return F.where(p.alpha <= 2, math.inf, t1 - p.alpha.reciprocal() + (t3 + t4) / var_normal - 1)
+
+
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    a, b = q._given
+    common_term = p.high - p.low
+    t2 = (a - 1) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term) / common_term
+    t3 = (b - 1) * (_x_log_x(1 - p.high) - _x_log_x(1 - p.low) + common_term) / common_term
+    t4 = a.lgamma() + b.lgamma() - (a + b).lgamma()
+    result = t3 + t4 - common_term.log() - t2
+    return F.where(F.logical_or(p.high > q.support.upper_bound, p.low < q.support.lower_bound), math.inf, result)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    """inf where p.high >= 1 or p.low <= 0, torch's condition."""
+    result = -p.entropy() - p.mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
+    return F.where(F.logical_or(p.high >= q.support.upper_bound, p.low <= q.support.lower_bound), math.inf, result)
+
+
+@register_kl(Uniform, Exponential)
+def _kl_uniform_exponential(p, q):
+    result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
+    return F.where(p.low < q.support.lower_bound, math.inf, result)
+
+
+@register_kl(Uniform, Gamma)
+def _kl_uniform_gamma(p, q):
+    common_term = p.high - p.low
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term) / common_term
+    result = -common_term.log() + t2 + t3 + q.rate * (p.high + p.low) / 2
+    return F.where(p.low < q.support.lower_bound, math.inf, result)
+
+
+@register_kl(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    common_term = q.scale / (p.high - p.low)
+    high_loc_diff, low_loc_diff = (p.high - q.loc) / q.scale, (p.low - q.loc) / q.scale
+    t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
+    return t1 - common_term * ((-high_loc_diff).exp() - (-low_loc_diff).exp())
+
+
+@register_kl(Uniform, Normal)
+def _kl_uniform_normal(p, q):
+    common_term = p.high - p.low
+    t1 = (math.sqrt(math.pi * 2) * q.scale / common_term).log()
+    t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
+    return t1 + 0.5 * (common_term.pow(2) / 12 + t3) / q.scale.pow(2)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    support_uniform = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - support_uniform) / support_uniform
+    return F.where(p.low < q.support.lower_bound, math.inf, t2 * (q.alpha + 1) - t1)
 
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
