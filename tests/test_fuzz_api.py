@@ -113,7 +113,7 @@ def test_load_state_dict_errors_name_the_problem():
     lambda x: F.relu(x.numpy()), lambda x: F.conv2d(x, x), lambda x: F.linear(x, x[:, :2]),
     lambda x: F.sum(x, 5), lambda x: F.softmax(x, 5), lambda x: F.max(tnet.tensor(np.zeros(0))),
     lambda x: F.pow(x, "2"), lambda x: F.max_pool2d(x, 0), lambda x: nn.Conv2d(0, 3, 3),
-    lambda x: nn.Linear(2.5, 3), lambda x: nn.Conv2d(3, 3, 3, device="meta"), lambda x: x.to("meta"),
+    lambda x: nn.Linear(2.5, 3), lambda x: nn.Conv2d(3, 3, 3, device="mps"), lambda x: x.to("meta"),
     lambda x: F.cross_entropy(x, tnet.tensor([0, 1, 2, 9])), lambda x: F.dropout(x, 2.0),
 ])
 def test_bad_arguments_give_one_line_errors(call):

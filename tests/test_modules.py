@@ -428,8 +428,47 @@ def test_set_submodule_to_empty_and_compile():
         return repr(model), errors
     assert run(tnet) == run(torch)
     with pytest.raises(ValueError):
-        nn.Linear(1, 1).to_empty(device="meta")
+        nn.Linear(1, 1).to_empty(device="mps")
     assert nn.Module._hooked is False  # the hooks removed, calls take the fast path again
+
+
+def test_meta_device_factory_kwargs_to_empty_and_reset_parameters_as_torch():
+    """torch's deferred init: a module built with device="meta" (or under `with device("meta")`), then
+    to_empty(device=...) and reset_parameters(); tnet builds it on its device with its values (no meta
+    tensors), and the same parameter names, shapes and dtypes as torch's; after reset_parameters the norms'
+    affine parameters, PReLU's slopes and an Embedding's padding row are torch's."""
+    def build(lib, **kw):
+        return lib.nn.Sequential(lib.nn.Linear(3, 4, **kw), lib.nn.Conv1d(4, 2, 3, **kw), lib.nn.LayerNorm(5, **kw),
+                                 lib.nn.BatchNorm1d(2, **kw), lib.nn.GroupNorm(1, 2, **kw), lib.nn.RMSNorm(5, **kw),
+                                 lib.nn.Embedding(6, 5, padding_idx=2, **kw), lib.nn.PReLU(2, 0.1, **kw),
+                                 lib.nn.LSTM(3, 4, **kw), lib.nn.MultiheadAttention(4, 2, **kw),
+                                 lib.nn.TransformerEncoderLayer(4, 2, 8, **kw))
+
+    def layout(m):
+        return [(n, tuple(t.shape), t.dtype) for n, t in [*m.named_parameters(), *m.named_buffers()]]
+    ref = build(torch, device="meta")
+    assert all(t.is_meta for t in ref.parameters())
+    ours = build(tnet, device="meta")
+    with tnet.device("meta"):
+        ours_ctx = build(tnet)
+    assert layout(ours) == layout(ours_ctx) == layout(ref)
+    ref.to_empty(device="cpu")
+    for m in (ours, ours_ctx):
+        assert m.to_empty(device="meta") is m and m.to_empty(device=tnet.DEVICE) is m
+        assert m.to("meta") is m and nn.Linear(2, 2, device=torch.device("meta"), dtype=torch.float32)
+    kept = ours[0].weight.numpy().copy()
+    for mods in (ref, ours):
+        for m in mods.modules():
+            if hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+    assert not np.array_equal(ours[0].weight.numpy(), kept)  # drawn anew
+    for k in (2, 3, 4, 5, 7):  # the deterministic fills
+        for (name, t), (_, r) in zip(ours[k].named_parameters(), ref[k].named_parameters()):
+            assert np.array_equal(t.numpy(), r.detach().numpy()), (k, name)
+    assert not ours[6].weight.numpy()[2].any() and ours[6].weight.numpy()[[0, 1, 3]].std() > 0.3
+    assert ours[0](tnet.ones(2, 3)).shape == (2, 4)
+    with pytest.raises(ValueError):
+        nn.Linear(2, 2, device="mps")
 
 
 def test_skip_init_memory_format_and_nn_utils_import_paths():

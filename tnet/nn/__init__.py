@@ -685,8 +685,7 @@ class Module:
         if isinstance(kwargs.get("tensor"), Tensor):
             kwargs["tensor"] = kwargs["tensor"].memory
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
-        if device is None or device.type != "meta":
-            check_device(f"{type(self).__name__}.to", device)
+        check_module_device(f"{type(self).__name__}.to", device)
         if dtype is not None:
             if not dtype.is_floating_point:
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -700,10 +699,11 @@ class Module:
 
     def to_empty(self, *, device, recurse=True):
         """torch's: parameters and buffers moved to device without copying their values (meant for a
-        model built on the meta device, whose init then runs). tnet has one device and no meta
-        tensors, so on tnet's device the tensors stay as they are (their values count as
-        uninitialised); another device raises ValueError. Returns self."""
-        check_device(f"{type(self).__name__}.to_empty", torch.device(device) if isinstance(device, int) else device)
+        model built on the meta device, whose reset_parameters or checkpoint then gives them values). tnet has
+        one device and no meta tensors, so on tnet's device or "meta" the tensors stay as they are (their
+        values count as uninitialised); another device raises ValueError. Returns self."""
+        check_module_device(f"{type(self).__name__}.to_empty",
+                            torch.device(device) if isinstance(device, int) else device)
         return self
 
     def compile(self, *args, **kwargs):
@@ -1049,10 +1049,19 @@ def register_module_full_backward_pre_hook(hook):
     return _add_global_hook("_backward_pre_hooks", hook)
 
 
+def check_module_device(name, device):
+    """A module's device (its device= factory kwarg, to, to_empty): tnet's device, or "meta", where torch's
+    module holds tensors of shape and dtype without data (to be given values by to_empty and reset_parameters,
+    or a checkpoint): tnet has no meta tensors, so such a module is built (or kept) on tnet's device with its
+    values, as under `with tnet.device("meta")`, which tnet's allocations do not see; another raises."""
+    if device is None or torch.device(device).type != "meta":
+        check_device(name, device)
+
+
 def factory_args(name, device, dtype):
-    """torch's device= and dtype= of a layer: tnet's device and float32 only (parameters are fp32
-    masters; tnet.autocast gives 16-bit compute)."""
-    check_device(name, device)
+    """torch's device= and dtype= of a layer: tnet's device ("meta" too: check_module_device) and float32 only
+    (parameters are fp32 masters; tnet.autocast gives 16-bit compute)."""
+    check_module_device(name, device)
     if dtype is not None and dtype != torch.float32:
         raise TypeError(f"{name}: parameters are float32 (use tnet.autocast for 16-bit compute), got dtype={dtype}")
 
@@ -1540,6 +1549,13 @@ class LazyConvTranspose3d(_LazyConvTranspose, ConvTranspose3d):
     cls_to_become = ConvTranspose3d
 
 
+def reset_affine(module):
+    """A normalization's affine parameters anew: the weight ones, the bias zeros (where the module has them)."""
+    for p, fill in ((module.weight, init.ones_), (getattr(module, "bias", None), init.zeros_)):
+        if p is not None:
+            fill(p)
+
+
 class LayerNorm(Module):
     """F.layer_norm over the last dims (normalized_shape), with weight (ones) and bias (zeros) of
     that shape where elementwise_affine (bias=False: no bias), as torch's."""
@@ -1553,6 +1569,8 @@ class LayerNorm(Module):
         affine = lambda value, on: Parameter(np.full(self.normalized_shape, value)) if on else None
         self.register_parameter("weight", affine(1.0, elementwise_affine))
         self.register_parameter("bias", affine(0.0, elementwise_affine and bias))
+
+    reset_parameters = reset_affine
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -1574,6 +1592,8 @@ class RMSNorm(Module):
         self.eps, self.elementwise_affine = eps, elementwise_affine
         self.register_parameter("weight", Parameter(np.ones(self.normalized_shape)) if elementwise_affine else None)
 
+    reset_parameters = reset_affine
+
     def forward(self, x):  # torch's RMSNorm names it x
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
@@ -1592,6 +1612,8 @@ class GroupNorm(Module):
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
         self.register_parameter("weight", Parameter(np.ones(num_channels)) if affine else None)
         self.register_parameter("bias", Parameter(np.zeros(num_channels)) if affine and bias else None)
+
+    reset_parameters = reset_affine
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -1619,9 +1641,13 @@ class Embedding(Module):
         table = np.empty((num_embeddings, embedding_dim)) if _weight is None else _weight
         self.weight = Parameter(table, requires_grad=not _freeze)
         if _weight is None:
-            init.normal_(self.weight)
-            if self.padding_idx is not None:
-                self.weight.memory[self.padding_idx].zero_()
+            self.reset_parameters()
+
+    def reset_parameters(self):
+        """The table drawn from N(0, 1), its padding_idx row zero, as torch's."""
+        init.normal_(self.weight)
+        if self.padding_idx is not None:
+            self.weight.memory[self.padding_idx].zero_()
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
@@ -1790,9 +1816,7 @@ class _NormBase(Module):
     def reset_parameters(self):
         """reset_running_stats(), the weight ones and the bias zeros, as torch's."""
         self.reset_running_stats()
-        for p, fill in ((self.weight, init.ones_), (self.bias, init.zeros_)):
-            if p is not None:
-                fill(p)
+        reset_affine(self)
 
     def forward(self, input, activation=None):
         """activation, tnet's addition: an nn.GELU() (approximate='none'), fused after the
@@ -2326,8 +2350,11 @@ class PReLU(Module):
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
         factory_args("PReLU", device, dtype)
-        self.num_parameters = num_parameters
+        self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(np.full(num_parameters, init, dtype=np.float32))
+
+    def reset_parameters(self):
+        init.constant_(self.weight, self.init)
 
     def forward(self, input):
         return F.prelu(input, self.weight)
@@ -3410,10 +3437,7 @@ class EmbeddingBag(Module):
         if _weight is None:
             self.reset_parameters()
 
-    def reset_parameters(self):
-        init.normal_(self.weight)
-        if self.padding_idx is not None:
-            self.weight.memory[self.padding_idx].zero_()
+    reset_parameters = Embedding.reset_parameters
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type, self.scale_grad_by_freq,
