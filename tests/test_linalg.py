@@ -199,6 +199,20 @@ def test_solve_with_gradients_as_torch(rng, ieee, a_shape, b_shape, left):
           rng, GRAD_TOL)
 
 
+@pytest.mark.parametrize("a_shape,b_shape", [((5, 3), (5, 2)), ((2, 4, 3), (2, 4)), ((1, 4, 2), (3, 4, 2)),
+                                         ((3, 5), (3, 2)), ((2, 3, 3), (1, 3, 1))])
+def test_lstsq_solution_with_gradients_as_torch(rng, ieee, a_shape, b_shape):
+    """The solution's gradients to A and B, torch's (those of pinv(A) B): tall, wide (the minimum-norm
+    solution) and square A of full rank, a vector B, broadcast batches."""
+    a, b = leaf(rng, *a_shape), leaf(rng, *b_shape)
+    check(lambda A, B: tnet.linalg.lstsq(A, B).solution, lambda A, B: torch.linalg.lstsq(A, B).solution, [a, b],
+          rng, GRAD_TOL)
+    x, _ = leaf(rng, 4, 2)
+    assert tnet.linalg.lstsq(x, tnet.ones(4)).residuals.requires_grad is False  # no gradient (torch ignores it)
+    with pytest.raises(RuntimeError, match="input.dim\\(\\) must be greater"):  # a vector B of a batch of A: torch's
+        tnet.linalg.lstsq(tnet.ones(2, 4, 3), tnet.ones(4))
+
+
 @pytest.mark.parametrize("upper,left,unit", [(True, True, False), (False, False, True), (False, True, False)])
 def test_solve_triangular_with_gradients_as_torch(rng, ieee, upper, left, unit):
     a, b = well_conditioned(rng, 2, 3, 3), leaf(rng, 3, 4) if left else leaf(rng, 4, 3)

@@ -786,18 +786,19 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
         p = (np.swapaxes(vh, -1, -2) * np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)[..., None, :]) @ \
             np.swapaxes(u, -1, -2)
     P = _dev(p, A)
+    return _recorded("linalg.pinv", P, (A,), lambda g: (_pinv_backward(g, P, A),))
 
-    def backward(g):
-        """torch's pinv_backward."""
-        Ph, gh = _T(P), _T(g)
-        if A.shape[-2] <= A.shape[-1]:
-            K = gh @ P
-            KPh = K @ Ph
-            return (add(sub(sub(KPh, _T(P @ K)), (A @ P) @ KPh), (Ph @ P) @ sub(gh, K @ A)),)
-        K = P @ gh
-        PhK = Ph @ K
-        return (sub(add(sub(sub(gh, A @ K) @ P @ Ph, _T(K @ P)), PhK), PhK @ P @ A),)
-    return _recorded("linalg.pinv", P, (A,), backward)
+
+def _pinv_backward(g, P, A):
+    """torch's pinv_backward: A's gradient from P = pinv(A)'s gradient g."""
+    Ph, gh = _T(P), _T(g)
+    if A.shape[-2] <= A.shape[-1]:
+        K = gh @ P
+        KPh = K @ Ph
+        return add(sub(sub(KPh, _T(P @ K)), (A @ P) @ KPh), (Ph @ P) @ sub(gh, K @ A))
+    K = P @ gh
+    PhK = Ph @ K
+    return sub(add(sub(sub(gh, A @ K) @ P @ Ph, _T(K @ P)), PhK), PhK @ P @ A)
 
 
 def pinverse(input, rcond=1e-15):
@@ -864,13 +865,16 @@ def lstsq(A, B, rcond=None, *, driver=None):
     [..., m]), through numpy's SVD solver (the minimum-norm solution: torch's gelsy may differ for a
     rank-deficient A); on the host (the module's note). driver (default 'gelsy', torch's CPU one) picks
     what else is returned as torch's: rank for gelsy/gelsd/gelss, singular_values for gelsd/gelss,
-    residuals for gels/gelsd/gelss when m > n and A has full rank; the rest empty. No gradient."""
-    _no_gradient("linalg.lstsq", A, B)
+    residuals for gels/gelsd/gelss when m > n and A has full rank; the rest empty. The solution's gradient is
+    torch's, that of X = pinv(A) B (pinv's backward for A, pinv(A)^T gX for B; the pseudo-inverse on the host
+    again in the backward); the residuals carry none (torch's ignore theirs too)."""
     driver = "gelsy" if driver is None else driver
     check(driver in ("gels", "gelsy", "gelsd", "gelss"), "torch.linalg.lstsq: parameter `driver` should be one of "
                                                          "(gels, gelsy, gelsd, gelss)")
     a, b = _host("torch.linalg.lstsq", A), _host("torch.linalg.lstsq", B, least=1)
     check(not np.isnan(a).any(), "torch.linalg.lstsq: Argument 4 has illegal value (A has a NaN)")
+    check(0 <= a.ndim - b.ndim <= 1, "torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
+                                     "(input.dim() - other.dim()) <= 1")
     vector = b.ndim == a.ndim - 1
     b = b[..., None] if vector else b
     m, n = a.shape[-2:]
@@ -891,7 +895,17 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if driver != "gelsy" and m > n and (rank == n).all():
         residuals = (((a @ x - b) ** 2).sum(-2))
         residuals = residuals[..., 0] if vector else residuals
-    return LstsqResult(_dev(x[..., 0] if vector else x, A), _dev(residuals, A),
+    X = _dev(x[..., 0] if vector else x, A)
+
+    def backward(g):
+        """torch's linalg_lstsq_backward: X = pinv(A) B's gradients."""
+        P = pinv(A.detach())
+        g = unsqueeze(g, -1) if vector else g
+        gA = _pinv_backward(g @ _T(unsqueeze(B, -1) if vector else B), P, A) if A.requires_grad else None
+        gB = _T(P) @ g if B.requires_grad else None
+        return gA, None if gB is None else squeeze(gB, -1) if vector else gB
+    X = _recorded("linalg.lstsq", X, (A, B), backward)
+    return LstsqResult(X, _dev(residuals, A),
                        tensor(rank.reshape(batch) if driver != "gels" else np.zeros(0, np.int64)),
                        _dev(sv.reshape(batch + (min(m, n),)) if driver in ("gelsd", "gelss") else np.zeros(0), A))
 
