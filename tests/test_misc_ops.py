@@ -971,6 +971,33 @@ def test_sparse_coo_accessors_as_torchs():
         tc.to_dense().indices()
 
 
+def test_sparse_coo_structure_through_clone_detach_and_casts_as_torchs():
+    """clone (and tnet.clone), detach, to(dtype), half() and bfloat16() of a COO tensor keep its indices, values
+    (cast, detached) and coalesced flag, as torch's sparse results do; a clone's values carry their gradient;
+    a cast to its own dtype is the tensor itself; arithmetic gives a dense tensor (tnet's rule)."""
+    i, v = [[1, 0, 1], [0, 1, 0]], [1.0, 2.0, 3.0]
+    tv, rv = tnet.tensor(v, requires_grad=True), torch.tensor(v, requires_grad=True)
+    t, r = tnet.sparse_coo_tensor(tnet.tensor(i), tv, (2, 2)), torch.sparse_coo_tensor(torch.tensor(i), rv, (2, 2))
+    for coalesced in (False, True):
+        ts, rs = (t.coalesce(), r.coalesce()) if coalesced else (t, r)
+        for f in (lambda x: x.clone(), lambda x: x.detach(), lambda x: x.to(torch.float16), lambda x: x.half(),
+                  lambda x: x.bfloat16(), lambda x: x.to(dtype=torch.float16).float(),
+                  lambda x: (tnet if isinstance(x, tnet.Tensor) else torch).clone(x)):
+            to, ro = f(ts), f(rs)
+            assert to.is_coalesced() == ro.is_coalesced() == coalesced and to._nnz() == ro._nnz()
+            assert to._indices().tolist() == ro._indices().tolist() and to.dtype == ro.dtype
+            assert to._values().tolist() == ro._values().tolist() and to._values().dtype == ro._values().dtype
+            assert to.requires_grad == ro.requires_grad
+            if coalesced:  # values() carries the gradient (torch's _values() never does)
+                assert to.values().requires_grad == ro.values().requires_grad
+            assert (to.to_dense() * 1).tolist() == ro.to_dense().tolist()
+    w = [1.0, 5.0]
+    (t.clone().coalesce().values() * tnet.tensor(w)).sum().backward()
+    (r.clone().coalesce().values() * torch.tensor(w)).sum().backward()
+    assert tv.grad.tolist() == rv.grad.tolist()
+    assert t.to(torch.float32) is t and t.float() is t and not hasattr(t * 2, "_coo")
+
+
 @pytest.mark.parametrize("shape, n_fft, hop, win, window, center, pad_mode, normalized, onesided", [
     ((2, 64), 16, 4, 16, "hann_window", True, "reflect", False, None),
     ((50,), 12, 3, 8, "hamming_window", False, "reflect", True, False),

@@ -450,6 +450,11 @@ sparse.torch = _sys.modules[__name__]
 for _name in ("to_sparse", "to_dense", "coalesce", "is_coalesced", "indices", "values", "_indices", "_values", "_nnz",
               "sparse_dim", "dense_dim"):  # the COO accessors of a sparse_coo_tensor's dense storage
     setattr(Tensor, _name, getattr(sparse, _name))
+# clone, detach and casts keep a COO tensor's structure, as torch's
+Tensor.clone = clone = sparse.keeping_coo(clone, sparse.cloned_coo)
+Tensor.detach = sparse.keeping_coo(Tensor.detach, sparse.detached_coo)
+for _name in ("to", "float", "half", "bfloat16"):
+    setattr(Tensor, _name, sparse.keeping_coo(getattr(Tensor, _name), sparse.cast_coo))
 Tensor.is_sparse = property(lambda self: False)
 __all__ += ["sparse_coo_tensor", "spmm"]
 

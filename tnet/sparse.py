@@ -5,7 +5,9 @@ Values, gradients and shapes are torch's; memory is that of the dense matrix, an
 A tensor built by coo_tensor (or to_sparse) also keeps the indices and values it was given, so that
 the COO accessors answer as torch's (indices(), values(), _indices(), _values(), _nnz(), is_coalesced(),
 coalesce(), sparse_dim(), dense_dim()): LightGCN's edge dropout and pyGAT's sparse backward read them.
-What tnet's ops make of such a tensor is dense: the COO structure does not pass through them."""
+clone, detach and casts (to(dtype), float(), half(), bfloat16()) keep it, as torch's; what tnet's other ops
+make of such a tensor is dense: the COO structure does not pass through them (arithmetic included)."""
+import functools
 import math
 
 import numpy as np
@@ -35,6 +37,34 @@ def _with_coo(dense, indices, values, coalesced):
     out = dense.view(dense.shape)
     out._coo = _COO(indices, values, coalesced)
     return out
+
+
+def keeping_coo(dense_op, of_coo):
+    """dense_op(t, ...) (clone, detach, a cast), which for a COO tensor t gives one whose structure is
+    of_coo(t's _COO, the dense result), as torch's sparse clone, detach and to(dtype) give sparse tensors; the
+    result dense_op gives where t has no structure, or where it is t itself (a cast to t's own dtype)."""
+    @functools.wraps(dense_op)
+    def op(t, *args, **kwargs):
+        out = dense_op(t, *args, **kwargs)
+        coo = getattr(t, "_coo", None)
+        if coo is not None and out is not t:
+            out._coo = of_coo(coo, out)
+        return out
+    return op
+
+
+# the structures that keeping_coo gives: torch's sparse clone copies the indices and values, detach detaches
+# the values, a cast casts them
+def cloned_coo(coo, out):
+    return _COO(coo.indices.clone(), coo.values.clone(), coo.coalesced)
+
+
+def detached_coo(coo, out):
+    return _COO(coo.indices, coo.values.detach(), coo.coalesced)
+
+
+def cast_coo(coo, out):
+    return _COO(coo.indices, coo.values.to(out.dtype), coo.coalesced)
 
 
 def _coo_of(t, name, raw=False):
