@@ -1092,7 +1092,8 @@ def test_kl_divergence_every_pair_of_torchs_registry(pq, rng, ieee):
 
 def test_kl_divergence_infs_and_refusals_as_torch():
     """The pairs that are inf where p's support leaves q's (Pareto's alpha at or below 1 or 2, a Uniform
-    beyond q's support) and those that raise as torch's: TransformedDistributions by unequal transforms,
+    beyond q's support, a Bernoulli's or Categorical's outcome of probability 0 under q) and those that raise
+    as torch's: TransformedDistributions by unequal transforms,
     exponential families of two kinds, low-rank normals of two event shapes."""
     def cases(d, lib):
         t = lib.tensor
@@ -1105,7 +1106,11 @@ def test_kl_divergence_infs_and_refusals_as_torch():
                 d.kl_divergence(uni, d.ContinuousBernoulli(0.3)),
                 d.kl_divergence(d.Beta(2.0, 3.0), d.Uniform(t([-0.5, 0.0, 0.1]), t([1.5, 1.0, 1.0]))),
                 d.kl_divergence(d.ContinuousBernoulli(0.3), d.Uniform(t([-0.5, 0.0, -0.1]), t([1.5, 1.0, 1.0]))),
-                d.kl_divergence(d.HalfCauchy(t([1.0, 2.0])), d.HalfCauchy(t([3.0, 0.5])))]
+                d.kl_divergence(d.HalfCauchy(t([1.0, 2.0])), d.HalfCauchy(t([3.0, 0.5]))),
+                d.kl_divergence(d.Bernoulli(t([0.0, 0.0, 1.0, 0.3, 1.0, 0.5])),  # probabilities 0 and 1
+                                d.Bernoulli(t([0.0, 0.5, 1.0, 0.0, 0.0, 1.0]))),
+                d.kl_divergence(d.Categorical(t([[0.0, 1.0], [0.5, 0.5], [1.0, 0.0]])),
+                                d.Categorical(t([[0.5, 0.5], [1.0, 0.0], [1.0, 0.0]])))]
 
     for k, (out, ref) in enumerate(zip(cases(tnet.distributions, tnet), cases(torch.distributions, torch))):
         _assert_close_with_infs(out, ref.double(), TOL["ieee"] * 20, f"case {k}")

@@ -2431,8 +2431,11 @@ def _kl_normal_normal(p, q):
 
 @register_kl(Bernoulli, Bernoulli)
 def _kl_bernoulli_bernoulli(p, q):
-    return (p.probs * (nnF.softplus(-q.logits) - nnF.softplus(-p.logits)) +
-            (1 - p.probs) * (nnF.softplus(q.logits) - nnF.softplus(p.logits)))
+    """Each outcome's term inf where q gives it probability 0 and 0 where p does (q's, as torch's: the
+    logits of a 0 or 1 probability are clamped finite)."""
+    t1 = F.where(q.probs == 0, math.inf, p.probs * (nnF.softplus(-q.logits) - nnF.softplus(-p.logits)))
+    t2 = F.where(q.probs == 1, math.inf, (1 - p.probs) * (nnF.softplus(q.logits) - nnF.softplus(p.logits)))
+    return F.where(p.probs == 0, 0.0, t1) + F.where(p.probs == 1, 0.0, t2)
 
 
 @register_kl(ContinuousBernoulli, ContinuousBernoulli)
@@ -2443,7 +2446,9 @@ def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
 
 @register_kl(Categorical, Categorical)
 def _kl_categorical_categorical(p, q):
-    return (p.probs * (p.logits - q.logits)).sum(-1)
+    """Each class's term inf where q gives it probability 0 and 0 where p does, as torch's."""
+    t = F.where(q.probs == 0, math.inf, p.probs * (p.logits - q.logits))
+    return F.where(p.probs == 0, 0.0, t).sum(-1)
 
 
 @register_kl(OneHotCategorical, OneHotCategorical)
