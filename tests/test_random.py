@@ -1090,6 +1090,32 @@ def test_kl_divergence_every_pair_of_torchs_registry(pq, rng, ieee):
             assert_close(t.grad, r.grad, TOL["ieee"] * 20, f"{pq}: gradient of {name} ({'pq'[k // 4]})")
 
 
+def test_exponential_families_bregman_forms_as_torch(rng, ieee):
+    """Normal, Bernoulli, Beta, Exponential, Gamma, Poisson and Dirichlet are ExponentialFamily laws, as torch's:
+    their natural parameters and log normalizers give the Bregman KL of the registry's fallback (torch's, called
+    on the pair directly) and, where torch's give a mean carrier measure, the Bregman entropy as torch's, the
+    KL's gradient reaching q's parameters."""
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+
+    def laws(d, lib, a, b):
+        kl = tnet.distributions._KL[D.ExponentialFamily, D.ExponentialFamily] if lib is tnet else \
+            torch.distributions.kl._kl_expfamily_expfamily
+        out = []
+        for make in (lambda x: d.Normal(x, x.exp()), lambda x: d.Bernoulli(x.sigmoid()),
+                     lambda x: d.Beta(x.exp(), x.exp() + 1), lambda x: d.Exponential(x.exp()),
+                     lambda x: d.Gamma(x.exp() + 0.5, x.exp()), lambda x: d.Poisson(x.exp()),
+                     lambda x: d.Dirichlet(x.exp())):
+            p, q = make(a), make(b)
+            assert isinstance(p, d.ExponentialFamily)
+            out.append(kl(p, q))
+            if not isinstance(p, (d.Beta, d.Poisson, d.Dirichlet)):  # these three have no carrier measure in torch
+                out += [d.ExponentialFamily.entropy(p), p.entropy()]
+        return out
+
+    D = tnet.distributions
+    _laws_as_torch(laws, (a, b), (ra, rb), rng)
+
+
 def test_kl_divergence_infs_and_refusals_as_torch():
     """The pairs that are inf where p's support leaves q's (Pareto's alpha at or below 1 or 2, a Uniform
     beyond q's support, a Bernoulli's or Categorical's outcome of probability 0 under q) and those that raise

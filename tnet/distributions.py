@@ -411,7 +411,7 @@ class ExponentialFamily(Distribution):
         return result
 
 
-class Normal(Distribution):
+class Normal(ExponentialFamily):
     """Normal(loc, scale): numbers or tensors that broadcast to batch_shape."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
@@ -453,6 +453,15 @@ class Normal(Distribution):
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
 
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
+
 
 def _probs_and_logits(probs, logits):
     if (probs is None) == (logits is None):
@@ -477,7 +486,7 @@ def _binary_parameters(probs, logits):
     return logits.sigmoid(), logits
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """Bernoulli(probs=None, logits=None): one of the two, numbers or tensors; samples are 0.0/1.0 in
     the parameter's dtype."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -515,6 +524,15 @@ class Bernoulli(Distribution):
 
     def entropy(self):
         return nnF.binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (F.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return x.exp().log1p()
 
 
 class ContinuousBernoulli(ExponentialFamily):
@@ -867,7 +885,7 @@ class MixtureSameFamily(Distribution):
         return f"MixtureSameFamily(\n  {self._mixture_distribution!r},\n  {self._component_distribution!r})"
 
 
-class Beta(Distribution):
+class Beta(ExponentialFamily):
     """Beta(concentration1, concentration0), for mixup's and CutMix's mixing weight
     (`torch.distributions.beta.Beta(a, a).sample()`): numbers or tensors that broadcast to
     batch_shape. Drawn on the host by numpy from the stream tnet.manual_seed reseeds (as randint):
@@ -929,6 +947,13 @@ class Beta(Distribution):
         return (a.lgamma() + b.lgamma() - total.lgamma() - (a - 1) * a.digamma() - (b - 1) * b.digamma()
                 + (total - 2) * total.digamma())
 
+    @property
+    def _natural_params(self):
+        return self._given  # concentration1 and concentration0 as given (differentiable)
+
+    def _log_normalizer(self, x, y):
+        return x.lgamma() + y.lgamma() - (x + y).lgamma()
+
 
 def _clamp_probs(probs):
     """torch's clamp_probs: probs kept eps (of their dtype) away from 0 and 1."""
@@ -970,7 +995,7 @@ class Laplace(Distribution):
         return 1 + (2 * self.scale).log()
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential(rate): a number or a tensor (batch_shape its shape)."""
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
@@ -1000,6 +1025,15 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - self.rate.log()
+
+    _mean_carrier_measure = 0
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -(-x).log()
 
 
 _EULER_GAMMA = 0.57721566490153286060
@@ -1109,7 +1143,7 @@ def _host_draw(draw, like):
     return tensor(np.asarray(draw, np.float32)).to(like.dtype)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     """Gamma(concentration, rate): numbers or tensors that broadcast to batch_shape. log_prob,
     entropy, mean, variance and kl_divergence are differentiable; samples are drawn on the host by
     numpy (a host read of the parameters, the stream tnet.manual_seed reseeds, as Beta's), and
@@ -1146,8 +1180,17 @@ class Gamma(Distribution):
         c = self.concentration
         return c - self.rate.log() + c.lgamma() + (1.0 - c) * c.digamma()
 
+    _mean_carrier_measure = 0
 
-class Poisson(Distribution):
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return (x + 1).lgamma() + (x + 1) * (-y.reciprocal()).log()
+
+
+class Poisson(ExponentialFamily):
     """Poisson(rate): a number or a tensor (batch_shape its shape). log_prob is differentiable in rate;
     samples are drawn on the host by numpy (a host read of rate), as Gamma's."""
     arg_constraints = {"rate": constraints.nonnegative}
@@ -1169,6 +1212,13 @@ class Poisson(Distribution):
     def log_prob(self, value):
         value = _as_tensor(value, self.rate)
         return F.xlogy(value, self.rate) - self.rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self):
+        return (self.rate.log(),)
+
+    def _log_normalizer(self, x):
+        return x.exp()
 
 
 class StudentT(Distribution):
@@ -1216,7 +1266,7 @@ class StudentT(Distribution):
                 0.5 * self.df.log() + lbeta)
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Dirichlet(concentration): [..., K] (event_shape [K]). log_prob, entropy, mean, variance and
     kl_divergence are differentiable; samples are drawn on the host by numpy (normalised Gamma
     draws; a host read of the concentration), and rsample is torch's: _sample_dirichlet's draw, reparameterized
@@ -1259,6 +1309,13 @@ class Dirichlet(Distribution):
         c = self.concentration
         k, a0 = c.shape[-1], c.sum(-1)
         return c.lgamma().sum(-1) - a0.lgamma() - (k - a0) * a0.digamma() - ((c - 1.0) * c.digamma()).sum(-1)
+
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - x.sum(-1).lgamma()
 
 
 def _batch_mahalanobis(scale_tril, x):
