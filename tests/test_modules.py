@@ -469,6 +469,10 @@ def test_meta_device_factory_kwargs_to_empty_and_reset_parameters_as_torch():
     assert ours[0](tnet.ones(2, 3)).shape == (2, 4)
     with pytest.raises(ValueError):
         nn.Linear(2, 2, device="mps")
+    t = nn.Transformer(4, 2, 1, 1, 8, device="meta")
+    kept = t.encoder.layers[0].linear1.weight.numpy().copy()
+    t.to_empty(device=tnet.DEVICE)._reset_parameters()  # torch's Transformer's own reset, the matrices' xavier draw
+    assert not np.array_equal(t.encoder.layers[0].linear1.weight.numpy(), kept)
 
 
 def test_skip_init_memory_format_and_nn_utils_import_paths():

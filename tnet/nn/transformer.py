@@ -227,10 +227,15 @@ class Transformer(Module):
             TransformerEncoderLayer(*layer, **kwargs), num_encoder_layers, LayerNorm(d_model, layer_norm_eps, **kwargs))
         self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
             TransformerDecoderLayer(*layer, **kwargs), num_decoder_layers, LayerNorm(d_model, layer_norm_eps, **kwargs))
+        self._reset_parameters()
+        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
+
+    def _reset_parameters(self):
+        """Every matrix parameter drawn anew by xavier_uniform_, torch's (its init calls it; a deferred init's
+        reset after to_empty may too)."""
         for p in self.parameters():
             if p.ndim > 1:
                 init.xavier_uniform_(p)
-        self.d_model, self.nhead, self.batch_first = d_model, nhead, batch_first
 
     def forward(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
                 tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
