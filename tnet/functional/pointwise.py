@@ -307,7 +307,8 @@ NO_BOOL = {"softsign": lambda: not_implemented("abs", torch.bool), "tanhshrink":
 def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
     """Record y = op(input, *args) elementwise, in input's layout; its backward is
     grad_op(g, y or input, *args), saving only the one it reads; graph(g, x, y, *args), where
-    given, its twin on tnet Tensors (record's graph=). Integer and bool inputs of PROMOTED
+    given, its twin on tnet Tensors (record's graph=); grad_op is a kernel's op or a function of the
+    same arguments. Integer and bool inputs of PROMOTED
     functions compute in float32."""
     check_tensors(name, input=input)
     X = input.memory
@@ -317,7 +318,8 @@ def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
         X = _float(X)
     y = _pw.pointwise(op, X, *args)
     saved = y if saves_output else X
-    return record(name, y, (input,), lambda g: (_pw.pointwise(grad_op, g, saved, *args),), saved=(saved,),
+    grad = grad_op if callable(grad_op) else functools.partial(_pw.pointwise, grad_op)
+    return record(name, y, (input,), lambda g: (grad(g, saved, *args),), saved=(saved,),
                   graph=None if graph is None else lambda g, out: (graph(g, input, out, *args),))
 
 
@@ -453,7 +455,21 @@ def pow(input, exponent):
         return Tensor(_integer_power(input.memory, int(exponent)))
     # a 16-bit input's exponent past its range raises, as torch converts it (a float32 one's is kept as a double)
     e = float(exponent) if input.dtype == torch.float32 else as_float_of(exponent, input.dtype)
-    return _unary("pow", input, "pow_number", "pow_number_backward", False, e, graph=_pow_graph)
+    sixteen = input.dtype in (torch.float16, torch.bfloat16)
+    return _unary("pow", input, "pow_number", _pow_grad_rounded if sixteen else "pow_number_backward", False, e,
+                  graph=_pow_graph)
+
+
+def _pow_grad_rounded(g, X, E):
+    """torch's pow_backward as its separate ops, g * (e * x^(e - 1)), 0 where e is 0, each op's result in its
+    dtype: beside 16-bit operands every step rounds (bf16's 99840 - 1 is 99840, an even power of a negative x),
+    where the fused pow_backward kernels round once. E: a tensor, or a number (whose e - 1 torch takes in double)."""
+    if not isinstance(E, torch.Tensor):
+        if E == 0:
+            return _pw.pointwise("pow_number_backward", g, X, E)  # zeros, as torch's zeros_like(self)
+        return _pw.pointwise("mul", g, _pw.pointwise("mul", _pw.pointwise("pow_number", X, E - 1.0), E))
+    power = _pw.pointwise("mul", E, _pw.pointwise("pow", X, _pw.pointwise("sub", E, 1.0)))
+    return _pw.pointwise("where", _pw.pointwise("eq", E, 0.0), 0.0, _pw.pointwise("mul", g, power))
 
 
 def _pow_graph(g, x, y, e):
@@ -476,11 +492,9 @@ def _pow_tensor(input, exponent):
 
     def grads(g):
         gx = None
-        if need_x and E.dtype in (torch.float16, torch.bfloat16) and E.dtype != y.dtype:
-            # torch's g * (e * x^(e - 1)) takes e - 1 in the exponent's dtype: a 16-bit exponent of fp32 x
-            # rounds it (-0.93359375 - 1 is bf16's -1.9375)
-            power = _pw.pointwise("mul", E, _pw.pointwise("pow", X, _pw.pointwise("sub", E, 1.0)))
-            gx = _pw.pointwise("where", _pw.pointwise("eq", E, 0.0), 0.0, _pw.pointwise("mul", g, power))
+        if need_x and (E.dtype in (torch.float16, torch.bfloat16) or y.dtype in (torch.float16, torch.bfloat16)):
+            # a 16-bit exponent's e - 1 rounds in its dtype, even beside fp32 x (-0.93359375 - 1 is bf16's -1.9375)
+            gx = _pow_grad_rounded(g, X, E)
         elif need_x:
             gx = _pw.pointwise("pow_backward", g, X, E)
         ge = None

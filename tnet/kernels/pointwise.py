@@ -1173,10 +1173,11 @@ def _plan(op, operands, channels_last, route_dim, dtype):
     # the slots past the operands hold y's address: never read
     plan.tensor_at = tuple(isinstance(x, torch.Tensor) for x in operands) + (True,) * (3 - len(operands))
     plan.integer = integer
-    # a number is compared in the tensors' dtype, and added in a float16 or bfloat16 result's, as torch's
-    # (its add casts the number to the result's dtype first: a float16 -inf + 1e30 is -inf + inf, NaN)
+    # a number is compared in the tensors' dtype, and added or taken as an exponent in a float16 or bfloat16
+    # result's, as torch's (its add casts the number to the result's dtype first: a float16 -inf + 1e30 is
+    # -inf + inf, NaN; its pow, exp_scalar.to<scalar_t>(): x ** 2.7 of bfloat16 x is x ** 2.703125)
     plan.round = None if integer else out_dtype("add", tensors, False) if op in COMPARISONS else \
-        plan.dtype if op in ("add", "sub") and plan.dtype in (torch.float16, torch.bfloat16) else None
+        plan.dtype if op in ("add", "sub", "pow_number") and plan.dtype in (torch.float16, torch.bfloat16) else None
     # a 0-d float tensor beside a 16-bit result is cast to its dtype first, as torch's promotion casts every
     # operand to the common dtype (a 0-d float32 3e38 times a float16 tensor is inf times it, NaN at 0); but
     # for other of mul and div, which torch's CPU kernels read before the cast
