@@ -1512,6 +1512,23 @@ def test_pow_of_16_bit_input_rounds_as_torchs(dtype, exponent):
     np.testing.assert_array_equal(host(got).float().numpy(), want.float().numpy())
 
 
+@pytest.mark.parametrize("pos_weight", [None, 1.6875])
+def test_bce_with_logits_steps_in_place_in_torchs_dtypes(pos_weight):
+    """binary_cross_entropy_with_logits works in place as torch's: the loss rounds to a 16-bit target's dtype before
+    the weight, the input's gradient steps in pos_weight * target's dtype (fuzz seed 151 at --bad 0.5, case 464: a
+    bf16 target's gradient, with a 3e38 weight, 1.3% off), the target's is log sigmoid(-x) - p log sigmoid(x)."""
+    def run(m):
+        x = m.tensor([0.3635, -0.0766, -0.8302, -40.0], requires_grad=True)
+        y = m.tensor([0.5195, 0.3203125, 0.1572, 0.8], dtype=torch.bfloat16, requires_grad=True)
+        p = None if pos_weight is None else m.tensor([pos_weight], dtype=torch.bfloat16)
+        loss = m.nn.functional.binary_cross_entropy_with_logits(x, y, weight=m.tensor([3e38, 0.48673, 65504.0, 1.0]),
+                                                                pos_weight=p, reduction="none")
+        loss.backward(m.tensor([1.0, 0.5, 1.0, 1.0], dtype=torch.bfloat16))
+        return [loss.detach().float(), x.grad, y.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):  # fp32's sigmoid may be an ulp apart; bf16's ulp is 4e-3
+        np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=1e-5)
+
+
 @pytest.mark.parametrize("call", [  # fuzz seeds 104-107: only a batch may be empty where torch's kernels say so
     # reflect and replicate padding, unfold (im2col): an empty non-batch dim raises (seed 107, case 2344; seed 104,
     # cases 212 and 542; seed 105, case 2350: tnet padded it)
