@@ -1512,6 +1512,26 @@ def test_pow_of_16_bit_input_rounds_as_torchs(dtype, exponent):
     np.testing.assert_array_equal(host(got).float().numpy(), want.float().numpy())
 
 
+@pytest.mark.parametrize("x_dtype, e_dtype, x_0d", [(torch.float16, torch.float32, False),
+                                                     (torch.bfloat16, torch.float32, True)])
+def test_pow_gradients_read_a_0_d_operand_as_given(x_dtype, e_dtype, x_0d):
+    """x ** e with a 0-d operand beside a tensor of another dtype: torch's forward casts it to the result's dtype,
+    its backward reads it as given (fuzz seed 153 at --bad 0.4, case 235: a 0-d fp32 exponent of 1e-40 is float16's
+    0, but no 0 in the gradient's where: g * (1e-40 * (-0.0) ** -1), NaN, where tnet gave 0); the exponent's
+    gradient takes log x in the promoted dtype (a 0-d bf16 x beside an fp32 exponent: fp32's log)."""
+    def run(m):
+        if x_0d:
+            x, e = m.tensor(1.7, dtype=x_dtype), m.tensor([2.0, 0.5, -1.5], dtype=e_dtype)
+        else:
+            x, e = m.tensor([[-1.67, -0.0], [0.3, float("inf")]], dtype=x_dtype), m.tensor(1e-40, dtype=e_dtype)
+        x.requires_grad_(), e.requires_grad_()
+        y = x ** e
+        y.backward(m.full(y.shape, 1.5, dtype=y.dtype))
+        return [y.detach().float(), x.grad.float(), e.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):
+        np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=2e-6)
+
+
 @pytest.mark.parametrize("pos_weight", [None, 1.6875])
 def test_bce_with_logits_steps_in_place_in_torchs_dtypes(pos_weight):
     """binary_cross_entropy_with_logits works in place as torch's: the loss rounds to a 16-bit target's dtype before

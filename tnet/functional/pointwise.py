@@ -486,25 +486,29 @@ def _pow_tensor(input, exponent):
     if _is_integer(input) and _is_integer(exponent):
         return _ipow(*_rounded_0d(input.memory, exponent.memory))
     input, exponent = _ints_to_float(input, exponent)
-    X, E = _rounded_0d(input.memory, exponent.memory)
+    X0, E0 = input.memory, exponent.memory  # torch's backward reads the operands as given: a 0-d one unrounded
+    X, E = _rounded_0d(X0, E0)
     y = _pw.pointwise("pow", X, E)
     need_x, need_e = needs_grad(input, exponent)
 
     def grads(g):
         gx = None
         if need_x and (E.dtype in (torch.float16, torch.bfloat16) or y.dtype in (torch.float16, torch.bfloat16)):
-            # a 16-bit exponent's e - 1 rounds in its dtype, even beside fp32 x (-0.93359375 - 1 is bf16's -1.9375)
-            gx = _pow_grad_rounded(g, X, E)
+            # a 16-bit exponent's e - 1 rounds in its dtype, even beside fp32 x (-0.93359375 - 1 is bf16's -1.9375);
+            # a 0-d fp32 exponent of 1e-40 is no 0 there, though the forward's float16 took it as 0
+            gx = _pow_grad_rounded(g, X0, E0)
         elif need_x:
             gx = _pw.pointwise("pow_backward", g, X, E)
         ge = None
         if need_e:
-            zero = _pw.pointwise("logical_and", _pw.pointwise("eq", X, 0.0), _pw.pointwise("ge", E, 0.0))
-            # torch's g * where(...): a NaN or inf g still gives NaN where the factor is 0
-            ge = _pw.pointwise("mul", g, _pw.pointwise("where", zero, 0.0, _pw.pointwise("mul", y, _pw.pointwise("log", X))))
+            zero = _pw.pointwise("logical_and", _pw.pointwise("eq", X0, 0.0), _pw.pointwise("ge", E0, 0.0))
+            # torch's g * where(...): a NaN or inf g still gives NaN where the factor is 0; its log of x in the
+            # promoted dtype (a 0-d bf16 x beside an fp32 exponent: an fp32 log)
+            Xp = X if X.dtype == y.dtype else copy_(torch.empty_like(X, dtype=y.dtype), X)
+            ge = _pw.pointwise("mul", g, _pw.pointwise("where", zero, 0.0, _pw.pointwise("mul", y, _pw.pointwise("log", Xp))))
         return gx, ge
-    return _record2("pow", y, input, exponent, grads, saved=(X if need_x or need_e else None, E if need_x else None,
-                                                              y if need_e else None))
+    return _record2("pow", y, input, exponent, grads, saved=(X0 if need_x or need_e else None, E0 if need_x or need_e else None,
+                                                              X if need_e else None, y if need_e else None))
 
 
 def _integer_power(X, n):
