@@ -1532,6 +1532,23 @@ def test_pow_gradients_read_a_0_d_operand_as_given(x_dtype, e_dtype, x_0d):
         np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=2e-6)
 
 
+@pytest.mark.parametrize("a_dtype, b_dtype, b_0d", [(torch.float32, torch.bfloat16, True),
+                                                     (torch.bfloat16, torch.bfloat16, False),
+                                                     (torch.float16, torch.bfloat16, True)])
+def test_atan2_gradients_round_each_step_as_torchs(a_dtype, b_dtype, b_0d):
+    """atan2's gradients beside a 16-bit operand are torch's (g b, -g a) * (a a + b b).reciprocal() op by op, each
+    rounded to its dtype (fuzz seed 153 at --bad 0.4, case 646: a 0-d fp32 a beside a 0-d bf16 b, whose b * b is
+    bf16's 1.8046875: the fp32 gradient 0.04% off); 0 where a a + b b is 0."""
+    def run(m):
+        a = m.tensor([0.6981655955314636, 0.0, 1e-20, -1.5], dtype=a_dtype, requires_grad=True)
+        b = m.tensor(-1.34375 if b_0d else [-1.34375, 0.0, 1e-20, 2.5], dtype=b_dtype, requires_grad=True)
+        y = m.atan2(a, b)
+        y.backward(m.full(y.shape, 1.5, dtype=y.dtype))
+        return [y.detach().float(), a.grad.float(), b.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):
+        np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=2e-6)
+
+
 @pytest.mark.parametrize("pos_weight", [None, 1.6875])
 def test_bce_with_logits_steps_in_place_in_torchs_dtypes(pos_weight):
     """binary_cross_entropy_with_logits works in place as torch's: the loss rounds to a 16-bit target's dtype before

@@ -1397,10 +1397,20 @@ def true_divide(input, other):
 
 
 def atan2(input, other):
-    """The angle of the point (other, input) in [-pi, pi], as torch.atan2 (arctan2)."""
-    return _binary("atan2", input, other, "atan2", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("atan2_backward", g, b, a, 1.0), need[1] and _pw.pointwise("atan2_backward", g, a, b, -1.0)),
-        graph=_atan2_graph)
+    """The angle of the point (other, input) in [-pi, pi], as torch.atan2 (arctan2); the gradients are torch's
+    (g b, -g a) / (a^2 + b^2), 0 where a^2 + b^2 is 0."""
+    def grads(g, a, b, y, need):
+        if any(isinstance(v, torch.Tensor) and v.dtype in (torch.float16, torch.bfloat16) for v in (a, b)):
+            # torch's separate ops round each step to a 16-bit operand's dtype (b * b of bf16 b, beside fp32 a),
+            # on the float operands as given (a 0-d bf16 b beside float16 a: b * b rounds to bf16)
+            a, b = (v.memory if isinstance(v, Tensor) and v.is_floating_point() else w for v, w in ((input, a), (other, b)))
+            r = _pw.pointwise("add", _pw.pointwise("mul", a, a), _pw.pointwise("mul", b, b))
+            r = _pw.pointwise("where", _pw.pointwise("eq", r, 0.0), 0.0, _pw.pointwise("reciprocal", r))
+            return (need[0] and _pw.pointwise("mul", _pw.pointwise("mul", g, b), r),
+                    need[1] and _pw.pointwise("mul", _pw.pointwise("mul", g, _pw.pointwise("neg", a)), r))
+        return (need[0] and _pw.pointwise("atan2_backward", g, b, a, 1.0),
+                need[1] and _pw.pointwise("atan2_backward", g, a, b, -1.0))
+    return _binary("atan2", input, other, "atan2", grads, graph=_atan2_graph)
 
 
 def hypot(input, other):
