@@ -1007,9 +1007,25 @@ def _elementwise(name, input, op, grad=()):
         return record(name, y, (input,), lambda g: (torch.zeros_like(g),), graph=_zero_graph)
     args = [X if a == "x" else y if a == "y" else a for a in grad[1:]]
     graph = MATH_GRAPHS.get(name)
-    return record(name, y, (input,), lambda g: (_pw.pointwise(grad[0], g, *args),),
+    rounded = ROUNDED_GRADS.get(name) if X.dtype in (torch.float16, torch.bfloat16) else None
+    return record(name, y, (input,), lambda g: (rounded(g, *args) if rounded else _pw.pointwise(grad[0], g, *args),),
                   saved=[a for a in args if isinstance(a, torch.Tensor)],
                   graph=None if graph is None else lambda g, out: (graph(g, input, out),))
+
+
+def _sinc_grad_rounded(g, X):
+    """torch's sinc_backward of 16-bit x, its ops rounded each: g ((t cos t - sin t) / (x x pi)), t = x pi, 0 where
+    x x pi is 0 (t past float16's range is inf, so NaN; near 0 the difference cancels to 0, where the kernel's
+    series gives -pi^2 x / 3)."""
+    t = _pw.pointwise("mul", X, math.pi)
+    sq = _pw.pointwise("mul", _pw.pointwise("mul", X, X), math.pi)
+    d = _pw.pointwise("sub", _pw.pointwise("mul", t, _pw.pointwise("cos", t)), _pw.pointwise("sin", t))
+    return _pw.pointwise("where", _pw.pointwise("eq", sq, 0.0), 0.0, _pw.pointwise("mul", g, _pw.pointwise("div", d, sq)))
+
+
+# torch's gradient formulas of 16-bit input as its separate ops, each rounded to the dtype, where a MATH kernel's
+# single rounding differs past the dtype's range: rule(g, *the MATH rule's operands)
+ROUNDED_GRADS = {"sinc": _sinc_grad_rounded}
 
 
 def _math(name, text, op, *grad):
