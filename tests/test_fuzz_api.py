@@ -1579,6 +1579,21 @@ def test_sinc_gradient_of_16_bit_input_rounds_each_step_as_torchs(dtype):
     np.testing.assert_array_equal(host(run(tnet)).numpy(), run(torch).numpy())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("number", [7, float("inf")])
+def test_a_number_over_a_tensor_is_its_reciprocal_times_the_number_as_torchs(dtype, number):
+    """number / x is torch's x.reciprocal() * number (Tensor.__rtruediv__): 7 / 3.0 is fp32's 2.3333335, not the
+    quotient 2.3333333, and the gradient is reciprocal's -g (y y), whose square underflows to 0 beside an inf g:
+    NaN (fuzz seed 155 at --bad 0.35, case 241: tnet's quotient gradient gave -inf)."""
+    def run(m):
+        x = m.tensor([3.0, 0.7, -0.0, 1e30, 1e-30, 6.1], dtype=dtype, requires_grad=True)
+        y = number / x
+        y.backward(m.full(y.shape, 1.5, dtype=dtype))
+        return [y.detach().float(), x.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):
+        np.testing.assert_array_equal(host(got).numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("pos_weight", [None, 1.6875])
 def test_bce_with_logits_steps_in_place_in_torchs_dtypes(pos_weight):
     """binary_cross_entropy_with_logits works in place as torch's: the loss rounds to a 16-bit target's dtype before

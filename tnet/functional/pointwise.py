@@ -928,7 +928,7 @@ MATH = {
     "expm1": ("exp(x) - 1, accurate near 0", "expm1", "expm1_backward", "y"),
     "sin": ("sin(x)", "sin", "sin_backward", "x"),
     "cos": ("cos(x)", "cos", "cos_backward", "x"),
-    "reciprocal": ("1 / x", "reciprocal", "div_backward", "y", "x"),
+    "reciprocal": ("1 / x", "reciprocal", "reciprocal_backward", "y"),
     "rsqrt": ("1 / sqrt(x)", "rsqrt", "rsqrt_backward", "y"),
     "log2": ("log(x) / log(2)", "log2", "muldiv", 1 / _LN2, "x"),  # g (1 / ln 2) / x
     "log10": ("log(x) / log(10)", "log10", "muldiv", 1 / _LN10, "x"),
@@ -1024,8 +1024,9 @@ def _sinc_grad_rounded(g, X):
 
 
 # torch's gradient formulas of 16-bit input as its separate ops, each rounded to the dtype, where a MATH kernel's
-# single rounding differs past the dtype's range: rule(g, *the MATH rule's operands)
-ROUNDED_GRADS = {"sinc": _sinc_grad_rounded}
+# single rounding differs: rule(g, *the MATH rule's operands)
+ROUNDED_GRADS = {"sinc": _sinc_grad_rounded,
+                 "reciprocal": lambda g, y: _pw.pointwise("mul", _pw.pointwise("neg", g), _pw.pointwise("mul", y, y))}
 
 
 def _math(name, text, op, *grad):
