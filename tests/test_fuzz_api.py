@@ -1534,17 +1534,22 @@ def test_pow_gradients_read_a_0_d_operand_as_given(x_dtype, e_dtype, x_0d):
 
 @pytest.mark.parametrize("a_dtype, b_dtype, b_0d", [(torch.float32, torch.bfloat16, True),
                                                      (torch.bfloat16, torch.bfloat16, False),
-                                                     (torch.float16, torch.bfloat16, True)])
+                                                     (torch.float16, torch.bfloat16, True),
+                                                     (torch.float32, torch.uint8, False)])
 def test_atan2_gradients_round_each_step_as_torchs(a_dtype, b_dtype, b_0d):
-    """atan2's gradients beside a 16-bit operand are torch's (g b, -g a) * (a a + b b).reciprocal() op by op, each
-    rounded to its dtype (fuzz seed 153 at --bad 0.4, case 646: a 0-d fp32 a beside a 0-d bf16 b, whose b * b is
-    bf16's 1.8046875: the fp32 gradient 0.04% off); 0 where a a + b b is 0."""
+    """atan2's gradients beside a 16-bit or integer operand are torch's (g b, -g a) * (a a + b b).reciprocal() op
+    by op on the operands as given, each result in its dtype (fuzz seed 153 at --bad 0.4, case 646: a 0-d fp32 a
+    beside a 0-d bf16 b, whose b * b is bf16's 1.8046875: the fp32 gradient 0.04% off; seed 156 at --bad 0.45,
+    case 45: uint8 b * b wraps in uint8); 0 where a a + b b is 0."""
     def run(m):
         a = m.tensor([0.6981655955314636, 0.0, 1e-20, -1.5], dtype=a_dtype, requires_grad=True)
-        b = m.tensor(-1.34375 if b_0d else [-1.34375, 0.0, 1e-20, 2.5], dtype=b_dtype, requires_grad=True)
+        if b_dtype == torch.uint8:
+            b = m.tensor([20, 0, 1, 17], dtype=b_dtype)
+        else:
+            b = m.tensor(-1.34375 if b_0d else [-1.34375, 0.0, 1e-20, 2.5], dtype=b_dtype, requires_grad=True)
         y = m.atan2(a, b)
         y.backward(m.full(y.shape, 1.5, dtype=y.dtype))
-        return [y.detach().float(), a.grad.float(), b.grad.float()]
+        return [y.detach().float(), a.grad.float(), (a.grad if b.grad is None else b.grad).float()]
     for got, want in zip(run(tnet), run(torch)):
         np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=2e-6)
 
@@ -1592,6 +1597,14 @@ def test_a_number_over_a_tensor_is_its_reciprocal_times_the_number_as_torchs(dty
         return [y.detach().float(), x.grad.float()]
     for got, want in zip(run(tnet), run(torch)):
         np.testing.assert_array_equal(host(got).numpy(), want.numpy())
+
+
+def test_atan2_of_a_16_bit_tensor_and_a_number_has_a_gradient():
+    """tnet's atan2 takes a number (torch's TypeError): its 16-bit gradient is the fused kernel's (the op-by-op one
+    raised for two numbers: fuzz seed 156 at --bad 0.45, case 1247)."""
+    x = tnet.tensor([0.5, -2.0], dtype=torch.bfloat16, requires_grad=True)
+    tnet.atan2(x, 1e30).sum().backward()
+    assert x.grad.dtype == torch.bfloat16 and np.isfinite(host(x.grad).float().numpy()).all()
 
 
 @pytest.mark.parametrize("pos_weight", [None, 1.6875])

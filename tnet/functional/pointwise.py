@@ -1417,14 +1417,15 @@ def atan2(input, other):
     """The angle of the point (other, input) in [-pi, pi], as torch.atan2 (arctan2); the gradients are torch's
     (g b, -g a) / (a^2 + b^2), 0 where a^2 + b^2 is 0."""
     def grads(g, a, b, y, need):
-        if any(isinstance(v, torch.Tensor) and v.dtype in (torch.float16, torch.bfloat16) for v in (a, b)):
-            # torch's separate ops round each step to a 16-bit operand's dtype (b * b of bf16 b, beside fp32 a),
-            # on the float operands as given (a 0-d bf16 b beside float16 a: b * b rounds to bf16)
-            a, b = (v.memory if isinstance(v, Tensor) and v.is_floating_point() else w for v, w in ((input, a), (other, b)))
+        given = [v.memory for v in (input, other) if isinstance(v, Tensor)]
+        if len(given) == 2 and any(v.dtype in (torch.float16, torch.bfloat16) or not v.is_floating_point() for v in given):
+            # torch's separate ops on the operands as given, each result in its dtype: b * b of bf16 b rounds to
+            # bf16 beside fp32 a (and a 0-d bf16 b's beside float16 a), of uint8 b wraps in uint8
+            a, b = given
             r = _pw.pointwise("add", _pw.pointwise("mul", a, a), _pw.pointwise("mul", b, b))
             r = _pw.pointwise("where", _pw.pointwise("eq", r, 0.0), 0.0, _pw.pointwise("reciprocal", r))
             return (need[0] and _pw.pointwise("mul", _pw.pointwise("mul", g, b), r),
-                    need[1] and _pw.pointwise("mul", _pw.pointwise("mul", g, _pw.pointwise("neg", a)), r))
+                    need[1] and _pw.pointwise("mul", _pw.pointwise("mul", g, neg(Tensor(a)).memory), r))  # bool a raises
         return (need[0] and _pw.pointwise("atan2_backward", g, b, a, 1.0),
                 need[1] and _pw.pointwise("atan2_backward", g, a, b, -1.0))
     return _binary("atan2", input, other, "atan2", grads, graph=_atan2_graph)
