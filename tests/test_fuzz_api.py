@@ -1629,6 +1629,23 @@ def test_cov_runs_torchs_ops_in_16_bits(dtype, correction):
         np.testing.assert_array_equal(host(got).numpy(), want.numpy())
 
 
+@pytest.mark.parametrize("dtypes, zero_d", [((torch.float32, torch.bfloat16), True), ((torch.bfloat16, torch.float32), True),
+                                             ((torch.float16, torch.float16), False)])
+def test_lerp_gradients_read_the_operands_as_given(dtypes, zero_d):
+    """lerp's gradients are torch's g (1 - w), g w and g (end - input) on the operands as given, each op's result in
+    its dtype (fuzz seed 159 at --bad 0.5, case 1271: three 0-d tensors, a bf16 weight's 1 - 0.76171875 is bf16's
+    1.765625 in torch's input gradient, where tnet took the promoted fp32 weight's 1.76171875)."""
+    def run(m):
+        s = m.tensor(-0.0874 if zero_d else [-0.0874, 1.5, -3.25], dtype=dtypes[0], requires_grad=True)
+        e = m.tensor(-0.7537 if zero_d else [-0.7537, 2.0, 7.5], dtype=dtypes[0], requires_grad=True)
+        w = m.tensor(-0.76171875 if zero_d else [-0.76171875, 0.3, 1.7], dtype=dtypes[1], requires_grad=True)
+        y = m.lerp(s, e, w)
+        y.backward(m.full(y.shape, 1.1147, dtype=y.dtype))
+        return [y.detach().float(), s.grad.float(), e.grad.float(), w.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):
+        np.testing.assert_array_equal(host(got).numpy(), want.numpy())
+
+
 @pytest.mark.parametrize("pos_weight", [None, 1.6875])
 def test_bce_with_logits_steps_in_place_in_torchs_dtypes(pos_weight):
     """binary_cross_entropy_with_logits works in place as torch's: the loss rounds to a 16-bit target's dtype before

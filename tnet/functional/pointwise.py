@@ -1193,6 +1193,10 @@ def lerp(input, end, weight):
     check_tensors("lerp", input=input, end=end)
     check_type(isinstance(weight, (Tensor, numbers.Real)),
           lambda: f"lerp: weight must be a tnet.Tensor or a Python number, got {type(weight).__name__}")
+    # torch's gradients g (1 - w), g w and g (end - input) read the operands as given, each op's result in its dtype:
+    # a 0-d bf16 weight's 1 - w rounds to bf16, float16 end - input to float16
+    W0 = weight.memory if isinstance(weight, Tensor) and weight.is_floating_point() else None
+    S0, E0 = input.memory, end.memory
     if isinstance(weight, Tensor) and weight.ndim == 0 and weight.dtype != input.dtype:
         if input.ndim == end.ndim == 0 and end.dtype == input.dtype and weight.is_floating_point():
             dtype = _pw.result_type([input.memory, weight.memory])  # all 0-d: promoted together, as torch's
@@ -1201,12 +1205,13 @@ def lerp(input, end, weight):
     _same_dtype("lerp", input, end=end, weight=weight)
     S, E = input.memory, end.memory
     W = weight.memory if isinstance(weight, Tensor) else float(weight)
+    Wg = W if W0 is None else W0
     need_s, need_e, need_w = needs_grad(input, end, weight)
     return _record_each("lerp", _pw.pointwise("lerp", S, E, W), (input, end, weight),
-                        lambda g: (_pw.pointwise("mul", g, _rsub_one(W)) if need_s else None,  # torch's g (1 - w): inf g, inf
-                                   _pw.pointwise("mul", g, W) if need_e else None,
-                                   _pw.pointwise("var_backward", g, E, S) if need_w else None),  # g (end - input)
-                        saved=(S if need_w else None, E if need_w else None, W),
+                        lambda g: (_pw.pointwise("mul", g, _rsub_one(Wg)) if need_s else None,  # torch's g (1 - w): inf g, inf
+                                   _pw.pointwise("mul", g, Wg) if need_e else None,
+                                   _pw.pointwise("mul", g, _pw.pointwise("sub", E0, S0)) if need_w else None),
+                        saved=(S0 if need_w else None, E0 if need_w else None, Wg),
                         graph=lambda g, y: (g * (1.0 - weight), g * weight, g * (end - input) if need_w else None))
 
 
