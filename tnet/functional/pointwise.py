@@ -1418,15 +1418,24 @@ def true_divide(input, other):
     return div(input, other)
 
 
+def _op_by_op(input, other, integers=False):
+    """The memories of the tensors input and other as given, where torch's gradient formula, run as its separate ops
+    each of whose results takes its operands' dtype, differs from a fused kernel's single fp32 rounding: beside a
+    16-bit operand (or an integer one, with integers); else None (a number, or fp32 only)."""
+    given = [v.memory for v in (input, other) if isinstance(v, Tensor)]
+    if len(given) == 2 and any(v.dtype in (torch.float16, torch.bfloat16) or integers and not v.is_floating_point()
+                               for v in given):
+        return given
+    return None
+
+
 def atan2(input, other):
     """The angle of the point (other, input) in [-pi, pi], as torch.atan2 (arctan2); the gradients are torch's
     (g b, -g a) / (a^2 + b^2), 0 where a^2 + b^2 is 0."""
     def grads(g, a, b, y, need):
-        given = [v.memory for v in (input, other) if isinstance(v, Tensor)]
-        if len(given) == 2 and any(v.dtype in (torch.float16, torch.bfloat16) or not v.is_floating_point() for v in given):
-            # torch's separate ops on the operands as given, each result in its dtype: b * b of bf16 b rounds to
-            # bf16 beside fp32 a (and a 0-d bf16 b's beside float16 a), of uint8 b wraps in uint8
-            a, b = given
+        given = _op_by_op(input, other, integers=True)
+        if given:  # b * b of bf16 b rounds to bf16 beside fp32 a (and a 0-d bf16 b's beside float16 a), of uint8 b
+            a, b = given  # wraps in uint8
             r = _pw.pointwise("add", _pw.pointwise("mul", a, a), _pw.pointwise("mul", b, b))
             r = _pw.pointwise("where", _pw.pointwise("eq", r, 0.0), 0.0, _pw.pointwise("reciprocal", r))
             return (need[0] and _pw.pointwise("mul", _pw.pointwise("mul", g, b), r),
@@ -1448,10 +1457,24 @@ def hypot(input, other):
         graph=lambda g, a, b, y: (g * a / y, g * b / y), saves_output=True)
 
 
+def _logaddexp_grads(power, fused):
+    """logaddexp's and logaddexp2's gradients, torch's g / (1 + power(b - a)) for a (swapped for b): op by op beside
+    a 16-bit operand (bf16 a beside a 0-d fp32 b: b - a, its power and 1 + it round to bf16), else the fused kernel."""
+    def grads(input, other):
+        def run(g, a, b, y, need):
+            given = _op_by_op(input, other)
+            if not given:
+                return need[0] and _pw.pointwise(fused, g, a, b), need[1] and _pw.pointwise(fused, g, b, a)
+            a, b = given
+            return tuple(n and _pw.pointwise("div", g, _pw.pointwise("add", _pw.pointwise(power, _pw.pointwise("sub", v, u)),
+                                                                     1.0)) for n, u, v in ((need[0], a, b), (need[1], b, a)))
+        return run
+    return grads
+
+
 def logaddexp(input, other):
     """log(exp(input) + exp(other)), without overflow, as torch.logaddexp."""
-    return _binary("logaddexp", input, other, "logaddexp", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("logaddexp_backward", g, a, b), need[1] and _pw.pointwise("logaddexp_backward", g, b, a)),
+    return _binary("logaddexp", input, other, "logaddexp", _logaddexp_grads("exp", "logaddexp_backward")(input, other),
         graph=lambda g, a, b, y: (g * exp(a - y) if isinstance(a, Tensor) else None,
                                   g * exp(b - y) if isinstance(b, Tensor) else None), saves_output=True)
 
@@ -1628,9 +1651,8 @@ def heaviside(input, values):
 
 def logaddexp2(input, other):
     """log2(2^input + 2^other), without overflow, as torch.logaddexp2."""
-    return _binary("logaddexp2", input, other, "logaddexp2", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("logaddexp2_backward", g, a, b),
-        need[1] and _pw.pointwise("logaddexp2_backward", g, b, a)))
+    return _binary("logaddexp2", input, other, "logaddexp2",
+                   _logaddexp_grads("exp2", "logaddexp2_backward")(input, other))
 
 
 def _integers_only(name, *values):
