@@ -1497,10 +1497,14 @@ def _xlogy_graph(g, a, b, y):  # g log(b) (0 where a is 0 and b <= 0, as torch's
 
 
 def xlogy(input, other):
-    """input * log(other), 0 where input is 0 (NaN where other is NaN), as torch.xlogy."""
-    return _binary("xlogy", input, other, "xlogy", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("xlogy_backward", g, a, b), need[1] and _pw.pointwise("muldiv", g, a, b)),
-        graph=_xlogy_graph)
+    """input * log(other), 0 where input is 0 (NaN where other is NaN), as torch.xlogy; other's gradient is torch's
+    g * input / other, op by op beside a 16-bit operand (g * input rounds first)."""
+    def grads(g, a, b, y, need):
+        given = _op_by_op(input, other)
+        gb = need[1] and (_pw.pointwise("div", _pw.pointwise("mul", g, given[0]), given[1]) if given
+                          else _pw.pointwise("muldiv", g, a, b))
+        return need[0] and _pw.pointwise("xlogy_backward", g, a, b), gb
+    return _binary("xlogy", input, other, "xlogy", grads, graph=_xlogy_graph)
 
 
 def logit(input, eps=None):
