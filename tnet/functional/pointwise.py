@@ -1710,9 +1710,9 @@ def ldexp(input, other):
 
 def float_power(input, exponent):
     """input ** exponent. Unlike torch's, in float32, not float64 (tnet has no float64 kernels):
-    integer, bool and 16-bit tensors become float32 first, and the result is float32."""
-    input, exponent = (Tensor(copy_(torch.empty_like(v.memory, dtype=torch.float32), v.memory))
-                       if isinstance(v, Tensor) and v.dtype != torch.float32 else
+    integer, bool and 16-bit tensors become float32 first (a recorded cast: a 16-bit leaf gets its
+    gradient), and the result is float32."""
+    input, exponent = (v.to(torch.float32) if isinstance(v, Tensor) and v.dtype != torch.float32 else
                        float(v) if isinstance(v, numbers.Real) else v for v in (input, exponent))
     return pow(input, exponent)
 
