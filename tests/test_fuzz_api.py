@@ -1694,6 +1694,20 @@ def test_float_power_of_16_bit_leaves_has_their_gradients(dtype):
         np.testing.assert_allclose(host(g).numpy(), w.numpy(), rtol=1e-2)
 
 
+@pytest.mark.parametrize("a_dtype, b_dtype, a_0d", [(torch.float16, torch.float16, False),
+                                                     (torch.float16, torch.bfloat16, True)])
+def test_div_gradient_of_a_16_bit_divisor_runs_op_by_op(a_dtype, b_dtype, a_0d):
+    """div's gradient of other is torch's -g ((a / b) / b) op by op beside a 16-bit operand, each quotient rounded
+    (the fused kernel rounded once: an ulp or more off; found in the binary ops' sweep beside fuzz seed 162)."""
+    def run(m):
+        a = m.tensor(0.6982 if a_0d else [0.6982, -1.5, 0.0, 1e-3, 3.0, 655.0], dtype=a_dtype)
+        b = m.tensor([-1.34375, 2.5, 0.7, 1e-3, 7.3, 0.3], dtype=b_dtype, requires_grad=True)
+        y = a / b
+        y.backward(m.full(y.shape, 1.5, dtype=y.dtype))
+        return b.grad.float()
+    np.testing.assert_array_equal(host(run(tnet)).numpy(), run(torch).numpy())
+
+
 @pytest.mark.parametrize("pos_weight", [None, 1.6875])
 def test_bce_with_logits_steps_in_place_in_torchs_dtypes(pos_weight):
     """binary_cross_entropy_with_logits works in place as torch's: the loss rounds to a 16-bit target's dtype before

@@ -271,10 +271,14 @@ def div(input, other, *, rounding_mode=None):
     a, b = _operands("div", input, other)
     need_a, need_b = needs_grad(input, other)
     # other's gradient reads the operands, not the quotient, as torch's: scripts write into the
-    # quotient in place (RepDistiller's `torch.div(p, q).log_()`, `out[out != out] = 0`)
+    # quotient in place (RepDistiller's `torch.div(p, q).log_()`, `out[out != out] = 0`); its -g ((a / b) / b)
+    # runs op by op beside a 16-bit operand, each quotient rounded as torch's
+    def other_grad(g):
+        if not _op_by_op(input, other):
+            return _pw.pointwise("div_other_backward", g, a, b)
+        return _pw.pointwise("neg", _pw.pointwise("mul", g, _pw.pointwise("div", _pw.pointwise("div", a, b), b)))
     return _record2("div", _pw.pointwise("div", a, b), input, other,
-                    lambda g: (_pw.pointwise("div", g, b) if need_a else None,
-                               _pw.pointwise("div_other_backward", g, a, b) if need_b else None),
+                    lambda g: (_pw.pointwise("div", g, b) if need_a else None, other_grad(g) if need_b else None),
                     saved=(b, a if need_b else None),
                     graph=lambda g, out: (div(g, other) if need_a else None,
                                           neg(mul(g, div(div(input, other), other))) if need_b else None))
