@@ -1,5 +1,7 @@
 """Bad and extreme input for the public ops and layers, against torch: tnet gives torch's result
 or a one-line error of the kind torch raises (issue 24, defect 12)."""
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -1493,6 +1495,234 @@ def test_pow_gradient_takes_a_16_bit_exponent_minus_one_in_its_dtype(dtype):
         return x.grad
     got, want = run(tnet), run(torch)
     np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("exponent", ["tensor", 2.7, 0.0, -1.5])
+def test_pow_of_16_bit_input_rounds_as_torchs(dtype, exponent):
+    """16-bit x ** e: torch takes a number e in x's dtype (bf16 100 ** 2.7 is 100 ** 2.703125, 1.5% above), and its
+    gradient g * (e * x^(e - 1)) rounds each op to 16 bits (fuzz seed 150, case 666: bf16's 99840 - 1 is 99840, an
+    even power of -2.95, so torch's gradient is +inf where tnet's was -inf; a number exponent's, 1 ulp off in about
+    half the elements)."""
+    def run(m):
+        x = m.tensor([[-2.953125, 0.37, 1.5], [0.2, 3.0, 100.0]], dtype=dtype, requires_grad=True)
+        e = m.tensor([99840.0, 1.7, -0.93359375], dtype=dtype) if exponent == "tensor" else exponent
+        y = x ** e
+        y.backward(m.tensor([[1.5, -0.7, 0.3], [1.1, 2.3, 0.9]], dtype=dtype))
+        return m.cat([y.detach(), x.grad])
+    got, want = run(tnet), run(torch)
+    np.testing.assert_array_equal(host(got).float().numpy(), want.float().numpy())
+
+
+@pytest.mark.parametrize("x_dtype, e_dtype, x_0d", [(torch.float16, torch.float32, False),
+                                                     (torch.bfloat16, torch.float32, True)])
+def test_pow_gradients_read_a_0_d_operand_as_given(x_dtype, e_dtype, x_0d):
+    """x ** e with a 0-d operand beside a tensor of another dtype: torch's forward casts it to the result's dtype,
+    its backward reads it as given (fuzz seed 153 at --bad 0.4, case 235: a 0-d fp32 exponent of 1e-40 is float16's
+    0, but no 0 in the gradient's where: g * (1e-40 * (-0.0) ** -1), NaN, where tnet gave 0); the exponent's
+    gradient takes log x in the promoted dtype (a 0-d bf16 x beside an fp32 exponent: fp32's log)."""
+    def run(m):
+        if x_0d:
+            x, e = m.tensor(1.7, dtype=x_dtype), m.tensor([2.0, 0.5, -1.5], dtype=e_dtype)
+        else:
+            x, e = m.tensor([[-1.67, -0.0], [0.3, float("inf")]], dtype=x_dtype), m.tensor(1e-40, dtype=e_dtype)
+        x.requires_grad_(), e.requires_grad_()
+        y = x ** e
+        y.backward(m.full(y.shape, 1.5, dtype=y.dtype))
+        return [y.detach().float(), x.grad.float(), e.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):
+        np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=2e-6)
+
+
+@pytest.mark.parametrize("a_dtype, b_dtype, b_0d", [(torch.float32, torch.bfloat16, True),
+                                                     (torch.bfloat16, torch.bfloat16, False),
+                                                     (torch.float16, torch.bfloat16, True),
+                                                     (torch.float32, torch.uint8, False)])
+def test_atan2_gradients_round_each_step_as_torchs(a_dtype, b_dtype, b_0d):
+    """atan2's gradients beside a 16-bit or integer operand are torch's (g b, -g a) * (a a + b b).reciprocal() op
+    by op on the operands as given, each result in its dtype (fuzz seed 153 at --bad 0.4, case 646: a 0-d fp32 a
+    beside a 0-d bf16 b, whose b * b is bf16's 1.8046875: the fp32 gradient 0.04% off; seed 156 at --bad 0.45,
+    case 45: uint8 b * b wraps in uint8); 0 where a a + b b is 0."""
+    def run(m):
+        a = m.tensor([0.6981655955314636, 0.0, 1e-20, -1.5], dtype=a_dtype, requires_grad=True)
+        if b_dtype == torch.uint8:
+            b = m.tensor([20, 0, 1, 17], dtype=b_dtype)
+        else:
+            b = m.tensor(-1.34375 if b_0d else [-1.34375, 0.0, 1e-20, 2.5], dtype=b_dtype, requires_grad=True)
+        y = m.atan2(a, b)
+        y.backward(m.full(y.shape, 1.5, dtype=y.dtype))
+        return [y.detach().float(), a.grad.float(), (a.grad if b.grad is None else b.grad).float()]
+    for got, want in zip(run(tnet), run(torch)):
+        np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=2e-6)
+
+
+@pytest.mark.parametrize("call", [pytest.param(c, marks=as_torch_2_13("torch 2.11's conv1d of a kernel of size 0 died of "
+                                                                       "SIGFPE on the GPU machine")) for c in [
+    # a kernel dim of size 0: an empty batch's IndexError (torch's empty-batch path selects the weight's first
+    # element; fuzz seed 153 at --bad 0.4, case 1086: tnet's RuntimeError), else torch's RuntimeError; the 3-D
+    # ones and the transposed ones raise too (conv3d's AttributeError, conv_transpose2d returned a result)
+    lambda m, f, t: f.conv1d(m.zeros(0, 2, 5), m.zeros(3, 2, 0), padding=1),
+    lambda m, f, t: f.conv2d(m.zeros(0, 4, 5, 5), m.zeros(4, 1, 0, 3), groups=4),
+    lambda m, f, t: f.conv2d(m.zeros(0, 2, 1, 1), m.zeros(3, 2, 0, 3)),  # the input's size checked first
+    lambda m, f, t: f.conv3d(m.zeros(0, 2, 3, 3, 3), m.zeros(3, 2, 0, 2, 2)),
+    lambda m, f, t: f.conv3d(m.zeros(1, 2, 3, 3, 3), m.zeros(3, 2, 0, 2, 2)),
+    lambda m, f, t: f.conv_transpose1d(m.zeros(0, 2, 5), m.zeros(2, 3, 0)),
+    lambda m, f, t: f.conv_transpose2d(m.zeros(1, 2, 3, 3), m.zeros(2, 3, 0, 2)),
+    lambda m, f, t: f.conv_transpose3d(m.zeros(0, 2, 3, 3, 3), m.zeros(2, 3, 0, 2, 2)),
+    lambda m, f, t: f.conv_transpose3d(m.zeros(1, 2, 3, 3, 3), m.zeros(2, 3, 2, 0, 2))]])
+def test_a_kernel_of_size_0_raises_as_torch(call):
+    _same_outcome(call)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_sinc_gradient_of_16_bit_input_rounds_each_step_as_torchs(dtype):
+    """sinc's gradient of 16-bit x is torch's sinc_backward op by op, each rounded: g ((t cos t - sin t) / (x x pi)),
+    t = x pi, 0 where x x pi is 0 (fuzz seed 155 at --bad 0.35, case 900: float16's 65504 pi is inf, so NaN, where
+    tnet's fp32 kernel gave -2.2e-5; near 0 the difference cancels to 0)."""
+    def run(m):
+        x = m.tensor([65504.0, 0.16626, 0.0, 1e-3, 3.0, -2.5, 20000.0, 7.3], dtype=dtype, requires_grad=True)
+        m.sinc(x).backward(m.tensor([1.5, -0.7, 1.0, 1.0, 0.3, 2.0, 1.5, -1.1], dtype=dtype))
+        return x.grad.float()
+    np.testing.assert_array_equal(host(run(tnet)).numpy(), run(torch).numpy())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("number", [7, float("inf")])
+def test_a_number_over_a_tensor_is_its_reciprocal_times_the_number_as_torchs(dtype, number):
+    """number / x is torch's x.reciprocal() * number (Tensor.__rtruediv__): 7 / 3.0 is fp32's 2.3333335, not the
+    quotient 2.3333333, and the gradient is reciprocal's -g (y y), whose square underflows to 0 beside an inf g:
+    NaN (fuzz seed 155 at --bad 0.35, case 241: tnet's quotient gradient gave -inf)."""
+    def run(m):
+        x = m.tensor([3.0, 0.7, -0.0, 1e30, 1e-30, 6.1], dtype=dtype, requires_grad=True)
+        y = number / x
+        y.backward(m.full(y.shape, 1.5, dtype=dtype))
+        return [y.detach().float(), x.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):
+        np.testing.assert_array_equal(host(got).numpy(), want.numpy())
+
+
+def test_atan2_of_a_16_bit_tensor_and_a_number_has_a_gradient():
+    """tnet's atan2 takes a number (torch's TypeError): its 16-bit gradient is the fused kernel's (the op-by-op one
+    raised for two numbers: fuzz seed 156 at --bad 0.45, case 1247)."""
+    x = tnet.tensor([0.5, -2.0], dtype=torch.bfloat16, requires_grad=True)
+    tnet.atan2(x, 1e30).sum().backward()
+    assert x.grad.dtype == torch.bfloat16 and np.isfinite(host(x.grad).float().numpy()).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("correction", [1, 0, 5])
+def test_cov_runs_torchs_ops_in_16_bits(dtype, correction):
+    """cov as torch's ops: the observations' sum over their count (a 16-bit sum rounds before the division), the
+    product divided by the degrees of freedom, 0 of them where correction reaches the count (inf, with torch's
+    warning); its value and gradient equal torch's in 16 bits (found beside fuzz seed 156 at --bad 0.45, case 375)."""
+    x = np.random.default_rng(4).standard_normal((3, 5)).tolist()
+
+    def run(m):
+        a = m.tensor(x, dtype=dtype, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            y = m.cov(a, correction=correction)
+        assert any("degrees of freedom" in str(w.message) for w in caught) == (correction == 5)
+        y.backward(m.full(y.shape, 0.75, dtype=dtype))
+        return [y.detach().float(), a.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):
+        np.testing.assert_array_equal(host(got).numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("dtypes, zero_d", [((torch.float32, torch.bfloat16), True), ((torch.bfloat16, torch.float32), True),
+                                             ((torch.float16, torch.float16), False)])
+def test_lerp_gradients_read_the_operands_as_given(dtypes, zero_d):
+    """lerp's gradients are torch's g (1 - w), g w and g (end - input) on the operands as given, each op's result in
+    its dtype (fuzz seed 159 at --bad 0.5, case 1271: three 0-d tensors, a bf16 weight's 1 - 0.76171875 is bf16's
+    1.765625 in torch's input gradient, where tnet took the promoted fp32 weight's 1.76171875)."""
+    def run(m):
+        s = m.tensor(-0.0874 if zero_d else [-0.0874, 1.5, -3.25], dtype=dtypes[0], requires_grad=True)
+        e = m.tensor(-0.7537 if zero_d else [-0.7537, 2.0, 7.5], dtype=dtypes[0], requires_grad=True)
+        w = m.tensor(-0.76171875 if zero_d else [-0.76171875, 0.3, 1.7], dtype=dtypes[1], requires_grad=True)
+        y = m.lerp(s, e, w)
+        y.backward(m.full(y.shape, 1.1147, dtype=y.dtype))
+        return [y.detach().float(), s.grad.float(), e.grad.float(), w.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):
+        np.testing.assert_array_equal(host(got).numpy(), want.numpy())
+
+
+@pytest.mark.parametrize("name", ["logaddexp", "logaddexp2"])
+@pytest.mark.parametrize("a_dtype, b_dtype, b_0d", [(torch.bfloat16, torch.float32, True),
+                                                     (torch.float16, torch.float16, False)])
+def test_logaddexp_gradients_of_16_bit_operands_run_op_by_op(name, a_dtype, b_dtype, b_0d):
+    """logaddexp's and logaddexp2's gradients beside a 16-bit operand are torch's g / (1 + exp(b - a)) (2 ** for
+    logaddexp2) op by op, each result in its dtype (fuzz seed 162 at --bad 0.45, case 1249: bf16 a beside a 0-d
+    fp32 b, whose gradient summed bf16 terms that tnet's fused kernel computed in fp32: 1.3% off)."""
+    def run(m):
+        a = m.tensor([[-0.8281, 0.0, -1.4844], [0.3926, -1.0859, 30.0]], dtype=a_dtype, requires_grad=True)
+        b = m.tensor(0.4483 if b_0d else [0.4483, 2.5, -7.0], dtype=b_dtype, requires_grad=True)
+        y = getattr(m, name)(a, b)
+        y.backward(m.full(y.shape, 1.5, dtype=y.dtype))
+        return [y.detach().float(), a.grad.float(), b.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):
+        np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=2e-6)
+
+
+@pytest.mark.parametrize("dtypes", [(torch.bfloat16, torch.bfloat16), (torch.float16, torch.float32)])
+def test_xlogy_other_gradient_of_16_bit_operands_runs_op_by_op(dtypes):
+    """xlogy's gradient of other is torch's g * input / other, g * input rounded first beside a 16-bit operand
+    (found beside logaddexp's: fuzz seed 162 at --bad 0.45, case 1249); torch's CPU xlogy itself rounds its log to
+    16 bits (std::log of a BFloat16), which this test leaves out."""
+    def run(m):
+        a = m.tensor([-0.8281, 0.0, 3.5, -1.4844, 0.3926, 300.0], dtype=dtypes[0])
+        b = m.tensor([0.4483, 2.5, 1e-3, 7.0, 0.0, 2.0], dtype=dtypes[1], requires_grad=True)
+        y = m.xlogy(a, b)
+        y.backward(m.full(y.shape, 1.7, dtype=y.dtype))
+        return b.grad.float()
+    np.testing.assert_allclose(host(run(tnet)).numpy(), run(torch).numpy(), rtol=2e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_float_power_of_16_bit_leaves_has_their_gradients(dtype):
+    """float_power casts 16-bit operands to tnet's float32 by a recorded cast: their leaves get gradients, as torch's
+    (a copy cut them off: the backward raised that no tensor requires grad; found beside the binary ops' sweep for
+    fuzz seed 162's logaddexp). torch's result is float64, tnet's float32: 1e-3 apart in 16 bits at most."""
+    def run(m):
+        a = m.tensor([0.7, 1.5, 3.0], dtype=dtype, requires_grad=True)
+        b = m.tensor([1.3, 2.5, -0.5], dtype=dtype, requires_grad=True)
+        y = m.float_power(a, b)
+        y.backward(m.ones(3, dtype=y.dtype))
+        return [a.grad.float(), b.grad.float()]
+    got, want = run(tnet), run(torch)
+    assert tnet.float_power(tnet.ones(2, dtype=dtype, requires_grad=True), 2).requires_grad
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(host(g).numpy(), w.numpy(), rtol=1e-2)
+
+
+@pytest.mark.parametrize("a_dtype, b_dtype, a_0d", [(torch.float16, torch.float16, False),
+                                                     (torch.float16, torch.bfloat16, True)])
+def test_div_gradient_of_a_16_bit_divisor_runs_op_by_op(a_dtype, b_dtype, a_0d):
+    """div's gradient of other is torch's -g ((a / b) / b) op by op beside a 16-bit operand, each quotient rounded
+    (the fused kernel rounded once: an ulp or more off; found in the binary ops' sweep beside fuzz seed 162)."""
+    def run(m):
+        a = m.tensor(0.6982 if a_0d else [0.6982, -1.5, 0.0, 1e-3, 3.0, 655.0], dtype=a_dtype)
+        b = m.tensor([-1.34375, 2.5, 0.7, 1e-3, 7.3, 0.3], dtype=b_dtype, requires_grad=True)
+        y = a / b
+        y.backward(m.full(y.shape, 1.5, dtype=y.dtype))
+        return b.grad.float()
+    np.testing.assert_array_equal(host(run(tnet)).numpy(), run(torch).numpy())
+
+
+@pytest.mark.parametrize("pos_weight", [None, 1.6875])
+def test_bce_with_logits_steps_in_place_in_torchs_dtypes(pos_weight):
+    """binary_cross_entropy_with_logits works in place as torch's: the loss rounds to a 16-bit target's dtype before
+    the weight, the input's gradient steps in pos_weight * target's dtype (fuzz seed 151 at --bad 0.5, case 464: a
+    bf16 target's gradient, with a 3e38 weight, 1.3% off), the target's is log sigmoid(-x) - p log sigmoid(x)."""
+    def run(m):
+        x = m.tensor([0.3635, -0.0766, -0.8302, -40.0], requires_grad=True)
+        y = m.tensor([0.5195, 0.3203125, 0.1572, 0.8], dtype=torch.bfloat16, requires_grad=True)
+        p = None if pos_weight is None else m.tensor([pos_weight], dtype=torch.bfloat16)
+        loss = m.nn.functional.binary_cross_entropy_with_logits(x, y, weight=m.tensor([3e38, 0.48673, 65504.0, 1.0]),
+                                                                pos_weight=p, reduction="none")
+        loss.backward(m.tensor([1.0, 0.5, 1.0, 1.0], dtype=torch.bfloat16))
+        return [loss.detach().float(), x.grad, y.grad.float()]
+    for got, want in zip(run(tnet), run(torch)):  # fp32's sigmoid may be an ulp apart; bf16's ulp is 4e-3
+        np.testing.assert_allclose(host(got).numpy(), want.numpy(), rtol=1e-5)
 
 
 @pytest.mark.parametrize("call", [  # fuzz seeds 104-107: only a batch may be empty where torch's kernels say so

@@ -1196,3 +1196,15 @@ def test_multilabel_margin_loss_takes_torchs_order_of_the_margin():
     got.backward()
     want.backward()
     _same(a.grad.numpy(), b.grad)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+def test_rms_norm_squares_by_pow_as_torchs_composition(affine):
+    """rms_norm's x ** 2 is torch's pow(x, 2), whose gradient g (2 x) takes 2 x first: inf for x = 3e38, times
+    the 0 that rsqrt's gradient gives there, NaN as torch's (tnet's x * x gave g x + g x = 0: fuzz seed 150, case
+    1113; seed 154, case 1113)."""
+    x, g = [[-0.0, -0.22838, 3e38], [0.27545, 0.16845, 0.0]], [[1.0, 0.5, -0.7], [1.0, -1.0, 2.0]]
+    a, b = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    F.rms_norm(a, (3,), tnet.ones(3) if affine else None).backward(tnet.tensor(g))
+    tF.rms_norm(b, (3,), torch.ones(3) if affine else None).backward(torch.tensor(g))
+    _same(a.grad.numpy(), b.grad)

@@ -9,8 +9,8 @@ from ..kernels import conv as _conv
 from ..kernels import depthwise as _depthwise
 from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
-from ..kernels.launch import (at_least, check, check_type, is_channels_last, keeps_channels_last, kept, pair, plain,
-                              single, sizes_type, triple)
+from ..kernels.launch import (InputError, InputIndexError, at_least, check, check_type, is_channels_last,
+                              keeps_channels_last, kept, pair, plain, single, sizes_type, triple)
 from ..tensor import Tensor, record
 from .copy import cat, contiguous, getitem, reshape, transpose, unsqueeze
 from .pad import pad
@@ -28,15 +28,25 @@ def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_
     positive int that divides both channel counts, no kernel dim of size 0 (torch's RuntimeError)."""
     conv_arg_types(stride, padding, dilation, groups)
     _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out_channels)
+    check_kernel_size(kernel)
 
 
 def _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out_channels):
-    """check_conv_args past the arguments' types (conv_arg_types)."""
+    """check_conv_args past the arguments' types (conv_arg_types) and the kernel's size."""
     check(groups > 0, lambda: f"conv2d: groups must be a positive int, got {groups!r}")
     check(in_channels % groups == 0 and out_channels % groups == 0,
           lambda: f"conv2d: groups={groups} must divide in_channels ({in_channels}) and out_channels ({out_channels})")
-    check(min(kernel) > 0, lambda: f"kernel size should be greater than zero, but got {tuple(kernel)}")
     _conv.conv_pads(padding, stride, kernel, dilation)
+
+
+def check_kernel_size(kernel, batch=None):
+    """torch's error for a kernel dim of size 0, which it raises past the shapes' and arguments' checks: an
+    empty batch's IndexError (torch's path for one selects the weight's first element), else a RuntimeError."""
+    if min(kernel) > 0:
+        return
+    if batch == 0:
+        raise InputIndexError("select(): index 0 out of range for tensor of size [0] at dimension 0")
+    raise InputError(f"kernel size should be greater than zero, but got {tuple(kernel)}")
 
 
 def conv_arg_types(stride, padding, dilation, groups, n=2, name="conv2d", output_padding=0):
@@ -63,6 +73,9 @@ def _check_shapes(x, w, b, stride, padding, dilation, groups):
                                                      f"{w.shape[1] * groups}" + (f" ({groups} groups)" if groups > 1 else ""))
     check(b is None or b.shape == (w.shape[0],),
           lambda: f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
+    if min(w.shape[2:]) == 0:  # torch checks the input's size against the kernel's first
+        _conv.conv_geometry("conv2d", x.shape[2:], w.shape[2:], stride, padding, dilation)
+        check_kernel_size(w.shape[2:], x.shape[0])
 
 
 def _check_dtypes(name, x, w, b, low):
@@ -228,6 +241,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
           lambda: f"conv_transpose2d: bias must be a tnet.Tensor of ({cout},) or None")
     stride, padding = at_least(stride, "conv_transpose2d: stride", 1), at_least(padding, "conv_transpose2d: padding", 0)
     extra, dilation = at_least(extra, "conv_transpose2d: output_padding", 0), at_least(dilation, "conv_transpose2d: dilation", 1)
+    check_kernel_size(w.shape[2:], x.shape[0])  # before output_padding's check, as torch's
     if x.shape[0] and any(o >= max(s, d) for o, s, d in zip(extra, stride, dilation)):  # torch checks no empty batch
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
                            f"{extra}, stride: {stride}, dilation: {dilation}")
@@ -343,6 +357,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
           lambda: f"conv3d: input has {input.shape[1]} channels but weight expects {weight.shape[1] * groups}")
     if isinstance(bias, Tensor):  # the planes' conv2d checks the weight, not the bias added after
         _check_dtypes("conv3d", input, weight, bias, amp.get_autocast_dtype())
+    check_kernel_size(weight.shape[2:], input.shape[0])  # a depth of 0 runs no plane's conv2d
     kd = weight.shape[2]
     if isinstance(padding, str):  # the depth's pad here, the plane's by conv2d's rule
         front = back = 0
@@ -383,6 +398,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     pd, *p2 = triple(padding, "conv_transpose3d: padding", 0, True)
     (od, *o2) = triple(output_padding, "conv_transpose3d: output_padding", 0, True)
     (dd, *d2) = triple(dilation, "conv_transpose3d: dilation", 1, True)
+    check_kernel_size(weight.shape[2:], input.shape[0])  # as conv_transpose2d's
     if input.shape[0] and od >= max(sd, dd):  # as conv_transpose2d's
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
                            f"{(od, *o2)}, stride: {(sd, *s2)}, dilation: {(dd, *d2)}")

@@ -248,10 +248,16 @@ def cov(x, *, correction=1, fweights=None, aweights=None):
     if fweights is not None or aweights is not None:
         raise NotImplementedError("cov: fweights and aweights are not supported")
     rows = reshape(x, 1, -1) if x.ndim < 2 else x
-    centred = rows - rows.mean(1, keepdim=True)
+    # torch's ops: the sum over the count (a 16-bit sum rounds before the division), the product divided by the
+    # degrees of freedom, 0 where there are none (x / 0: inf, or NaN), with its warning
+    avg = div(_reduce_sum(rows, 1), rows.shape[1])
     dof = rows.shape[1] - correction
-    out = matmul(centred, centred.t()) * (1.0 / dof if dof > 0 else float("inf"))  # x / 0 as torch: inf, or NaN
-    return squeeze(out)  # torch squeezes every size-1 dim: one variable ([1, obs] too) gives a 0-d result
+    if dof <= 0:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
+                      "observations.", UserWarning, stacklevel=2)
+        dof = 0
+    centred = rows - unsqueeze(avg, 1)
+    return squeeze(div(matmul(centred, centred.t()), dof))  # torch squeezes every size-1 dim: one variable gives 0-d
 
 
 def linear(input, weight, bias=None):

@@ -169,7 +169,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     shape = _last_dims("rms_norm", input, normalized_shape)
     eps = torch.finfo(torch.promote_types(input.dtype, torch.float32)).eps if eps is None else eps
     x = input.to(torch.float32) if input.dtype in (torch.float16, torch.bfloat16) else input  # eps ~1e-7 needs fp32 squares
-    y = _affine(mul(x, rsqrt(add(mean(mul(x, x), tuple(range(-len(shape), 0)), keepdim=True), eps))), weight, None,
+    # pow(x, 2), as torch's composition: its gradient g (2 x) takes 2 x, inf past 1.7e38, times rsqrt's 0 there: NaN
+    y = _affine(mul(x, rsqrt(add(mean(pow(x, 2), tuple(range(-len(shape), 0)), keepdim=True), eps))), weight, None,
                 shape, mixed=True)
     return y if y.dtype == input.dtype else y.to(input.dtype)
 

@@ -271,10 +271,14 @@ def div(input, other, *, rounding_mode=None):
     a, b = _operands("div", input, other)
     need_a, need_b = needs_grad(input, other)
     # other's gradient reads the operands, not the quotient, as torch's: scripts write into the
-    # quotient in place (RepDistiller's `torch.div(p, q).log_()`, `out[out != out] = 0`)
+    # quotient in place (RepDistiller's `torch.div(p, q).log_()`, `out[out != out] = 0`); its -g ((a / b) / b)
+    # runs op by op beside a 16-bit operand, each quotient rounded as torch's
+    def other_grad(g):
+        if not _op_by_op(input, other):
+            return _pw.pointwise("div_other_backward", g, a, b)
+        return _pw.pointwise("neg", _pw.pointwise("mul", g, _pw.pointwise("div", _pw.pointwise("div", a, b), b)))
     return _record2("div", _pw.pointwise("div", a, b), input, other,
-                    lambda g: (_pw.pointwise("div", g, b) if need_a else None,
-                               _pw.pointwise("div_other_backward", g, a, b) if need_b else None),
+                    lambda g: (_pw.pointwise("div", g, b) if need_a else None, other_grad(g) if need_b else None),
                     saved=(b, a if need_b else None),
                     graph=lambda g, out: (div(g, other) if need_a else None,
                                           neg(mul(g, div(div(input, other), other))) if need_b else None))
@@ -307,7 +311,8 @@ NO_BOOL = {"softsign": lambda: not_implemented("abs", torch.bool), "tanhshrink":
 def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
     """Record y = op(input, *args) elementwise, in input's layout; its backward is
     grad_op(g, y or input, *args), saving only the one it reads; graph(g, x, y, *args), where
-    given, its twin on tnet Tensors (record's graph=). Integer and bool inputs of PROMOTED
+    given, its twin on tnet Tensors (record's graph=); grad_op is a kernel's op or a function of the
+    same arguments. Integer and bool inputs of PROMOTED
     functions compute in float32."""
     check_tensors(name, input=input)
     X = input.memory
@@ -317,7 +322,8 @@ def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
         X = _float(X)
     y = _pw.pointwise(op, X, *args)
     saved = y if saves_output else X
-    return record(name, y, (input,), lambda g: (_pw.pointwise(grad_op, g, saved, *args),), saved=(saved,),
+    grad = grad_op if callable(grad_op) else functools.partial(_pw.pointwise, grad_op)
+    return record(name, y, (input,), lambda g: (grad(g, saved, *args),), saved=(saved,),
                   graph=None if graph is None else lambda g, out: (graph(g, input, out, *args),))
 
 
@@ -453,7 +459,21 @@ def pow(input, exponent):
         return Tensor(_integer_power(input.memory, int(exponent)))
     # a 16-bit input's exponent past its range raises, as torch converts it (a float32 one's is kept as a double)
     e = float(exponent) if input.dtype == torch.float32 else as_float_of(exponent, input.dtype)
-    return _unary("pow", input, "pow_number", "pow_number_backward", False, e, graph=_pow_graph)
+    sixteen = input.dtype in (torch.float16, torch.bfloat16)
+    return _unary("pow", input, "pow_number", _pow_grad_rounded if sixteen else "pow_number_backward", False, e,
+                  graph=_pow_graph)
+
+
+def _pow_grad_rounded(g, X, E):
+    """torch's pow_backward as its separate ops, g * (e * x^(e - 1)), 0 where e is 0, each op's result in its
+    dtype: beside 16-bit operands every step rounds (bf16's 99840 - 1 is 99840, an even power of a negative x),
+    where the fused pow_backward kernels round once. E: a tensor, or a number (whose e - 1 torch takes in double)."""
+    if not isinstance(E, torch.Tensor):
+        if E == 0:
+            return _pw.pointwise("pow_number_backward", g, X, E)  # zeros, as torch's zeros_like(self)
+        return _pw.pointwise("mul", g, _pw.pointwise("mul", _pw.pointwise("pow_number", X, E - 1.0), E))
+    power = _pw.pointwise("mul", E, _pw.pointwise("pow", X, _pw.pointwise("sub", E, 1.0)))
+    return _pw.pointwise("where", _pw.pointwise("eq", E, 0.0), 0.0, _pw.pointwise("mul", g, power))
 
 
 def _pow_graph(g, x, y, e):
@@ -470,27 +490,29 @@ def _pow_tensor(input, exponent):
     if _is_integer(input) and _is_integer(exponent):
         return _ipow(*_rounded_0d(input.memory, exponent.memory))
     input, exponent = _ints_to_float(input, exponent)
-    X, E = _rounded_0d(input.memory, exponent.memory)
+    X0, E0 = input.memory, exponent.memory  # torch's backward reads the operands as given: a 0-d one unrounded
+    X, E = _rounded_0d(X0, E0)
     y = _pw.pointwise("pow", X, E)
     need_x, need_e = needs_grad(input, exponent)
 
     def grads(g):
         gx = None
-        if need_x and E.dtype in (torch.float16, torch.bfloat16) and E.dtype != y.dtype:
-            # torch's g * (e * x^(e - 1)) takes e - 1 in the exponent's dtype: a 16-bit exponent of fp32 x
-            # rounds it (-0.93359375 - 1 is bf16's -1.9375)
-            power = _pw.pointwise("mul", E, _pw.pointwise("pow", X, _pw.pointwise("sub", E, 1.0)))
-            gx = _pw.pointwise("where", _pw.pointwise("eq", E, 0.0), 0.0, _pw.pointwise("mul", g, power))
+        if need_x and (E.dtype in (torch.float16, torch.bfloat16) or y.dtype in (torch.float16, torch.bfloat16)):
+            # a 16-bit exponent's e - 1 rounds in its dtype, even beside fp32 x (-0.93359375 - 1 is bf16's -1.9375);
+            # a 0-d fp32 exponent of 1e-40 is no 0 there, though the forward's float16 took it as 0
+            gx = _pow_grad_rounded(g, X0, E0)
         elif need_x:
             gx = _pw.pointwise("pow_backward", g, X, E)
         ge = None
         if need_e:
-            zero = _pw.pointwise("logical_and", _pw.pointwise("eq", X, 0.0), _pw.pointwise("ge", E, 0.0))
-            # torch's g * where(...): a NaN or inf g still gives NaN where the factor is 0
-            ge = _pw.pointwise("mul", g, _pw.pointwise("where", zero, 0.0, _pw.pointwise("mul", y, _pw.pointwise("log", X))))
+            zero = _pw.pointwise("logical_and", _pw.pointwise("eq", X0, 0.0), _pw.pointwise("ge", E0, 0.0))
+            # torch's g * where(...): a NaN or inf g still gives NaN where the factor is 0; its log of x in the
+            # promoted dtype (a 0-d bf16 x beside an fp32 exponent: an fp32 log)
+            Xp = X if X.dtype == y.dtype else copy_(torch.empty_like(X, dtype=y.dtype), X)
+            ge = _pw.pointwise("mul", g, _pw.pointwise("where", zero, 0.0, _pw.pointwise("mul", y, _pw.pointwise("log", Xp))))
         return gx, ge
-    return _record2("pow", y, input, exponent, grads, saved=(X if need_x or need_e else None, E if need_x else None,
-                                                              y if need_e else None))
+    return _record2("pow", y, input, exponent, grads, saved=(X0 if need_x or need_e else None, E0 if need_x or need_e else None,
+                                                              X if need_e else None, y if need_e else None))
 
 
 def _integer_power(X, n):
@@ -910,7 +932,7 @@ MATH = {
     "expm1": ("exp(x) - 1, accurate near 0", "expm1", "expm1_backward", "y"),
     "sin": ("sin(x)", "sin", "sin_backward", "x"),
     "cos": ("cos(x)", "cos", "cos_backward", "x"),
-    "reciprocal": ("1 / x", "reciprocal", "div_backward", "y", "x"),
+    "reciprocal": ("1 / x", "reciprocal", "reciprocal_backward", "y"),
     "rsqrt": ("1 / sqrt(x)", "rsqrt", "rsqrt_backward", "y"),
     "log2": ("log(x) / log(2)", "log2", "muldiv", 1 / _LN2, "x"),  # g (1 / ln 2) / x
     "log10": ("log(x) / log(10)", "log10", "muldiv", 1 / _LN10, "x"),
@@ -989,9 +1011,26 @@ def _elementwise(name, input, op, grad=()):
         return record(name, y, (input,), lambda g: (torch.zeros_like(g),), graph=_zero_graph)
     args = [X if a == "x" else y if a == "y" else a for a in grad[1:]]
     graph = MATH_GRAPHS.get(name)
-    return record(name, y, (input,), lambda g: (_pw.pointwise(grad[0], g, *args),),
+    rounded = ROUNDED_GRADS.get(name) if X.dtype in (torch.float16, torch.bfloat16) else None
+    return record(name, y, (input,), lambda g: (rounded(g, *args) if rounded else _pw.pointwise(grad[0], g, *args),),
                   saved=[a for a in args if isinstance(a, torch.Tensor)],
                   graph=None if graph is None else lambda g, out: (graph(g, input, out),))
+
+
+def _sinc_grad_rounded(g, X):
+    """torch's sinc_backward of 16-bit x, its ops rounded each: g ((t cos t - sin t) / (x x pi)), t = x pi, 0 where
+    x x pi is 0 (t past float16's range is inf, so NaN; near 0 the difference cancels to 0, where the kernel's
+    series gives -pi^2 x / 3)."""
+    t = _pw.pointwise("mul", X, math.pi)
+    sq = _pw.pointwise("mul", _pw.pointwise("mul", X, X), math.pi)
+    d = _pw.pointwise("sub", _pw.pointwise("mul", t, _pw.pointwise("cos", t)), _pw.pointwise("sin", t))
+    return _pw.pointwise("where", _pw.pointwise("eq", sq, 0.0), 0.0, _pw.pointwise("mul", g, _pw.pointwise("div", d, sq)))
+
+
+# torch's gradient formulas of 16-bit input as its separate ops, each rounded to the dtype, where a MATH kernel's
+# single rounding differs: rule(g, *the MATH rule's operands)
+ROUNDED_GRADS = {"sinc": _sinc_grad_rounded,
+                 "reciprocal": lambda g, y: _pw.pointwise("mul", _pw.pointwise("neg", g), _pw.pointwise("mul", y, y))}
 
 
 def _math(name, text, op, *grad):
@@ -1158,6 +1197,10 @@ def lerp(input, end, weight):
     check_tensors("lerp", input=input, end=end)
     check_type(isinstance(weight, (Tensor, numbers.Real)),
           lambda: f"lerp: weight must be a tnet.Tensor or a Python number, got {type(weight).__name__}")
+    # torch's gradients g (1 - w), g w and g (end - input) read the operands as given, each op's result in its dtype:
+    # a 0-d bf16 weight's 1 - w rounds to bf16, float16 end - input to float16
+    W0 = weight.memory if isinstance(weight, Tensor) and weight.is_floating_point() else None
+    S0, E0 = input.memory, end.memory
     if isinstance(weight, Tensor) and weight.ndim == 0 and weight.dtype != input.dtype:
         if input.ndim == end.ndim == 0 and end.dtype == input.dtype and weight.is_floating_point():
             dtype = _pw.result_type([input.memory, weight.memory])  # all 0-d: promoted together, as torch's
@@ -1166,12 +1209,13 @@ def lerp(input, end, weight):
     _same_dtype("lerp", input, end=end, weight=weight)
     S, E = input.memory, end.memory
     W = weight.memory if isinstance(weight, Tensor) else float(weight)
+    Wg = W if W0 is None else W0
     need_s, need_e, need_w = needs_grad(input, end, weight)
     return _record_each("lerp", _pw.pointwise("lerp", S, E, W), (input, end, weight),
-                        lambda g: (_pw.pointwise("mul", g, _rsub_one(W)) if need_s else None,  # torch's g (1 - w): inf g, inf
-                                   _pw.pointwise("mul", g, W) if need_e else None,
-                                   _pw.pointwise("var_backward", g, E, S) if need_w else None),  # g (end - input)
-                        saved=(S if need_w else None, E if need_w else None, W),
+                        lambda g: (_pw.pointwise("mul", g, _rsub_one(Wg)) if need_s else None,  # torch's g (1 - w): inf g, inf
+                                   _pw.pointwise("mul", g, Wg) if need_e else None,
+                                   _pw.pointwise("mul", g, _pw.pointwise("sub", E0, S0)) if need_w else None),
+                        saved=(S0 if need_w else None, E0 if need_w else None, Wg),
                         graph=lambda g, y: (g * (1.0 - weight), g * weight, g * (end - input) if need_w else None))
 
 
@@ -1378,11 +1422,31 @@ def true_divide(input, other):
     return div(input, other)
 
 
+def _op_by_op(input, other, integers=False):
+    """The memories of the tensors input and other as given, where torch's gradient formula, run as its separate ops
+    each of whose results takes its operands' dtype, differs from a fused kernel's single fp32 rounding: beside a
+    16-bit operand (or an integer one, with integers); else None (a number, or fp32 only)."""
+    given = [v.memory for v in (input, other) if isinstance(v, Tensor)]
+    if len(given) == 2 and any(v.dtype in (torch.float16, torch.bfloat16) or integers and not v.is_floating_point()
+                               for v in given):
+        return given
+    return None
+
+
 def atan2(input, other):
-    """The angle of the point (other, input) in [-pi, pi], as torch.atan2 (arctan2)."""
-    return _binary("atan2", input, other, "atan2", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("atan2_backward", g, b, a, 1.0), need[1] and _pw.pointwise("atan2_backward", g, a, b, -1.0)),
-        graph=_atan2_graph)
+    """The angle of the point (other, input) in [-pi, pi], as torch.atan2 (arctan2); the gradients are torch's
+    (g b, -g a) / (a^2 + b^2), 0 where a^2 + b^2 is 0."""
+    def grads(g, a, b, y, need):
+        given = _op_by_op(input, other, integers=True)
+        if given:  # b * b of bf16 b rounds to bf16 beside fp32 a (and a 0-d bf16 b's beside float16 a), of uint8 b
+            a, b = given  # wraps in uint8
+            r = _pw.pointwise("add", _pw.pointwise("mul", a, a), _pw.pointwise("mul", b, b))
+            r = _pw.pointwise("where", _pw.pointwise("eq", r, 0.0), 0.0, _pw.pointwise("reciprocal", r))
+            return (need[0] and _pw.pointwise("mul", _pw.pointwise("mul", g, b), r),
+                    need[1] and _pw.pointwise("mul", _pw.pointwise("mul", g, neg(Tensor(a)).memory), r))  # bool a raises
+        return (need[0] and _pw.pointwise("atan2_backward", g, b, a, 1.0),
+                need[1] and _pw.pointwise("atan2_backward", g, a, b, -1.0))
+    return _binary("atan2", input, other, "atan2", grads, graph=_atan2_graph)
 
 
 def hypot(input, other):
@@ -1397,10 +1461,24 @@ def hypot(input, other):
         graph=lambda g, a, b, y: (g * a / y, g * b / y), saves_output=True)
 
 
+def _logaddexp_grads(power, fused):
+    """logaddexp's and logaddexp2's gradients, torch's g / (1 + power(b - a)) for a (swapped for b): op by op beside
+    a 16-bit operand (bf16 a beside a 0-d fp32 b: b - a, its power and 1 + it round to bf16), else the fused kernel."""
+    def grads(input, other):
+        def run(g, a, b, y, need):
+            given = _op_by_op(input, other)
+            if not given:
+                return need[0] and _pw.pointwise(fused, g, a, b), need[1] and _pw.pointwise(fused, g, b, a)
+            a, b = given
+            return tuple(n and _pw.pointwise("div", g, _pw.pointwise("add", _pw.pointwise(power, _pw.pointwise("sub", v, u)),
+                                                                     1.0)) for n, u, v in ((need[0], a, b), (need[1], b, a)))
+        return run
+    return grads
+
+
 def logaddexp(input, other):
     """log(exp(input) + exp(other)), without overflow, as torch.logaddexp."""
-    return _binary("logaddexp", input, other, "logaddexp", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("logaddexp_backward", g, a, b), need[1] and _pw.pointwise("logaddexp_backward", g, b, a)),
+    return _binary("logaddexp", input, other, "logaddexp", _logaddexp_grads("exp", "logaddexp_backward")(input, other),
         graph=lambda g, a, b, y: (g * exp(a - y) if isinstance(a, Tensor) else None,
                                   g * exp(b - y) if isinstance(b, Tensor) else None), saves_output=True)
 
@@ -1423,10 +1501,14 @@ def _xlogy_graph(g, a, b, y):  # g log(b) (0 where a is 0 and b <= 0, as torch's
 
 
 def xlogy(input, other):
-    """input * log(other), 0 where input is 0 (NaN where other is NaN), as torch.xlogy."""
-    return _binary("xlogy", input, other, "xlogy", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("xlogy_backward", g, a, b), need[1] and _pw.pointwise("muldiv", g, a, b)),
-        graph=_xlogy_graph)
+    """input * log(other), 0 where input is 0 (NaN where other is NaN), as torch.xlogy; other's gradient is torch's
+    g * input / other, op by op beside a 16-bit operand (g * input rounds first)."""
+    def grads(g, a, b, y, need):
+        given = _op_by_op(input, other)
+        gb = need[1] and (_pw.pointwise("div", _pw.pointwise("mul", g, given[0]), given[1]) if given
+                          else _pw.pointwise("muldiv", g, a, b))
+        return need[0] and _pw.pointwise("xlogy_backward", g, a, b), gb
+    return _binary("xlogy", input, other, "xlogy", grads, graph=_xlogy_graph)
 
 
 def _incomplete_gamma(name, sign):
@@ -1607,9 +1689,8 @@ def heaviside(input, values):
 
 def logaddexp2(input, other):
     """log2(2^input + 2^other), without overflow, as torch.logaddexp2."""
-    return _binary("logaddexp2", input, other, "logaddexp2", lambda g, a, b, y, need: (
-        need[0] and _pw.pointwise("logaddexp2_backward", g, a, b),
-        need[1] and _pw.pointwise("logaddexp2_backward", g, b, a)))
+    return _binary("logaddexp2", input, other, "logaddexp2",
+                   _logaddexp_grads("exp2", "logaddexp2_backward")(input, other))
 
 
 def _integers_only(name, *values):
@@ -1663,9 +1744,9 @@ def ldexp(input, other):
 
 def float_power(input, exponent):
     """input ** exponent. Unlike torch's, in float32, not float64 (tnet has no float64 kernels):
-    integer, bool and 16-bit tensors become float32 first, and the result is float32."""
-    input, exponent = (Tensor(copy_(torch.empty_like(v.memory, dtype=torch.float32), v.memory))
-                       if isinstance(v, Tensor) and v.dtype != torch.float32 else
+    integer, bool and 16-bit tensors become float32 first (a recorded cast: a 16-bit leaf gets its
+    gradient), and the result is float32."""
+    input, exponent = (v.to(torch.float32) if isinstance(v, Tensor) and v.dtype != torch.float32 else
                        float(v) if isinstance(v, numbers.Real) else v for v in (input, exponent))
     return pow(input, exponent)
 

@@ -20,8 +20,8 @@ from ..tensor import (Tensor, as_storage, dim_index, in_layout, is_grad_enabled,
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names, write_out
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, graph_sum_to, gt, isclose, isnan, lgamma, log,
-                        logical_not, logical_or, maximum, minimum, mul, ne, neg, pow, sigmoid, sign, softplus, sub, where,
-                        xlogy)
+                        logical_not, logical_or, logsigmoid, maximum, minimum, mul, ne, neg, pow, sigmoid, sign, softplus,
+                        sub, where, xlogy)
 
 
 def _dims(name, input, dim, keepdim=False):
@@ -604,8 +604,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     gradient sigmoid(-x) is right at x = 0 too. The loss has target's dtype (torch's works in place on
     1 - target: an fp32 weight beside fp16 operands, or an fp32 input beside an fp16 target, gives fp16).
     The gradients are torch's formulas, each one product by w (an infinite weight gives inf, where the
-    composition's two terms gave inf - inf): input's g w ((1 + (p - 1) y) sigmoid(x) - p y), target's
-    g w (-x + (p - 1) softplus(-x)); weight and pos_weight take none (requiring one raises, as torch's)."""
+    composition's two terms gave inf - inf): input's g w ((p y + 1 - y) sigmoid(x) - p y), target's
+    g w (log sigmoid(-x) - p log sigmoid(x)), or g w (-x) without p, each step in place in torch's dtypes;
+    weight and pos_weight take none (requiring one raises, as torch's)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     extra = {k: v for k, v in (("weight", weight), ("pos_weight", pos_weight)) if v is not None}
     check_tensors("binary_cross_entropy_with_logits", **extra)
@@ -631,24 +632,31 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = mul(1.0 - y, x)
         if y.dtype.is_floating_point and loss.dtype != y.dtype:  # torch's (1 - target).mul_(input): in place
             loss = loss.to(y.dtype)  # in target's dtype (an f16 product past 65504 is inf there)
-        loss = loss + log_p
+        loss = (loss + log_p).to(y.dtype)  # in place, as each step below
         if weight is not None:
-            loss = mul(loss, weight)
-        if y.dtype.is_floating_point and loss.dtype != y.dtype:
-            loss = loss.to(y.dtype)
+            loss = mul(loss, weight).to(y.dtype)
         loss = _reduced("binary_cross_entropy_with_logits", loss, reduction)
     n = x.numel() if reduction == "mean" and x.numel() else 1
 
-    def grads(g):  # in torch's order: the term times g, times w, / n for the mean, in the term's dtype (the mean's
-        # own gradient g / n would round to the loss's dtype first: an fp32 input's gradient off by bf16's 1 / n)
+    def grads(g):  # torch's formulas in its order: the term times g, times w, / n for the mean (the mean's own
+        # gradient g / n would round to the loss's dtype first: an fp32 input's gradient off by bf16's 1 / n). Its
+        # steps work in place, each rounded to the first one's dtype (pos_weight * target's for the input's: a bf16
+        # target keeps it bf16), but the input's under create_graph
+        def then(v, op, w, in_place):
+            r = op(v, w)
+            return r.to(v.dtype) if in_place and r.dtype != v.dtype else r
+        in_place = not is_grad_enabled()
         if pos_weight is None:
-            gx, gy = sigmoid(x) - y, neg(x)
+            gx = then(sigmoid(x), sub, y, in_place)
+            gy = mul(neg(x), g)
         else:
             t = mul(pos_weight, y)
-            gx, gy = mul(t + 1.0 - y, sigmoid(x)) - t, mul(softplus(neg(x)), pos_weight - 1.0) - x
+            gx = then(then(then(add(t, 1.0), sub, y, in_place), mul, sigmoid(x), in_place), sub, t, in_place)
+            gy = then(then(logsigmoid(neg(x)), sub, then(logsigmoid(x), mul, pos_weight, True), True), mul, g, True)
+        gx = then(gx, mul, g, in_place)
         out = []
-        for v, u in ((gx, x), (gy, y)):
-            v = mul(v, g) if weight is None else mul(mul(v, g), weight)
+        for v, u, steps_in_place in ((gx, x, in_place), (gy, y, True)):
+            v = v if weight is None else then(v, mul, weight, steps_in_place)
             v = v if n == 1 else div(v, float(n))
             out.append(graph_sum_to(v, u).to(u.dtype))  # summed over a broadcast weight
         return out

@@ -19,7 +19,7 @@ from .copy import (add_at, cat, clone, diagonal, diff, expand, flip, gather, mov
 from .gemm import cov, tensordot
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
 from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isnan, lerp, log, logical_and,
-                        logical_not, logical_or, lt, mul, neg, pow, round, sub, where)
+                        logical_not, logical_or, lt, mul, neg, round, sqrt, sub, where)
 from .reduce import argmax, sum, tie_shared
 
 sort_result = collections.namedtuple("sort", ["values", "indices"])
@@ -485,7 +485,7 @@ def corrcoef(input):
     c = cov(input)
     if c.ndim == 0:
         return div(c, c)
-    d = pow(diagonal(c), 0.5)
+    d = sqrt(diagonal(c))  # torch's ops (pow's gradient rounds otherwise in 16 bits)
     return clamp(div(div(c, unsqueeze(d, 1)), unsqueeze(d, 0)), -1.0, 1.0)
 
 

@@ -37,13 +37,13 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          "add": 2, "sub": 2, "mul": 2, "div": 2, "pow": 2, "pow_number": 2, "tie": 2, "route": 2,
          "sqrt_backward": 2, "gelu_backward": 2, "gelu_tanh_backward": 2, "sigmoid_backward": 2,
          "tanh_backward": 2, "silu_backward": 2,
-         "pow_backward": 3, "pow_number_backward": 3, "div_backward": 3, "div_other_backward": 3, "muldiv": 3,
+         "pow_backward": 3, "pow_number_backward": 3, "reciprocal_backward": 2, "div_other_backward": 3, "muldiv": 3,
          # activations with a parameter (a number operand: leaky_relu's slope, elu's alpha, clamp's bounds)
          "relu": 1, "hardswish": 1, "hardsigmoid": 1, "abs": 1, "leaky_relu": 2, "elu": 3, "clamp": 3, "clamp_which": 4,
          "hardswish_backward": 2, "hardsigmoid_backward": 2, "abs_backward": 2,
          "leaky_relu_backward": 3, "elu_backward": 4, "clamp_backward": 3, "hardtanh_backward": 4,
          "sqdiff": 2, "std_backward": 3, "var_backward": 3, "add_finite": 2,
-         # torch's element-wise functions (their gradients reuse mul, muldiv and div_backward where they can)
+         # torch's element-wise functions (their gradients reuse mul and muldiv where they can)
          "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "sign": 1, "log1p": 1, "expm1": 1, "sin": 1, "cos": 1,
          "rsqrt": 1, "reciprocal": 1, "log2": 1, "log10": 1, "exp2": 1, "erf": 1,
          "log1p_backward": 2, "expm1_backward": 2, "sin_backward": 2, "cos_backward": 2, "rsqrt_backward": 2,
@@ -878,8 +878,8 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where(c == 0.0, 0.0, a * (c * _pow(b, c - 1.0)))  # torch's order: a huge c times a 0 power is 0
     elif OP == "pow_number_backward":  # pow_backward of a number exponent c: x ** 0.5's is 0.5 rsqrt(x)
         y = tl.where(c == 0.0, 0.0, a * (c * _pow_number(b, c - 1.0)))
-    elif OP == "div_backward":  # b = the quotient, c = the divisor: d(n / c)/dc = -(n / c) / c
-        y = -a * b / c
+    elif OP == "reciprocal_backward":  # b = 1 / x: torch's -g (y y), the square first (an inf g times its
+        y = -a * (b * b)                 # underflow to 0 is NaN)
     elif OP == "div_other_backward":  # b = the dividend, c = the divisor: torch's -g ((n / c) / c), from
         y = -a * ((b / c) / c)         # the operands, so that an in-place op on the quotient leaves it valid
     elif OP == "tie":  # 1 where a == b, NaN matching NaN (the ties of a max)
@@ -964,7 +964,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.cos(a)
     elif OP == "cos_backward":  # b = x
         y = -a * tl.sin(b)
-    elif OP == "reciprocal":  # its gradient is div_backward's
+    elif OP == "reciprocal":
         y = 1.0 / a
     elif OP == "rsqrt":  # a correctly rounded sqrt, then an IEEE division: rsqrt(-0.0) = -inf
         y = 1.0 / tl.sqrt_rn(a)
@@ -1505,10 +1505,11 @@ def _plan(op, operands, channels_last, route_dim, dtype):
     # the slots past the operands hold y's address: never read
     plan.tensor_at = tuple(isinstance(x, torch.Tensor) for x in operands) + (True,) * (3 - len(operands))
     plan.integer = integer
-    # a number is compared in the tensors' dtype, and added in a float16 or bfloat16 result's, as torch's
-    # (its add casts the number to the result's dtype first: a float16 -inf + 1e30 is -inf + inf, NaN)
+    # a number is compared in the tensors' dtype, and added or taken as an exponent in a float16 or bfloat16
+    # result's, as torch's (its add casts the number to the result's dtype first: a float16 -inf + 1e30 is
+    # -inf + inf, NaN; its pow, exp_scalar.to<scalar_t>(): x ** 2.7 of bfloat16 x is x ** 2.703125)
     plan.round = None if integer else out_dtype("add", tensors, False) if op in COMPARISONS else \
-        plan.dtype if op in ("add", "sub") and plan.dtype in (torch.float16, torch.bfloat16) else None
+        plan.dtype if op in ("add", "sub", "pow_number") and plan.dtype in (torch.float16, torch.bfloat16) else None
     # a 0-d float tensor beside a 16-bit result is cast to its dtype first, as torch's promotion casts every
     # operand to the common dtype (a 0-d float32 3e38 times a float16 tensor is inf times it, NaN at 0); but
     # for other of mul and div, which torch's CPU kernels read before the cast
