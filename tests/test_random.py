@@ -15,6 +15,14 @@ from tnet.kernels.launch import is_channels_last
 from helpers import CONFIG_DTYPES, DEV, LOW, TOL, assert_close, config_indices, only_ith_config, pair, tol_for
 
 
+@pytest.fixture(autouse=True)
+def torch_validates_args(monkeypatch):
+    """torch's distributions validate their arguments by default, but torch.compile's first call (another test's)
+    turns that default off for the process (dynamo's set_default_validate_args(False)): on again here, as a
+    script that never compiles sees it."""
+    monkeypatch.setattr(torch.distributions.Distribution, "_validate_args", True)
+
+
 # ---- factories and random numbers -----------------------------------------------------------
 
 def test_factories_shapes_and_dtypes():
