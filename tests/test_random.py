@@ -477,6 +477,21 @@ def test_validate_args_raises_as_torch(case):
             lib.distributions.Distribution.set_default_validate_args("yes")
 
 
+def test_compile_turns_validate_args_off_as_torch(monkeypatch):
+    """torch.compile of a model or function turns the distributions' default validate_args off (disable=True
+    and the bare decorator do not); inside a CUDA graph's capture the checks, host reads, are skipped."""
+    for lib in (torch, tnet):
+        monkeypatch.setattr(lib.distributions.Distribution, "_validate_args", True)
+        lib.compile(lambda x: x, disable=True), lib.compile()
+        assert lib.distributions.Distribution._validate_args
+        lib.compile(lambda x: x)
+        assert not lib.distributions.Distribution._validate_args
+        lib.distributions.Normal(0.0, -1.0)
+    monkeypatch.setattr(tnet.distributions.Distribution, "_validate_args", True)
+    monkeypatch.setattr(tnet.distributions, "_capturing", lambda: True)
+    tnet.distributions.Normal(tnet.zeros(2), -tnet.ones(2)).log_prob(tnet.zeros(2))
+
+
 def test_validate_args_false_skips_the_checks_as_torch():
     def scores(lib):
         D, t = lib.distributions, lib.tensor

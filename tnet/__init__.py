@@ -144,9 +144,12 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     """torch.compile's signature: a Module comes back wrapped in an OptimizedModule (as torch's),
     a function as it is (or, used as a decorator without one, the identity): tnet's kernels are
     compiled by Triton already. To capture a whole step in a CUDA graph, as mode="reduce-overhead"
-    does, use tnet.graph.capture."""
+    does, use tnet.graph.capture. As torch's, compiling a model or function (not disable=True) turns the
+    distributions' default validate_args off for the process."""
     if model is None:
-        return lambda fn: fn
+        return lambda fn: compile(fn, disable=disable)
+    if not disable:
+        distributions.Distribution.set_default_validate_args(False)
     return OptimizedModule(model) if isinstance(model, nn.Module) else model
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from . import functional as F
-from .factory import arange, empty, full, full_like, init_generator, ones_like, rand, randn, zeros_like
+from .factory import _capturing, arange, empty, full, full_like, init_generator, ones_like, rand, randn, zeros_like
 from .functional.random import sample_dirichlet, standard_gamma
 from .linalg import cholesky, solve_triangular
 from .nn import functional as nnF
@@ -115,6 +115,12 @@ class _Bounded(Constraint):
             lo, hi = (v.item() for v in F.aminmax(value))
         low, high = self._inside(lo, hi)
         return bool(low and high and lo == lo)
+
+
+def _holds(constraint, value):
+    """validate_args' answer: whether all of value lies in constraint, read on the host; True inside a CUDA
+    graph's capture, where no host read can run (torch.compile turns the checks off likewise)."""
+    return _capturing() or constraint._holds(value)
 
 
 def _interval(lower, upper, low_open=False, high_open=False):
@@ -258,7 +264,7 @@ class Distribution:
 
     def _check_parameter(self, param, value, constraint):
         """torch's ValueError where value, the parameter param, leaves constraint."""
-        if not constraint._holds(value):
+        if not _holds(constraint, value):
             raise ValueError(f"Expected parameter {param} ({type(value).__name__} of shape {tuple(value.shape)}) "
                              f"of distribution {self!r} to satisfy the constraint {constraint!r}, but found invalid "
                              f"values:\n{value}")
@@ -303,7 +309,7 @@ class Distribution:
             warnings.warn(f"{self.__class__} does not define `support` to enable sample validation. Please "
                           "initialize the distribution with `validate_args=False` to turn off validation.")
             return
-        if not support._holds(value):
+        if not _holds(support, value):
             raise ValueError(f"Expected value argument ({type(value).__name__} of shape {tuple(value.shape)}) to be "
                              f"within the support ({support!r}) of the distribution {self!r}, but found invalid "
                              f"values:\n{value}")
@@ -1600,7 +1606,7 @@ class Geometric(Distribution):
         self.probs, self.logits = _binary_parameters(probs, logits)
         self._derived = _lazy_one(probs)
         super().__init__(self.probs.shape, validate_args=validate_args)
-        if self._validate_args and probs is not None and not constraints.positive._holds(self.probs):
+        if self._validate_args and probs is not None and not _holds(constraints.positive, self.probs):
             # torch's check beyond unit_interval: no success ever at probs 0
             raise ValueError(f"Expected parameter probs ({type(self.probs).__name__} of shape {tuple(self.probs.shape)}) "
                              f"of distribution {self!r} to be positive but found invalid values:\n"
