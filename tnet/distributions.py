@@ -24,8 +24,9 @@ import numpy as np
 import torch
 
 from . import functional as F
-from .factory import _capturing, arange, empty, full, full_like, init_generator, ones_like, rand, randn, zeros_like
+from .factory import arange, empty, full, full_like, init_generator, ones_like, rand, randn, zeros_like
 from .functional.random import sample_dirichlet, standard_gamma
+from .kernels.launch import capturing
 from .linalg import cholesky, solve_triangular
 from .nn import functional as nnF
 from .tensor import Tensor, no_grad, tensor
@@ -120,7 +121,7 @@ class _Bounded(Constraint):
 def _holds(constraint, value):
     """validate_args' answer: whether all of value lies in constraint, read on the host; True inside a CUDA
     graph's capture, where no host read can run (torch.compile turns the checks off likewise)."""
-    return _capturing() or constraint._holds(value)
+    return (isinstance(value, Tensor) and capturing(value.memory)) or constraint._holds(value)
 
 
 def _interval(lower, upper, low_open=False, high_open=False):
