@@ -1208,3 +1208,16 @@ def test_rms_norm_squares_by_pow_as_torchs_composition(affine):
     F.rms_norm(a, (3,), tnet.ones(3) if affine else None).backward(tnet.tensor(g))
     tF.rms_norm(b, (3,), torch.ones(3) if affine else None).backward(torch.tensor(g))
     _same(a.grad.numpy(), b.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_xlogy_gradient_beside_a_nan_number_is_0_where_input_is_0(dtype):
+    """xlogy(x, number)'s gradient g log(number) is 0 where x is 0 for any number not > 0, NaN included (torch's
+    Scalar_Other rule); beside a 0-d NaN tensor it stays NaN (the Tensor rule masks only other <= 0): fuzz seed 175
+    at --bad 0.3, case 649."""
+    for other in (float("nan"), "tensor"):
+        a, b = tnet.tensor([0.0, 1.5], dtype=dtype, requires_grad=True), torch.tensor([0.0, 1.5], dtype=dtype, requires_grad=True)
+        oa, ob = (tnet.tensor(float("nan")), torch.tensor(float("nan"))) if other == "tensor" else (other, other)
+        tnet.xlogy(a, oa).backward(tnet.ones(2, dtype=dtype))
+        torch.xlogy(b, ob).backward(torch.ones(2, dtype=dtype))
+        _same(a.grad.float().numpy(), b.grad.float())
