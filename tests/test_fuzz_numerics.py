@@ -1236,3 +1236,19 @@ def test_pdist_and_cdist_take_torchs_unscaled_sum_of_squares(v):
     want.backward(torch.tensor([0.7]))
     _same(a.grad.numpy(), b.grad)
     _same(tnet.cdist(a, a).detach().numpy(), torch.cdist(b, b))
+
+
+@pytest.mark.parametrize("padding_idx", [None, 1])
+def test_embedding_bag_max_takes_a_nan_only_as_a_bags_first_row(padding_idx):
+    """mode='max' is torch's kernels' loop: a bag's first row (padding left out), then each strictly greater one, so
+    that a NaN wins only as the first, and the gradient goes to that row (tnet's max let any NaN win: fuzz seed 178
+    at --bad 0.2, case 916, silent-wrong)."""
+    nan = float("nan")
+    w, inp, off = [[1.0, nan], [nan, 2.0], [3.0, -1.0], [nan, nan]], [1, 0, 2, 3, 0, 2, 1], [0, 3]
+    a, b = tnet.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True)
+    got = F.embedding_bag(tnet.tensor(inp), a, tnet.tensor(off), mode="max", padding_idx=padding_idx)
+    want = tF.embedding_bag(torch.tensor(inp), b, torch.tensor(off), mode="max", padding_idx=padding_idx)
+    _same(got.detach().numpy(), want)
+    got.backward(tnet.ones(2, 2))
+    want.backward(torch.ones(2, 2))
+    _same(a.grad.numpy(), b.grad)
