@@ -1252,3 +1252,15 @@ def test_embedding_bag_max_takes_a_nan_only_as_a_bags_first_row(padding_idx):
     got.backward(tnet.ones(2, 2))
     want.backward(torch.ones(2, 2))
     _same(a.grad.numpy(), b.grad)
+
+
+def test_prod_over_a_dim_of_size_one_without_zeros_is_g_prod_over_x():
+    """Over a dim of size 1, torch's gradient is g * prod / x where the input holds no zero: NaN at an infinite or
+    NaN x (tnet passed g there, as torch does only beside a zero: fuzz seed 185 at --bad 0.1, case 683, silent-wrong)."""
+    for x in ([[1e-40], [NAN], [INF], [2.0]], [[0.0], [NAN], [INF], [2.0]]):
+        for keepdim in (False, True):
+            a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+            got, want = tnet.prod(a, -1, keepdim=keepdim), torch.prod(t, -1, keepdim=keepdim)
+            got.backward(tnet.full(tuple(got.shape), 0.5))
+            want.backward(torch.full(tuple(want.shape), 0.5))
+            _same(a.grad.numpy(), t.grad)
