@@ -15,9 +15,10 @@ from .copy import unfold_windows
 from .gemm import distances, matmul
 from .pad import pad
 from .inputs import check_args, check_tensors, legacy_reduction
-from .pointwise import add, clamp_min, div, exp, gt, le, log, logical_and, logsigmoid, lt, minimum, mul, ne, neg, pow, sub, where
+from .pointwise import (add, clamp_min, div, eq, exp, gt, isnan, le, log, logical_and, logical_not, logical_or, logsigmoid, lt,
+                        minimum, mul, ne, neg, pow, sub, where)
 from .reduce import any, logsumexp, max, mean, pairwise_distance, sum
-from .sort import cumprod
+from .sort import cumprod, cumsum
 
 
 def _require(cond, msg, error=ValueError):
@@ -260,6 +261,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     rows = embedding(index, weight)  # [B, L, D]
     keep = None if inside is None else unsqueeze(inside.to(weight.dtype), 2)
     if mode == "max":  # the gradient goes to each maximum's row, as torch's
+        # torch's kernels take a bag's first row, then each strictly greater one: a NaN counts only as the first
+        first = (Tensor(as_storage((np.arange(rows.shape[1]) == 0).reshape(1, -1, 1))) if keep is None
+                 else logical_and(gt(keep, 0.0), eq(cumsum(keep, 1), 1.0)))
+        rows = where(logical_or(first, logical_not(isnan(rows))), rows, -math.inf)
         if keep is None:
             return max(rows, 1)[0]
         return where(gt(sum(keep, 1), 0.0), max(where(gt(keep, 0.0), rows, -math.inf), 1)[0], 0.0)

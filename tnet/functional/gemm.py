@@ -200,9 +200,12 @@ def _taxicab(diff):
 def _direct_euclidean(diff):
     """The 2-norms over the last dim of the differences diff [*, P, R, M], with torch's cdist gradient g diff / d
     (the norm's is diff (g / d), as torch's: the product first is NaN where g diff overflows beside an infinite
-    d, as torch's cdist), 0 where d is 0."""
+    d, as torch's cdist), 0 where d is 0. d is torch's kernels' sqrt(sum(diff^2)) in fp32, unscaled (not
+    vector_norm's): 0 where the squares underflow (a subnormal difference), inf where they overflow (|diff| >= 2e19)."""
     with no_grad():
-        d = vector_norm(diff, 2, -1)
+        wide = diff if diff.dtype == torch.float32 else to(diff, torch.float32)
+        d = sqrt(_reduce_sum(mul(wide, wide), -1))
+        d = d if d.dtype == diff.dtype else to(d, diff.dtype)
     D = diff.memory
 
     def backward(g):  # g diff / d in fp32 registers (g diff overflows float16)

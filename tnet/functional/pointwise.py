@@ -1489,25 +1489,29 @@ def _atan2_graph(g, a, b, y):  # (g b, -g a) / (a^2 + b^2), 0 where a^2 + b^2 is
     return g * b * recip, -(g * a) * recip
 
 
-def _xlogy_graph(g, a, b, y):  # g log(b) (0 where a is 0 and b <= 0, as torch's), g a / b
+def _xlogy_graph(g, a, b, y):  # g log(b) (0 where a is 0 and b <= 0, as torch's; a number b: not > 0), g a / b
     ga = None
     if isinstance(a, Tensor):
         ga = xlogy(g, b)
         if isinstance(b, Tensor):
             ga = where(logical_and(eq(a, 0.0), le(b, 0.0)), 0.0, ga)
-        elif b <= 0:
+        elif not b > 0:
             ga = where(eq(a, 0.0), 0.0, ga)
     return ga, g * a / b if isinstance(b, Tensor) else None
 
 
 def xlogy(input, other):
     """input * log(other), 0 where input is 0 (NaN where other is NaN), as torch.xlogy; other's gradient is torch's
-    g * input / other, op by op beside a 16-bit operand (g * input rounds first)."""
+    g * input / other, op by op beside a 16-bit operand (g * input rounds first). input's gradient g log(other) is 0
+    where input is 0 and other <= 0, and beside a number other that is not > 0 (NaN too: torch's Scalar_Other rule)."""
     def grads(g, a, b, y, need):
         given = _op_by_op(input, other)
         gb = need[1] and (_pw.pointwise("div", _pw.pointwise("mul", g, given[0]), given[1]) if given
                           else _pw.pointwise("muldiv", g, a, b))
-        return need[0] and _pw.pointwise("xlogy_backward", g, a, b), gb
+        ga = need[0] and _pw.pointwise("xlogy_backward", g, a, b)
+        if need[0] and isinstance(other, numbers.Real) and math.isnan(other):  # the kernel's NaN, 0 where input is 0
+            ga = _pw.pointwise("where", _pw.pointwise("eq", a, 0.0), 0.0, ga)
+        return ga, gb
     return _binary("xlogy", input, other, "xlogy", grads, graph=_xlogy_graph)
 
 

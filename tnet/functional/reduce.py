@@ -267,8 +267,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
 
     def backward(g):
-        if not input.ndim or (dim is not None and input.shape[dims[0]] == 1):  # torch's: a 0-d input's gradient, and
-            # a product over a dim of size 1's, is g (an infinite or NaN x too, where prod / x is NaN)
+        if not input.ndim:  # torch's: a 0-d input's gradient is g (an infinite or NaN x too, where prod / x is NaN);
+            # over a dim of size 1 the rule below holds: g * prod / x (NaN there) unless the input holds a zero
             return (copy_(torch.empty(X.shape, dtype=input.dtype, device=X.device), g.reshape(X.shape)),)
         # torch's rule, by the input's count of zeros (torch reads it on the host; here it selects on the device,
         # so that a captured step replays it): none, g * prod / x; prod() of two or more, 0 everywhere (beside a
