@@ -29,8 +29,30 @@ def test_cov_errors_like_torch(rng):
     x = leaf(rng, 2, 3, 4)[0]
     with pytest.raises(ValueError, match="two or fewer dimensions"):
         tnet.cov(x)
-    with pytest.raises(NotImplementedError):
-        tnet.cov(leaf(rng, 2, 3)[0], fweights=tnet.tensor([1, 2, 3]))
+    y = leaf(rng, 2, 3)[0]
+    for kwargs, match in [({"fweights": tnet.tensor([1.0, 2.0, 3.0])}, "integral dtype"),
+                          ({"aweights": tnet.tensor([1, 2, 3])}, "floating point dtype"),
+                          ({"fweights": tnet.tensor([1, 2])}, "same numel"),
+                          ({"aweights": tnet.tensor([[1.0, 2.0, 3.0]])}, "one or fewer dimensions"),
+                          ({"fweights": tnet.tensor([1, -2, 3])}, "cannot be negative"),
+                          ({"aweights": tnet.zeros(3)}, "weights sum to zero")]:
+        with pytest.raises(RuntimeError, match=match):
+            tnet.cov(y, **kwargs)
+        with pytest.raises(RuntimeError, match=match):
+            torch.cov(torch.zeros(2, 3), **{k: torch.tensor(v.numpy()) for k, v in kwargs.items()})
+
+
+@pytest.mark.parametrize("correction", [0, 1, 2])
+def test_cov_with_observation_weights_matches_torch_with_gradient(correction, rng, ieee):
+    """fweights (repeat counts) and aweights (importances) as torch's, the gradient reaching x and aweights (ports 33:
+    an EM for a Gaussian mixture's M-step, torch.cov(x.T, aweights=resp[:, k]), raised NotImplementedError)."""
+    x, aw = leaf(rng, 3, 7), leaf(rng, 7, positive=True)
+    fw = rng.integers(1, 4, 7)
+    check(lambda t, a: tnet.cov(t, correction=correction, fweights=tnet.tensor(fw), aweights=a),
+          lambda r, a: torch.cov(r, correction=correction, fweights=torch.tensor(fw), aweights=a), [x, aw], rng,
+          TOL["ieee"])
+    check(lambda t: tnet.cov(t, correction=correction, fweights=tnet.tensor(fw)),
+          lambda r: torch.cov(r, correction=correction, fweights=torch.tensor(fw)), [x], rng, TOL["ieee"])
 
 
 def test_eigh_matches_torch(rng):

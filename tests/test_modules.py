@@ -475,6 +475,23 @@ def test_meta_device_factory_kwargs_to_empty_and_reset_parameters_as_torch():
     assert not np.array_equal(t.encoder.layers[0].linear1.weight.numpy(), kept)
 
 
+def test_meta_device_factory_kwargs_of_a_custom_layer_as_torch():
+    """A custom layer in torch.nn's own style (factory_kwargs of device and dtype into torch.empty, then
+    reset_parameters) built on the meta device and brought back by to_empty and reset_parameters: tnet's factories
+    allocate on its device for device="meta", as its layers do (ports 33: detectron2_frozen_bn's cosine head raised
+    InputError at torch.empty(..., device="meta"))."""
+    def build(lib, device=None, dtype=None):
+        factory_kwargs = {"device": device, "dtype": dtype}
+        return [lib.empty((3, 2), **factory_kwargs), lib.zeros(3, **factory_kwargs), lib.ones((), **factory_kwargs),
+                lib.full((2,), 0.5, **factory_kwargs), lib.arange(3, **factory_kwargs)]
+    ref, ours = build(torch, device="meta"), build(tnet, device=torch.device("meta"))
+    assert all(r.is_meta for r in ref) and not any(t.is_meta for t in ours)
+    assert [(tuple(t.shape), t.dtype) for t in ours] == [(tuple(r.shape), r.dtype) for r in ref]
+    assert ours[4].tolist() == [0, 1, 2] and ours[1].device == tnet.DEVICE
+    with pytest.raises(ValueError):
+        tnet.empty(2, device="mps")
+
+
 def test_skip_init_memory_format_and_nn_utils_import_paths():
     m = nn.utils.skip_init(nn.Linear, 3, 2, bias=False)
     assert type(m) is nn.Linear and m.weight.shape == (2, 3) and m.bias is None

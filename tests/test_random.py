@@ -40,7 +40,7 @@ def test_factories_shapes_and_dtypes():
     scalar = tnet.tensor(1.0)  # 0-d sizes are sizes: () given, or a 0-d tensor's
     assert [t.shape for t in (tnet.rand(()), tnet.randn(()), tnet.rand_like(scalar), tnet.randn_like(scalar))] == [()] * 4
     for bad in (lambda: tnet.zeros(2, -1), lambda: tnet.rand(2, dtype=tnet.int64),
-                lambda: tnet.full((2,), 1, requires_grad=True), lambda: tnet.zeros(2, device="meta")):
+                lambda: tnet.full((2,), 1, requires_grad=True), lambda: tnet.zeros(2, device="mps")):
         with pytest.raises(ValueError):
             bad()
 

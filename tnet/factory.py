@@ -15,7 +15,7 @@ import torch
 from ._device import DEVICE
 from .kernels import random as _random
 from .kernels.launch import INTEGERS, InputError, InputTypeError, check
-from .tensor import Tensor, as_storage, check_device, check_dtype
+from .tensor import Tensor, as_storage, check_dtype, check_factory_device
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
 DEFAULT_SEED = 67280421310721  # torch's default generator's seed
@@ -230,7 +230,7 @@ def _with_out(factory):
 def full(size, fill_value, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     """A tensor of `size` filled with fill_value; dtype as torch infers it (int64 for an int,
     bool for a bool, float32 otherwise)."""
-    check_device("full", device)
+    check_factory_device("full", device)
     check_layout("full", layout)
     if dtype is not None:  # the argument's type before the size's values, as torch's parser
         check_dtype("full", dtype)
@@ -293,7 +293,7 @@ def check_global(name, generator):
 def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=None):
     """Of size (a tuple of ints, checked), drawn on the device from tnet's generator, or with generator= (a
     tnet.Generator) on the host from that generator, as randint and randperm draw."""
-    check_device(name, device)
+    check_factory_device(name, device)
     dtype = dtype or float32
     if dtype not in _random.FLOATS:
         raise ValueError(f"{name}: draws float tensors ({', '.join(map(str, _random.FLOATS))}), got {dtype}")
@@ -326,7 +326,7 @@ def randn(*sizes, size=None, generator=None, dtype=None, layout=torch.strided, d
 def empty(*sizes, size=None, dtype=None, layout=torch.strided, device=None, requires_grad=False, pin_memory=False,
           memory_format=torch.contiguous_format):
     """An uninitialised tensor of `size` (float32 unless dtype says)."""
-    check_device("empty", device)
+    check_factory_device("empty", device)
     check_layout("empty", layout)
     data = torch.empty(_size("empty", sizes, size), dtype=dtype or float32, device=DEVICE, memory_format=memory_format)
     return _leaf("empty", data, requires_grad)
@@ -335,7 +335,7 @@ def empty(*sizes, size=None, dtype=None, layout=torch.strided, device=None, requ
 def _like(name, input, make, dtype, layout, device, requires_grad, memory_format):
     """make(input's storage, dtype, memory_format): a new tensor shaped like input, of input's dtype
     unless dtype says, in input's layout by default (torch's preserve_format)."""
-    check_device(name, device)
+    check_factory_device(name, device)
     check_layout(name, layout)
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}(): argument 'input' must be a tnet.Tensor, not {type(input).__name__}")
@@ -391,7 +391,7 @@ def arange(*bounds, start=None, end=None, step=None, dtype=None, layout=torch.st
     step are ints, else float32 (unless dtype says). Computed on the host in float64, then copied.
     torch's forms: arange(end), arange(end=end) (TransE's), arange(start, end) and arange(start, end,
     step), by position or keyword; another (a step or a start without an end) is its TypeError."""
-    check_device("arange", device)
+    check_factory_device("arange", device)
     check_layout("arange", layout)
     check_dtype("arange", dtype or float32)
     if len(bounds) > 3:
@@ -441,7 +441,7 @@ def arange(*bounds, start=None, end=None, step=None, dtype=None, layout=torch.st
 @_with_out
 def eye(n, m=None, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     """The n x m (m = n) identity, float32 unless dtype says, as torch.eye."""
-    check_device("eye", device)
+    check_factory_device("eye", device)
     check_layout("eye", layout)
     if dtype is not None:
         check_dtype("eye", dtype)
@@ -453,7 +453,7 @@ def eye(n, m=None, dtype=None, layout=torch.strided, device=None, requires_grad=
 @_with_out
 def linspace(start, end, steps, dtype=None, layout=torch.strided, device=None, requires_grad=False):
     """steps values from start to end, evenly spaced (computed on the host in float64), as torch.linspace."""
-    check_device("linspace", device)
+    check_factory_device("linspace", device)
     check_layout("linspace", layout)
     _check_steps("linspace", steps)
     return _leaf("linspace", as_storage(np.linspace(start, end, steps), dtype or float32), requires_grad)
@@ -472,7 +472,7 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layou
     """Integers uniform in [low, high) (randint(high, size), randint(high, size=...) and randint(high=,
     size=): from 0), int64 unless dtype says, drawn on the host from the stream tnet.manual_seed reseeds
     (or from generator, a numpy Generator): other numbers than torch's."""
-    check_device("randint", device)
+    check_factory_device("randint", device)
     check_layout("randint", layout)
     if size is None:  # randint(high, size)
         low, high, size = None, low, high
@@ -492,7 +492,7 @@ def randperm(n, *, generator=None, dtype=None, layout=torch.strided, device=None
     """A random permutation of 0 .. n-1 (int64 unless dtype says), drawn on the host from the
     stream that tnet.manual_seed reseeds (init_generator) or from generator (a tnet.Generator), then
     copied: other numbers than torch's."""
-    check_device("randperm", device)
+    check_factory_device("randperm", device)
     check_layout("randperm", layout)
     if not _is_int(n):
         raise InputTypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
@@ -535,7 +535,7 @@ LongTensor, IntTensor, BoolTensor, ByteTensor, ShortTensor, CharTensor = (_typed
 # ---- factories of the eighth session ------------------------------------------------------------
 
 def _triangle_indices(name, pick, row, col, offset, dtype, device):
-    check_device(name, device)
+    check_factory_device(name, device)
     if row < 0 or col < 0:
         raise RuntimeError(f"{'row' if row < 0 else 'col'} must be non-negative, got {row if row < 0 else col}")
     return Tensor(as_storage(np.stack(pick(row, offset, col)).reshape(2, -1), dtype))
@@ -555,7 +555,7 @@ def triu_indices(row, col, offset=0, *, dtype=torch.int64, device=None, layout=t
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, layout=torch.strided,
                   pin_memory=False):
     """An uninitialised tensor with these strides, as torch.empty_strided."""
-    check_device("empty_strided", device)
+    check_factory_device("empty_strided", device)
     return _leaf("empty_strided", torch.empty_strided(tuple(size), tuple(stride), dtype=dtype or float32, device=DEVICE),
                  requires_grad)
 
@@ -564,7 +564,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=torch.strided, d
                    pin_memory=False):
     """An uninitialised tensor of `size` whose memory holds its dims in the order `physical_layout` (the
     last the fastest), as torch.empty_permuted: (0, 2, 3, 1) of a 4-d size is channels-last."""
-    check_device("empty_permuted", device)
+    check_factory_device("empty_permuted", device)
     return _leaf("empty_permuted", torch.empty_permuted(tuple(size), tuple(physical_layout), dtype=dtype or float32,
                                                         device=DEVICE), requires_grad)
 
@@ -581,7 +581,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, layout=torch.strided, dev
     """base ** linspace(start, end, steps), as torch.logspace."""
     if not isinstance(base, numbers.Real):
         raise InputTypeError(f"logspace(): argument 'base' must be float, not {type(base).__name__}")
-    check_device("logspace", device)
+    check_factory_device("logspace", device)
     _check_steps("logspace", steps)
     return _leaf("logspace", as_storage(float(base) ** np.linspace(start, end, steps), dtype or float32), requires_grad)
 
@@ -593,7 +593,7 @@ def range_(start=0, end=None, step=1, dtype=None, layout=torch.strided, device=N
     warnings.warn("torch.range is deprecated and will be removed in a future release because its behavior is "
                   "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
                   "[start, end).", UserWarning, stacklevel=2)
-    check_device("range", device)
+    check_factory_device("range", device)
     start, end = (0, start) if end is None else (start, end)
     if step == 0 or (end - start) * step < 0:
         raise RuntimeError("upper bound and larger bound inconsistent with step sign" if step else "step must be nonzero")
@@ -605,7 +605,7 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, values)
     """A window of window_length values: values(k, m) of the points k = 0 .. m (m = window_length, or
     window_length - 1 where not periodic: a periodic window is the symmetric one of one more point,
     its last dropped), as torch's window functions."""
-    check_device(name, device)
+    check_factory_device(name, device)
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
     dtype = dtype or float32

@@ -1053,6 +1053,16 @@ def check_device(name, device):
         raise InputError(f"{name}: tnet keeps tensors on {DEVICE}, got device={device}")
 
 
+def check_factory_device(name, device):
+    """A factory's or a layer's device=: tnet's device, or "meta", where torch gives tensors of shape and dtype
+    without data, to be given values later (a model built on the meta device, then to_empty and reset_parameters or
+    a checkpoint; a custom layer's torch.empty(..., **factory_kwargs), as torch's own layers allocate). tnet has no
+    meta tensors, so these are allocated on its device (is_meta False), as under `with tnet.device("meta")`, which
+    tnet's allocations do not see; another device raises as check_device."""
+    if device is None or torch.device(device).type != "meta":
+        check_device(name, device)
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A tnet.Tensor from a numpy array, torch tensor, list or number, as torch.tensor: float32 by
     default, float16, bfloat16 and uint8 data keep their dtype, other integers become int64 (pin_memory is accepted:

@@ -17,6 +17,7 @@ from .copy import diagonal, expand, permute, reshape, squeeze, tensors_result_ty
 from .pointwise import (abs, add, ceil, clamp_max, clamp_min, div, eq, isnan, logical_and, logical_or, mul, sign, sqrt, sub,
                         sum_to, where)
 from .inputs import check_args, check_tensors, needs_grad
+from .reduce import amin as _amin
 from .reduce import sum as _reduce_sum
 from .reduce import vector_norm
 
@@ -242,25 +243,49 @@ def _euclidean_cdist(x1, x2):
 def cov(x, *, correction=1, fweights=None, aweights=None):
     """torch.cov: the covariance matrix of the variables in x's rows over its columns, the
     observations (x [vars, obs], or [obs] or [1, obs] for one variable: a 0-d result), dividing by
-    obs - correction (at most 0: infinities, as torch); differentiable. Observation weights (fweights, aweights) raise
-    NotImplementedError."""
+    obs - correction (at most 0: infinities, as torch); differentiable. Observation weights as torch's: w the product
+    of fweights (integer repeat counts) and aweights (float importances), the weighted mean sum(x w) / sum(w), the
+    products of the centred rows with x w, divided by sum(w) - correction * sum(w aweights) / sum(w) where aweights
+    are given (sum(w) - correction where not); the weights get their gradient too."""
     check_args("cov", "int", correction=correction)
     check_tensors("cov", input=x)
     check(x.ndim <= 2, lambda: f"cov: expected input to have two or fewer dimensions but got an input with {x.ndim} "
                                f"dimensions")
-    if fweights is not None or aweights is not None:
-        raise NotImplementedError("cov: fweights and aweights are not supported")
     rows = reshape(x, 1, -1) if x.ndim < 2 else x
+    obs = rows.shape[1]
+    w = None
+    for name, weights in (("fweights", fweights), ("aweights", aweights)):
+        if weights is None:
+            continue
+        check_tensors("cov", **{name: weights})
+        floating = weights.dtype.is_floating_point
+        check(weights.ndim <= 1, lambda: f"cov(): expected {name} to have one or fewer dimensions but got {name} "
+                                         f"with {weights.ndim} dimensions")
+        check(floating == (name == "aweights") and weights.dtype != torch.bool,
+              lambda: f"cov(): expected {name} to have {'floating point' if name == 'aweights' else 'integral'} dtype "
+                      f"but got {name} with {weights.dtype} dtype")
+        check(weights.numel() == obs, lambda: f"cov(): expected {name} to have the same numel as there are "
+                                              f"observations in the input but got {weights.numel()} != {obs}")
+        check(obs == 0 or _amin(weights).item() >= 0, f"cov(): {name} cannot be negative")
+        w = weights if w is None else mul(w, weights)
     # torch's ops: the sum over the count (a 16-bit sum rounds before the division), the product divided by the
     # degrees of freedom, 0 where there are none (x / 0: inf, or NaN), with its warning
-    avg = div(_reduce_sum(rows, 1), rows.shape[1])
-    dof = rows.shape[1] - correction
-    if dof <= 0:
+    if w is None:
+        avg = div(_reduce_sum(rows, 1), obs)
+        dof = obs - correction
+    else:
+        w_sum = _reduce_sum(w)
+        check(w_sum.item() != 0, "cov(): weights sum to zero, can't be normalized")
+        avg = div(_reduce_sum(mul(rows, w), 1), w_sum)
+        dof = (sub(w_sum, div(mul(_reduce_sum(mul(w, aweights)), correction), w_sum))
+               if aweights is not None and correction != 0 else sub(w_sum, correction))
+    if (dof.item() if isinstance(dof, Tensor) else dof) <= 0:
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
                       "observations.", UserWarning, stacklevel=2)
-        dof = 0
+        dof = mul(dof, 0) if isinstance(dof, Tensor) else 0
     centred = rows - unsqueeze(avg, 1)
-    return squeeze(div(matmul(centred, centred.t()), dof))  # torch squeezes every size-1 dim: one variable gives 0-d
+    other = centred if w is None else mul(centred, w)
+    return squeeze(div(matmul(centred, other.t()), dof))  # torch squeezes every size-1 dim: one variable gives 0-d
 
 
 def linear(input, weight, bias=None):

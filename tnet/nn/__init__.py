@@ -17,7 +17,7 @@ from ..functional.conv import check_conv_args
 from ..functional.inputs import legacy_reduction
 from ..kernels.launch import InputTypeError, check, dense, ntuple, pair, single, triple
 from ..factory import init_generator
-from ..tensor import Tensor, add_hook, as_storage, check_device, gate, is_grad_enabled, memory_of, tensor
+from ..tensor import Tensor, add_hook, as_storage, check_factory_device, gate, is_grad_enabled, memory_of, tensor
 from . import attention, init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
@@ -685,7 +685,7 @@ class Module:
         if isinstance(kwargs.get("tensor"), Tensor):
             kwargs["tensor"] = kwargs["tensor"].memory
         device, dtype, _, _ = torch._C._nn._parse_to(*args, **kwargs)
-        check_module_device(f"{type(self).__name__}.to", device)
+        check_factory_device(f"{type(self).__name__}.to", device)
         if dtype is not None:
             if not dtype.is_floating_point:
                 raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -702,7 +702,7 @@ class Module:
         model built on the meta device, whose reset_parameters or checkpoint then gives them values). tnet has
         one device and no meta tensors, so on tnet's device or "meta" the tensors stay as they are (their
         values count as uninitialised); another device raises ValueError. Returns self."""
-        check_module_device(f"{type(self).__name__}.to_empty",
+        check_factory_device(f"{type(self).__name__}.to_empty",
                             torch.device(device) if isinstance(device, int) else device)
         return self
 
@@ -1049,19 +1049,10 @@ def register_module_full_backward_pre_hook(hook):
     return _add_global_hook("_backward_pre_hooks", hook)
 
 
-def check_module_device(name, device):
-    """A module's device (its device= factory kwarg, to, to_empty): tnet's device, or "meta", where torch's
-    module holds tensors of shape and dtype without data (to be given values by to_empty and reset_parameters,
-    or a checkpoint): tnet has no meta tensors, so such a module is built (or kept) on tnet's device with its
-    values, as under `with tnet.device("meta")`, which tnet's allocations do not see; another raises."""
-    if device is None or torch.device(device).type != "meta":
-        check_device(name, device)
-
-
 def factory_args(name, device, dtype):
-    """torch's device= and dtype= of a layer: tnet's device ("meta" too: check_module_device) and float32 only
+    """torch's device= and dtype= of a layer: tnet's device ("meta" too: check_factory_device) and float32 only
     (parameters are fp32 masters; tnet.autocast gives 16-bit compute)."""
-    check_module_device(name, device)
+    check_factory_device(name, device)
     if dtype is not None and dtype != torch.float32:
         raise TypeError(f"{name}: parameters are float32 (use tnet.autocast for 16-bit compute), got dtype={dtype}")
 
