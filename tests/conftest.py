@@ -33,6 +33,15 @@ def fresh_generator():
     tnet.manual_seed(tnet.factory.DEFAULT_SEED)
 
 
+@pytest.fixture(autouse=True)
+def distributions_validate_args(monkeypatch):
+    """torch's distributions (and tnet's) validate their arguments by default, but torch.compile's first call
+    (and tnet.compile's, as torch's), in another test of the process, turns that default off for good: on
+    again before every test, as a script that never compiles sees it."""
+    for lib in (torch, tnet):
+        monkeypatch.setattr(lib.distributions.Distribution, "_validate_args", True)
+
+
 @pytest.fixture
 def ieee():
     """fp32 GEMMs in exact IEEE arithmetic, for comparisons at the fp32 tolerance."""
