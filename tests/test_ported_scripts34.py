@@ -226,3 +226,255 @@ def autoaugment_tensor_ops(m, state=None):
 
 def test_autoaugment_tensor_ops():
     compare(autoaugment_tensor_ops)
+
+
+# (c) eriklindernoren's PyTorch-GAN implementations/infogan: Tensor = torch.cuda.FloatTensor if cuda else
+# torch.FloatTensor, Variable(Tensor(...).fill_(1.0), requires_grad=False) targets, to_categorical by numpy's
+# one-hot, weights_init_normal through apply with classname.find, BatchNorm2d(c, 0.8) (eps given positionally),
+# nn.Upsample(scale_factor=2), Dropout2d(0.25) (here 0), the discriminator's three heads, the info loss's optimizer
+# over itertools.chain(generator.parameters(), discriminator.parameters())
+def infogan(m, state=None):
+    torch, nn = m.torch, m.nn
+    from importlib import import_module
+    Variable = import_module(torch.__name__ + ".autograd").Variable
+    torch.manual_seed(0)
+    rng = np.random.default_rng(3)
+    latent_dim, n_classes, code_dim, img_size, channels, batch = 4, 3, 2, 8, 1, 3
+    cuda = True if torch.cuda.is_available() else False
+
+    def weights_init_normal(m_):
+        classname = m_.__class__.__name__
+        if classname.find("Conv") != -1:
+            torch.nn.init.normal_(m_.weight.data, 0.0, 0.02)
+        elif classname.find("BatchNorm") != -1:
+            torch.nn.init.normal_(m_.weight.data, 1.0, 0.02)
+            torch.nn.init.constant_(m_.bias.data, 0.0)
+
+    def to_categorical(y, num_columns):
+        """Returns one-hot encoded Variable"""
+        y_cat = np.zeros((y.shape[0], num_columns))
+        y_cat[range(y.shape[0]), y] = 1.0
+        return Variable(FloatTensor(y_cat))
+
+    class Generator(nn.Module):
+        def __init__(self):
+            super(Generator, self).__init__()
+            input_dim = latent_dim + n_classes + code_dim
+            self.init_size = img_size // 4
+            self.l1 = nn.Sequential(nn.Linear(input_dim, 8 * self.init_size ** 2))
+            self.conv_blocks = nn.Sequential(
+                nn.BatchNorm2d(8),
+                nn.Upsample(scale_factor=2),
+                nn.Conv2d(8, 8, 3, stride=1, padding=1),
+                nn.BatchNorm2d(8, 0.8),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Upsample(scale_factor=2),
+                nn.Conv2d(8, 4, 3, stride=1, padding=1),
+                nn.BatchNorm2d(4, 0.8),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(4, channels, 3, stride=1, padding=1),
+                nn.Tanh(),
+            )
+
+        def forward(self, noise, labels, code):
+            gen_input = torch.cat((noise, labels, code), -1)
+            out = self.l1(gen_input)
+            out = out.view(out.shape[0], 8, self.init_size, self.init_size)
+            img = self.conv_blocks(out)
+            return img
+
+    class Discriminator(nn.Module):
+        def __init__(self):
+            super(Discriminator, self).__init__()
+
+            def discriminator_block(in_filters, out_filters, bn=True):
+                """Returns layers of each discriminator block"""
+                block = [nn.Conv2d(in_filters, out_filters, 3, 2, 1), nn.LeakyReLU(0.2, inplace=True),
+                         nn.Dropout2d(0.0)]
+                if bn:
+                    block.append(nn.BatchNorm2d(out_filters, 0.8))
+                return block
+
+            self.conv_blocks = nn.Sequential(
+                *discriminator_block(channels, 4, bn=False),
+                *discriminator_block(4, 8),
+            )
+            ds_size = img_size // 2 ** 2
+            self.adv_layer = nn.Sequential(nn.Linear(8 * ds_size ** 2, 1))
+            self.aux_layer = nn.Sequential(nn.Linear(8 * ds_size ** 2, n_classes), nn.Softmax())
+            self.latent_layer = nn.Sequential(nn.Linear(8 * ds_size ** 2, code_dim))
+
+        def forward(self, img):
+            out = self.conv_blocks(img)
+            out = out.view(out.shape[0], -1)
+            validity = self.adv_layer(out)
+            label = self.aux_layer(out)
+            latent_code = self.latent_layer(out)
+            return validity, label, latent_code
+
+    adversarial_loss = torch.nn.MSELoss()
+    categorical_loss = torch.nn.CrossEntropyLoss()
+    continuous_loss = torch.nn.MSELoss()
+    lambda_cat, lambda_con = 1, 0.1
+
+    generator = Generator()
+    discriminator = Discriminator()
+    generator.apply(weights_init_normal)
+    discriminator.apply(weights_init_normal)
+    both = nn.ModuleList([generator, discriminator])
+    init = load(m, both, state)
+
+    optimizer_G = torch.optim.Adam(generator.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    optimizer_info = torch.optim.Adam(itertools.chain(generator.parameters(), discriminator.parameters()),
+                                      lr=2e-3, betas=(0.5, 0.999))
+    FloatTensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor
+    LongTensor = torch.cuda.LongTensor if cuda else torch.LongTensor
+    losses = []
+    for i in range(2):
+        imgs = torch.tensor(np.tanh(normal(rng, batch, channels, img_size, img_size)))
+        labels = torch.tensor(rng.integers(0, n_classes, batch))
+        batch_size = imgs.shape[0]
+        valid = Variable(FloatTensor(batch_size, 1).fill_(1.0), requires_grad=False)
+        fake = Variable(FloatTensor(batch_size, 1).fill_(0.0), requires_grad=False)
+        real_imgs = Variable(imgs.type(FloatTensor))
+        labels = to_categorical(labels.numpy(), num_columns=n_classes)
+
+        optimizer_G.zero_grad()
+        z = Variable(FloatTensor(np.random.default_rng(10 + i).normal(0, 1, (batch_size, latent_dim))))
+        label_input = to_categorical(rng.integers(0, n_classes, batch_size), num_columns=n_classes)
+        code_input = Variable(FloatTensor(rng.uniform(-1, 1, (batch_size, code_dim))))
+        gen_imgs = generator(z, label_input, code_input)
+        validity, _, _ = discriminator(gen_imgs)
+        g_loss = adversarial_loss(validity, valid)
+        g_loss.backward()
+        optimizer_G.step()
+
+        optimizer_D.zero_grad()
+        real_pred, _, _ = discriminator(real_imgs)
+        d_real_loss = adversarial_loss(real_pred, valid)
+        fake_pred, _, _ = discriminator(gen_imgs.detach())
+        d_fake_loss = adversarial_loss(fake_pred, fake)
+        d_loss = (d_real_loss + d_fake_loss) / 2
+        d_loss.backward()
+        optimizer_D.step()
+
+        optimizer_info.zero_grad()
+        sampled_labels = rng.integers(0, n_classes, batch_size)
+        gt_labels = Variable(LongTensor(sampled_labels), requires_grad=False)
+        z = Variable(FloatTensor(np.random.default_rng(20 + i).normal(0, 1, (batch_size, latent_dim))))
+        label_input = to_categorical(sampled_labels, num_columns=n_classes)
+        code_input = Variable(FloatTensor(rng.uniform(-1, 1, (batch_size, code_dim))))
+        gen_imgs = generator(z, label_input, code_input)
+        _, pred_label, pred_code = discriminator(gen_imgs)
+        info_loss = lambda_cat * categorical_loss(pred_label, gt_labels) + lambda_con * continuous_loss(
+            pred_code, code_input)
+        info_loss.backward()
+        optimizer_info.step()
+        losses += [d_loss.item(), g_loss.item(), info_loss.item(), float(labels.sum())]
+    # the convolutions' biases ahead of a BatchNorm get gradients that are zero but for rounding (the 0.02-scale
+    # weights leave each channel's outputs on its bias's side of LeakyReLU's kink, a shift BatchNorm removes), and
+    # Adam turns that noise into steps of +-lr: the summary leaves them out
+    shifted = {"0.conv_blocks.2.bias", "0.conv_blocks.6.bias", "1.conv_blocks.3.bias"}
+    return init, losses + summary(p for name, p in both.named_parameters() if name not in shifted)
+
+
+def test_infogan():
+    compare(infogan)
+
+
+# (d) eriklindernoren's BEGAN: the discriminator an autoencoder (down by a strided conv, a bottleneck Linear, up by
+# nn.Upsample), the losses L1 distances to its reconstructions, gamma's balance diff = (gamma * d_loss_real -
+# d_loss_fake), k = k + lambda_k * diff.item() clamped by min(max(k, 0), 1), the convergence measure M
+def began(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(4)
+    latent_dim, img_size, channels, batch = 4, 8, 1, 3
+
+    class Generator(nn.Module):
+        def __init__(self):
+            super(Generator, self).__init__()
+            self.init_size = img_size // 4
+            self.l1 = nn.Sequential(nn.Linear(latent_dim, 8 * self.init_size ** 2))
+            self.conv_blocks = nn.Sequential(
+                nn.BatchNorm2d(8),
+                nn.Upsample(scale_factor=2),
+                nn.Conv2d(8, 8, 3, stride=1, padding=1),
+                nn.BatchNorm2d(8, 0.8),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Upsample(scale_factor=2),
+                nn.Conv2d(8, 4, 3, stride=1, padding=1),
+                nn.BatchNorm2d(4, 0.8),
+                nn.LeakyReLU(0.2, inplace=True),
+                nn.Conv2d(4, channels, 3, stride=1, padding=1),
+                nn.Tanh(),
+            )
+
+        def forward(self, noise):
+            out = self.l1(noise)
+            out = out.view(out.shape[0], 8, self.init_size, self.init_size)
+            return self.conv_blocks(out)
+
+    class Discriminator(nn.Module):
+        def __init__(self):
+            super(Discriminator, self).__init__()
+            self.down = nn.Sequential(nn.Conv2d(channels, 4, 3, 2, 1), nn.ReLU())
+            self.down_size = img_size // 2
+            down_dim = 4 * (img_size // 2) ** 2
+            self.fc = nn.Sequential(
+                nn.Linear(down_dim, 6),
+                nn.BatchNorm1d(6, 0.8),
+                nn.ReLU(inplace=True),
+                nn.Linear(6, down_dim),
+                nn.BatchNorm1d(down_dim),
+                nn.ReLU(inplace=True),
+            )
+            self.up = nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(4, channels, 3, 1, 1))
+
+        def forward(self, img):
+            out = self.down(img)
+            out = self.fc(out.view(out.size(0), -1))
+            out = self.up(out.view(out.size(0), 4, self.down_size, self.down_size))
+            return out
+
+    generator = Generator()
+    discriminator = Discriminator()
+    both = nn.ModuleList([generator, discriminator])
+    init = load(m, both, state)
+    optimizer_G = torch.optim.Adam(generator.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=2e-3, betas=(0.5, 0.999))
+    Tensor = torch.FloatTensor
+    gamma, lambda_k, k = 0.75, 0.1, 0.0
+    losses = []
+    for i in range(2):
+        real_imgs = torch.tensor(np.tanh(normal(rng, batch, channels, img_size, img_size))).type(Tensor)
+        optimizer_G.zero_grad()
+        z = torch.tensor(rng.normal(0, 1, (batch, latent_dim))).type(Tensor)
+        gen_imgs = generator(z)
+        g_loss = torch.mean(torch.abs(discriminator(gen_imgs) - gen_imgs))
+        g_loss.backward()
+        optimizer_G.step()
+
+        optimizer_D.zero_grad()
+        d_real = discriminator(real_imgs)
+        d_fake = discriminator(gen_imgs.detach())
+        d_loss_real = torch.mean(torch.abs(d_real - real_imgs))
+        d_loss_fake = torch.mean(torch.abs(d_fake - gen_imgs.detach()))
+        d_loss = d_loss_real - k * d_loss_fake
+        d_loss.backward()
+        optimizer_D.step()
+
+        diff = torch.mean(gamma * d_loss_real - d_loss_fake)
+        k = k + lambda_k * diff.item()
+        k = min(max(k, 0), 1)
+        M = (d_loss_real + torch.abs(diff)).data.item()
+        losses += [d_loss.item(), g_loss.item(), M, k]
+    # the biases right ahead of a BatchNorm get gradients that are zero but for rounding, which Adam turns into
+    # steps of +-lr: the summary leaves them out
+    shifted = {"0.conv_blocks.2.bias", "0.conv_blocks.6.bias", "1.fc.0.bias", "1.fc.3.bias"}
+    return init, losses + summary(p for name, p in both.named_parameters() if name not in shifted)
+
+
+def test_began():
+    compare(began)
