@@ -478,3 +478,238 @@ def began(m, state=None):
 
 def test_began():
     compare(began)
+
+
+# (e) Laine and Aila's temporal ensembling (ferretj/temporal-ensembling's style): the unsupervised weight's Gaussian
+# ramp-up exp(-5 (1 - T)^2), the per-sample ensemble Z = alpha Z + (1 - alpha) outputs kept across epochs with its
+# start-up bias corrected (z = Z / (1 - alpha^(epoch + 1))), targets taken by index; the loss a masked
+# cross-entropy on the labelled few (masked_select's count guarding an empty batch) plus the weighted MSE of the
+# softmax to the targets; Gaussian input noise by a module's .data.normal_ stand-in drawn by numpy
+def temporal_ensembling(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(5)
+    n, n_classes, batch_size, num_epochs, alpha, max_val, ramp_up = 6, 3, 3, 2, 0.6, 30., 2
+
+    def ramp_up_weight(epoch, max_epochs=ramp_up, max_val=max_val, mult=-5.):
+        if epoch == 0:
+            return 0.
+        elif epoch >= max_epochs:
+            return max_val
+        return max_val * np.exp(mult * (1. - float(epoch) / max_epochs) ** 2)
+
+    def weight_schedule(epoch, max_epochs, max_val, mult, n_labeled, n_samples):
+        max_val = max_val * (float(n_labeled) / n_samples)
+        return ramp_up_weight(epoch, max_epochs, max_val, mult)
+
+    def temporal_loss(out1, out2, w, labels):
+        def mse_loss(out1, out2):
+            quad_diff = torch.sum((F.softmax(out1, dim=1) - F.softmax(out2, dim=1)) ** 2)
+            return quad_diff / out1.data.nelement()
+
+        def masked_crossentropy(out, labels):
+            cond = (labels >= 0)
+            nnz = torch.nonzero(cond)
+            nbsup = len(nnz)
+            if nbsup > 0:
+                masked_outputs = torch.index_select(out, 0, nnz.view(nbsup))
+                masked_labels = labels[cond]
+                loss = F.cross_entropy(masked_outputs, masked_labels)
+                return loss, nbsup
+            return torch.tensor([0.], requires_grad=False), 0
+
+        sup_loss, nbsup = masked_crossentropy(out1, labels)
+        unsup_loss = mse_loss(out1, out2)
+        return sup_loss + w * unsup_loss, sup_loss, unsup_loss, nbsup
+
+    class CNN(nn.Module):
+        def __init__(self, std):
+            super(CNN, self).__init__()
+            self.std = std
+            self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.mp = nn.MaxPool2d(2, stride=2)
+            self.fc = nn.Linear(4 * 3 * 3, n_classes)
+
+        def forward(self, x, noise):
+            if self.training:
+                x = x + noise * self.std
+            x = self.mp(F.leaky_relu(self.bn1(self.conv1(x)), 0.1))
+            return self.fc(x.view(x.size(0), -1))
+
+    model = CNN(std=0.15)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.99))
+    images = torch.tensor(normal(rng, n, 1, 6, 6))
+    labels = torch.tensor(np.array([0, -1, 2, -1, -1, 1]))
+    ntrain, n_labeled = n, 3
+    Z = torch.zeros(ntrain, n_classes).float()
+    z = torch.zeros(ntrain, n_classes).float()
+    outputs = torch.zeros(ntrain, n_classes).float()
+    losses = []
+    for epoch in range(num_epochs):
+        model.train()
+        w = weight_schedule(epoch, ramp_up, max_val, -5., n_labeled, ntrain)
+        w = torch.autograd.Variable(torch.FloatTensor([w]), requires_grad=False)
+        for i in range(ntrain // batch_size):
+            idx = torch.arange(i * batch_size, (i + 1) * batch_size)
+            x, y = images[idx], labels[idx]
+            noise = torch.tensor(normal(rng, batch_size, 1, 6, 6))
+            optimizer.zero_grad()
+            out = model(x, noise)
+            zcomp = z[i * batch_size: (i + 1) * batch_size]
+            loss, suploss, unsuploss, nbsup = temporal_loss(out, zcomp, w, y)
+            outputs[i * batch_size: (i + 1) * batch_size] = out.data.clone()
+            loss.backward()
+            optimizer.step()
+            losses += [loss.item(), suploss.item(), unsuploss.item(), nbsup]
+        Z = alpha * Z + (1. - alpha) * outputs
+        z = Z * (1. / (1. - alpha ** (epoch + 1)))
+        losses += [float(w), z.abs().sum().item()]
+    # conv1's bias, right ahead of a BatchNorm, gets a gradient that is zero but for rounding, which Adam turns
+    # into steps of +-lr: the summary leaves it out
+    return init, losses + summary(p for name, p in model.named_parameters() if name != "conv1.bias")
+
+
+def test_temporal_ensembling():
+    compare(temporal_ensembling)
+
+
+# (f) Salimans et al.'s improved GAN techniques on MNIST-like data: a MinibatchDiscrimination layer (a Parameter T of
+# (in, out, kernel) by torch.Tensor and init.normal_, M = x.mm(T.view(in, -1)).view(-1, out, kernel), the L1
+# distances between samples by M.unsqueeze(0) - M_T.unsqueeze(1) where M_T = M.permute(1, 0, 2), exp(-norm) summed
+# less the self term, torch.cat onto the features), the generator trained by feature matching (the mean intermediate
+# features' MSE), the discriminator by BCEWithLogitsLoss with one-sided label smoothing (0.9)
+def minibatch_discrimination(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    init_ = nn.init
+    torch.manual_seed(0)
+    rng = np.random.default_rng(6)
+
+    class MinibatchDiscrimination(nn.Module):
+        def __init__(self, in_features, out_features, kernel_dims, mean=False):
+            super().__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.kernel_dims = kernel_dims
+            self.mean = mean
+            self.T = nn.Parameter(torch.Tensor(in_features, out_features, kernel_dims))
+            init_.normal_(self.T, 0, 1)
+
+        def forward(self, x):
+            # x is NxA, T is AxBxC
+            matrices = x.mm(self.T.view(self.in_features, -1))
+            matrices = matrices.view(-1, self.out_features, self.kernel_dims)
+            M = matrices.unsqueeze(0)  # 1xNxBxC
+            M_T = M.permute(1, 0, 2, 3)  # Nx1xBxC
+            norm = torch.abs(M - M_T).sum(3)  # NxNxB
+            expnorm = torch.exp(-norm)
+            o_b = (expnorm.sum(0) - 1)  # NxB, subtract self distance
+            if self.mean:
+                o_b /= x.size(0) - 1
+            return torch.cat([x, o_b], 1)
+
+    class Discriminator(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(nn.Linear(16, 8), nn.LeakyReLU(0.2))
+            self.mbd = MinibatchDiscrimination(8, 4, 3, mean=True)
+            self.out = nn.Linear(8 + 4, 1)
+
+        def forward(self, x, feature=False):
+            f = self.features(x.view(x.size(0), -1))
+            if feature:
+                return f
+            return self.out(self.mbd(f))
+
+    G = nn.Sequential(nn.Linear(5, 12), nn.ReLU(), nn.Linear(12, 16), nn.Tanh())
+    D = Discriminator()
+    both = nn.ModuleList([G, D])
+    init = load(m, both, state)
+    g_opt = torch.optim.Adam(G.parameters(), lr=1e-3, betas=(0.5, 0.999))
+    d_opt = torch.optim.Adam(D.parameters(), lr=1e-3, betas=(0.5, 0.999))
+    criterion = nn.BCEWithLogitsLoss()
+    losses = []
+    for step in range(2):
+        real = torch.tensor(np.tanh(normal(rng, 4, 1, 4, 4)))
+        z = torch.tensor(normal(rng, 4, 5))
+        fake = G(z)
+        d_opt.zero_grad()
+        d_loss = criterion(D(real), torch.full((4, 1), 0.9)) + criterion(D(fake.detach()), torch.zeros(4, 1))
+        d_loss.backward()
+        d_opt.step()
+        g_opt.zero_grad()
+        real_features = D(real, feature=True).detach().mean(0)
+        fake_features = D(fake, feature=True).mean(0)
+        g_loss = F.mse_loss(fake_features, real_features)
+        g_loss.backward()
+        g_opt.step()
+        losses += [d_loss.item(), g_loss.item()]
+    return init, losses + summary(both.parameters())
+
+
+def test_minibatch_discrimination():
+    compare(minibatch_discrimination)
+
+
+# (g) magnitude pruning by hand, as pruning repositories wrote it before torch.nn.utils.prune: a global threshold
+# from torch.cat of every weight's abs().view(-1) and kthvalue, masks registered as buffers, a
+# register_forward_pre_hook that multiplies the weight by its mask in place under no_grad, a tensor hook
+# (p.register_hook(lambda g: g * mask)) that keeps pruned weights' gradients zero, the sparsity reported by
+# (mask == 0).sum(); fine-tuning by SGD with momentum, then the hooks removed by their handles
+def mask_pruning_hooks(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(7)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3)
+            self.fc1 = nn.Linear(4 * 2 * 2, 8)
+            self.fc2 = nn.Linear(8, 3)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+            x = torch.flatten(x, 1)
+            return self.fc2(F.relu(self.fc1(x)))
+
+    def apply_mask(module, inputs):
+        with torch.no_grad():
+            module.weight.mul_(module.weight_mask)
+
+    model = Net()
+    init = load(m, model, state)
+    prunable = [mod for mod in model.modules() if isinstance(mod, (nn.Conv2d, nn.Linear))]
+    all_weights = torch.cat([mod.weight.data.abs().view(-1) for mod in prunable])
+    k = int(0.5 * all_weights.numel())
+    threshold = all_weights.kthvalue(k).values.item()
+    handles = []
+    for mod in prunable:
+        mask = (mod.weight.data.abs() > threshold).float()
+        mod.register_buffer("weight_mask", mask)
+        handles.append(mod.register_forward_pre_hook(apply_mask))
+        handles.append(mod.weight.register_hook(lambda grad, mask=mask: grad * mask))
+    total = sum(mod.weight_mask.numel() for mod in prunable)
+    zeros = sum(int((mod.weight_mask == 0).sum()) for mod in prunable)
+    losses = [threshold, zeros / total]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for step in range(2):
+        x = torch.tensor(normal(rng, 4, 1, 6, 6))
+        y = torch.tensor(rng.integers(0, 3, 4))
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        losses += [float((mod.weight.grad * (1 - mod.weight_mask)).abs().sum()) for mod in prunable]
+    for handle in handles:
+        handle.remove()
+    model(torch.tensor(normal(rng, 1, 1, 6, 6)))
+    losses += [float((mod.weight * (1 - mod.weight_mask)).abs().sum()) for mod in prunable]
+    assert "conv1.weight_mask" in model.state_dict()
+    return init, losses + summary(model.parameters())
+
+
+def test_mask_pruning_hooks():
+    compare(mask_pruning_hooks)
