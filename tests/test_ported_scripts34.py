@@ -713,3 +713,197 @@ def mask_pruning_hooks(m, state=None):
 
 def test_mask_pruning_hooks():
     compare(mask_pruning_hooks)
+
+
+# (h) Google's UDA (Xie et al.) as its PyTorch ports write it: training signal annealing (a linear, exp or log
+# schedule of the global step, the threshold = schedule * (1 - 1 / K) + 1 / K), the supervised examples whose
+# correct-class probability exp(-loss) exceeds it masked out, the masked sum over torch.max(mask.sum(), one) where
+# one is a 0-d tensor on the device; the unlabelled loss the KL of the augmented prediction's log_softmax to the
+# original's sharpened softmax (temperature 0.4, no gradient), masked where the original's confidence passes 0.8
+def uda_tsa(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(8)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    num_labels, total_steps, uda_softmax_temp, uda_confidence_thresh, uda_coeff = 3, 4, 0.4, 0.8, 1.0
+
+    def torch_device_one():
+        return torch.tensor(1.).to(device)
+
+    def get_tsa_thresh(schedule, global_step, num_train_steps, start, end):
+        training_progress = torch.tensor(float(global_step) / float(num_train_steps))
+        if schedule == 'linear_schedule':
+            threshold = training_progress
+        elif schedule == 'exp_schedule':
+            scale = 5
+            threshold = torch.exp((training_progress - 1) * scale)
+        elif schedule == 'log_schedule':
+            scale = 5
+            threshold = 1 - torch.exp((-training_progress) * scale)
+        output = threshold * (end - start) + start
+        return output.to(device)
+
+    model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, num_labels)).to(device)
+    init = load(m, model, state)
+    sup_criterion = nn.CrossEntropyLoss(reduction='none')
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for global_step, schedule in enumerate(['linear_schedule', 'exp_schedule', 'log_schedule'], start=1):
+        input_ids = torch.tensor(normal(rng, 3, 5), device=device)
+        label_ids = torch.tensor(rng.integers(0, num_labels, 3), device=device)
+        ori_input_ids = torch.tensor(normal(rng, 4, 5), device=device)
+        aug_input_ids = ori_input_ids + 0.3 * torch.tensor(normal(rng, 4, 5), device=device)
+        sup_size = label_ids.shape[0]
+        input_ids = torch.cat((input_ids, aug_input_ids), dim=0)
+        logits = model(input_ids)
+
+        sup_loss = sup_criterion(logits[:sup_size], label_ids)
+        tsa_thresh = get_tsa_thresh(schedule, global_step, total_steps, start=1. / logits.shape[-1], end=1)
+        larger_than_threshold = torch.exp(-sup_loss) > tsa_thresh
+        loss_mask = torch.ones_like(label_ids, dtype=torch.float32) * (1 - larger_than_threshold.type(torch.float32))
+        sup_loss = torch.sum(sup_loss * loss_mask, dim=-1) / torch.max(torch.sum(loss_mask, dim=-1),
+                                                                       torch_device_one())
+
+        uda_softmax_temp_ = uda_softmax_temp if uda_softmax_temp > 0 else 1.
+        with torch.no_grad():
+            ori_logits = model(ori_input_ids)
+            ori_prob = F.softmax(ori_logits, dim=-1)
+            if uda_confidence_thresh != -1:
+                unsup_loss_mask = torch.max(ori_prob, dim=-1)[0] > uda_confidence_thresh
+                unsup_loss_mask = unsup_loss_mask.type(torch.float32)
+            else:
+                unsup_loss_mask = torch.ones(len(logits) - sup_size, dtype=torch.float32)
+            unsup_loss_mask = unsup_loss_mask.to(device)
+            sharp_prob = F.softmax(ori_logits / uda_softmax_temp_, dim=-1)
+        aug_log_prob = F.log_softmax(logits[sup_size:], dim=-1)
+        unsup_loss = torch.sum(nn.KLDivLoss(reduction='none')(aug_log_prob, sharp_prob), dim=-1)
+        unsup_loss = torch.sum(unsup_loss * unsup_loss_mask, dim=-1) / torch.max(torch.sum(unsup_loss_mask, dim=-1),
+                                                                                 torch_device_one())
+        final_loss = sup_loss + uda_coeff * unsup_loss
+        optimizer.zero_grad()
+        final_loss.backward()
+        optimizer.step()
+        losses += [final_loss.item(), sup_loss.item(), unsup_loss.item(), tsa_thresh.item(),
+                   loss_mask.sum().item(), unsup_loss_mask.sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_uda_tsa():
+    compare(uda_tsa)
+
+
+# (i) Huang et al.'s snapshot ensembles: a cyclic cosine learning rate by LambdaLR (lr restarting at each cycle's
+# start), a snapshot copy.deepcopy(model.state_dict()) at each cycle's end, the ensemble's prediction the mean of
+# each snapshot's softmax, loaded in turn into one model by load_state_dict, its accuracy by argmax and eq
+def snapshot_ensemble(m, state=None):
+    import copy
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(9)
+    cycles, iters_per_cycle = 2, 2
+
+    def proposed_lr(initial_lr, iteration, epoch_per_cycle):
+        return initial_lr * (np.cos(np.pi * iteration / epoch_per_cycle) + 1) / 2
+
+    model = nn.Sequential(nn.Linear(6, 10), nn.ReLU(), nn.Linear(10, 4))
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda it: proposed_lr(1.0, it % iters_per_cycle, iters_per_cycle))
+    snapshots = []
+    losses = []
+    for cycle in range(cycles):
+        for it in range(iters_per_cycle):
+            x = torch.tensor(normal(rng, 5, 6))
+            y = torch.tensor(rng.integers(0, 4, 5))
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            losses += [loss.item(), optimizer.param_groups[0]["lr"]]
+        snapshots.append(copy.deepcopy(model.state_dict()))
+    assert snapshots[0]["0.weight"].data_ptr() != model.state_dict()["0.weight"].data_ptr()
+    x = torch.tensor(normal(rng, 5, 6))
+    y = torch.tensor(rng.integers(0, 4, 5))
+    model.eval()
+    probs = []
+    with torch.no_grad():
+        for snapshot in snapshots:
+            model.load_state_dict(snapshot)
+            probs.append(F.softmax(model(x), dim=1))
+        ensemble = torch.stack(probs).mean(0)
+    correct = ensemble.argmax(1).eq(y).sum().item()
+    losses += [p.sum().item() for p in probs] + [ensemble.max().item(), correct,
+                                                   snapshots[0]["2.bias"].sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_snapshot_ensemble():
+    compare(snapshot_ensemble)
+
+
+# (j) clcarwin's focal_loss_pytorch: FocalLoss(nn.Module) with alpha a list made torch.Tensor, N,C,H,W inputs
+# flattened by view, transpose(1, 2), contiguous, logpt gathered at the target, pt = Variable(logpt.data.exp()),
+# alpha moved by type_as and gathered by target.data.view(-1), size_average's mean or sum; a 1x1-conv segmentation
+# head trained two steps
+def focal_loss_segmentation(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    from importlib import import_module
+    Variable = import_module(torch.__name__ + ".autograd").Variable
+    torch.manual_seed(0)
+    rng = np.random.default_rng(10)
+
+    class FocalLoss(nn.Module):
+        def __init__(self, gamma=0, alpha=None, size_average=True):
+            super(FocalLoss, self).__init__()
+            self.gamma = gamma
+            self.alpha = alpha
+            if isinstance(alpha, (float, int)):
+                self.alpha = torch.Tensor([alpha, 1 - alpha])
+            if isinstance(alpha, list):
+                self.alpha = torch.Tensor(alpha)
+            self.size_average = size_average
+
+        def forward(self, input, target):
+            if input.dim() > 2:
+                input = input.view(input.size(0), input.size(1), -1)  # N,C,H,W => N,C,H*W
+                input = input.transpose(1, 2)  # N,C,H*W => N,H*W,C
+                input = input.contiguous().view(-1, input.size(2))  # N,H*W,C => N*H*W,C
+            target = target.view(-1, 1)
+
+            logpt = F.log_softmax(input, dim=1)
+            logpt = logpt.gather(1, target)
+            logpt = logpt.view(-1)
+            pt = Variable(logpt.data.exp())
+
+            if self.alpha is not None:
+                if self.alpha.type() != input.data.type():
+                    self.alpha = self.alpha.type_as(input.data)
+                at = self.alpha.gather(0, target.data.view(-1))
+                logpt = logpt * Variable(at)
+
+            loss = -1 * (1 - pt) ** self.gamma * logpt
+            if self.size_average:
+                return loss.mean()
+            else:
+                return loss.sum()
+
+    model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(), nn.Conv2d(6, 3, 1))
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    losses = []
+    for criterion in (FocalLoss(gamma=2, alpha=[0.25, 0.5, 0.25]), FocalLoss(gamma=0.5, alpha=0.3,
+                                                                           size_average=False)):
+        x = torch.tensor(normal(rng, 2, 3, 4, 4))
+        target = torch.tensor(rng.integers(0, 3 if criterion.alpha.numel() == 3 else 2, (2, 4, 4)))
+        optimizer.zero_grad()
+        loss = criterion(model(x), target)
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), criterion.alpha.sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_focal_loss_segmentation():
+    compare(focal_loss_segmentation)
