@@ -7,10 +7,15 @@ shear by affine_grid and grid_sample) feeding a small CNN; eriklindernoren's Inf
 Variable, BatchNorm2d(c, 0.8), to_categorical by numpy, an info optimizer over itertools.chain of both nets) and
 BEGAN (an autoencoder discriminator, k_t updated from the balance each step); Laine and Aila's temporal ensembling
 (a Gaussian ramp-up, the ensemble Z updated in place with index_copy_ and its start-up bias corrected); Salimans'
-minibatch discrimination layer with feature matching; and magnitude pruning by hand (masks as buffers applied by a
-register_forward_pre_hook, the gradients masked by a tensor hook). Each runs in tnet, then in torch from tnet's
-initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy
-draws what a script draws; shapes are tiny and runs take one or two steps."""
+minibatch discrimination layer with feature matching; magnitude pruning by hand (masks as buffers applied by a
+register_forward_pre_hook, the gradients masked by a tensor hook); UDA's training signal annealing and confidence-
+masked KL consistency (torch.max against a 0-d one); Huang et al.'s snapshot ensembles (a cyclic cosine LambdaLR,
+copy.deepcopy of state_dicts loaded in turn); and clcarwin's FocalLoss (alpha by torch.Tensor, type() and type_as,
+Variable(logpt.data.exp())) on a segmentation head. None found a gap in tnet. Each runs in tnet, then in torch from
+tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree.
+Numpy draws what a script draws; shapes are tiny and runs take one or two steps. Where a bias sits right ahead of a
+BatchNorm its gradient is zero but for rounding and Adam turns that noise into steps of +-lr, so the GANs' and the
+temporal ensembling's summaries leave those biases out."""
 import itertools
 
 import numpy as np
