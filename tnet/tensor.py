@@ -344,12 +344,16 @@ class RemovableHandle:
         self.remove()
 
 
-def add_hook(owner, attribute, hook):
-    """hook kept in owner's dict `attribute` (made on first use), in the order added; returns its
-    RemovableHandle."""
+def add_hook(owner, attribute, hook, prepend=False):
+    """hook kept in owner's dict `attribute` (made on first use), in the order added (prepend: before
+    those already there, in the same dict, which the handles hold); returns its RemovableHandle."""
     hooks = owner.__dict__.setdefault(attribute, {})
     handle = RemovableHandle(hooks)
+    rest = dict(hooks) if prepend else {}
+    if prepend:
+        hooks.clear()
     hooks[handle.id] = hook
+    hooks.update(rest)
     return handle
 
 

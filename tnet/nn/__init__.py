@@ -411,9 +411,9 @@ class Module:
         outs = _put(outs, made, gate([outs[i] for i in made], at_outputs))
         return outs if isinstance(out, tuple) else outs[0]
 
-    def _add_hook(self, attribute, hook):
+    def _add_hook(self, attribute, hook, prepend=False):
         self._hooked = True
-        return add_hook(self, attribute, hook)
+        return add_hook(self, attribute, hook, prepend)
 
     def register_full_backward_hook(self, hook):
         """hook(module, grad_input, grad_output) once the gradients of the module's positional tensor
@@ -453,16 +453,8 @@ class Module:
         return self._add_forward_hook("_forward_hooks", hook, prepend, with_kwargs, always_call)
 
     def _add_forward_hook(self, attribute, hook, prepend, with_kwargs, always_call=False):
-        handle = self._add_hook(attribute, _ForwardHook(hook, with_kwargs, always_call) if with_kwargs or always_call
-                                else hook)
-        if prepend:  # the new key first, in the same dict (the handles hold it)
-            hooks = self.__dict__[attribute]
-            rest = [(k, v) for k, v in hooks.items() if k != handle.id]
-            first = hooks[handle.id]
-            hooks.clear()
-            hooks[handle.id] = first
-            hooks.update(rest)
-        return handle
+        return self._add_hook(attribute, _ForwardHook(hook, with_kwargs, always_call) if with_kwargs or always_call
+                              else hook, prepend)
 
     def get_submodule(self, target):
         """The submodule at a dotted path ("layer1.0.conv1"; "" is self), as torch's."""
