@@ -2152,6 +2152,38 @@ class CrossEntropyLoss(_WeightedLoss):
                                label_smoothing=self.label_smoothing)
 
 
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """torch 2.13's: F.linear_cross_entropy with its own Linear (self.linear: in_features to
+    num_classes * prod(out_features), stored flat and reshaped in forward, as torch's). options must be
+    None (see F.linear_cross_entropy)."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None, dtype=None,
+                 reduction="mean", weight=None, ignore_index=None, label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+        super().__init__(weight, reduction=reduction)
+        self.num_classes, self.out_features = num_classes, out_features
+        self.ignore_index, self.label_smoothing, self.options = ignore_index, label_smoothing, options
+        self.linear = Linear(in_features, math.prod(out_features) * num_classes, bias=bias, device=device,
+                             dtype=dtype)
+
+    def forward(self, input, target):
+        shape = (self.num_classes, *self.out_features)
+        return F.linear_cross_entropy(
+            input, self.linear.weight.reshape(*shape, self.linear.in_features), target,
+            linear_bias=None if self.linear.bias is None else self.linear.bias.reshape(shape), weight=self.weight,
+            reduction=self.reduction, ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,
+            options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
+
+
 class NLLLoss(_WeightedLoss):
     """F.nll_loss as a module, with torch's arguments."""
 
