@@ -212,6 +212,20 @@ def test_register_multi_grad_hook_as_torch():
     assert logs[0] == logs[1], logs
 
 
+def test_autograd_grad_runs_a_leafs_hooks_as_torch():
+    """torch.autograd.grad runs register_hook's hooks of the leaves it differentiates with respect to (a returned
+    tensor replaces the gradient), with and without create_graph, as backward() does."""
+    logs = []
+    for lib in (tnet, torch):
+        log = []
+        logs.append(log)
+        for create_graph in (False, True):
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            x.register_hook(lambda g: log.append(g.tolist()) or g * 2)
+            log.append(lib.autograd.grad(((x * 3) ** 2).sum(), x, create_graph=create_graph)[0].tolist())
+    assert logs[0] == logs[1], logs
+
+
 def test_clone_stays_usable_after_a_backward_frees_the_graph():
     """clone saves nothing (torch's CloneBackward): after a backward frees the graph, a new forward from the
     clone backpropagates through it again, as torch's."""
