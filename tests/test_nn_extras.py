@@ -671,6 +671,7 @@ def test_bce_with_logits_and_kl_div_refuse_integer_targets_as_torch():
     {},  # class indices, mean
     {"bias": True, "out_features": (2,), "ignore_index": 1, "reduction": "sum", "class_weight": True},
     {"bias": True, "label_smoothing": 0.2, "reduction": "none", "probabilities": True},
+    {"options": "chunked", "reduction": "sum"},  # torch's chunked path; tnet's reference one
 ])
 def test_linear_cross_entropy_loss_as_torch(rng, case):
     """nn.LinearCrossEntropyLoss (and F.linear_cross_entropy) from torch's state_dict: the loss and the
@@ -678,10 +679,14 @@ def test_linear_cross_entropy_loss_as_torch(rng, case):
     probability targets; torch's repr and errors."""
     case = dict(case)
     probabilities, class_weight = case.pop("probabilities", False), case.pop("class_weight", False)
+    chunked = case.pop("options", None) is not None
     w = rng.uniform(0.5, 2.0, 5).astype(np.float32) if class_weight else None
     theirs = torch.nn.LinearCrossEntropyLoss(
-        4, 5, weight=None if w is None else torch.tensor(w, dtype=torch.float64), **case).double()
-    ours = nn.LinearCrossEntropyLoss(4, 5, weight=None if w is None else tnet.tensor(w), **case)
+        4, 5, weight=None if w is None else torch.tensor(w, dtype=torch.float64),
+        options=torch.nn.LinearCrossEntropyOptions(batch_chunk_size=2) if chunked else None, **case).double()
+    ours = nn.LinearCrossEntropyLoss(4, 5, weight=None if w is None else tnet.tensor(w),
+                                     options=nn.LinearCrossEntropyOptions(batch_chunk_size=2) if chunked else None,
+                                     **case)
     ours.load_state_dict({k: v.float() for k, v in theirs.state_dict().items()})
     assert repr(ours) == repr(theirs)
     x, rx = leaf(rng, 3, 4)

@@ -190,11 +190,8 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
     linear_weight [C, d1, ..., in] (the logits [N, C, d1, ...], a K-dimensional loss, need a batch),
     linear_bias [C, d1, ...]; target class indices, or probabilities of the logits' shape (then
     ignore_index must be None); ignore_index None means -100. Difference: options (torch's
-    LinearCrossEntropyOptions, a chunked path that saves memory) must be None: tnet computes the
-    logits whole, torch's reference path."""
-    if options is not None:
-        raise NotImplementedError("linear_cross_entropy: options (torch's chunked path) is not supported; "
-                                  "pass options=None (the logits are computed whole)")
+    LinearCrossEntropyOptions, a chunked path that saves memory) is accepted and changes nothing: tnet
+    computes the logits whole, torch's reference path (the same loss, more memory)."""
     check(1 <= input.ndim <= 2, lambda: f"expected input with dimensionality 1 or 2, got {input.ndim}")
     check(linear_weight.ndim >= 2,
           lambda: f"expected linear_weight with dimensionality at least 2, got {linear_weight.ndim}")

@@ -1,4 +1,5 @@
 """Modules in the PyTorch style, with Caffe's fillers and per-parameter lr/decay multipliers."""
+import dataclasses
 import math
 import operator
 import sys
@@ -2152,10 +2153,22 @@ class CrossEntropyLoss(_WeightedLoss):
                                label_smoothing=self.label_smoothing)
 
 
+@dataclasses.dataclass
+class LinearCrossEntropyOptions:
+    """torch 2.13's options of linear_cross_entropy's chunked path (the batch in pieces, the logits never
+    whole): accepted and changes nothing, as tnet computes the logits whole, torch's reference path (the
+    one torch itself falls back to for the cases its chunked path lacks): the same loss, more memory."""
+    allow_retain_graph: bool = False
+    batch_chunk_size: int = None
+    chunking_method: str = "auto"
+    acc_policy: str = "auto"
+    acc_dtype: torch.dtype = None
+
+
 class LinearCrossEntropyLoss(_WeightedLoss):
     """torch 2.13's: F.linear_cross_entropy with its own Linear (self.linear: in_features to
-    num_classes * prod(out_features), stored flat and reshaped in forward, as torch's). options must be
-    None (see F.linear_cross_entropy)."""
+    num_classes * prod(out_features), stored flat and reshaped in forward, as torch's); options (a
+    LinearCrossEntropyOptions) is accepted and changes nothing (see F.linear_cross_entropy)."""
 
     def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None, dtype=None,
                  reduction="mean", weight=None, ignore_index=None, label_smoothing=0.0, options=None):
