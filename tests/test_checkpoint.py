@@ -100,3 +100,17 @@ def test_the_first_runs_activations_are_freed(rng):
     assert inner[0]() is None  # the conv's output: held by no entry now, without a garbage collection
     out.sum().backward()
     assert ours[0].weight.grad is not None
+
+
+def test_set_checkpoint_early_stop_changes_no_gradient(rng):
+    """set_checkpoint_early_stop(False) is accepted around a checkpoint, the gradients torch's (tnet's
+    recomputation never stops early)."""
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    grads = []
+    for lib, ckpt in ((tnet, checkpoint), (torch, torch_checkpoint)):
+        t = lib.tensor(x, requires_grad=True)
+        with ckpt.set_checkpoint_early_stop(False):
+            y = ckpt.checkpoint(lambda v: (v * v).tanh(), t, use_reentrant=False)
+        y.sum().backward()
+        grads.append(t.grad)
+    assert_close(grads[0], grads[1], 1e-5, "gradient under set_checkpoint_early_stop(False)")

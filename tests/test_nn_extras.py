@@ -664,3 +664,47 @@ def test_bce_with_logits_and_kl_div_refuse_integer_targets_as_torch():
     with pytest.raises(RuntimeError, match="Integral inputs not supported"):
         F.kl_div(tnet.tensor([1, 0]), x, reduction="sum")
     assert F.binary_cross_entropy_with_logits(x, tnet.tensor([1.0, 0.0])).dtype == tnet.float32
+
+
+@pytest.mark.skipif(TORCH_BEFORE_2_13, reason="torch 2.13's nn.LinearCrossEntropyLoss")
+@pytest.mark.parametrize("case", [
+    {},  # class indices, mean
+    {"bias": True, "out_features": (2,), "ignore_index": 1, "reduction": "sum", "class_weight": True},
+    {"bias": True, "label_smoothing": 0.2, "reduction": "none", "probabilities": True},
+    {"options": "chunked", "reduction": "sum"},  # torch's chunked path; tnet's reference one
+])
+def test_linear_cross_entropy_loss_as_torch(rng, case):
+    """nn.LinearCrossEntropyLoss (and F.linear_cross_entropy) from torch's state_dict: the loss and the
+    gradients of the input and of the linear layer, K-dimensional, weighted, ignored, smoothed and
+    probability targets; torch's repr and errors."""
+    case = dict(case)
+    probabilities, class_weight = case.pop("probabilities", False), case.pop("class_weight", False)
+    chunked = case.pop("options", None) is not None
+    w = rng.uniform(0.5, 2.0, 5).astype(np.float32) if class_weight else None
+    theirs = torch.nn.LinearCrossEntropyLoss(
+        4, 5, weight=None if w is None else torch.tensor(w, dtype=torch.float64),
+        options=torch.nn.LinearCrossEntropyOptions(batch_chunk_size=2) if chunked else None, **case).double()
+    ours = nn.LinearCrossEntropyLoss(4, 5, weight=None if w is None else tnet.tensor(w),
+                                     options=nn.LinearCrossEntropyOptions(batch_chunk_size=2) if chunked else None,
+                                     **case)
+    ours.load_state_dict({k: v.float() for k, v in theirs.state_dict().items()})
+    assert repr(ours) == repr(theirs)
+    x, rx = leaf(rng, 3, 4)
+    shape = (3, 5, *case.get("out_features", ()))
+    if probabilities:
+        target = rng.dirichlet(np.ones(5), 3).astype(np.float32)
+        t, rt = tnet.tensor(target), torch.tensor(target, dtype=torch.float64)
+    else:
+        target = rng.integers(0, 5, (shape[0], *shape[2:]))
+        t, rt = tnet.tensor(target), torch.tensor(target)
+    out, ref = ours(x, t), theirs(rx, rt)
+    assert_close(out, ref.detach(), 1e-5, "loss")
+    out.sum().backward()
+    ref.sum().backward()
+    assert_close(x.grad, rx.grad, 1e-5, "input gradient")
+    for (name, p), (_, r) in zip(ours.named_parameters(), theirs.named_parameters()):
+        assert_close(p.grad, r.grad, 1e-5, name)
+    with pytest.raises(RuntimeError, match="expected weight shape"):
+        nn.LinearCrossEntropyLoss(4, 5, weight=tnet.ones(4))
+    with pytest.raises(RuntimeError, match="requires batched input"):
+        F.linear_cross_entropy(x[0], tnet.ones(5, 2, 4), tnet.tensor(np.array([1, 2])))

@@ -450,3 +450,35 @@ def test_step_hooks():
             log.append("-")
         log.append(round(float(p.detach().sum()), 5))
     assert logs[0] == logs[1], logs
+
+
+def test_state_dict_hooks():
+    """register_state_dict_pre/post_hook and register_load_state_dict_pre/post_hook, as torch's: their
+    order (prepend first), a post hook's dict returned by state_dict(), a load pre hook seeing a shallow
+    copy and its returned dict loaded, remove(), on a fused optimizer (SGD) and on AdamW."""
+    logs = []
+    for lib in (tnet, torch):
+        log = []
+        logs.append(log)
+        p = lib.nn.Parameter(lib.ones(3))
+        for opt in (lib.optim.SGD([p], lr=0.5), lib.optim.AdamW([p], lr=0.25)):
+            handles = [opt.register_state_dict_pre_hook(lambda o: log.append("pre")),
+                       opt.register_state_dict_pre_hook(lambda o: log.append("pre first"), prepend=True),
+                       opt.register_state_dict_post_hook(lambda o, sd: log.append(("post", sorted(sd)))),
+                       opt.register_state_dict_post_hook(lambda o, sd: {**sd, "extra": 1}),
+                       opt.register_load_state_dict_pre_hook(lambda o, sd: log.append(("load pre", "extra" in sd))),
+                       opt.register_load_state_dict_pre_hook(
+                           lambda o, sd: {"state": sd["state"], "param_groups": [{**sd["param_groups"][0], "lr": 0.125}]}),
+                       opt.register_load_state_dict_post_hook(lambda o: log.append(("load post", o.param_groups[0]["lr"]))),
+                       opt.register_load_state_dict_post_hook(lambda o: log.append("load post first"), prepend=True)]
+            saved = opt.state_dict()
+            log.append(sorted(saved))
+            opt.load_state_dict(saved)
+            log.append(("given kept", sorted(saved)))
+            log.append(type(handles[0]).__name__)
+            for h in handles:
+                h.remove()
+            log.append(sorted(opt.state_dict()))
+            opt.load_state_dict(saved)
+            log.append((opt.param_groups[0]["lr"], opt.param_groups[0].get("decoupled_weight_decay")))
+    assert logs[0] == logs[1], logs

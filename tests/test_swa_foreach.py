@@ -165,6 +165,57 @@ def test_foreach_matches_torch():
     assert all(not t.numpy().any() for t in a)
 
 
+def test_every_torch_foreach_is_there_and_matches():
+    """Every torch._foreach_* name exists in tnet; the unary ones (out of place and in place), the binary
+    ones with a number, numbers and tensors, the ternary ones out of place, clone, max, powsum and mm
+    match torch's on inputs in (0.2, 0.9), where each function is defined."""
+    assert [n for n in dir(torch) if n.startswith("_foreach_") and not hasattr(tnet, n)] == []
+    rng = np.random.default_rng(4)
+    xs = [rng.uniform(0.2, 0.9, s).astype(np.float32) for s in ((3,), (2, 5))]
+    ys = [rng.uniform(0.2, 0.9, s).astype(np.float32) for s in ((3,), (2, 5))]
+    calls = [(name, ()) for name in tnet.functional.foreach.UNARY]
+    calls += [(name, (second,)) for name in ("clamp_min", "clamp_max", "maximum", "minimum", "pow")
+              for second in (0.5, [0.3, 0.7], "ys")]
+    calls += [("addcmul", ("ys", "ys", 0.5)), ("addcdiv", ("ys", "ys", [2.0, -1.0])), ("lerp", ("ys", 0.3)),
+              ("lerp", ("ys", "ys"))]
+    for name, args in calls:
+        for suffix in ("", "_"):
+            got, want = [tnet.tensor(x) for x in xs], [torch.tensor(x) for x in xs]
+            out = getattr(tnet, f"_foreach_{name}{suffix}")(got, *[[tnet.tensor(y) for y in ys] if a == "ys" else a
+                                                                  for a in args])
+            out_ref = getattr(torch, f"_foreach_{name}{suffix}")(want, *[[torch.tensor(y) for y in ys] if a == "ys"
+                                                                        else a for a in args])
+            for t, r in zip(out or got, out_ref or want):
+                assert_close(t, r, TOL["ieee"], f"_foreach_{name}{suffix}{args}")
+    got, want = [tnet.tensor(x) for x in xs], [torch.tensor(x) for x in xs]
+    outs = [("_foreach_clone", (), {}), ("_foreach_max", (), {}), ("_foreach_powsum", (), {}),
+            ("_foreach_powsum", (3,), {}), ("_foreach_powsum", (0,), {}), ("_foreach_pow", (), {"scalar": 2.0})]
+    for name, args, kw in outs:
+        if "scalar" in kw:  # torch's pow(Scalar self, Tensor[] exponent)
+            out, out_ref = tnet._foreach_pow(kw["scalar"], got), torch._foreach_pow(kw["scalar"], want)
+        else:
+            out, out_ref = getattr(tnet, name)(got, *args), getattr(torch, name)(want, *args)
+        for t, r in zip(out, out_ref):
+            assert_close(t, r, TOL["ieee"], f"{name}{args}")
+    mats = [rng.standard_normal((3, 2)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)]
+    out = tnet._foreach_mm([tnet.tensor(xs[0].reshape(1, 3)), got[1]], [tnet.tensor(m) for m in mats])
+    out_ref = torch._foreach_mm([torch.tensor(xs[0].reshape(1, 3)), want[1]], [torch.tensor(m) for m in mats])
+    for t, r in zip(out, out_ref):
+        assert_close(t, r, TOL["ieee"], "_foreach_mm")
+    with pytest.raises(TypeError):
+        tnet._foreach_mul_(got, 1.0, alpha=2)
+    # torch's overloads' keywords (timm's ModelEmaV3 calls _foreach_mul_(values, scalar=decay))
+    keyworded = [("_foreach_mul_", {"scalar": 0.5}), ("_foreach_add_", {"other": "ys", "alpha": 0.5}),
+                 ("_foreach_clamp_min_", {"scalars": [0.3, 0.7]}), ("_foreach_pow_", {"exponent": 2.0}),
+                 ("_foreach_lerp_", {"tensors1": "ys", "weight": 0.25}),
+                 ("_foreach_addcmul_", {"tensor1": "ys", "tensor2": "ys", "scalars": [0.5, 2.0]}),
+                 ("_foreach_addcdiv_", {"tensor1": "ys", "tensor2": "ys"})]
+    for name, kw in keyworded:
+        getattr(tnet, name)(got, **{k: [tnet.tensor(y) for y in ys] if v == "ys" else v for k, v in kw.items()})
+        getattr(torch, name)(want, **{k: [torch.tensor(y) for y in ys] if v == "ys" else v for k, v in kw.items()})
+        for t, r in zip(got, want):
+            assert_close(t, r, TOL["ieee"], f"{name}{kw}")
+
 def test_foreach_gradient_and_errors():
     rng = np.random.default_rng(3)
     (x, x_ref), (y, y_ref) = pairs(rng), pairs(rng)

@@ -185,6 +185,47 @@ def test_autograd_graph_save_on_cpu_and_saved_tensors_hooks(rng):
         tnet.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
 
 
+def test_register_multi_grad_hook_as_torch():
+    """autograd.graph.register_multi_grad_hook as torch's: mode="all" calls fn once per backward with every
+    tensor's gradient (a leaf used twice: the sum; None for one the backward does not reach), mode="any"
+    once with the first gradient computed; remove() takes the hook off every tensor; a bad mode raises."""
+    logs = []
+    for lib in (tnet, torch):
+        log = []
+        logs.append(log)
+        a, b, c = (lib.tensor([1.0, 2.0], requires_grad=True), lib.tensor([3.0, -1.0], requires_grad=True),
+                   lib.tensor([0.5], requires_grad=True))
+        graph = lib.autograd.graph
+        values = lambda gs: [None if g is None else np.round(np.array(g.tolist()), 5).tolist() for g in gs]  # noqa: E731
+        every = graph.register_multi_grad_hook((a, b, c), lambda gs: log.append(("all", values(gs))))
+        for _ in range(2):
+            (a * 2 + a * b).sum().backward()
+        h = a * 3
+        first = graph.register_multi_grad_hook([a, h], lambda g: log.append(("any", values([g]))), mode="any")
+        (h * h).sum().backward()
+        every.remove()
+        first.remove()
+        (a * b).sum().backward()
+        log.append(values([a.grad, b.grad, c.grad]))
+        with pytest.raises(ValueError, match="Expects mode to be one of"):
+            graph.register_multi_grad_hook([a], print, mode="some")
+    assert logs[0] == logs[1], logs
+
+
+def test_autograd_grad_runs_a_leafs_hooks_as_torch():
+    """torch.autograd.grad runs register_hook's hooks of the leaves it differentiates with respect to (a returned
+    tensor replaces the gradient), with and without create_graph, as backward() does."""
+    logs = []
+    for lib in (tnet, torch):
+        log = []
+        logs.append(log)
+        for create_graph in (False, True):
+            x = lib.tensor([1.0, 2.0], requires_grad=True)
+            x.register_hook(lambda g: log.append(g.tolist()) or g * 2)
+            log.append(lib.autograd.grad(((x * 3) ** 2).sum(), x, create_graph=create_graph)[0].tolist())
+    assert logs[0] == logs[1], logs
+
+
 def test_clone_stays_usable_after_a_backward_frees_the_graph():
     """clone saves nothing (torch's CloneBackward): after a backward frees the graph, a new forward from the
     clone backpropagates through it again, as torch's."""

@@ -253,12 +253,9 @@ __all__ += ["acos", "asin", "atan", "atan2", "cosh", "floor_divide", "fmax", "fm
 
 # torch's _foreach_* functions (tnet/functional/foreach.py: a loop of tnet's ops over the tensors, not one fused launch)
 from .functional import foreach as _foreach  # noqa: E402
-_foreach_add, _foreach_add_, _foreach_sub, _foreach_sub_ = _foreach.add, _foreach.add_, _foreach.sub, _foreach.sub_
-_foreach_mul, _foreach_mul_, _foreach_div, _foreach_div_ = _foreach.mul, _foreach.mul_, _foreach.div, _foreach.div_
-_foreach_lerp_, _foreach_addcmul_, _foreach_addcdiv_ = _foreach.lerp_, _foreach.addcmul_, _foreach.addcdiv_
-_foreach_sqrt, _foreach_sqrt_, _foreach_neg, _foreach_neg_ = _foreach.sqrt, _foreach.sqrt_, _foreach.neg, _foreach.neg_
-_foreach_zero_, _foreach_copy_, _foreach_norm, _foreach_maximum_ = (_foreach.zero_, _foreach.copy_, _foreach.norm,
-                                                                    _foreach.maximum_)
+for _name in _foreach.__all__:
+    globals()["_foreach_" + _name] = getattr(_foreach, _name)
+del _name
 
 # element-wise functions of the eighth session: more functions, torch's aliases, in-place forms
 from .functional import (absolute, acosh, arccosh, arcsinh, arctanh, asinh, atanh, copysign, deg2rad, digamma,  # noqa: E402

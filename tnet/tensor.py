@@ -344,12 +344,16 @@ class RemovableHandle:
         self.remove()
 
 
-def add_hook(owner, attribute, hook):
-    """hook kept in owner's dict `attribute` (made on first use), in the order added; returns its
-    RemovableHandle."""
+def add_hook(owner, attribute, hook, prepend=False):
+    """hook kept in owner's dict `attribute` (made on first use), in the order added (prepend: before
+    those already there, in the same dict, which the handles hold); returns its RemovableHandle."""
     hooks = owner.__dict__.setdefault(attribute, {})
     handle = RemovableHandle(hooks)
+    rest = dict(hooks) if prepend else {}
+    if prepend:
+        hooks.clear()
     hooks[handle.id] = hook
+    hooks.update(rest)
     return handle
 
 
@@ -680,6 +684,8 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
     def arrive(x, g):
         """x's gradient g, complete (a leaf's: one more part of it)."""
         if wanted is not None and id(x) in wanted and not accumulate:
+            if x._entry is None and "_hooks" in x.__dict__:  # a leaf's hooks, as torch.autograd.grad runs them
+                g = _hooked_grad(x, g)
             captured[id(x)] = g if id(x) not in captured else pointwise("add", captured[id(x)], in_layout(g, captured[id(x)]))
         elif accumulate and (x._entry is None if wanted is None else id(x) in wanted):
             _accumulate_leaf(x, g)  # a leaf's .grad, or (backward(inputs=)) any given tensor's
@@ -829,6 +835,7 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
 
         def arrive(x, g):
             if wanted is not None and id(x) in wanted and not accumulate:
+                g = _graph_hooks(x, g) if x._entry is None else g
                 captured[id(x)] = g if id(x) not in captured else _graph_sum(captured[id(x)], g)
             elif accumulate and (x._entry is None if wanted is None else id(x) in wanted):
                 g = _graph_hooks(x, g)

@@ -386,8 +386,8 @@ for _name, _method in {
     setattr(Tensor, _name, _method)
 
 # nn functions of the eighth session
-from .composed import (ctc_loss, embedding_bag, gaussian_nll_loss, multi_margin_loss, multilabel_margin_loss,
-                       multilabel_soft_margin_loss, pdist, poisson_nll_loss, triplet_margin_with_distance_loss)
+from .composed import (ctc_loss, embedding_bag, gaussian_nll_loss, linear_cross_entropy, multi_margin_loss,
+                       multilabel_margin_loss, multilabel_soft_margin_loss, pdist, poisson_nll_loss, triplet_margin_with_distance_loss)
 from .composed import stft
 Tensor.stft = stft
 from .conv import conv_transpose1d

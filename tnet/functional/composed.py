@@ -12,12 +12,13 @@ from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check
 from ..tensor import Tensor, as_storage
 from .copy import cat, embedding, embedding_renorm_, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
 from .copy import unfold_windows
-from .gemm import distances, matmul
+from .gemm import distances, linear, matmul
 from .pad import pad
 from .inputs import check_args, check_tensors, legacy_reduction
 from .pointwise import (add, clamp_min, div, eq, exp, gt, isnan, le, log, logical_and, logical_not, logical_or, logsigmoid, lt,
                         minimum, mul, ne, neg, pow, sub, where)
 from .reduce import any, logsumexp, max, mean, pairwise_distance, sum
+from .softmax import cross_entropy
 from .sort import cumprod, cumsum
 
 
@@ -181,6 +182,37 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     if swap:
         d_neg = minimum(d_neg, distance(positive, negative))
     return _reduced(clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None, reduction="mean",
+                         ignore_index=None, label_smoothing=0.0, options=None):
+    """torch 2.13's cross_entropy of linear(input, linear_weight, linear_bias): input [N, in] or [in],
+    linear_weight [C, d1, ..., in] (the logits [N, C, d1, ...], a K-dimensional loss, need a batch),
+    linear_bias [C, d1, ...]; target class indices, or probabilities of the logits' shape (then
+    ignore_index must be None); ignore_index None means -100. Difference: options (torch's
+    LinearCrossEntropyOptions, a chunked path that saves memory) is accepted and changes nothing: tnet
+    computes the logits whole, torch's reference path (the same loss, more memory)."""
+    check(1 <= input.ndim <= 2, lambda: f"expected input with dimensionality 1 or 2, got {input.ndim}")
+    check(linear_weight.ndim >= 2,
+          lambda: f"expected linear_weight with dimensionality at least 2, got {linear_weight.ndim}")
+    batch, in_features = input.shape[:-1], input.shape[-1]
+    check(in_features == linear_weight.shape[-1],
+          lambda: "expected equal input and linear_weight last dimensions (in_features), "
+                  f"got {in_features} and {linear_weight.shape[-1]}, respectively")
+    classes, out_features = linear_weight.shape[0], tuple(linear_weight.shape[1:-1])
+    check(linear_bias is None or tuple(linear_bias.shape) == (classes, *out_features),
+          lambda: f"expected linear_bias shape {(classes, *out_features)}, got {tuple(linear_bias.shape)}")
+    check(not out_features or batch,
+          lambda: f"K-dimensional loss defined by linear_weight shape {tuple(linear_weight.shape)} requires "
+                  f"batched input, (N, {in_features}), got unbatched input with shape {tuple(input.shape)}")
+    logits_shape = (*batch, classes, *out_features)
+    check(tuple(target.shape) != logits_shape or ignore_index is None,
+          lambda: "ignore_index cannot be specified when target contains probabilities")
+    outputs = math.prod(out_features) * classes  # the weight as Linear's [C * d1 * ..., in]
+    logits = linear(input, reshape(linear_weight, (outputs, in_features)),
+                    None if linear_bias is None else reshape(linear_bias, (outputs,)))
+    return cross_entropy(reshape(logits, logits_shape), target, weight=weight, reduction=reduction,
+                         ignore_index=-100 if ignore_index is None else ignore_index, label_smoothing=label_smoothing)
 
 
 def pdist(input, p=2):

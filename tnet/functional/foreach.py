@@ -1,20 +1,29 @@
-"""torch's _foreach_* functions on lists of tensors (tnet._foreach_add_, ..., tnet/__init__.py
-names them), which EMA and optimizer code call. Each is a loop of tnet's op or in-place method
-over the tensors: a launch or two per tensor, not torch's one fused launch per group (tnet's
-optimizers fuse their own steps). The arguments are torch's: the second one a number, a list of
-numbers (one per tensor), a list of tensors, or, for add, sub, mul and div, one tensor for all;
-alpha only with tensors; addcmul_/addcdiv_'s value a number, a list of numbers or a 1-d tensor
-of them (read on the host). Gradients and in-place rules are those of the per-tensor ops."""
+"""torch's _foreach_* functions on lists of tensors (tnet._foreach_add_, ...: tnet/__init__.py
+names each of __all__ with the prefix), which EMA and optimizer code call. Each is a loop of
+tnet's op or in-place method over the tensors: a launch or two per tensor, not torch's one fused
+launch per group (tnet's optimizers fuse their own steps). The pointwise ones are made from their
+names by _unary, _binary and _ternary, each an out-of-place and an in-place (name_) function. The
+arguments are torch's: a binary op's second one a number, a list of numbers (one per tensor), a
+list of tensors, or, for add, mul and div, one tensor for all; alpha only with tensors (add and
+sub); addcmul/addcdiv's value a number, a list of numbers or a 1-d tensor of them (read on the
+host); lerp's weight a number, a list of numbers or a list of tensors; pow's self may be one
+number, its exponent then the list. The last argument may be named by any of torch's overloads'
+keywords (scalar=, scalars=, other=; exponent=; weight=, weights=; value=, scalars=). Gradients
+and in-place rules are those of the per-tensor ops."""
 import numbers
 
 from ..tensor import Tensor
 from .inplace import inplace
-from .pointwise import add as _add, div as _div, maximum as _maximum, mul as _mul, neg as _neg, sqrt as _sqrt
-from .pointwise import sub as _sub
-from .reduce import norm as _norm
+from .pointwise import maximum as _maximum, minimum as _minimum, pow as _pow
+from .reduce import amax as _amax, norm as _norm
 
-__all__ = ["add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "lerp_", "addcmul_", "addcdiv_", "sqrt",
-           "sqrt_", "neg", "neg_", "zero_", "copy_", "norm", "maximum_"]
+UNARY = ("abs acos asin atan ceil cos cosh erf erfc exp expm1 floor frac lgamma log log10 log1p log2 neg reciprocal "
+         "round rsqrt sigmoid sign sin sinh sqrt tan tanh trunc").split()
+BINARY = {"add": True, "sub": False, "mul": True, "div": True, "clamp_min": False, "clamp_max": False,
+          "maximum": False, "minimum": False, "pow": False}  # name: whether one tensor stands for all, as torch's
+TERNARY = ("addcmul", "addcdiv", "lerp")
+__all__ = [f"{name}{suffix}" for name in [*UNARY, *BINARY, *TERNARY] for suffix in ("", "_")]
+__all__ += ["clone", "zero_", "copy_", "norm", "powsum", "max", "mm"]
 
 
 def _tensors(name, tensors):
@@ -64,91 +73,117 @@ def _values(name, tensors, value):
     return _seconds(name, tensors, value)
 
 
-def _alpha(alpha):
-    return 1 if alpha is None else alpha
+
+def _unary(name):
+    def out(self):
+        return [getattr(t, name)() for t in _tensors(f"_foreach_{name}", self)]
+
+    def in_place(self):
+        for t in _tensors(f"_foreach_{name}_", self):
+            getattr(t, name + "_")()
+    return out, in_place
 
 
-def add(self, other, *, alpha=None):
-    self = _tensors("_foreach_add", self)
-    return [_add(t, o, alpha=_alpha(alpha)) for t, o in zip(self, _seconds("_foreach_add", self, other, alpha))]
+# maximum and minimum with a number are clamps (torch's tensor methods take tensors only); in place with a
+# tensor through inplace(), as tnet's Tensor has no maximum_/minimum_
+NUMBER_FORM = {"maximum": "clamp_min", "minimum": "clamp_max"}
+INPLACE_FORM = {"maximum": _maximum, "minimum": _minimum}
 
 
-def add_(self, other, *, alpha=None):
-    self = _tensors("_foreach_add_", self)
-    for t, o in zip(self, _seconds("_foreach_add_", self, other, alpha)):
-        t.add_(o, alpha=_alpha(alpha))
+def _binary_one(t, name, o, alpha, in_place):
+    """t's name (name_ if in_place) with o, alpha passed to add and sub only."""
+    kwargs = {} if alpha is None else {"alpha": alpha}
+    if name in NUMBER_FORM and not isinstance(o, Tensor):
+        name = NUMBER_FORM[name]
+    if in_place and name in INPLACE_FORM:
+        return inplace(t, name + "_", lambda x: INPLACE_FORM[name](x, o), (o,), keeps_self=True)
+    return getattr(t, name + ("_" if in_place else ""))(o, **kwargs)
 
 
-def sub(self, other, *, alpha=None):
-    self = _tensors("_foreach_sub", self)
-    return [_sub(t, o, alpha=_alpha(alpha)) for t, o in zip(self, _seconds("_foreach_sub", self, other, alpha, False))]
+def _argument(fname, args, named, names):
+    """The one argument given by position (args) or by one of torch's overloads' keywords (names)."""
+    unknown = set(named) - set(names)
+    if unknown:
+        raise TypeError(f"{fname}() got an unexpected keyword argument '{unknown.pop()}'")
+    given = [*args, *named.values()]
+    if len(given) != 1:
+        raise TypeError(f"{fname}() takes one of: a positional argument, {', '.join(names)}; got {len(given)}")
+    return given[0]
 
 
-def sub_(self, other, *, alpha=None):
-    self = _tensors("_foreach_sub_", self)
-    for t, o in zip(self, _seconds("_foreach_sub_", self, other, alpha, False)):
-        t.sub_(o, alpha=_alpha(alpha))
+def _binary(name, one_tensor):
+    takes_alpha = name in ("add", "sub")
+    keywords = ("exponent",) if name == "pow" else ("other", "scalar", "scalars")  # torch's overloads' names
+
+    def pairs(fname, self, args, named, alpha):
+        other = _argument(fname, args, named, keywords)
+        if alpha is not None and not takes_alpha:
+            raise TypeError(f"{fname}() got an unexpected keyword argument 'alpha'")
+        self = _tensors(fname, self)
+        return zip(self, _seconds(fname, self, other, alpha, one_tensor))
+
+    def out(self, *args, alpha=None, **named):
+        if name == "pow" and isinstance(self, numbers.Number):  # torch's pow(Scalar self, Tensor[] exponent)
+            return [_pow(self, e) for e in _tensors("_foreach_pow", _argument("_foreach_pow", args, named, keywords))]
+        return [_binary_one(t, name, o, alpha, False) for t, o in pairs(f"_foreach_{name}", self, args, named, alpha)]
+
+    def in_place(self, *args, alpha=None, **named):
+        for t, o in pairs(f"_foreach_{name}_", self, args, named, alpha):
+            _binary_one(t, name, o, alpha, True)
+    return out, in_place
 
 
-def mul(self, other):
-    self = _tensors("_foreach_mul", self)
-    return [_mul(t, o) for t, o in zip(self, _seconds("_foreach_mul", self, other))]
+def _ternary(name):
+    """addcmul/addcdiv (self, tensor1, tensor2, value=1; or scalars=) and lerp (self, tensors1, weight; or
+    weights=), the last argument by position or torch's keywords."""
+    keywords = ("weight", "weights") if name == "lerp" else ("value", "scalars")
+
+    lists = ("tensors1",) if name == "lerp" else ("tensor1", "tensor2")
+
+    def triples(fname, self, args, named):
+        args = [*args, *[named.pop(k) for k in lists[len(args):] if k in named]]
+        tensors, rest = args[:len(lists)], args[len(lists):]
+        if len(tensors) != len(lists):
+            raise TypeError(f"{fname}() missing its lists {', '.join(lists)}")
+        last = 1 if name != "lerp" and not rest and not named else _argument(fname, rest, named, keywords)
+        self = _tensors(fname, self)
+        lasts = _seconds(fname, self, last, None, False) if name == "lerp" else _values(fname, self, last)
+        return self, zip(*[_same_length(self, t) for t in tensors], lasts)
+
+    def one(t, args, in_place):
+        method = getattr(t, name + ("_" if in_place else ""))
+        return method(*args) if name == "lerp" else method(*args[:2], value=args[2])
+
+    def out(self, *args, **named):
+        self, rest = triples(f"_foreach_{name}", self, args, named)
+        return [one(t, a, False) for t, a in zip(self, rest)]
+
+    def in_place(self, *args, **named):
+        self, rest = triples(f"_foreach_{name}_", self, args, named)
+        for t, a in zip(self, rest):
+            one(t, a, True)
+    return out, in_place
 
 
-def mul_(self, other):
-    self = _tensors("_foreach_mul_", self)
-    for t, o in zip(self, _seconds("_foreach_mul_", self, other)):
-        t.mul_(o)
+def _define(name, pair):
+    out, in_place = pair
+    out.__name__, in_place.__name__ = name, name + "_"
+    out.__qualname__, in_place.__qualname__ = name, name + "_"
+    globals()[name], globals()[name + "_"] = out, in_place
 
 
-def div(self, other):
-    self = _tensors("_foreach_div", self)
-    return [_div(t, o) for t, o in zip(self, _seconds("_foreach_div", self, other))]
+for _name in UNARY:
+    _define(_name, _unary(_name))
+for _name, _one_tensor in BINARY.items():
+    _define(_name, _binary(_name, _one_tensor))
+for _name in TERNARY:
+    _define(_name, _ternary(_name))
+del _name, _one_tensor
 
 
-def div_(self, other):
-    self = _tensors("_foreach_div_", self)
-    for t, o in zip(self, _seconds("_foreach_div_", self, other)):
-        t.div_(o)
-
-
-def lerp_(self, tensors1, weight):
-    """self[i] += weight[i] * (tensors1[i] - self[i]); weight a number, a list of numbers or of tensors."""
-    self = _tensors("_foreach_lerp_", self)
-    for t, end, w in zip(self, _same_length(self, tensors1), _seconds("_foreach_lerp_", self, weight, None, False)):
-        t.lerp_(end, w)
-
-
-def addcmul_(self, tensor1, tensor2, value=1):
-    self = _tensors("_foreach_addcmul_", self)
-    for t, a, b, v in zip(self, _same_length(self, tensor1), _same_length(self, tensor2),
-                          _values("_foreach_addcmul_", self, value)):
-        t.addcmul_(a, b, value=v)
-
-
-def addcdiv_(self, tensor1, tensor2, value=1):
-    self = _tensors("_foreach_addcdiv_", self)
-    for t, a, b, v in zip(self, _same_length(self, tensor1), _same_length(self, tensor2),
-                          _values("_foreach_addcdiv_", self, value)):
-        t.addcdiv_(a, b, value=v)
-
-
-def sqrt(self):
-    return [_sqrt(t) for t in _tensors("_foreach_sqrt", self)]
-
-
-def sqrt_(self):
-    for t in _tensors("_foreach_sqrt_", self):
-        t.sqrt_()
-
-
-def neg(self):
-    return [_neg(t) for t in _tensors("_foreach_neg", self)]
-
-
-def neg_(self):
-    for t in _tensors("_foreach_neg_", self):
-        t.neg_()
+def clone(self, *, memory_format=None):
+    kwargs = {} if memory_format is None else {"memory_format": memory_format}
+    return [t.clone(**kwargs) for t in _tensors("_foreach_clone", self)]
 
 
 def zero_(self):
@@ -167,11 +202,17 @@ def norm(self, ord=2, dtype=None):
     return [_norm(t, ord, dtype=dtype) for t in _tensors("_foreach_norm", self)]
 
 
-def maximum_(self, other):
-    """self[i] = maximum(self[i], other[i]), NaN propagating; other a number, numbers or tensors."""
-    self = _tensors("_foreach_maximum_", self)
-    for t, o in zip(self, _seconds("_foreach_maximum_", self, other, None, False)):
-        if isinstance(o, Tensor):
-            inplace(t, "maximum_", lambda x: _maximum(x, o), (o,), keeps_self=True)
-        else:
-            t.clamp_(min=o)
+def powsum(self, ord=2, dtype=None):
+    """Each tensor's sum of |x| ** ord over all its elements, 0-d tensors, as torch's (ord 0 counts every
+    element, zeros too; inf counts the elements of magnitude 1, adding inf for any above)."""
+    return [_pow(t.abs(), ord).sum(dtype=dtype) for t in _tensors("_foreach_powsum", self)]
+
+
+def max(self):
+    """Each tensor's largest element, 0-d tensors, NaN propagating, as torch's."""
+    return [_amax(t) for t in _tensors("_foreach_max", self)]
+
+
+def mm(self, mat2):
+    self = _tensors("_foreach_mm", self)
+    return [t.mm(m) for t, m in zip(self, _same_length(self, mat2))]

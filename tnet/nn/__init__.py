@@ -1,4 +1,5 @@
 """Modules in the PyTorch style, with Caffe's fillers and per-parameter lr/decay multipliers."""
+import dataclasses
 import math
 import operator
 import sys
@@ -411,9 +412,9 @@ class Module:
         outs = _put(outs, made, gate([outs[i] for i in made], at_outputs))
         return outs if isinstance(out, tuple) else outs[0]
 
-    def _add_hook(self, attribute, hook):
+    def _add_hook(self, attribute, hook, prepend=False):
         self._hooked = True
-        return add_hook(self, attribute, hook)
+        return add_hook(self, attribute, hook, prepend)
 
     def register_full_backward_hook(self, hook):
         """hook(module, grad_input, grad_output) once the gradients of the module's positional tensor
@@ -453,16 +454,8 @@ class Module:
         return self._add_forward_hook("_forward_hooks", hook, prepend, with_kwargs, always_call)
 
     def _add_forward_hook(self, attribute, hook, prepend, with_kwargs, always_call=False):
-        handle = self._add_hook(attribute, _ForwardHook(hook, with_kwargs, always_call) if with_kwargs or always_call
-                                else hook)
-        if prepend:  # the new key first, in the same dict (the handles hold it)
-            hooks = self.__dict__[attribute]
-            rest = [(k, v) for k, v in hooks.items() if k != handle.id]
-            first = hooks[handle.id]
-            hooks.clear()
-            hooks[handle.id] = first
-            hooks.update(rest)
-        return handle
+        return self._add_hook(attribute, _ForwardHook(hook, with_kwargs, always_call) if with_kwargs or always_call
+                              else hook, prepend)
 
     def get_submodule(self, target):
         """The submodule at a dotted path ("layer1.0.conv1"; "" is self), as torch's."""
@@ -2158,6 +2151,50 @@ class CrossEntropyLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index, reduction=self.reduction,
                                label_smoothing=self.label_smoothing)
+
+
+@dataclasses.dataclass
+class LinearCrossEntropyOptions:
+    """torch 2.13's options of linear_cross_entropy's chunked path (the batch in pieces, the logits never
+    whole): accepted and changes nothing, as tnet computes the logits whole, torch's reference path (the
+    one torch itself falls back to for the cases its chunked path lacks): the same loss, more memory."""
+    allow_retain_graph: bool = False
+    batch_chunk_size: int = None
+    chunking_method: str = "auto"
+    acc_policy: str = "auto"
+    acc_dtype: torch.dtype = None
+
+
+class LinearCrossEntropyLoss(_WeightedLoss):
+    """torch 2.13's: F.linear_cross_entropy with its own Linear (self.linear: in_features to
+    num_classes * prod(out_features), stored flat and reshaped in forward, as torch's); options (a
+    LinearCrossEntropyOptions) is accepted and changes nothing (see F.linear_cross_entropy)."""
+
+    def __init__(self, in_features, num_classes, *, out_features=(), bias=False, device=None, dtype=None,
+                 reduction="mean", weight=None, ignore_index=None, label_smoothing=0.0, options=None):
+        if weight is not None and tuple(weight.shape) != (num_classes,):
+            raise RuntimeError(f"expected weight shape to be {(num_classes,)}, got {tuple(weight.shape)}")
+        if label_smoothing < 0 or label_smoothing > 1.0:
+            raise RuntimeError(f"expected label_smoothing to be in range [0, 1], got {label_smoothing}")
+        super().__init__(weight, reduction=reduction)
+        self.num_classes, self.out_features = num_classes, out_features
+        self.ignore_index, self.label_smoothing, self.options = ignore_index, label_smoothing, options
+        self.linear = Linear(in_features, math.prod(out_features) * num_classes, bias=bias, device=device,
+                             dtype=dtype)
+
+    def forward(self, input, target):
+        shape = (self.num_classes, *self.out_features)
+        return F.linear_cross_entropy(
+            input, self.linear.weight.reshape(*shape, self.linear.in_features), target,
+            linear_bias=None if self.linear.bias is None else self.linear.bias.reshape(shape), weight=self.weight,
+            reduction=self.reduction, ignore_index=self.ignore_index, label_smoothing=self.label_smoothing,
+            options=self.options)
+
+    def extra_repr(self):
+        return (f"in_features={self.linear.in_features}, num_classes={self.num_classes}, "
+                f"out_features={self.out_features}, bias={self.linear.bias is not None}, "
+                f"reduction={self.reduction}, ignore_index={self.ignore_index}, "
+                f"label_smoothing={self.label_smoothing}, options={self.options}")
 
 
 class NLLLoss(_WeightedLoss):

@@ -247,13 +247,43 @@ class Optimizer:
             elif p.grad is not None:
                 p.grad.memory.zero_()
 
+    def register_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer) at the start of each state_dict(), as torch's; prepend: before the hooks
+        already there. Returns a handle whose remove() takes it away."""
+        return add_hook(self, "_optimizer_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) at the end of each state_dict(), as torch's: a dict it returns
+        replaces the one returned (and the next hook's)."""
+        return add_hook(self, "_optimizer_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend=False):
+        """hook(optimizer, state_dict) at the start of each load_state_dict(), on a shallow copy of the
+        dict given, as torch's: a dict it returns is loaded instead (and given to the next hook)."""
+        return add_hook(self, "_optimizer_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend=False):
+        """hook(optimizer) at the end of each load_state_dict(), as torch's."""
+        return add_hook(self, "_optimizer_load_state_dict_post_hooks", hook, prepend)
+
     def state_dict(self):
         """torch's layout in plain numbers, lists and numpy arrays (copies; reading them is a
         host synchronisation): {"state": {index: {"step": float, buffer name: array}},
         "param_groups": [{hyperparameter: value, ..., "params": [indices]}]}, the parameters
         indexed in group order; buffers of 16-bit parameters are saved in float32, one-element
         state (NAdam's mu_product) as a float, as the step. Without RULE, torch's: the state's
-        own values (not copies), keyed by index."""
+        own values (not copies), keyed by index. Runs the state-dict hooks around it, as torch's."""
+        for pre in list(self.__dict__.get("_optimizer_state_dict_pre_hooks", {}).values()):
+            pre(self)
+        state_dict = self._saved_state()
+        for post in list(self.__dict__.get("_optimizer_state_dict_post_hooks", {}).values()):
+            result = post(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
+
+    def _saved_state(self):
+        """state_dict() without its hooks."""
         if self.RULE is None:
             index = {p: i for i, p in enumerate(self._params)}
             return {"state": {index[p]: state for p, state in self.state.items() if p in index},
@@ -279,7 +309,19 @@ class Optimizer:
     def load_state_dict(self, state_dict):
         """Take the step counts, buffers and hyperparameters of state_dict() into this
         optimizer's own device tensors (a captured step keeps its addresses). A parameter that
-        the state lacks starts afresh; "state" may be keyed by str(index) too (JSON)."""
+        the state lacks starts afresh; "state" may be keyed by str(index) too (JSON). Runs the
+        load-state-dict hooks around it, the pre hooks on a shallow copy, as torch's."""
+        state_dict = dict(state_dict)
+        for pre in list(self.__dict__.get("_optimizer_load_state_dict_pre_hooks", {}).values()):
+            result = pre(self, state_dict)
+            if result is not None:
+                state_dict = result
+        self._load_state(state_dict)
+        for post in list(self.__dict__.get("_optimizer_load_state_dict_post_hooks", {}).values()):
+            post(self)
+
+    def _load_state(self, state_dict):
+        """load_state_dict() without its hooks; a subclass that adds to loading overrides this."""
         name = f"{type(self).__name__}.load_state_dict"
         saved_groups, saved = state_dict["param_groups"], state_dict["state"]
         check(len(saved_groups) == len(self.param_groups),
@@ -473,8 +515,8 @@ class AdamW(Adam):
                          capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
 
-    def load_state_dict(self, state_dict):
-        super().load_state_dict(state_dict)
+    def _load_state(self, state_dict):
+        super()._load_state(state_dict)
         for group in self.param_groups:  # as torch's: AdamW's decay stays decoupled
             group["decoupled_weight_decay"] = True
         self.update_lr()

@@ -10,6 +10,8 @@ function runs twice, so batch norm's running statistics are updated twice.
 Where the call's output is not one tensor, or it read a tensor that requires grad and was made
 before it but not passed as an argument (a closure over an earlier activation), function's tape
 is kept as it is: the same results and gradients, without the memory saving."""
+import contextlib
+
 from .. import amp
 from ..factory import rng_state
 from ..tensor import Tensor, enable_grad, is_grad_enabled, record, run_backward, tape_mark
@@ -68,6 +70,14 @@ def _reads(out, start, given):
         elif t.requires_grad:
             return None
     return list(reads.values())
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable):
+    """torch's switch for stopping a checkpoint's recomputation once the tensors its backward needs are
+    made: accepted and changes nothing, as tnet's checkpoint always recomputes function whole (the
+    same gradients either way; torch's early stop saves time, not numbers)."""
+    yield
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
