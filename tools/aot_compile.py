@@ -104,11 +104,13 @@ def lerp():
             OP=op, ARITY=3, SCALARS=0, FLAT=flat, ROUTE=0, COMPUTE=tl.float32)
 
 
-def igamma():
-    """pointwise_kernel's regularized incomplete gamma functions and their gradient (loops with a run-time
-    bound), flat, fp32 and bf16."""
+def special():
+    """pointwise_kernel's special functions: the regularized incomplete gamma functions and their gradient
+    (loops with a run-time bound), the Gamma and Dirichlet draws' gradients (the latter in float64) and
+    reciprocal's gradient; flat, fp32 and bf16."""
     from tnet.kernels import pointwise as p
-    for dtype, op in itertools.product(("*fp32", "*bf16"), ("igamma", "igammac", "igamma_backward")):
+    ops = ("igamma", "igammac", "igamma_backward", "standard_gamma_grad", "dirichlet_grad", "reciprocal_backward")
+    for dtype, op in itertools.product(("*fp32", "*bf16"), ops):
         arg_types = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": dtype, "y_ptr": dtype, "n": "i32", "s0": "fp32",
                      "s1": "fp32", "s2": "fp32", "s3": "fp32", "sizes": ("i32",), "a_strides": ("i32",),
                      "b_strides": ("i32",), "c_strides": ("i32",)}
@@ -163,7 +165,7 @@ def clip():
 
 
 GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip, "tma": tma,
-          "igamma": igamma}
+          "special": special}
 
 
 def main():
