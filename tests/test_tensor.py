@@ -212,6 +212,24 @@ def test_register_multi_grad_hook_as_torch():
     assert logs[0] == logs[1], logs
 
 
+def test_a_leaf_used_twice_runs_its_hooks_once_on_the_sum_as_torch():
+    """A leaf read by two ops gets its register_hook hooks and its post-accumulate hooks once, on its gradient
+    summed over the uses (torch's AccumulateGrad), in backward and autograd.grad; a hook's replacement applies
+    to the sum; a use whose op gives no gradient (an integer output's) still counts as arrived."""
+    def run(lib):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        seen, posted = [], []
+        x.register_hook(lambda g: (seen.append(g.tolist()), g * 2)[1])
+        x.register_post_accumulate_grad_hook(lambda t: posted.append(t.grad.tolist()))
+        ((x * 3) * x + x.exp()).sum().backward()
+        y = lib.tensor([1.0, 2.0], requires_grad=True)
+        y.register_hook(lambda g: seen.append(g.tolist()))
+        (g,) = lib.autograd.grad((y.clamp(0, 1.5) * y).sum(), [y])
+        return seen, posted, x.grad.tolist(), g.tolist()
+    for got, want in zip(run(tnet), run(torch)):  # one list per hook call
+        np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6)
+
+
 def test_autograd_grad_runs_a_leafs_hooks_as_torch():
     """torch.autograd.grad runs register_hook's hooks of the leaves it differentiates with respect to (a returned
     tensor replaces the gradient), with and without create_graph, as backward() does."""

@@ -620,8 +620,8 @@ class Tensor:
     retains_grad = property(lambda self: "_retains_grad" in self.__dict__)
 
     def register_post_accumulate_grad_hook(self, hook):
-        """hook(self) each time a backward has accumulated a gradient into this leaf's .grad (a
-        parameter used twice: twice), as torch's; returns a handle whose remove() takes it away."""
+        """hook(self) each time a backward has accumulated a gradient into this leaf's .grad (once, the
+        parts of a parameter used twice summed first), as torch's; returns a handle whose remove() takes it away."""
         if self._entry is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
         if not self.requires_grad:
@@ -693,11 +693,27 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
     for t in roots:
         if t._entry is None and id(t) in grads:  # a leaf root: its own gradient is the seed
             arrive(t, grads.pop(id(t)))
-    for t in _tape(roots):
+    tape = _tape(roots)
+    held = _held_leaves(tape)
+
+    def hold(x, gx):
+        """One of held leaf x's gradient parts (None: an entry that gave none); the sum arrives with the last."""
+        part = held[id(x)]
+        part[0] -= 1
+        if gx is not None:
+            part[1] = gx if part[1] is None else pointwise("add", part[1], in_layout(gx, part[1]))
+        if part[0] == 0 and part[1] is not None:
+            arrive(x, part[1])
+
+    for t in tape:
         g = grads.pop(id(t), None)
         entry = t._entry
         if entry.backward is None:
             _freed()
+        if g is None and held:
+            for x in entry.inputs:
+                if x._requires_grad and id(x) in held:
+                    hold(x, None)
         if g is not None:
             entry.check_versions()
             g = in_layout(g, t.memory)
@@ -716,6 +732,8 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
                 check_grads(Node(entry), gxs)
             for x, gx in zip(entry.inputs, gxs):
                 if gx is None or not x._requires_grad:
+                    if gx is None and x._requires_grad and id(x) in held:
+                        hold(x, None)
                     continue
                 if "_stale_after" in x.__dict__:
                     _check_fresh(x, entry)
@@ -723,7 +741,7 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
                 if gx.dtype != x.dtype:
                     gx = copy_(empty_in_layout(x.memory), gx)
                 if x._entry is None:
-                    arrive(x, gx)
+                    hold(x, gx) if id(x) in held else arrive(x, gx)
                 elif id(x) in grads:  # used twice: a fresh buffer, as either may be a view
                     grads[id(x)] = pointwise("add", grads[id(x)], in_layout(gx, grads[id(x)]))
                 else:
@@ -733,6 +751,23 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
     _run_callbacks()
     if not accumulate:
         return [captured.get(id(x)) for x in inputs]
+
+
+def _held_leaves(tape):
+    """{id(x): [its parts to come, their sum so far]} of each leaf with hooks (register_hook's, post-accumulate
+    ones) that more than one input slot of tape's entries reads: its gradient arrives once, summed over its
+    uses, and its hooks run once, on the sum, as torch's AccumulateGrad's. Other leaves take each part as it
+    comes (no gradient is held back longer than it must be)."""
+    held = {}
+    for t in tape:
+        for x in t._entry.inputs:
+            if x._entry is None and x._requires_grad and ("_hooks" in x.__dict__ or "_grad_hooks" in x.__dict__):
+                part = held.get(id(x))
+                if part is None:
+                    held[id(x)] = [1, None]
+                else:
+                    part[0] += 1
+    return {key: part for key, part in held.items() if part[0] > 1}
 
 
 def _check_fresh(x, entry):
