@@ -214,8 +214,8 @@ def test_register_multi_grad_hook_as_torch():
 
 def test_a_leaf_used_twice_runs_its_hooks_once_on_the_sum_as_torch():
     """A leaf read by two ops gets its register_hook hooks and its post-accumulate hooks once, on its gradient
-    summed over the uses (torch's AccumulateGrad), in backward and autograd.grad; a hook's replacement applies
-    to the sum; a use whose op gives no gradient (an integer output's) still counts as arrived."""
+    summed over the uses (torch's AccumulateGrad), in backward and autograd.grad (create_graph's too); a hook's
+    replacement applies to the sum; a use whose op gives no gradient still counts as arrived."""
     def run(lib):
         x = lib.tensor([1.0, 2.0], requires_grad=True)
         seen, posted = [], []
@@ -225,7 +225,8 @@ def test_a_leaf_used_twice_runs_its_hooks_once_on_the_sum_as_torch():
         y = lib.tensor([1.0, 2.0], requires_grad=True)
         y.register_hook(lambda g: seen.append(g.tolist()))
         (g,) = lib.autograd.grad((y.clamp(0, 1.5) * y).sum(), [y])
-        return seen, posted, x.grad.tolist(), g.tolist()
+        (h,) = lib.autograd.grad((y * y * y).sum(), [y], create_graph=True)  # the tape's path: once, too
+        return seen, posted, x.grad.tolist(), g.tolist(), h.tolist()
     for got, want in zip(run(tnet), run(torch)):  # one list per hook call
         np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6)
 

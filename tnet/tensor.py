@@ -697,13 +697,7 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
     held = _held_leaves(tape)
 
     def hold(x, gx):
-        """One of held leaf x's gradient parts (None: an entry that gave none); the sum arrives with the last."""
-        part = held[id(x)]
-        part[0] -= 1
-        if gx is not None:
-            part[1] = gx if part[1] is None else pointwise("add", part[1], in_layout(gx, part[1]))
-        if part[0] == 0 and part[1] is not None:
-            arrive(x, part[1])
+        _hold(held, x, gx, lambda a, b: pointwise("add", a, in_layout(b, a)), arrive)
 
     for t in tape:
         g = grads.pop(id(t), None)
@@ -711,9 +705,7 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
         if entry.backward is None:
             _freed()
         if g is None and held:
-            for x in entry.inputs:
-                if x._requires_grad and id(x) in held:
-                    hold(x, None)
+            _none_from(entry, held, hold)
         if g is not None:
             entry.check_versions()
             g = in_layout(g, t.memory)
@@ -768,6 +760,24 @@ def _held_leaves(tape):
                 else:
                     part[0] += 1
     return {key: part for key, part in held.items() if part[0] > 1}
+
+
+def _hold(held, x, gx, add, arrive):
+    """One of held leaf x's gradient parts (None: an input slot whose entry gave none), summed by add; the
+    sum arrives (arrive(x, sum)) with the last part."""
+    part = held[id(x)]
+    part[0] -= 1
+    if gx is not None:
+        part[1] = gx if part[1] is None else add(part[1], gx)
+    if part[0] == 0 and part[1] is not None:
+        arrive(x, part[1])
+
+
+def _none_from(entry, held, hold):
+    """An entry that the backward does not reach gives its held leaves no part: each counts as arrived."""
+    for x in entry.inputs:
+        if x._requires_grad and id(x) in held:
+            hold(x, None)
 
 
 def _check_fresh(x, entry):
@@ -881,11 +891,19 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
         for t in roots:
             if t._entry is None and id(t) in grads:
                 arrive(t, grads.pop(id(t)))
-        for t in _tape(roots):
+        tape = _tape(roots)
+        held = _held_leaves(tape)
+
+        def hold(x, gx):
+            _hold(held, x, gx, _graph_sum, arrive)
+
+        for t in tape:
             g = grads.pop(id(t), None)
             entry = t._entry
             if entry.backward is None:
                 _freed()
+            if g is None and held:
+                _none_from(entry, held, hold)
             if g is not None:
                 if entry.graph is None:
                     raise NotImplementedError(f"create_graph through {entry.op} is not supported (tnet's "
@@ -901,6 +919,8 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                     check_grads(Node(entry), gxs)
                 for x, gx in zip(entry.inputs, gxs):
                     if gx is None or not x._requires_grad:
+                        if gx is None and x._requires_grad and id(x) in held:
+                            hold(x, None)
                         continue
                     if "_stale_after" in x.__dict__:
                         _check_fresh(x, entry)
@@ -908,7 +928,7 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                     if gx.dtype != x.dtype:
                         gx = _graph_cast(gx, x.dtype)
                     if x._entry is None:
-                        arrive(x, gx)
+                        hold(x, gx) if id(x) in held else arrive(x, gx)
                     else:
                         grads[id(x)] = gx if id(x) not in grads else _graph_sum(grads[id(x)], gx)
             if not retain_graph:
