@@ -693,8 +693,7 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
     for t in roots:
         if t._entry is None and id(t) in grads:  # a leaf root: its own gradient is the seed
             arrive(t, grads.pop(id(t)))
-    tape = _tape(roots)
-    held = _held_leaves(tape)
+    tape, held = _tape(roots)
 
     def hold(x, gx):
         _hold(held, x, gx, lambda a, b: pointwise("add", a, in_layout(b, a)), arrive)
@@ -745,26 +744,9 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
         return [captured.get(id(x)) for x in inputs]
 
 
-def _held_leaves(tape):
-    """{id(x): [its parts to come, their sum so far]} of each leaf with hooks (register_hook's, post-accumulate
-    ones) that more than one input slot of tape's entries reads: its gradient arrives once, summed over its
-    uses, and its hooks run once, on the sum, as torch's AccumulateGrad's. Other leaves take each part as it
-    comes (no gradient is held back longer than it must be)."""
-    held = {}
-    for t in tape:
-        for x in t._entry.inputs:
-            if x._entry is None and x._requires_grad and ("_hooks" in x.__dict__ or "_grad_hooks" in x.__dict__):
-                part = held.get(id(x))
-                if part is None:
-                    held[id(x)] = [1, None]
-                else:
-                    part[0] += 1
-    return {key: part for key, part in held.items() if part[0] > 1}
-
-
 def _hold(held, x, gx, add, arrive):
-    """One of held leaf x's gradient parts (None: an input slot whose entry gave none), summed by add; the
-    sum arrives (arrive(x, sum)) with the last part."""
+    """One of held leaf x's gradient parts (None: an input slot whose entry gave none; _tape's held), summed by
+    add; the sum arrives (arrive(x, sum)) with the last part."""
     part = held[id(x)]
     part[0] -= 1
     if gx is not None:
@@ -797,9 +779,14 @@ def _freed():
 
 def _tape(roots):
     """The tensors made by the part of the tape the roots depend on, latest entry first (found
-    without recursion)."""
+    without recursion), and the held leaves: {id(x): [its parts to come, their sum so far]} of each
+    leaf with hooks (register_hook's, post-accumulate ones) that more than one input slot of those
+    entries reads. Such a leaf's gradient arrives once, summed over its uses (_hold), and its hooks
+    run once, on the sum, as torch's AccumulateGrad's; other leaves take each part as it comes (no
+    gradient is held back longer than it must be)."""
     entries, stack, seen = [], list(roots), set()
     stale, last_use = [], {}  # views whose base was written after them; each tensor's latest reader on the tape
+    uses = {}  # the input slots that read each leaf with hooks
     while stack:
         t = stack.pop()
         if t._entry is not None and id(t) not in seen:
@@ -811,6 +798,8 @@ def _tape(roots):
                 if x._requires_grad:
                     stack.append(x)
                     last_use[id(x)] = max(last_use.get(id(x), -1), t._entry.seq)
+                    if x._entry is None and ("_hooks" in x.__dict__ or "_grad_hooks" in x.__dict__):
+                        uses[id(x)] = uses.get(id(x), 0) + 1
     if stale:  # a view of a stale view (a.t().t(), a.view(6).view(2, 3)) made before the write is stale too
         written_under = {id(t): written for t, written in stale}
         for t in sorted(entries, key=lambda t: t._entry.seq):
@@ -827,7 +816,8 @@ def _tape(roots):
             raise RuntimeError(f"backward: a view ({t._entry.op}) of a tensor that was later modified by an inplace "
                                f"operation was read after the write; tnet does not rebase views: take the view after "
                                f"the in-place op")
-    return sorted(entries, key=lambda t: t._entry.seq, reverse=True)
+    held = {key: [n, None] for key, n in uses.items() if n > 1}
+    return sorted(entries, key=lambda t: t._entry.seq, reverse=True), held
 
 
 def _graph_sum(a, b):
@@ -891,8 +881,7 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
         for t in roots:
             if t._entry is None and id(t) in grads:
                 arrive(t, grads.pop(id(t)))
-        tape = _tape(roots)
-        held = _held_leaves(tape)
+        tape, held = _tape(roots)
 
         def hold(x, gx):
             _hold(held, x, gx, _graph_sum, arrive)
