@@ -75,7 +75,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
             if mode == "any":
                 if first:
                     fn(grad)
-            else:  # a leaf used twice gets its gradient in parts: their sum, as torch's one call
+            else:  # once per tensor and backward (a leaf's parts arrive summed: tensor.py's held leaves)
                 grads[i] = grad if grads[i] is None else grads[i] + grad
         return hook
 
