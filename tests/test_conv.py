@@ -100,7 +100,7 @@ def by_output_rows(monkeypatch):
     """Make the depthwise forward and input gradient take their rows kernel where autotune.fastest would choose
     (the interpreter and TNET_AUTOTUNE=0 run the first candidate, the pixel blocks), and a 3x3 weight gradient
     its own (the GPU's choice; the interpreter's is the pixel blocks)."""
-    monkeypatch.setattr(depthwise, "fastest", lambda key, candidates: candidates[-1]())
+    monkeypatch.setattr(depthwise, "fastest", lambda key, candidates: candidates[1]())
     monkeypatch.setattr(depthwise, "WEIGHT_BY_ROWS", True)
 
 
@@ -132,11 +132,9 @@ def test_depthwise_by_rows(shape, kernel, padding, parts, precision, monkeypatch
 
 
 def by_flat_rows(monkeypatch):
-    """Make the depthwise forward and input gradient, and a 3x3 one's weight gradient, take their flat-rows kernels
-    (TNET_TRIAL candidates of autotune.fastest), as the GPU would where they time fastest."""
-    monkeypatch.setattr(depthwise, "TRIAL", True)
-    monkeypatch.setattr(depthwise, "fastest", lambda key, candidates: candidates[-1]())
-    monkeypatch.setattr(depthwise, "WEIGHT_BY_ROWS", True)
+    """Make the depthwise forward and input gradient take their flat-rows kernel (autotune.fastest's third
+    candidate), as the GPU would where it times fastest."""
+    monkeypatch.setattr(depthwise, "fastest", lambda key, candidates: candidates[2]())
 
 
 @pytest.mark.parametrize("shape,kernel,padding,parts,precision", [
@@ -148,15 +146,12 @@ def by_flat_rows(monkeypatch):
 ])
 def test_depthwise_by_flat_rows(shape, kernel, padding, parts, precision, monkeypatch):
     """A stride-1 layer's forward and input gradient by flat rows (depthwise_flat_kernel): each output row's
-    columns and channels one vector, each tap a shifted window of an input row; a 3x3 one's weight gradient too
-    (depthwise_weight_flat3_kernel: sums per flat offset and part, summed after)."""
+    columns and channels one vector, each tap a shifted window of an input row."""
     by_flat_rows(monkeypatch)
-    log, weights = [], []
+    log = []
     monkeypatch.setattr(depthwise, "depthwise_flat_kernel", Launches(depthwise.depthwise_flat_kernel, log))
-    monkeypatch.setattr(depthwise, "depthwise_weight_flat3_kernel",
-                        Launches(depthwise.depthwise_weight_flat3_kernel, weights))
     check_conv(shape, shape[1], kernel, (1, 1), padding, precision, parts, groups=shape[1], kernels=depthwise)
-    assert [kwargs["TRANSPOSED"] for *_, kwargs in log] == [False, True] and len(weights) == (kernel == (3, 3))
+    assert [kwargs["TRANSPOSED"] for *_, kwargs in log] == [False, True]
 
 
 @pytest.mark.parametrize("parts", [1, 2, 5])
@@ -230,18 +225,16 @@ def test_depthwise_every_config(i, precision, monkeypatch):
     is ieee's), in each storage dtype: stride 1 and 2, a channel multiplier, 'same' with an even
     kernel, several channel blocks, the weight gradient in parts."""
     for kernel in (depthwise.depthwise_kernel, depthwise.depthwise_weight_kernel, depthwise.depthwise_rows_kernel,
-                   depthwise.depthwise_weight3_kernel, depthwise.depthwise_flat_kernel,
-                   depthwise.depthwise_weight_flat3_kernel):
+                   depthwise.depthwise_weight3_kernel, depthwise.depthwise_flat_kernel):
         only_config(monkeypatch, kernel, kernel.all_configs[min(i, len(kernel.all_configs) - 1)])
     monkeypatch.setattr(depthwise, "PART_PIXELS", 16)
     by_output_rows(monkeypatch)  # 3x3 layers by rows, then by pixel blocks
     check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
     check_conv((2, 200, 5, 33), 200, (3, 3), (1, 1), (0, 2), precision, parts=2, groups=200, kernels=depthwise)
-    if depthwise.TRIAL:  # the flat rows, a trial candidate
-        with monkeypatch.context() as flat:
-            by_flat_rows(flat)
-            check_conv((2, 144, 9, 10), 144, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=144, kernels=depthwise)
-            check_conv((2, 24, 6, 7), 24, (5, 5), (1, 1), (2, 2), precision, groups=24, kernels=depthwise)
+    with monkeypatch.context() as flat:
+        by_flat_rows(flat)
+        check_conv((2, 144, 9, 10), 144, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=144, kernels=depthwise)
+        check_conv((2, 24, 6, 7), 24, (5, 5), (1, 1), (2, 2), precision, groups=24, kernels=depthwise)
     monkeypatch.setattr(depthwise, "by_rows", lambda *args, **kwargs: False)  # the pixel-block kernels
     check_conv((2, 96, 9, 10), 96, (3, 3), (1, 1), (1, 1), precision, parts=3, groups=96, kernels=depthwise)
     check_conv((2, 40, 9, 8), 80, (5, 5), (2, 2), (2, 2), precision, parts=2, groups=40, kernels=depthwise)

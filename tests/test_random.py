@@ -446,11 +446,12 @@ def test_validate_args_raises_as_torch(case):
     repr is torch's); validate_args=False, or set_default_validate_args(False), skips them."""
     make, value = VALIDATED[case]
     messages = []
-    for lib in (torch, tnet):
+    on_device = lambda *args: torch.tensor(*args, device=tnet.DEVICE)  # torch's message shows the device, as tnet's
+    for lib, tensor in ((torch, on_device), (tnet, tnet.tensor)):
         with pytest.raises(ValueError) as raised:
-            law = make(lib.distributions, lib.tensor)
+            law = make(lib.distributions, tensor)
             if value is not None:
-                law.log_prob(value(lib.tensor))
+                law.log_prob(value(tensor))
         messages.append(str(raised.value))
     if case < 4 or case in (7, 19):  # Normal's, Gamma's, Uniform's and Geometric's reprs are torch's
         assert messages[0] == messages[1]

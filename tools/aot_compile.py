@@ -42,7 +42,7 @@ def compile_kernel(kernel, arg_types, constexprs, config):
     arg_types the Triton type of each non-constexpr argument ('*fp32', 'i32', ('i32',) for a tuple),
     constexprs the others' values but the config's."""
     fn = kernel if isinstance(kernel, triton.runtime.JITFunction) else kernel.fn  # a plain (_Fast) one, or autotuned
-    defaults = {p.name: p.default for p in fn.params if p.is_constexpr and p.has_default}  # WARP_SPECIALIZE's False
+    defaults = {p.name: p.default for p in fn.params if p.is_constexpr and p.has_default}  # constexprs' defaults
     consts = {**defaults, **constexprs, **config.kwargs}
     signature = {name: "constexpr" if name in consts else arg_types[name] for name in fn.arg_names}
     # pointers 16-byte aligned, as a launch's tensors are (torch's allocations): what lets loads vectorize
@@ -135,8 +135,7 @@ def grid_sample():
 
 
 def tma():
-    """The TMA GEMM (tf32, bf16) and convolution forward and input gradient (bf16, airbench's 64 -> 256 at 15x15):
-    with TNET_TRIAL=1 their warp-specialized trial tiles too."""
+    """The TMA GEMM (tf32, bf16) and convolution forward and input gradient (bf16, airbench's 64 -> 256 at 15x15)."""
     from tnet.kernels import conv_tma, gemm
     for name, kernel, dtype, precision in (("gemm_tma_kernel tf32", gemm.gemm_tma_tuned, "*fp32", "tf32"),
                                            ("gemm_tma_kernel bf16", gemm.gemm_tma16_tuned, "*bf16", "bf16")):

@@ -37,16 +37,15 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET, TRIAL
+from .._device import INTERPRET
 from .autotune import autotune, jit, launch_kept
 from .gemm import SMS, descriptor_memory, mma
 from .launch import cdiv, kept, next_power_of_2, resident, tile_config
 from .reduce import PartSums, best_parts
 
 ENABLED = os.environ.get("TNET_CONV_TMA", "1") != "0"  # 0: conv.py's gathering kernels everywhere (A/B timing)
-# Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs); the
-# trial's warp-specialized 64-wide tiles (below) may change that: 64 under TNET_TRIAL=1
-MIN_OUT_CHANNELS = 64 if TRIAL else 128
+# Fewer output channels ran faster gathered on the H100 (a 64-wide N tile reads each box for few outputs)
+MIN_OUT_CHANNELS = 128
 # The stride-2 input gradient's gathering kernel masks about 3 of 4 tap-pixel pairs: from 64 outputs (ResNet's
 # first stride-2 layer) the phases' boxes ran faster (docs/results.md)
 MIN_PHASE_CHANNELS = 64
@@ -75,8 +74,6 @@ def _tile(t, HO: tl.constexpr, WO: tl.constexpr, BI: tl.constexpr, BH: tl.conste
 # The forward's 128x256 tile gave wrong sums on the H100 (a 64-channel output; not investigated).
 _FWD_CONFIGS = [tile_config(128, 128, 64, 8, 3), tile_config(128, 64, 64, 4, 4), tile_config(64, 64, 64, 4, 4),
                 tile_config(64, 128, 64, 4, 4), tile_config(128, 128, 64, 4, 4)]
-if TRIAL:  # warp-specialized (gemm.py's trial); Triton 3.6 fails to build it for 128 output channels a tile
-    _FWD_CONFIGS += [tile_config(128, 64, 64, 4, 4, WARP_SPECIALIZE=True), tile_config(64, 64, 64, 4, 4, WARP_SPECIALIZE=True)]
 # the weight gradient's: BLOCK_M over output channels, BLOCK_N over input channels, BLOCK_K over pixels
 _WGRAD_CONFIGS = [tile_config(128, 128, 64, 8, 3), tile_config(64, 64, 128, 4, 4), tile_config(128, 64, 128, 8, 3),
                   tile_config(64, 128, 128, 4, 4), tile_config(128, 128, 128, 8, 3), tile_config(64, 64, 64, 4, 4)]
@@ -95,8 +92,7 @@ def conv_tma_kernel(a_ptr, w_ptr, y_ptr, bias_ptr, N, H: tl.constexpr, W: tl.con
                     TRANSPOSED: tl.constexpr,
                     BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                     BOX_H: tl.constexpr, BOX_W: tl.constexpr, NUM_SMS: tl.constexpr,
-                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                    WARP_SPECIALIZE: tl.constexpr = False):
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """y [N, HO, WO, CO] = relu(sum over taps (i, j) and channels c of a[n, h, w, c] * weight + bias)
     for a [N, H, W, CA] (NHWC memory), h = STRIDE * oh - PH + i (TRANSPOSED, STRIDE 1: oh + PH - i),
     likewise w; the weight is w_ptr's [CO, KH, KW, CA] (TRANSPOSED: [CA, KH, KW, CO], the forward's,
@@ -104,8 +100,7 @@ def conv_tma_kernel(a_ptr, w_ptr, y_ptr, bias_ptr, N, H: tl.constexpr, W: tl.con
     phase r, so a tap's rows (columns) for a box of output rows are one box at shifted pairs and a phase.
     K steps of BLOCK_K channels, or K_MAX where fewer: a weight box holds one tap's channels alone.
     Persistent: NUM_SMS programs (or fewer) walk the tiles (output box, CO block), the CO blocks of
-    a box in turn, so that the descriptors are built once a program and a box is read while in L2.
-    WARP_SPECIALIZE as gemm_tma_kernel's."""
+    a box in turn, so that the descriptors are built once a program and a box is read while in L2."""
     KS: tl.constexpr = BLOCK_K if BLOCK_K < K_MAX else K_MAX
     # the box: as wide as the image's row (BOX_W, a power of 2) up to BLOCK_M pixels, as many rows as fit, then images
     BW: tl.constexpr = BOX_W if BOX_W < BLOCK_M else BLOCK_M
@@ -124,8 +119,7 @@ def conv_tma_kernel(a_ptr, w_ptr, y_ptr, bias_ptr, N, H: tl.constexpr, W: tl.con
     CHUNKS: tl.constexpr = (CA + KS - 1) // KS
     NUM_O: tl.constexpr = (CO + BLOCK_N - 1) // BLOCK_N
     tiles = tl.cdiv(N, BI) * ((HO + BH - 1) // BH) * ((WO + BW - 1) // BW) * NUM_O
-    for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=not WARP_SPECIALIZE,
-                         warp_specialize=WARP_SPECIALIZE):
+    for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=True):
         n0, h0, w0 = _tile(tile // NUM_O, HO, WO, BI, BH, BW)
         o0 = tile % NUM_O * BLOCK_N
         acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)
@@ -162,16 +156,14 @@ def conv_tma_dgrad2_kernel(a_ptr, w_ptr, y_ptr, N, H: tl.constexpr, W: tl.conste
                            HO: tl.constexpr, WO: tl.constexpr, CO: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr,
                            PH: tl.constexpr, PW: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                            BOX_H: tl.constexpr, BOX_W: tl.constexpr, NUM_SMS: tl.constexpr,
-                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                           WARP_SPECIALIZE: tl.constexpr = False):
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     """The input gradient y [N, HO, WO, CO] (HO and WO even) of a stride-2 convolution, for its output
     gradient a [N, H, W, CA] (NHWC) and the forward's weight [CA, KH, KW, CO] (conv_tma_kernel's
     TRANSPOSED reading): y[n, 2p + r, 2q + s] = sum over taps i = r + PH (mod 2), j = s + PW (mod 2) of
     a[n, p + (r + PH - i) / 2, q + (s + PW - j) / 2] @ w[:, i, j]. Each of y's four phases (r, s) is a
     stride-1 transposed convolution of a by its own taps (none wasted on the zeros between dy's pixels),
     written through a descriptor of that phase's pixels ([N, HO/2, WO/2, CO], rows and columns 2 apart);
-    a phase without taps (a 1x1 kernel's odd rows) is written as zeros. Persistent, phase after phase.
-    WARP_SPECIALIZE as gemm_tma_kernel's."""
+    a phase without taps (a 1x1 kernel's odd rows) is written as zeros. Persistent, phase after phase."""
     KS: tl.constexpr = BLOCK_K if BLOCK_K < 64 else 64
     HH: tl.constexpr = HO // 2
     WW: tl.constexpr = WO // 2
@@ -192,8 +184,7 @@ def conv_tma_dgrad2_kernel(a_ptr, w_ptr, y_ptr, N, H: tl.constexpr, W: tl.conste
             nj = (KW - j0 + 1) // 2
             y_desc = tl.make_tensor_descriptor(y_ptr + (r * WO + s) * CO, [N, HH, WW, CO],
                                                [HO * WO * CO, 2 * WO * CO, 2 * CO, 1], [BI, BH, BW, BLOCK_N])
-            for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=not WARP_SPECIALIZE,
-                                 warp_specialize=WARP_SPECIALIZE):
+            for tile in tl.range(tl.program_id(0), tiles, NUM_SMS, flatten=True):
                 n0, h0, w0 = _tile(tile // NUM_O, HH, WW, BI, BH, BW)
                 o0 = tile % NUM_O * BLOCK_N
                 acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)

@@ -18,9 +18,9 @@ GEMM to run: these are memory-bound stencils over channels-last images (NHWC mem
   blocks); a 3x3 one's weight gradient `depthwise_weight3_kernel` on the GPU (WEIGHT_BY_ROWS),
   a program per (channel block, part of the rows of x) keeping a sum for each of the nine taps (the
   16-tap block leaves 7 lanes of 16 empty), each row of x loaded once against three rows of dy.
-- Trials under TNET_TRIAL=1, until timed: the same passes over flat rows (`depthwise_flat_kernel`,
-  `depthwise_weight_flat3_kernel`), an NHWC row's columns and channels one vector, each tap a shifted window
-  of it, as further autotune.fastest candidates.
+- The forward and the input gradient may also run over flat rows (`depthwise_flat_kernel`), an NHWC
+  row's columns and channels one vector, each tap a shifted window of it: a third autotune.fastest
+  candidate. (The weight gradient's over flat rows timed no faster than the channel blocks, and went.)
 
 Products are fp32 at every precision: there are no tensor cores to feed, and 16-bit operands
 multiply exactly in fp32 (so `precision` is checked, and changes nothing)."""
@@ -28,12 +28,12 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET, TRIAL
+from .._device import INTERPRET
 from .autotune import autotune, fastest, fit, jit
 from .conv import check_dy, check_image4, check_weight, conv_geometry, pixel, source, source_axis
 from .gemm import SMS, pick_precision, shape_text
 from .launch import FLOATS, cdiv, check, memory_format, next_power_of_2
-from .reduce import PartSums, sum_except
+from .reduce import PartSums
 
 _CONFIGS = [triton.Config({"BLOCK_P": 32, "BLOCK_C": 64}, num_warps=4),
             triton.Config({"BLOCK_P": 64, "BLOCK_C": 64}, num_warps=4),
@@ -307,10 +307,9 @@ _FLAT_CONFIGS = [triton.Config({"BLOCK": 1024, "ROWS": 4}, num_warps=4),
 
 
 def _prune_flat(configs, named_args, **kwargs):
-    """Blocks not far past an output row's WO * C elements (the weight gradient's: OW * C)."""
+    """Blocks not far past an output row's WO * C elements."""
     a = {**named_args, **kwargs}
-    width = a["WO"] if "WO" in a else a["OW"]
-    return [c for c in configs if c.kwargs["BLOCK"] <= max(256, 2 * width * a["C"])] or configs[-1:]
+    return [c for c in configs if c.kwargs["BLOCK"] <= max(256, 2 * a["WO"] * a["C"])] or configs[-1:]
 
 
 @autotune(_FLAT_CONFIGS, key=["NROWS", "HI", "WI", "C", "HO", "WO", "KH", "KW", "PH", "PW", "TRANSPOSED"],
@@ -349,80 +348,6 @@ def depthwise_flat_kernel(x_ptr, w_ptr, y_ptr, bias_ptr, NROWS, HI: tl.constexpr
         if RELU:
             acc = tl.maximum(acc, 0.0, propagate_nan=tl.PropagateNan.ALL)  # NaN stays NaN, as torch's relu
         tl.store(y_ptr + r * (WO * C) + f, acc.to(y_ptr.dtype.element_ty), mask=live)
-
-
-@triton.jit
-def _flat_row(ptr, n, h, f, live, HR: tl.constexpr, LEN: tl.constexpr):
-    """Flat row h of image n of ptr's [N, HR, LEN] at the offsets f (live), fp32, 0 off the image."""
-    h = h + tl.zeros_like(f)  # a vector: the interpreter cannot mask by a vector & a loop scalar's comparison
-    return tl.load(ptr + (n * HR + h) * LEN + f, mask=live & (h >= 0) & (h < HR), other=0.0).to(tl.float32)
-
-
-@triton.jit
-def _flat_window(x_ptr, row, f, ow, live, j: tl.constexpr, PW: tl.constexpr, W: tl.constexpr, C: tl.constexpr):
-    """The window of tap column j of a flat row of x (at row, its first element): x's column ow + j - PW, fp32, 0 off
-    the image."""
-    ok = live & (ow + j - PW >= 0) & (ow + j - PW < W)
-    return tl.load(x_ptr + row + f + (j - PW) * C, mask=ok, other=0.0).to(tl.float32)
-
-
-# thirteen [BLOCK] vectors live at once (the nine sums, three rows of dy, a window of x)
-_FLAT_WEIGHT_CONFIGS = [triton.Config({"BLOCK": 1024}, num_warps=8), triton.Config({"BLOCK": 512}, num_warps=4),
-                        triton.Config({"BLOCK": 2048}, num_warps=8), triton.Config({"BLOCK": 256}, num_warps=2)]
-
-
-@autotune(_FLAT_WEIGHT_CONFIGS, key=["ROWS", "H", "W", "C", "OH", "OW", "PH", "PW"],
-          prune_configs_by={"early_config_prune": _prune_flat}, interpret={"BLOCK": fit(lambda a: a["OW"] * a["C"], 1024)})
-@jit
-def depthwise_weight_flat3_kernel(x_ptr, dy_ptr, part_ptr, ROWS, H: tl.constexpr, W: tl.constexpr, C: tl.constexpr,
-                                  OH: tl.constexpr, OW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr,
-                                  BLOCK: tl.constexpr):
-    """depthwise_weight3_kernel's sums over flat rows: part[s, f, i*3 + j] = sum over the rows r (= n*H + h) of x
-    in part s of dy[n, h + PH - i] * x[n, h] at flat offsets f = ow * C + c and f + (j - PW) * C (NHWC rows as
-    vectors: contiguous loads whatever C is), the column ow + j - PW within the image; summed after over s and ow.
-    Grid (blocks of a row's OW * C, parts); the rows of dy roll as depthwise_weight3_kernel's."""
-    f = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    live = f < OW * C
-    ow = f // C
-    per = tl.cdiv(ROWS, tl.num_programs(1))
-    first = tl.program_id(1) * per
-    end = tl.minimum(first + per, ROWS)
-    a00 = tl.zeros((BLOCK,), dtype=tl.float32)
-    a01, a02, a10, a11, a12, a20, a21, a22 = a00, a00, a00, a00, a00, a00, a00, a00
-    g0, g1 = a00, a00  # the rows of dy of tap rows 0 and 1 at the row before: tap rows 1 and 2 at this one
-    for r in range(first, end):
-        n = r // H
-        h = r - n * H
-        if (r == first) | (h == 0):
-            g1 = _flat_row(dy_ptr, n, h + PH - 1, f, live, OH, OW * C)
-            g2 = _flat_row(dy_ptr, n, h + PH - 2, f, live, OH, OW * C)
-        else:
-            g2 = g1
-            g1 = g0
-        g0 = _flat_row(dy_ptr, n, h + PH, f, live, OH, OW * C)
-        row = (n * H + h) * (W * C)
-        x = _flat_window(x_ptr, row, f, ow, live, 0, PW, W, C)
-        a00 += g0 * x
-        a10 += g1 * x
-        a20 += g2 * x
-        x = _flat_window(x_ptr, row, f, ow, live, 1, PW, W, C)
-        a01 += g0 * x
-        a11 += g1 * x
-        a21 += g2 * x
-        x = _flat_window(x_ptr, row, f, ow, live, 2, PW, W, C)
-        a02 += g0 * x
-        a12 += g1 * x
-        a22 += g2 * x
-    out = part_ptr + tl.program_id(1).to(tl.int64) * (OW * C * 9) + f * 9
-    tl.store(out, a00, mask=live)
-    tl.store(out + 1, a01, mask=live)
-    tl.store(out + 2, a02, mask=live)
-    tl.store(out + 3, a10, mask=live)
-    tl.store(out + 4, a11, mask=live)
-    tl.store(out + 5, a12, mask=live)
-    tl.store(out + 6, a20, mask=live)
-    tl.store(out + 7, a21, mask=live)
-    tl.store(out + 8, a22, mask=live)
 
 
 def by_rows(kernel, stride, dilation, cout, c, width, weight=False):
@@ -483,11 +408,11 @@ def _run(x, w, co, out_hw, kernel, stride, padding, dilation, transposed, bias, 
         depthwise_flat_kernel[grid](x, w, y, bias if bias is not None else y, rows, H, W, CI, OH, OW, KH, KW, PH, PW,
                                     TRANSPOSED=transposed, BIAS=bias is not None, RELU=relu)
     if by_rows(kernel, stride, dilation, co, CI, max(W, OW)) and x.numel() < 2**31:
-        # neither kernel wins everywhere (by rows won fp32's layers but one, lost bf16's but one: docs/results.md);
-        # the flat rows are a trial, untimed
+        # none wins everywhere (by rows won fp32's layers but one, lost bf16's but one; the flat rows won
+        # airbench-like 144 channels: docs/results.md)
         fastest(("depthwise", x.shape, x.dtype, w.dtype, co, out_hw, kernel, padding, transposed,
                  None if bias is None else bias.dtype, relu, out_dtype),
-                (pixel_blocks, by_output_rows, by_flat_rows) if TRIAL else (pixel_blocks, by_output_rows))
+                (pixel_blocks, by_output_rows, by_flat_rows))
     else:
         pixel_blocks()
     return y
@@ -577,27 +502,10 @@ def _weight_rows(x, dy, weight_size, padding, out_hw, channels_last, parts):
     parts_of = lambda meta: max(1, min(parts or (1 if SMS == 0 else cdiv(SMS * PROGRAMS_PER_SM, blocks(meta))), rows))
     dw = torch.empty(weight_size, device=x.device, dtype=torch.float32, memory_format=memory_format(channels_last))
 
-    def by_channel_blocks():
-        most = max(parts_of(config.kwargs) for config in depthwise_weight3_kernel.configs)
-        sums = PartSums(dw, most)
-        grid = lambda meta: (blocks(meta), sums.parts(parts_of(meta)))
-        depthwise_weight3_kernel[grid](x, dy, sums.buffer, rows, dw.numel(), H, W, C, OH, OW, PH, PW,
-                                       BLOCK_W=next_power_of_2(OW))
-        sums.finish(dw.view(-1))
-
-    def by_flat_rows():  # each part's sums per flat offset (OW * C * 9), then summed over the parts and columns
-        flat_blocks = lambda meta: cdiv(OW * C, meta["BLOCK"])
-        flat_parts = lambda meta: max(1, min(parts or (1 if SMS == 0 else cdiv(SMS * PROGRAMS_PER_SM, flat_blocks(meta))),
-                                             rows))
-        buffer = torch.empty((max(flat_parts(config.kwargs) for config in depthwise_weight_flat3_kernel.configs),
-                              OW * C * 9), device=x.device, dtype=torch.float32)
-        launched = []
-        grid = lambda meta: (flat_blocks(meta), launched.append(flat_parts(meta)) or launched[-1])
-        depthwise_weight_flat3_kernel[grid](x, dy, buffer, rows, H, W, C, OH, OW, PH, PW)
-        sum_except(buffer[:launched[-1]].view(launched[-1] * OW, C * 9), 1, out=dw.view(-1))
-    if TRIAL:  # the flat rows, a trial candidate, untimed
-        fastest(("depthwise_weight", x.shape, x.dtype, dy.dtype, weight_size, padding, parts),
-                (by_channel_blocks, by_flat_rows))
-    else:
-        by_channel_blocks()
+    most = max(parts_of(config.kwargs) for config in depthwise_weight3_kernel.configs)
+    sums = PartSums(dw, most)
+    grid = lambda meta: (blocks(meta), sums.parts(parts_of(meta)))
+    depthwise_weight3_kernel[grid](x, dy, sums.buffer, rows, dw.numel(), H, W, C, OH, OW, PH, PW,
+                                   BLOCK_W=next_power_of_2(OW))
+    sums.finish(dw.view(-1))
     return dw

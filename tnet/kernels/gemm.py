@@ -21,7 +21,7 @@ import torch
 import triton
 import triton.language as tl
 
-from .._device import INTERPRET, TRIAL
+from .._device import INTERPRET
 from .autotune import autotune, fit, jit, launch_kept
 from .launch import FLOATS, cdiv, check, check_float, tile_config
 from .copy import copy_
@@ -176,15 +176,14 @@ def gemm_tma_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_a, stride_b, 
                     A_T: tl.constexpr, B_T: tl.constexpr,
                     BIAS: tl.constexpr, RELU: tl.constexpr, PRECISION: tl.constexpr, INTERPRET: tl.constexpr,
                     NUM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                    GROUP_M: tl.constexpr, WARP_SPECIALIZE: tl.constexpr = False):
+                    GROUP_M: tl.constexpr):
     """C = relu(A @ B + bias) for large 2-D operands: Hopper's tensor-memory accelerator
     (TMA) moves the A and B tiles into shared memory, through descriptors, and each of the
     NUM_SMS programs walks over output tiles (a persistent kernel: no tail of short-lived
     programs). C [M, N] has a unit column stride, and so has what a_ptr and b_ptr hold (row
     stride stride_a, stride_b): A [M, K], or A.T [K, M] with A_T; B [K, N], or B.T [N, K] with
     B_T (K-major, as Hopper's tf32 instruction needs; its 16-bit one reads either). BIAS as
-    gemm_kernel. WARP_SPECIALIZE: Triton's warp specialization of the tile loop (a producer warp
-    issuing the TMA loads, consumer warpgroups the wgmma), which takes the loop unflattened."""
+    gemm_kernel."""
     if A_T:
         a_desc = tl.make_tensor_descriptor(a_ptr, [K, M], [stride_a, 1], [BLOCK_K, BLOCK_M])
     else:
@@ -195,8 +194,7 @@ def gemm_tma_kernel(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K, stride_a, stride_b, 
         b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_b, 1], [BLOCK_K, BLOCK_N])
     num_m = tl.cdiv(M, BLOCK_M)
     num_n = tl.cdiv(N, BLOCK_N)
-    for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS, flatten=not WARP_SPECIALIZE,
-                         warp_specialize=WARP_SPECIALIZE):
+    for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS, flatten=True):
         pid_m, pid_n = grouped_tile(tile, num_m, num_n, GROUP_M)
         offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -229,13 +227,6 @@ _TMA_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 32, 4, 4),
 _TMA16_CONFIGS = [tile_config(*tile, GROUP_M=8) for tile in [(128, 128, 64, 8, 4), (128, 128, 64, 4, 4),
                                                              (128, 64, 64, 4, 4), (128, 256, 64, 8, 3),
                                                              (64, 128, 64, 4, 4)]]
-# Trials under TNET_TRIAL=1, until timed: the loop warp-specialized (WARP_SPECIALIZE), whose producer and consumer
-# warpgroups Triton builds around 4 warps a consumer
-if TRIAL:
-    _TMA_CONFIGS += [tile_config(*tile, GROUP_M=8, WARP_SPECIALIZE=True) for tile in [(128, 128, 32, 4, 4),
-                                                                                      (128, 64, 32, 4, 4)]]
-    _TMA16_CONFIGS += [tile_config(*tile, GROUP_M=8, WARP_SPECIALIZE=True) for tile in [
-        (128, 128, 64, 4, 3), (128, 128, 64, 4, 4), (128, 256, 64, 4, 3), (128, 64, 64, 4, 4)]]
 C_TILE_BYTES = 128 * 256 * 2  # the epilogue stages C's tile in shared memory beside the operands' stages
 
 
