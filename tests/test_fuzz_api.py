@@ -409,6 +409,12 @@ def test_clamp_by_a_mixed_dtype_tensor_has_torchs_gradients():
         x, lo = m.tensor([1.0, 5.0, -3.0], requires_grad=True), m.tensor([0, 1, 2])
         m.clamp(x, min=lo).sum().backward()
         assert np.array_equal(np.asarray(x.grad.tolist()), [1.0, 1.0, 0.0])
+    grads = []
+    for m in (torch, tnet):  # clamp_min_ into a bf16 self: g is bf16, and so is the fp32 bound's sum (seed 210, case 279)
+        lo = m.tensor([[1.0], [2.0]], requires_grad=True)
+        m.zeros(2, 3, dtype=torch.bfloat16).clamp_min_(lo).backward(m.tensor([[1.0, 2 ** -9, 2 ** -9]] * 2).bfloat16())
+        grads.append(lo.grad.tolist())
+    assert grads[1] == grads[0] == [[1.0], [1.0]]
     base = tnet.tensor([0.5, 2.0, -1.0], requires_grad=True)
     ((-2.0) ** base).sum().backward()
     assert np.isnan(base.grad.numpy()).all()  # log of a negative base, as torch's

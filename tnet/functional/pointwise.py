@@ -701,12 +701,13 @@ def _clamp_tensors(input, min, max):
     def grads(g):
         code = which()
         # in g's dtype, summed to a broadcast operand's shape, then the tape casts: torch's order (a 0-d fp32 bound
-        # of bf16 input takes a bf16 sum)
-        return tuple(_pw.pointwise("clamp_backward", g, code, float(k)) if n else None for k, n in enumerate(need))
+        # of bf16 input takes a bf16 sum, and so does an fp32 bound of clamp_ into a bf16 self, whose g is bf16)
+        return tuple(_pw.pointwise("clamp_backward", g, code, float(k), dtype=g.dtype) if n else None
+                     for k, n in enumerate(need))
 
     def graph(g, out):  # each operand's gradient is g masked where it was taken: linear in g, its own adjoint
         code = which()
-        masked = lambda h, k: _pw.pointwise("clamp_backward", h, code, float(k))
+        masked = lambda h, k: _pw.pointwise("clamp_backward", h, code, float(k), dtype=h.dtype)
         return tuple(record("clamp_backward", masked(g.memory, k), (g,), lambda h, k=k: (masked(h, k),)) if n else None
                      for k, n in enumerate(need))
     return _record_each("clamp", y, operands, grads, saved=(X, lo, hi), graph=graph)
