@@ -597,7 +597,9 @@ def test_empty_reductions_and_0_d_weights_as_torch(call):
     lambda m, f, t: f.celu(t([1.0]), alpha="x"), lambda m, f, t: f.conv2d(m.ones(1, 1, 3, 3), m.ones(1, 1, 1, 1), groups=1.5),
     lambda m, f, t: m.scatter_reduce(t([1.0, 2.0]), 0, t([0, 0]), t([1.0, 2.0]), reduce=1.5),
     lambda m, f, t: f.scaled_dot_product_attention(m.ones(1, 2, 2), m.ones(1, 2, 2), m.ones(1, 2, 2), is_causal=1),
-    lambda m, f, t: f.grid_sample(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2), align_corners=1)])
+    lambda m, f, t: f.grid_sample(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2), align_corners=1),
+    lambda m, f, t: m.nan_to_num(t([1.0]), posinf="x"), lambda m, f, t: m.nan_to_num(t([1, 2]), neginf=[1]),  # seed 210
+    lambda m, f, t: m.nan_to_num(t([float("nan"), float("inf")]), nan=None, posinf=t(2.0))])
 def test_argument_types_raise_as_torch(call):
     _same_outcome(call)
 

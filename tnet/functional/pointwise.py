@@ -1581,8 +1581,12 @@ def signbit(input):
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """input with NaN replaced by nan, +inf by posinf and -inf by neginf (None: the dtype's
-    largest and lowest finite values), as torch's; the gradient passes where input is finite."""
+    largest and lowest finite values; nan None: 0), as torch's; the gradient passes where input is finite."""
     check_tensors("nan_to_num", input=input)
+    for arg, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        check_type(v is None or isinstance(v, numbers.Real) or isinstance(v, Tensor) and v.ndim == 0,
+                   lambda: f"nan_to_num(): argument '{arg}' must be float, not {type(v).__name__}")
+    nan = 0.0 if nan is None else nan
     if not input.memory.is_floating_point():
         return input.clone()
     info = torch.finfo(input.dtype)
