@@ -282,12 +282,16 @@ def test_median_and_cumprod_corner_cases_as_torch(call):
     _same_outcome(call)
 
 
-def test_cumprod_along_an_axis_of_one_passes_the_gradient_through():
-    for shape in ((), (1, 2)):
-        a, t = tnet.tensor(np.full(shape, -3e38, np.float32), requires_grad=True), torch.full(shape, -3e38, requires_grad=True)
-        tnet.cumprod(a, 0).backward(tnet.tensor(np.full(shape, -2.0, np.float32)))
-        torch.cumprod(t, 0).backward(torch.full(shape, -2.0))
-        np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
+@pytest.mark.parametrize("x, g, dim", [
+    (np.full((), -3e38), np.full((), -2.0), 0), (np.full((1, 2), -3e38), np.full((1, 2), -2.0), 0),  # an axis of one: g
+    ([[0.25, np.inf, 0.0, 3.0], [np.inf, 0.0, 2.0, 0.0]], [[0.5, -1.0, 0.75, 0.25]] * 2, 1)])  # inf, then a zero
+def test_cumprod_gradient_as_torch(x, g, dim):
+    """Past a zero after an inf, y is NaN: torch's sums stop at the zeros (seed 205, case 700)."""
+    x, g = np.asarray(x, np.float32), np.asarray(g, np.float32)
+    a, t = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+    tnet.cumprod(a, dim).backward(tnet.tensor(g))
+    torch.cumprod(t, dim).backward(torch.tensor(g))
+    np.testing.assert_array_equal(a.grad.numpy(), t.grad.numpy())
 
 
 @pytest.mark.parametrize("call", [
@@ -405,6 +409,12 @@ def test_clamp_by_a_mixed_dtype_tensor_has_torchs_gradients():
         x, lo = m.tensor([1.0, 5.0, -3.0], requires_grad=True), m.tensor([0, 1, 2])
         m.clamp(x, min=lo).sum().backward()
         assert np.array_equal(np.asarray(x.grad.tolist()), [1.0, 1.0, 0.0])
+    grads = []
+    for m in (torch, tnet):  # clamp_min_ into a bf16 self: g is bf16, and so is the fp32 bound's sum (seed 210, case 279)
+        lo = m.tensor([[1.0], [2.0]], requires_grad=True)
+        m.zeros(2, 3, dtype=torch.bfloat16).clamp_min_(lo).backward(m.tensor([[1.0, 2 ** -9, 2 ** -9]] * 2).bfloat16())
+        grads.append(lo.grad.tolist())
+    assert grads[1] == grads[0] == [[1.0], [1.0]]
     base = tnet.tensor([0.5, 2.0, -1.0], requires_grad=True)
     ((-2.0) ** base).sum().backward()
     assert np.isnan(base.grad.numpy()).all()  # log of a negative base, as torch's
@@ -587,7 +597,9 @@ def test_empty_reductions_and_0_d_weights_as_torch(call):
     lambda m, f, t: f.celu(t([1.0]), alpha="x"), lambda m, f, t: f.conv2d(m.ones(1, 1, 3, 3), m.ones(1, 1, 1, 1), groups=1.5),
     lambda m, f, t: m.scatter_reduce(t([1.0, 2.0]), 0, t([0, 0]), t([1.0, 2.0]), reduce=1.5),
     lambda m, f, t: f.scaled_dot_product_attention(m.ones(1, 2, 2), m.ones(1, 2, 2), m.ones(1, 2, 2), is_causal=1),
-    lambda m, f, t: f.grid_sample(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2), align_corners=1)])
+    lambda m, f, t: f.grid_sample(m.ones(1, 1, 2, 2), m.zeros(1, 1, 1, 2), align_corners=1),
+    lambda m, f, t: m.nan_to_num(t([1.0]), posinf="x"), lambda m, f, t: m.nan_to_num(t([1, 2]), neginf=[1]),  # seed 210
+    lambda m, f, t: m.nan_to_num(t([float("nan"), float("inf")]), nan=None, posinf=t(2.0))])
 def test_argument_types_raise_as_torch(call):
     _same_outcome(call)
 

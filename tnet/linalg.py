@@ -130,10 +130,61 @@ def _lu_host(a, pivot=True):
         d = lu[:, j, j]
         zero = d == 0
         info[(info == 0) & zero] = j + 1
-        lu[:, j + 1:, j] /= np.where(zero, 1.0, d)[:, None]  # a zero pivot: LAPACK leaves the column as is
-        lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
+        with np.errstate(invalid="ignore", over="ignore"):  # inf / inf and inf - inf: NaN, as torch's
+            lu[:, j + 1:, j] /= np.where(zero, 1.0, d)[:, None]  # a zero pivot: LAPACK leaves the column as is
+            lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
     batch = a.shape[:-2]
     return lu.reshape(a.shape), pivots.reshape(*batch, k), info.reshape(batch)
+
+
+def _lu_solve_host(lu, pivots, b):
+    """X with A X = B [..., n, k] from _lu_host's packed LU and pivots of A [..., n, n], as LAPACK's getrs: the row
+    swaps, then substitution through L and U in IEEE arithmetic, no step skipped (0 * inf is NaN, as in torch's)."""
+    n = lu.shape[-1]
+    lu, x = lu.reshape(-1, n, n), np.array(np.broadcast_to(b, lu.shape[:-1] + b.shape[-1:])).reshape(-1, n, b.shape[-1])
+    rows, piv = np.arange(x.shape[0]), pivots.reshape(-1, n) - 1
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for j in range(n):
+            top = x[rows, piv[:, j]].copy()
+            x[rows, piv[:, j]] = x[:, j]
+            x[:, j] = top
+        for j in range(n):  # L, unit lower
+            x[:, j + 1:] -= lu[:, j + 1:, j, None] * x[:, j, None]
+        for j in reversed(range(n)):  # U
+            x[:, j] /= lu[:, j, j, None]
+            x[:, :j] -= lu[:, :j, j, None] * x[:, j, None]
+    return x.reshape(pivots.shape[:-1] + x.shape[-2:])
+
+
+def _holds_inf(a):
+    """Whether a matrix of a [..., n, n] holds an inf: numpy's LAPACK may zero what IEEE arithmetic makes NaN there
+    (torch's inverse of [[inf, 1], [-inf, 1]] is NaN, numpy's finite; a determinant with a zero pivot beside an
+    infinite one is NaN in torch, 0 in numpy), so such batches are factored by _lu_host instead (fuzz seeds 199, 232)."""
+    return np.isinf(a).any()
+
+
+def _np_solve(a, b):
+    """np.linalg.solve(a, b) (batch dims broadcast), by _lu_host where a holds an inf; a singular a raises
+    np.linalg.LinAlgError either way."""
+    if not _holds_inf(a):
+        return np.linalg.solve(a, b)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    lu, pivots, info = _lu_host(np.broadcast_to(a, batch + a.shape[-2:]))
+    if info.any():
+        raise np.linalg.LinAlgError("Singular matrix")
+    return _lu_solve_host(lu, pivots, np.broadcast_to(b, batch + b.shape[-2:]))
+
+
+def _np_inv(a):
+    return _np_solve(a, np.eye(a.shape[-1])) if _holds_inf(a) else np.linalg.inv(a)
+
+
+def _lu_diagonal_host(a):
+    """(the sign of the row swaps, U's diagonal) of _lu_host's factors of a [..., n, n]: torch's determinant is
+    their product (a zero pivot beside an inf: NaN)."""
+    lu, pivots, _ = _lu_host(a)
+    swaps = (pivots != np.arange(1, a.shape[-1] + 1)).sum(-1)
+    return np.where(swaps % 2, -1.0, 1.0), np.diagonal(lu, 0, -2, -1)
 
 
 def _lu_unpack_host(lu, pivots, unpack_data=True, unpack_pivots=True):
@@ -233,15 +284,15 @@ def _solve_host(a, b, left=True):
     """A^-1 B (left) or B A^-1, batch dims broadcast; b a batch of matrices."""
     a, bad = _nan_matrices(a)
     if left:
-        return np.where(bad, np.nan, np.linalg.solve(a, b))
-    return np.where(bad, np.nan, np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2))
+        return np.where(bad, np.nan, _np_solve(a, b))
+    return np.where(bad, np.nan, np.swapaxes(_np_solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2))
 
 
 def _inv_checked(name, a):
     """np.linalg.inv, with torch's LinAlgError (naming the zero pivot) for a singular matrix."""
     a, bad = _nan_matrices(a)
     try:
-        return np.where(bad, np.nan, np.linalg.inv(a))
+        return np.where(bad, np.nan, _np_inv(a))
     except np.linalg.LinAlgError:
         _batch_error(name, _lu_host(a)[2], _singular_message)
 
@@ -265,13 +316,13 @@ def inv_ex(A, *, check_errors=False):
     matrix's inverse is NaN in tnet (torch leaves it undefined). Gradient as inv."""
     a, bad = _nan_matrices(_host("linalg.inv_ex", A, square=True))
     try:
-        ainv, info = np.where(bad, np.nan, np.linalg.inv(a)), np.zeros(a.shape[:-2], np.int32)
+        ainv, info = np.where(bad, np.nan, _np_inv(a)), np.zeros(a.shape[:-2], np.int32)
     except np.linalg.LinAlgError:  # only then the slow LU, for info
         info = _lu_host(a)[2]
         if check_errors:
             _batch_error("linalg.inv_ex", info, _singular_message)
         ainv = np.full_like(a, np.nan)
-        ainv[info == 0] = np.where(bad[info == 0], np.nan, np.linalg.inv(a[info == 0]))
+        ainv[info == 0] = np.where(bad[info == 0], np.nan, _np_inv(a[info == 0]))
     return InvExResult(_inv_recorded(A, ainv), _int32(info))
 
 
@@ -319,7 +370,13 @@ def det(A):
     """torch.linalg.det (torch.det, Tensor.det) of A [..., n, n], on the host (the module's note);
     gradient g * det(A) A^-T (the cofactor matrix, through an SVD: singular A too)."""
     a, bad = _nan_matrices(_host("linalg.det", A, square=True))
-    return _recorded("linalg.det", _dev(np.where(bad[..., 0, 0], np.nan, np.linalg.det(a)), A), (A,), _det_grad(A, lambda a: np.ones(a.shape[:-2])))
+    if _holds_inf(a):
+        sign, diagonal = _lu_diagonal_host(a)
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = sign * np.prod(diagonal, -1)
+    else:
+        d = np.linalg.det(a)
+    return _recorded("linalg.det", _dev(np.where(bad[..., 0, 0], np.nan, d), A), (A,), _det_grad(A, lambda a: np.ones(a.shape[:-2])))
 
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
@@ -328,7 +385,13 @@ SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 def _slogdet_host(a):
     """np.linalg.slogdet, as torch's of a matrix holding a NaN: sign 0, log|det| NaN."""
     a, bad = _nan_matrices(a)
-    sign, logabsdet = np.linalg.slogdet(a)
+    if _holds_inf(a):  # torch's: the signs and logs of U's diagonal (a NaN's sign 0)
+        sign, diagonal = _lu_diagonal_host(a)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            sign = sign * np.prod(np.nan_to_num(np.sign(diagonal), nan=0.0), -1)
+            logabsdet = np.sum(np.log(np.abs(diagonal)), -1)
+    else:
+        sign, logabsdet = np.linalg.slogdet(a)
     return np.where(bad[..., 0, 0], 0.0, sign), np.where(bad[..., 0, 0], np.nan, logabsdet)
 
 

@@ -701,12 +701,13 @@ def _clamp_tensors(input, min, max):
     def grads(g):
         code = which()
         # in g's dtype, summed to a broadcast operand's shape, then the tape casts: torch's order (a 0-d fp32 bound
-        # of bf16 input takes a bf16 sum)
-        return tuple(_pw.pointwise("clamp_backward", g, code, float(k)) if n else None for k, n in enumerate(need))
+        # of bf16 input takes a bf16 sum, and so does an fp32 bound of clamp_ into a bf16 self, whose g is bf16)
+        return tuple(_pw.pointwise("clamp_backward", g, code, float(k), dtype=g.dtype) if n else None
+                     for k, n in enumerate(need))
 
     def graph(g, out):  # each operand's gradient is g masked where it was taken: linear in g, its own adjoint
         code = which()
-        masked = lambda h, k: _pw.pointwise("clamp_backward", h, code, float(k))
+        masked = lambda h, k: _pw.pointwise("clamp_backward", h, code, float(k), dtype=h.dtype)
         return tuple(record("clamp_backward", masked(g.memory, k), (g,), lambda h, k=k: (masked(h, k),)) if n else None
                      for k, n in enumerate(need))
     return _record_each("clamp", y, operands, grads, saved=(X, lo, hi), graph=graph)
@@ -1580,8 +1581,12 @@ def signbit(input):
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """input with NaN replaced by nan, +inf by posinf and -inf by neginf (None: the dtype's
-    largest and lowest finite values), as torch's; the gradient passes where input is finite."""
+    largest and lowest finite values; nan None: 0), as torch's; the gradient passes where input is finite."""
     check_tensors("nan_to_num", input=input)
+    for arg, v in (("nan", nan), ("posinf", posinf), ("neginf", neginf)):
+        check_type(v is None or isinstance(v, numbers.Real) or isinstance(v, Tensor) and v.ndim == 0,
+                   lambda: f"nan_to_num(): argument '{arg}' must be float, not {type(v).__name__}")
+    nan = 0.0 if nan is None else nan
     if not input.memory.is_floating_point():
         return input.clone()
     info = torch.finfo(input.dtype)

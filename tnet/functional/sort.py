@@ -107,8 +107,9 @@ def cumsum(input, dim, *, dtype=None):
 def cumprod(input, dim, *, dtype=None):
     """The running product along dim, in fp32; integers and bools in int64 by default, as torch's.
     The gradient is torch's, zeros included: before a row's first zero, the reversed running sum of
-    g * y over x; at that zero, the reversed running sum of g * (the running product with that zero
-    read as 1); after it, 0."""
+    g * y over x; at that zero, the product before it times the sum of g * (the running product past
+    it); after it, 0. Each sum takes only its own stretch (before the first zero; from it to the
+    second), as torch's masks: an inf before a zero makes y NaN past it, which must not reach them."""
     d = _scan_dim("cumprod", input, dim)
     if input.ndim == 0:
         return reshape(cumprod(reshape(input, 1), 0, dtype=dtype), ())
@@ -123,10 +124,16 @@ def cumprod(input, dim, *, dtype=None):
         zero = _pw.pointwise("eq", X, 0)
         zeros_so_far = _sort.scan(zero, d)
         before = _pw.pointwise("eq", zeros_so_far, 0)
-        first = _pw.pointwise("logical_and", zero, _pw.pointwise("eq", zeros_so_far, 1))
-        upto = _pw.pointwise("div", _sort.scan(_pw.pointwise("mul", g, y), d, reverse=True), X)
-        skipped = _sort.scan(_pw.pointwise("where", first, 1.0, X), d, "prod", dtype=torch.float32)
-        at_first = _sort.scan(_pw.pointwise("mul", g, skipped), d, reverse=True)
+        to_second = _pw.pointwise("eq", zeros_so_far, 1)
+        first = _pw.pointwise("logical_and", zero, to_second)
+        gy = _pw.pointwise("where", before, _pw.pointwise("mul", g, y), 0.0)
+        upto = _pw.pointwise("div", _sort.scan(gy, d, reverse=True), X)
+        # at the first zero: (the product before it) * the sum of g * (the product past it), in torch's order
+        past = _pw.pointwise("where", _pw.pointwise("logical_or", before, first), 1.0, X)
+        g_past = _pw.pointwise("mul", g, _sort.scan(past, d, "prod", dtype=torch.float32))
+        sums = _sort.scan(_pw.pointwise("where", to_second, g_past, 0.0), d, reverse=True)
+        prefix = _sort.scan(_pw.pointwise("where", before, X, 1.0), d, "prod", dtype=torch.float32)
+        at_first = _pw.pointwise("mul", sums, prefix)
         return (_pw.pointwise("where", before, upto, _pw.pointwise("where", first, at_first, 0.0),
                               dtype=input.dtype),)
     return record("cumprod", y, (input,), backward, saved=(X, y))
