@@ -36,7 +36,7 @@ from triton.language.extra import libdevice
 
 from .._device import INTERPRET
 from .autotune import autotune, fit, launch_kept
-from .launch import FLOATS, InputError, cdiv, check, check_float, is_channels_last, kept
+from .launch import FLOATS, CaptureError, InputError, capturing, cdiv, check, check_float, is_channels_last, kept
 
 # Tiles of BLOCK_R rows x BLOCK_C channels: for channels-last 64 or 256 channels wide, for NCHW
 # 16 wide with runs of L along the rows. The kernels that sum over parts loop over a part's
@@ -400,7 +400,11 @@ def _locks(device, C):
     need = cdiv(C, 16) + 1
     locks = _LOCKS.get(device)
     if locks is None or locks.numel() < need:
-        locks = _LOCKS[device] = torch.zeros(max(need, 4096), device=device, dtype=torch.int32)
+        locks = torch.empty(max(need, 4096), device=device, dtype=torch.int32)
+        if capturing(locks):  # the capture would record the zeroing, not run it
+            raise CaptureError(f"batch_norm: its first call on {device} (or the first with {C} channels) cannot be "
+                               f"inside a CUDA graph capture: run the function once before capturing it")
+        locks = _LOCKS[device] = locks.zero_()
     return locks
 
 
