@@ -1112,6 +1112,25 @@ def _torch_default_init(layer):
         init.write_(layer.bias, bias_filler(layer.bias.shape, rng))
 
 
+def _check_conv_layer(in_channels, out_channels, groups, padding=0, stride=(1,), padding_mode="zeros"):
+    """torch's _ConvNd.__init__ checks, in its order and with its ValueErrors' messages (an InputError is
+    one): groups positive and dividing both channel counts, a padding string ('same': stride (a tuple) all 1)
+    and padding_mode. Unlike torch's, a layer also checks its kernel, stride, padding and dilation values
+    here (check_conv_args), where torch raises at the first forward."""
+    check(groups > 0, "groups must be a positive integer")
+    check(in_channels % groups == 0, "in_channels must be divisible by groups")
+    check(out_channels % groups == 0, "out_channels must be divisible by groups")
+    if isinstance(padding, str):
+        valid_padding_strings = {"same", "valid"}  # a set, as torch's: the message lists it in its order
+        check(padding in valid_padding_strings,
+              lambda: f"Invalid padding string {padding!r}, should be one of {valid_padding_strings}")
+        check(padding == "valid" or all(s == 1 for s in stride),
+              "padding='same' is not supported for strided convolutions")
+    valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}
+    check(padding_mode in valid_padding_modes,
+          lambda: f"padding_mode must be one of {valid_padding_modes}, but got padding_mode='{padding_mode}'")
+
+
 class _ConvNd(Module):
     """The base of tnet's convolutions, as torch's (isinstance checks): their default init, and
     torch's size attributes, read from the weight (a lazy layer's change at its first call)."""
@@ -1160,11 +1179,9 @@ class Conv2d(_ConvNd):
             check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
                   lambda: f"Conv2d: {arg} must be a positive int, got {v!r}")
         kh, kw = pair(kernel_size, "Conv2d: kernel_size", 1)
-        pair(stride, "Conv2d: stride", 1)  # checked here: a bad value fails at construction, as in torch
+        _check_conv_layer(in_channels, out_channels, groups, padding, pair(stride, "Conv2d: stride", 1),
+                          padding_mode)
         check_conv_args((kh, kw), stride, padding, dilation, groups, in_channels, out_channels)
-        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
-              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
-                      f"padding_mode='{padding_mode}'")
         factory_args("Conv2d", device, dtype)
         # torch's attributes are tuples (EfficientNet's same-padding convs take len(self.stride))
         self.stride, self.dilation, self.groups = pair(stride, "stride"), pair(dilation, "dilation"), groups
@@ -1317,10 +1334,8 @@ class Conv1d(_ConvNd):
                  padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
         k = kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size
+        _check_conv_layer(in_channels, out_channels, groups, padding, (single(stride, "stride", 1),), padding_mode)
         check_conv_args((1, k), 1, 0, 1, groups, in_channels, out_channels)
-        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
-              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
-                      f"padding_mode='{padding_mode}'")
         factory_args("Conv1d", device, dtype)
         self.stride, self.dilation = (single(stride, "stride", 1),), (single(dilation, "dilation", 1),)  # torch's tuples
         self.padding, self.groups = padding if isinstance(padding, str) else (single(padding, "padding"),), groups
@@ -1358,12 +1373,10 @@ class _ConvTransposeNd(_ConvNd):
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
         name = type(self).__name__
-        kernel = ntuple(kernel_size, self.dims, f"{name}: kernel_size", 1)
-        check(isinstance(groups, int) and groups > 0 and in_channels % groups == 0 and out_channels % groups == 0,
-              lambda: f"{name}: groups={groups!r} must divide in_channels ({in_channels}) and "
-                      f"out_channels ({out_channels})")
-        if padding_mode != "zeros":
+        if padding_mode != "zeros":  # torch's first check
             raise ValueError(f'Only "zeros" padding mode is supported for {name}')
+        kernel = ntuple(kernel_size, self.dims, f"{name}: kernel_size", 1)
+        _check_conv_layer(in_channels, out_channels, groups)  # torch's checks of padding: at the forward
         factory_args(name, device, dtype)
         tup = lambda v, name: ntuple(v, self.dims, name)  # torch's tuples
         self.stride, self.padding = tup(stride, "stride"), tup(padding, "padding")
@@ -1429,18 +1442,11 @@ class Conv3d(_ConvNd):
                  padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
         kernel = triple(kernel_size, "Conv3d: kernel_size", 1, True)
+        _check_conv_layer(in_channels, out_channels, groups, padding, triple(stride, "stride", 1, True), padding_mode)
         check_conv_args(kernel[1:], 1, 0, 1, groups, in_channels, out_channels)
-        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
-              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
-                      f"padding_mode='{padding_mode}'")
         factory_args("Conv3d", device, dtype)
         self.stride, self.dilation = triple(stride, "stride", 1, True), triple(dilation, "dilation", 1, True)
         self.padding = padding if isinstance(padding, str) else triple(padding, "padding", 0, True)
-        if isinstance(padding, str):
-            check(padding in ("same", "valid"), lambda: f"Invalid padding string {padding!r}, should be one of "
-                                                        "{'valid', 'same'}")
-            check(padding == "valid" or self.stride == (1, 1, 1),
-                  "padding='same' is not supported for strided convolutions")
         self.groups, self.padding_mode = groups, padding_mode
         self.rng, self.fillers = rng, (None, None)
         self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, *kernel), device=DEVICE)))
