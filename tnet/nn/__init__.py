@@ -1047,7 +1047,9 @@ def factory_args(name, device, dtype):
     (parameters are fp32 masters; tnet.autocast gives 16-bit compute)."""
     check_factory_device(name, device)
     if dtype is not None and dtype != torch.float32:
-        raise TypeError(f"{name}: parameters are float32 (use tnet.autocast for 16-bit compute), got dtype={dtype}")
+        advice = ("use tnet.autocast for 16-bit compute" if dtype in (torch.float16, torch.bfloat16)
+                  else f"tnet has no {dtype} kernels for it")
+        raise TypeError(f"{name}: parameters are float32 ({advice}), got dtype={dtype}")
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -1182,7 +1184,7 @@ class Conv2d(_ConvNd):
         _check_conv_layer(in_channels, out_channels, groups, padding, pair(stride, "Conv2d: stride", 1),
                           padding_mode)
         check_conv_args((kh, kw), stride, padding, dilation, groups, in_channels, out_channels)
-        factory_args("Conv2d", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         # torch's attributes are tuples (EfficientNet's same-padding convs take len(self.stride))
         self.stride, self.dilation, self.groups = pair(stride, "stride"), pair(dilation, "dilation"), groups
         self.padding = padding if isinstance(padding, str) else pair(padding, "padding")
@@ -1243,7 +1245,7 @@ class Linear(Module):
             if not isinstance(v, int) or isinstance(v, bool):  # torch's TypeError (its empty() refuses a float size)
                 raise InputTypeError(f"Linear: {arg} must be an int, got {v!r}")
             check(v >= 0, lambda: f"Linear: {arg} must be a non-negative int, got {v!r}")
-        factory_args("Linear", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.rng, self.fillers = rng, (weight_filler, bias_filler)
         self.weight = Parameter(Tensor(torch.empty((out_features, in_features), device=DEVICE)))
         self.register_parameter("bias", Parameter(Tensor(torch.empty(out_features, device=DEVICE)),
@@ -1336,7 +1338,7 @@ class Conv1d(_ConvNd):
         k = kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size
         _check_conv_layer(in_channels, out_channels, groups, padding, (single(stride, "stride", 1),), padding_mode)
         check_conv_args((1, k), 1, 0, 1, groups, in_channels, out_channels)
-        factory_args("Conv1d", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.stride, self.dilation = (single(stride, "stride", 1),), (single(dilation, "dilation", 1),)  # torch's tuples
         self.padding, self.groups = padding if isinstance(padding, str) else (single(padding, "padding"),), groups
         self.padding_mode = padding_mode
@@ -1444,7 +1446,7 @@ class Conv3d(_ConvNd):
         kernel = triple(kernel_size, "Conv3d: kernel_size", 1, True)
         _check_conv_layer(in_channels, out_channels, groups, padding, triple(stride, "stride", 1, True), padding_mode)
         check_conv_args(kernel[1:], 1, 0, 1, groups, in_channels, out_channels)
-        factory_args("Conv3d", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.stride, self.dilation = triple(stride, "stride", 1, True), triple(dilation, "dilation", 1, True)
         self.padding = padding if isinstance(padding, str) else triple(padding, "padding", 0, True)
         self.groups, self.padding_mode = groups, padding_mode
@@ -1552,7 +1554,7 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
-        factory_args("LayerNorm", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -1576,7 +1578,7 @@ class RMSNorm(Module):
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
         super().__init__()
-        factory_args("RMSNorm", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -1596,7 +1598,7 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
-        factory_args("GroupNorm", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
@@ -1620,7 +1622,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
-        factory_args("Embedding", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = max_norm, norm_type, scale_grad_by_freq, sparse
         if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
             if padding_idx == 0:  # torch asserts on nonzero ones only, then fails to zero row 0 of no rows
@@ -2383,7 +2385,7 @@ class PReLU(Module):
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
-        factory_args("PReLU", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(np.full(num_parameters, init, dtype=np.float32))
 
@@ -3330,7 +3332,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
 
     def __init__(self, in_features, n_classes, cutoffs, div_value=4.0, head_bias=False, device=None, dtype=None):
         super().__init__()
-        factory_args("AdaptiveLogSoftmaxWithLoss", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         cutoffs = list(cutoffs)
         if len(cutoffs) == 0:
             raise ValueError("cutoffs should be a sequence of length larger than 0")
@@ -3458,7 +3460,7 @@ class EmbeddingBag(Module):
                  mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, device=None,
                  dtype=None):
         super().__init__()
-        factory_args("EmbeddingBag", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         if scale_grad_by_freq or sparse:
             raise NotImplementedError("EmbeddingBag: scale_grad_by_freq and sparse are not implemented")
         if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
@@ -3504,7 +3506,7 @@ class Bilinear(Module):
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None, *, rng=None):
         super().__init__()
-        factory_args("Bilinear", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.in1_features, self.in2_features, self.out_features, self.rng = in1_features, in2_features, out_features, rng
         self.weight = Parameter(np.zeros((out_features, in1_features, in2_features), np.float32))
         self.register_parameter("bias", Parameter(np.zeros(out_features, np.float32)) if bias else None)
