@@ -954,6 +954,12 @@ def test_sparse_coo_accessors_as_torchs():
     (tc.values() * tnet.tensor(w)).sum().backward()
     (rc.values() * torch.tensor(w)).sum().backward()
     assert tv.grad.tolist() == rv.grad.tolist()
+    assert not t._values().requires_grad and not r._values().requires_grad  # torch's _values() is not differentiable
+    for lib in (tnet, torch):  # a sparse leaf: values() carries its gradient (torch's sparse one, tnet's dense)
+        leaf = lib.sparse_coo_tensor(lib.tensor([[0, 1], [2, 0]]), lib.tensor([3.0, 4.0]), (2, 3), requires_grad=True)
+        assert not leaf._values().requires_grad
+        (leaf.coalesce().values() * lib.tensor(w)).sum().backward()
+        assert (leaf.grad if lib is tnet else leaf.grad.to_dense()).tolist() == [[0, 0, 1], [5, 0, 0]]
     assert tnet.sparse.FloatTensor(tnet.tensor([[0], [1]]), tnet.tensor([1.0]), (2, 2)).is_coalesced()  # one entry
     x = [[0.0, 1.0, 0.0], [2.0, 0.0, 3.0]]
     for sparse_dim in ((), (1,)):

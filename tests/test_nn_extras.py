@@ -3,6 +3,8 @@ convolution, lazy layers, LP pooling, RReLU, 1-D and circular pads, the multi-la
 and Gaussian losses, gumbel_softmax, the *_with_indices poolings, pdist, EmbeddingBag, nn.Buffer,
 the torch.nn.modules import paths and the top-level forms. Forward and gradients against torch in
 float64, on small odd shapes."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -504,6 +506,31 @@ def test_conv3d_errors_as_torch():
         F.conv_transpose3d(x, tnet.ones(4, 2, 1, 1, 1), output_padding=(1, 0, 0))
     with pytest.raises(TypeError):
         F.conv3d(x, tnet.ones(2, 4, 1, 1, 1), stride="2")
+
+
+@pytest.mark.parametrize("layer", ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+                                   "ConvTranspose3d"])
+@pytest.mark.parametrize("args", [dict(groups=0), dict(in_channels=3, groups=2), dict(out_channels=3, groups=2),
+                                  dict(padding="same", stride=2), dict(padding="foo"), dict(padding_mode="foo"),
+                                  dict(padding_mode="reflect")])
+def test_conv_layer_arguments_as_torch(layer, args):
+    """A conv layer's bad arguments fail at construction with torch's error type and message, or construct
+    where torch's do (a transposed layer's padding string fails at its forward in torch, at construction in
+    tnet, a TypeError in both)."""
+    args = dict(dict(in_channels=4, out_channels=4, kernel_size=3), **args)
+    try:
+        getattr(torch.nn, layer)(**args)
+    except ValueError as e:
+        with pytest.raises(ValueError) as got:
+            getattr(nn, layer)(**args)
+        # torch's message lists a set, whose order depends on the process (string hashes): compared as a set
+        unordered = lambda text: (re.sub(r"\{.*?\}", "{}", text), sorted(re.findall(r"'(\w+)'", text)))
+        assert unordered(str(got.value)) == unordered(str(e))
+        return
+    try:
+        getattr(nn, layer)(**args)
+    except TypeError:  # a transposed layer's padding string
+        assert isinstance(args.get("padding"), str) and layer.startswith("ConvTranspose")
 
 
 @pytest.mark.parametrize("args", [dict(kernel_size=(2, 3, 2), stride=(2, 2, 1), padding=(1, 1, 0), ceil_mode=True),

@@ -482,6 +482,32 @@ def test_embedding_max_norm_and_scale_grad_by_freq_as_torch(norm_type, rng):
     assert_close(table, ref, TOL["ieee"], "F.embedding(max_norm)'s weight")
 
 
+@pytest.mark.parametrize("layout", [lambda m, v: m.tensor(v[3:]).expand(4, 3),  # one row in memory: renormed once
+                                    lambda m, v: m.tensor(v.T.copy()).t(),  # column-major
+                                    lambda m, v: m.tensor(np.repeat(v, 2, 1))[:, ::2],  # strided rows
+                                    lambda m, v: m.tensor(v[:, :1]).expand(4, 3)])  # aliased columns: torch's error
+def test_embedding_max_norm_of_a_view_as_torch(layout):
+    """F.embedding(max_norm=) renorms a non-contiguous or expanded weight in place, repeated indices once, as
+    torch's embedding_renorm_ (its values, output and one version bump), or raises torch's error."""
+    values, idx = np.arange(12.0).reshape(4, 3) / 3, [[1, 3, 1], [0, 3, 2]]
+    results = []
+    for lib in (torch, tnet):
+        weight = layout(lib, values)
+        version = weight._version
+        try:
+            out = (lib.nn.functional.embedding(lib.tensor(idx), weight, max_norm=1.0), weight,
+                   weight._version - version)
+        except RuntimeError as e:
+            results.append(str(e))
+            continue
+        results.append([np.asarray(out[0].tolist()), np.asarray(out[1].tolist()), out[2]])
+    if isinstance(results[0], str):
+        assert results[1] == results[0]
+        return
+    for what, ref, got in zip(("output", "weight", "version bumps"), *results):
+        assert_close(got, ref, TOL["ieee"], what)
+
+
 def test_layer_and_group_norm_of_a_constant_row_are_0_as_torch():
     """var_mean's mean is the one the variance is taken about, exact on a constant row as torch's Welford mean:
     layer_norm of three 0.8210846 gave -1.9e-5 (sum / 3 an ulp off, over sqrt(eps)), torch 0."""

@@ -595,6 +595,15 @@ def test_float64_is_refused_where_a_tensor_is_made():
         with pytest.raises(TypeError, match="float64"):
             make()
     assert tnet.tensor(np.ones(2)).dtype == torch.float32
+    f64 = torch.float64  # a layer built in float64 or converted to it: one line naming the layer and the dtype
+    for name, make in (("Linear", lambda: tnet.nn.Linear(3, 4, dtype=f64)),
+                       ("Conv2d", lambda: tnet.nn.Conv2d(3, 4, 3, dtype=f64)),
+                       ("LazyConv1d", lambda: tnet.nn.LazyConv1d(4, 3, dtype=f64)),
+                       ("MultiheadAttention", lambda: tnet.nn.MultiheadAttention(4, 2, dtype=f64)),
+                       ("Sequential.to", lambda: tnet.nn.Sequential(tnet.nn.Conv2d(3, 4, 3)).double()),
+                       ("Linear.to", lambda: tnet.nn.Linear(3, 4).to(torch.float64))):
+        with pytest.raises(TypeError, match=rf"^{name}: .*float64[^\n]*$"):
+            make()
 
 # ---- the tensor surface of the eighth session (ops3) --------------------------------------------
 

@@ -112,7 +112,8 @@ def _indices(t):
 
 
 def _values(t):
-    return _coo_of(t, "_values", raw=True).values
+    """torch's _values(): the values, outside autograd (a detached alias, as torch's is not differentiable)."""
+    return _coo_of(t, "_values", raw=True).values.detach()
 
 
 def indices(t):
@@ -123,10 +124,15 @@ def indices(t):
 
 
 def values(t):
+    """torch's values() of a coalesced tensor, differentiable as torch's: where t requires grad, t's entries
+    at the indices (each index once: they are the values), so that a gradient reaches t (a sparse leaf's too)."""
     coo = _coo_of(t, "values")
     if not coo.coalesced:
         raise RuntimeError("Cannot get values on an uncoalesced tensor, please call .coalesce() first")
-    return coo.values
+    if not t.requires_grad:
+        return coo.values
+    idx = coo.indices
+    return t[tuple(idx[d] for d in range(idx.shape[0]))] if idx.shape[0] else t.unsqueeze(0)[:idx.shape[1]]
 
 
 def _nnz(t):

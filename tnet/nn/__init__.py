@@ -1047,7 +1047,9 @@ def factory_args(name, device, dtype):
     (parameters are fp32 masters; tnet.autocast gives 16-bit compute)."""
     check_factory_device(name, device)
     if dtype is not None and dtype != torch.float32:
-        raise TypeError(f"{name}: parameters are float32 (use tnet.autocast for 16-bit compute), got dtype={dtype}")
+        advice = ("use tnet.autocast for 16-bit compute" if dtype in (torch.float16, torch.bfloat16)
+                  else f"tnet has no {dtype} kernels for it")
+        raise TypeError(f"{name}: parameters are float32 ({advice}), got dtype={dtype}")
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -1112,6 +1114,25 @@ def _torch_default_init(layer):
         init.write_(layer.bias, bias_filler(layer.bias.shape, rng))
 
 
+def _check_conv_layer(in_channels, out_channels, groups, padding=0, stride=(1,), padding_mode="zeros"):
+    """torch's _ConvNd.__init__ checks, in its order and with its ValueErrors' messages (an InputError is
+    one): groups positive and dividing both channel counts, a padding string ('same': stride (a tuple) all 1)
+    and padding_mode. Unlike torch's, a layer also checks its kernel, stride, padding and dilation values
+    here (check_conv_args), where torch raises at the first forward."""
+    check(groups > 0, "groups must be a positive integer")
+    check(in_channels % groups == 0, "in_channels must be divisible by groups")
+    check(out_channels % groups == 0, "out_channels must be divisible by groups")
+    if isinstance(padding, str):
+        valid_padding_strings = {"same", "valid"}  # a set, as torch's: the message lists it in its order
+        check(padding in valid_padding_strings,
+              lambda: f"Invalid padding string {padding!r}, should be one of {valid_padding_strings}")
+        check(padding == "valid" or all(s == 1 for s in stride),
+              "padding='same' is not supported for strided convolutions")
+    valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}
+    check(padding_mode in valid_padding_modes,
+          lambda: f"padding_mode must be one of {valid_padding_modes}, but got padding_mode='{padding_mode}'")
+
+
 class _ConvNd(Module):
     """The base of tnet's convolutions, as torch's (isinstance checks): their default init, and
     torch's size attributes, read from the weight (a lazy layer's change at its first call)."""
@@ -1160,12 +1181,10 @@ class Conv2d(_ConvNd):
             check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
                   lambda: f"Conv2d: {arg} must be a positive int, got {v!r}")
         kh, kw = pair(kernel_size, "Conv2d: kernel_size", 1)
-        pair(stride, "Conv2d: stride", 1)  # checked here: a bad value fails at construction, as in torch
+        _check_conv_layer(in_channels, out_channels, groups, padding, pair(stride, "Conv2d: stride", 1),
+                          padding_mode)
         check_conv_args((kh, kw), stride, padding, dilation, groups, in_channels, out_channels)
-        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
-              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
-                      f"padding_mode='{padding_mode}'")
-        factory_args("Conv2d", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         # torch's attributes are tuples (EfficientNet's same-padding convs take len(self.stride))
         self.stride, self.dilation, self.groups = pair(stride, "stride"), pair(dilation, "dilation"), groups
         self.padding = padding if isinstance(padding, str) else pair(padding, "padding")
@@ -1226,7 +1245,7 @@ class Linear(Module):
             if not isinstance(v, int) or isinstance(v, bool):  # torch's TypeError (its empty() refuses a float size)
                 raise InputTypeError(f"Linear: {arg} must be an int, got {v!r}")
             check(v >= 0, lambda: f"Linear: {arg} must be a non-negative int, got {v!r}")
-        factory_args("Linear", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.rng, self.fillers = rng, (weight_filler, bias_filler)
         self.weight = Parameter(Tensor(torch.empty((out_features, in_features), device=DEVICE)))
         self.register_parameter("bias", Parameter(Tensor(torch.empty(out_features, device=DEVICE)),
@@ -1317,11 +1336,9 @@ class Conv1d(_ConvNd):
                  padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
         k = kernel_size[0] if isinstance(kernel_size, (tuple, list)) else kernel_size
+        _check_conv_layer(in_channels, out_channels, groups, padding, (single(stride, "stride", 1),), padding_mode)
         check_conv_args((1, k), 1, 0, 1, groups, in_channels, out_channels)
-        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
-              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
-                      f"padding_mode='{padding_mode}'")
-        factory_args("Conv1d", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.stride, self.dilation = (single(stride, "stride", 1),), (single(dilation, "dilation", 1),)  # torch's tuples
         self.padding, self.groups = padding if isinstance(padding, str) else (single(padding, "padding"),), groups
         self.padding_mode = padding_mode
@@ -1358,12 +1375,10 @@ class _ConvTransposeNd(_ConvNd):
                  bias=True, dilation=1, padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
         name = type(self).__name__
-        kernel = ntuple(kernel_size, self.dims, f"{name}: kernel_size", 1)
-        check(isinstance(groups, int) and groups > 0 and in_channels % groups == 0 and out_channels % groups == 0,
-              lambda: f"{name}: groups={groups!r} must divide in_channels ({in_channels}) and "
-                      f"out_channels ({out_channels})")
-        if padding_mode != "zeros":
+        if padding_mode != "zeros":  # torch's first check
             raise ValueError(f'Only "zeros" padding mode is supported for {name}')
+        kernel = ntuple(kernel_size, self.dims, f"{name}: kernel_size", 1)
+        _check_conv_layer(in_channels, out_channels, groups)  # torch's checks of padding: at the forward
         factory_args(name, device, dtype)
         tup = lambda v, name: ntuple(v, self.dims, name)  # torch's tuples
         self.stride, self.padding = tup(stride, "stride"), tup(padding, "padding")
@@ -1429,18 +1444,11 @@ class Conv3d(_ConvNd):
                  padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
         kernel = triple(kernel_size, "Conv3d: kernel_size", 1, True)
+        _check_conv_layer(in_channels, out_channels, groups, padding, triple(stride, "stride", 1, True), padding_mode)
         check_conv_args(kernel[1:], 1, 0, 1, groups, in_channels, out_channels)
-        check(padding_mode in ("zeros", "reflect", "replicate", "circular"),
-              lambda: f"padding_mode must be one of ['zeros', 'reflect', 'replicate', 'circular'], but got "
-                      f"padding_mode='{padding_mode}'")
-        factory_args("Conv3d", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.stride, self.dilation = triple(stride, "stride", 1, True), triple(dilation, "dilation", 1, True)
         self.padding = padding if isinstance(padding, str) else triple(padding, "padding", 0, True)
-        if isinstance(padding, str):
-            check(padding in ("same", "valid"), lambda: f"Invalid padding string {padding!r}, should be one of "
-                                                        "{'valid', 'same'}")
-            check(padding == "valid" or self.stride == (1, 1, 1),
-                  "padding='same' is not supported for strided convolutions")
         self.groups, self.padding_mode = groups, padding_mode
         self.rng, self.fillers = rng, (None, None)
         self.weight = Parameter(Tensor(torch.empty((out_channels, in_channels // groups, *kernel), device=DEVICE)))
@@ -1546,7 +1554,7 @@ class LayerNorm(Module):
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
-        factory_args("LayerNorm", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -1570,7 +1578,7 @@ class RMSNorm(Module):
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
         super().__init__()
-        factory_args("RMSNorm", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -1590,7 +1598,7 @@ class GroupNorm(Module):
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
-        factory_args("GroupNorm", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
@@ -1614,7 +1622,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
-        factory_args("Embedding", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = max_norm, norm_type, scale_grad_by_freq, sparse
         if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
             if padding_idx == 0:  # torch asserts on nonzero ones only, then fails to zero row 0 of no rows
@@ -2377,7 +2385,7 @@ class PReLU(Module):
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
-        factory_args("PReLU", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(np.full(num_parameters, init, dtype=np.float32))
 
@@ -3324,7 +3332,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
 
     def __init__(self, in_features, n_classes, cutoffs, div_value=4.0, head_bias=False, device=None, dtype=None):
         super().__init__()
-        factory_args("AdaptiveLogSoftmaxWithLoss", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         cutoffs = list(cutoffs)
         if len(cutoffs) == 0:
             raise ValueError("cutoffs should be a sequence of length larger than 0")
@@ -3452,7 +3460,7 @@ class EmbeddingBag(Module):
                  mode="mean", sparse=False, _weight=None, include_last_offset=False, padding_idx=None, device=None,
                  dtype=None):
         super().__init__()
-        factory_args("EmbeddingBag", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         if scale_grad_by_freq or sparse:
             raise NotImplementedError("EmbeddingBag: scale_grad_by_freq and sparse are not implemented")
         if padding_idx is not None and not -num_embeddings <= padding_idx < num_embeddings:
@@ -3498,7 +3506,7 @@ class Bilinear(Module):
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None, *, rng=None):
         super().__init__()
-        factory_args("Bilinear", device, dtype)
+        factory_args(type(self).__name__, device, dtype)
         self.in1_features, self.in2_features, self.out_features, self.rng = in1_features, in2_features, out_features, rng
         self.weight = Parameter(np.zeros((out_features, in1_features, in2_features), np.float32))
         self.register_parameter("bias", Parameter(np.zeros(out_features, np.float32)) if bias else None)

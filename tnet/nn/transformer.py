@@ -10,7 +10,7 @@ from .. import factory
 from .. import functional as F
 from .._device import DEVICE
 from ..tensor import Tensor
-from . import Dropout, LayerNorm, Linear, Module, ModuleList, Parameter, init
+from . import Dropout, LayerNorm, Linear, Module, ModuleList, Parameter, factory_args, init
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -29,6 +29,7 @@ class MultiheadAttention(Module):
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
         super().__init__()
+        factory_args(type(self).__name__, device, dtype)  # the layer's name in the error, not a sublayer's
         if embed_dim <= 0 or num_heads <= 0:
             raise ValueError(f"embed_dim and num_heads must be greater than 0, got embed_dim={embed_dim} and "
                              f"num_heads={num_heads} instead")
@@ -99,7 +100,8 @@ class _Layer(Module):
     def __init__(self, blocks, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
                  norm_first, bias, device, dtype):
         super().__init__()
-        kwargs = {"bias": bias, "device": device, "dtype": dtype}  # the sublayers check device and dtype
+        factory_args(type(self).__name__, device, dtype)
+        kwargs = {"bias": bias, "device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, **kwargs)
         if blocks == 3:
             self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
@@ -221,6 +223,7 @@ class Transformer(Module):
                  dropout=0.1, activation=F.relu, custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
                  batch_first=False, norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
+        factory_args(type(self).__name__, device, dtype)
         kwargs = {"bias": bias, "device": device, "dtype": dtype}
         layer = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first)
         self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
