@@ -435,7 +435,7 @@ def test_clip_grad_norm_is_torchs(norm_type, max_norm, rng):
 
 @pytest.mark.parametrize("case", ["clip", "no clip", "inf", "nan"])
 def test_clip_grad_norm_fused_is_torchs(case, rng, monkeypatch):
-    """The multi-tensor kernels (FUSED_CLIP, TNET_TRIAL's until GPU-tested): dense float32 gradients of order 2,
+    """The multi-tensor kernels (FUSED_CLIP): dense float32 gradients of order 2,
     more tensors than a launch takes (several launches of the sums and the scaling), a channels-last one; an inf
     or NaN gradient as torch's (NaN where inf * 0 or a NaN factor); what they do not take (a strided gradient)
     goes the other way, and so does error_if_nonfinite."""

@@ -12,7 +12,7 @@ clock that counts the steps and gives the decay, and one launch over every tenso
 
 For mixed precision's GradScaler (tnet.amp): a pass that flags an inf or NaN in the
 gradients (and divides them by the scale, for unscale_), the step dividing them by the loss scale and skipping the update where one was
-flagged, and torch's scale update, all on the device. For clip_grad_norm_ of order 2 (a trial, nn.utils.FUSED_CLIP):
+flagged, and torch's scale update, all on the device. For clip_grad_norm_ of order 2 (nn.utils.FUSED_CLIP):
 the squares' sums of every gradient by blocks, the norm and the clip factor in one program, the scaling in place."""
 import math
 
