@@ -452,8 +452,9 @@ def test_ctc_loss_as_torch(rng, reduction):
     cases = [(np.array([[1, 2, 2], [3, 0, 0], [4, 1, 0]]), [3, 1, 2], [7, 5, 6]),
              (np.array([1, 2, 2, 3, 4, 1]), [3, 1, 2], [7, 7, 4]),
              (np.array([[1, 1, 1], [2, 2, 2], [3, 4, 3]]), [3, 3, 0], [7, 3, 6])]
-    for targets, target_lengths, input_lengths in cases:
-        for zero_infinity in (False, True):
+    for i, (targets, target_lengths, input_lengths) in enumerate(cases):
+        # zero_infinity on the last case alone: it holds a finite, an infinite and an empty target
+        for zero_infinity in (False, True) if i == len(cases) - 1 else (False,):
             xt, xr = tnet.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
             out = F.ctc_loss(F.log_softmax(xt, 2), tnet.tensor(targets), input_lengths, target_lengths,
                              reduction=reduction, zero_infinity=zero_infinity)

@@ -2785,7 +2785,7 @@ def ppo(m, state=None, actions=None, continuous=False):
     env = CartPole()
     torch.manual_seed(0)
     state_dim, action_dim = 4, 2 if not continuous else 1
-    ppo_agent = PPO(state_dim, action_dim, 0.0003, 0.001, 0.99, 3, 0.2, continuous, 0.6)  # K_epochs 80
+    ppo_agent = PPO(state_dim, action_dim, 0.0003, 0.001, 0.99, 2, 0.2, continuous, 0.6)  # K_epochs 80
     record = []
     for episode in range(2):
         state, _ = env.reset()

@@ -517,7 +517,7 @@ def deit_mae_engine(m, state=None):
             return x + self.mlp(self.norm2(x))
 
     class VisionTransformer(nn.Module):
-        def __init__(self, img_size=8, patch_size=4, embed_dim=8, depth=2, num_heads=2, num_classes=10,
+        def __init__(self, img_size=8, patch_size=4, embed_dim=8, depth=1, num_heads=2, num_classes=10,
                      global_pool=True):
             super().__init__()
             self.patch_embed = nn.Conv2d(3, embed_dim, patch_size, patch_size)

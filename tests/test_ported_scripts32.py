@@ -1951,7 +1951,7 @@ def attention_model_tsp(m, state=None, replay=None):
     model.set_decode_type("sampling")
     losses = []
     for step in range(2):
-        x = torch.tensor(rng.random((3, 5, 2)).astype(np.float32))
+        x = torch.tensor(rng.random((3, 4, 2)).astype(np.float32))
         cost, log_likelihood = model(x)
         bl_val, bl_loss = baseline.eval(x, cost)
         reinforce_loss = ((cost - bl_val) * log_likelihood).mean()
@@ -2514,7 +2514,7 @@ def retnet(m, state=None):
     model = RetNetLM(11, layers, hidden_size, ffn_size, heads)
     init = load(m, model, state)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    tokens = torch.tensor(rng.integers(0, 11, (2, 6)))
+    tokens = torch.tensor(rng.integers(0, 11, (2, 4)))
     logits = model(tokens[:, :-1])
     loss = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:])
     optimizer.zero_grad()
