@@ -60,9 +60,35 @@ def _skip_discarded_overflow_checks():
     semantic.binary_op_sanitize_overflow_impl = binary_op_sanitize_overflow_impl
 
 
+def _list_builtins_once():
+    """Each launch in the interpreter patches triton.language's builtins (_patch_builtin: an
+    inspect.getmembers walk of five modules, about a twentieth of a CPU test's time) to find the same
+    names every time: the names are listed once, at the first walk of a module, and each launch patches
+    those of them that are builtins then, as the walk would. Triton versions without that layout keep
+    their own."""
+    from triton.runtime import interpreter
+    walk, patch = getattr(interpreter, "_patch_builtin", None), getattr(interpreter, "_patch_attr", None)
+    is_builtin = getattr(triton.language.core, "is_builtin", None)
+    if walk is None or patch is None or is_builtin is None:
+        return
+    import inspect
+    names = {}  # id(module) -> the names of its builtins
+
+    def _patch_builtin(pkg, builder, scope):
+        listed = names.get(id(pkg))
+        if listed is None:
+            listed = names[id(pkg)] = [name for name, member in inspect.getmembers(pkg) if is_builtin(member)]
+        for name in listed:
+            member = getattr(pkg, name)
+            if is_builtin(member):
+                patch(pkg, name, member, builder, scope)
+    interpreter._patch_builtin = _patch_builtin
+
+
 if INTERPRET:
     _patch_nested_calls_once()
     _skip_discarded_overflow_checks()
+    _list_builtins_once()
 
 # TNET_AUTOTUNE=0 keeps the first config on the GPU too (fast compiles for test runs);
 # TNET_AUTOTUNE=compile compiles and runs every config once, times none and keeps no choice: a
