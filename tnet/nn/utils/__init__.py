@@ -30,8 +30,8 @@ __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_
            "remove_spectral_norm", "remove_weight_norm", "spectral_norm", "vector_to_parameters", "weight_norm"]
 
 
-# clip_grad_norm_'s multi-tensor kernels (kernels/optim.py's clip_grad_norm2_): ResNet-18's 62 gradients cost the
-# host 1.1x PyTorch's time in them, 22x in a kernel or three per gradient (docs/results.md)
+# clip_grad_norm_'s multi-tensor kernels (kernels/optim.py's clip_grad_norm2_): a few launches in all, where a
+# kernel or three per gradient cost the host many times PyTorch's foreach (docs/results.md)
 FUSED_CLIP = True
 
 
