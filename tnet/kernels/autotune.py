@@ -85,10 +85,35 @@ def _list_builtins_once():
     interpreter._patch_builtin = _patch_builtin
 
 
+def _np_dtypes_once():
+    """The interpreter's _get_np_dtype builds its table of 19 numpy dtypes at every call (a few
+    hundred thousand calls in a CPU test file): the scalar dtypes' answers are kept, a block's taken
+    from its element's, a pointer's (unhashable) asked of Triton's as before. Triton versions without
+    that function keep their own."""
+    from triton.runtime import interpreter
+    get = getattr(interpreter, "_get_np_dtype", None)
+    block, pointer = getattr(triton.language, "block_type", None), getattr(triton.language, "pointer_type", None)
+    if get is None or block is None or pointer is None:
+        return
+    answers = {}
+
+    def _get_np_dtype(tt_dtype):
+        if isinstance(tt_dtype, block):
+            tt_dtype = tt_dtype.element_ty
+        if isinstance(tt_dtype, pointer):
+            return get(tt_dtype)
+        answer = answers.get(tt_dtype)
+        if answer is None:
+            answer = answers[tt_dtype] = get(tt_dtype)
+        return answer
+    interpreter._get_np_dtype = _get_np_dtype
+
+
 if INTERPRET:
     _patch_nested_calls_once()
     _skip_discarded_overflow_checks()
     _list_builtins_once()
+    _np_dtypes_once()
 
 # TNET_AUTOTUNE=0 keeps the first config on the GPU too (fast compiles for test runs);
 # TNET_AUTOTUNE=compile compiles and runs every config once, times none and keeps no choice: a
