@@ -80,17 +80,14 @@ def depthwise():
 
 
 def depthwise_flat():
-    """depthwise_flat_kernel and depthwise_weight_flat3_kernel at MobileNetV2's 144 channels at 32x32, fp32 and bf16
-    (136: channels that no vector of 16 divides)."""
+    """depthwise_flat_kernel at MobileNetV2's 144 channels at 32x32, fp32 and bf16 (136: channels that no
+    vector of 16 divides)."""
     from tnet.kernels import depthwise as d
     for dtype in ("*fp32", "*bf16"):
         for c in (144, 136):
             rows = {"x_ptr": dtype, "w_ptr": dtype, "y_ptr": dtype, "bias_ptr": dtype, "NROWS": "i32"}
             yield f"depthwise_flat_kernel {dtype} C={c}", d.depthwise_flat_kernel, rows, dict(
                 HI=32, WI=32, C=c, HO=32, WO=32, KH=3, KW=3, PH=1, PW=1, TRANSPOSED=False, BIAS=False, RELU=False)
-            grads = {"x_ptr": dtype, "dy_ptr": dtype, "part_ptr": "*fp32", "ROWS": "i32"}
-            yield f"depthwise_weight_flat3_kernel {dtype} C={c}", d.depthwise_weight_flat3_kernel, grads, dict(
-                H=32, W=32, C=c, OH=32, OW=32, PH=1, PW=1)
 
 
 def lerp():
