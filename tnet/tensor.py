@@ -357,6 +357,12 @@ def add_hook(owner, attribute, hook, prepend=False):
     return handle
 
 
+def hooks_of(owner, attribute):
+    """The hooks add_hook kept in owner's dict `attribute`, in order, as a list (a hook may remove itself, or
+    add another, while they run); none where there is no such dict."""
+    return list(owner.__dict__.get(attribute, {}).values())
+
+
 def _hooked_grad(t, g):
     """g (a torch tensor, t's gradient) through t's register_hook hooks, in order: each may return
     a replacement (a tnet or torch tensor) or None."""
@@ -875,7 +881,7 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
             elif accumulate and (x._entry is None if wanted is None else id(x) in wanted):
                 g = _graph_hooks(x, g)
                 x.grad = g if x.grad is None else _graph_sum(x.grad, g)
-                for hook in list(x.__dict__.get("_grad_hooks", {}).values()):
+                for hook in hooks_of(x, "_grad_hooks"):
                     hook(x)
 
         for t in roots:
@@ -929,7 +935,7 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
 
 def _graph_hooks(t, g):
     """g (a tnet Tensor, t's gradient) through t's register_hook hooks."""
-    for hook in list(t.__dict__.get("_hooks", {}).values()):
+    for hook in hooks_of(t, "_hooks"):
         out = hook(g)
         if out is not None:
             g = out if isinstance(out, Tensor) else Tensor(out)

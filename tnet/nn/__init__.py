@@ -18,7 +18,8 @@ from ..functional.conv import check_conv_args
 from ..functional.inputs import legacy_reduction
 from ..kernels.launch import InputTypeError, check, dense, ntuple, pair, single, triple
 from ..factory import init_generator
-from ..tensor import Tensor, add_hook, as_storage, check_factory_device, gate, is_grad_enabled, memory_of, tensor
+from ..tensor import (Tensor, add_hook, as_storage, check_factory_device, gate, hooks_of, is_grad_enabled, memory_of,
+                      tensor)
 from . import attention, init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
@@ -774,7 +775,7 @@ class Module:
         returned = []  # what the root's _register_state_dict_hook hooks return, which replaces out, as torch's
 
         def save(module, prefix):
-            for hook in list(module.__dict__.get("_state_dict_pre_hooks", {}).values()):
+            for hook in hooks_of(module, "_state_dict_pre_hooks"):
                 hook(module, prefix, keep_vars)
             local_metadata = {"version": module._version}
             if hasattr(out, "_metadata"):
@@ -785,7 +786,7 @@ class Module:
                 out[prefix + _EXTRA_STATE] = module.get_extra_state()
             for name, child in module._submodules():
                 save(child, prefix + name + ".")
-            for hook in list(module.__dict__.get("_state_dict_post_hooks", {}).values()):
+            for hook in hooks_of(module, "_state_dict_post_hooks"):
                 result = hook(module, out, prefix, local_metadata)
                 if result is not None and not getattr(hook, "may_return", False):
                     raise RuntimeError("state_dict post-hook must return None")
@@ -869,7 +870,7 @@ class Module:
             for name, child in module._submodules():  # a child held under two names loads under each
                 child_prefix = prefix + name + "."
                 load(child, {k: v for k, v in local.items() if k.startswith(child_prefix)}, child_prefix)
-            for hook in list(module.__dict__.get("_load_state_dict_post_hooks", {}).values()):
+            for hook in hooks_of(module, "_load_state_dict_post_hooks"):
                 if hook(module, _IncompatibleKeys(missing, unexpected)) is not None:
                     raise AssertionError("Hooks registered with ``register_load_state_dict_post_hook`` are not "
                                          "expected to return new values, if incompatible_keys need to be modified, "
@@ -891,7 +892,7 @@ class Module:
         buffers take state_dict[prefix + name]; absent ones go to missing_keys, a shape mismatch
         to error_msgs, and (strict) keys under prefix that name neither one of them nor a child
         to unexpected_keys. Inside load_state_dict the copies wait until every module passed."""
-        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
+        for hook in hooks_of(self, "_load_state_dict_pre_hooks"):
             hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         own = self._own_parameters() + self._own_buffers(persistent_only=True)
         pending = local_metadata.get(_PENDING)

@@ -22,7 +22,7 @@ from ..kernels import optim as kernels
 from ..kernels.launch import check
 from ..kernels.copy import copy_
 from ..nn import reshaped_parameters
-from ..tensor import Tensor, add_hook, in_layout, bump_version, memory_of
+from ..tensor import Tensor, add_hook, hooks_of, in_layout, bump_version, memory_of
 
 
 class Optimizer:
@@ -273,11 +273,15 @@ class Optimizer:
         indexed in group order; buffers of 16-bit parameters are saved in float32, one-element
         state (NAdam's mu_product) as a float, as the step. Without RULE, torch's: the state's
         own values (not copies), keyed by index. Runs the state-dict hooks around it, as torch's."""
-        for pre in list(self.__dict__.get("_optimizer_state_dict_pre_hooks", {}).values()):
+        for pre in hooks_of(self, "_optimizer_state_dict_pre_hooks"):
             pre(self)
-        state_dict = self._saved_state()
-        for post in list(self.__dict__.get("_optimizer_state_dict_post_hooks", {}).values()):
-            result = post(self, state_dict)
+        return self._through_hooks("_optimizer_state_dict_post_hooks", self._saved_state())
+
+    def _through_hooks(self, attribute, state_dict):
+        """state_dict passed through the hooks in `attribute`, each hook(self, state_dict): a dict one returns
+        replaces it, for the next hook and the caller, as torch's."""
+        for hook in hooks_of(self, attribute):
+            result = hook(self, state_dict)
             if result is not None:
                 state_dict = result
         return state_dict
@@ -311,13 +315,8 @@ class Optimizer:
         optimizer's own device tensors (a captured step keeps its addresses). A parameter that
         the state lacks starts afresh; "state" may be keyed by str(index) too (JSON). Runs the
         load-state-dict hooks around it, the pre hooks on a shallow copy, as torch's."""
-        state_dict = dict(state_dict)
-        for pre in list(self.__dict__.get("_optimizer_load_state_dict_pre_hooks", {}).values()):
-            result = pre(self, state_dict)
-            if result is not None:
-                state_dict = result
-        self._load_state(state_dict)
-        for post in list(self.__dict__.get("_optimizer_load_state_dict_post_hooks", {}).values()):
+        self._load_state(self._through_hooks("_optimizer_load_state_dict_pre_hooks", dict(state_dict)))
+        for post in hooks_of(self, "_optimizer_load_state_dict_post_hooks"):
             post(self)
 
     def _load_state(self, state_dict):
@@ -396,7 +395,7 @@ def hooked_step(step):
             return step(self, *args, **kwargs)
         args = (self, *args)
         for pre in [*vars(_global_hooks).get("pre", {}).values(),
-                    *self.__dict__.get("_optimizer_step_pre_hooks", {}).values()]:
+                    *hooks_of(self, "_optimizer_step_pre_hooks")]:
             result = pre(self, args, kwargs)
             if result is not None:
                 if not (isinstance(result, tuple) and len(result) == 2):
@@ -407,7 +406,7 @@ def hooked_step(step):
             out = step(*args, **kwargs)
         finally:
             self._in_hooked_step = False
-        for post in [*self.__dict__.get("_optimizer_step_post_hooks", {}).values(),
+        for post in [*hooks_of(self, "_optimizer_step_post_hooks"),
                      *vars(_global_hooks).get("post", {}).values()]:
             post(self, args, kwargs)
         return out
