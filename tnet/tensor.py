@@ -738,7 +738,7 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
                 if gx.dtype != x.dtype:
                     gx = copy_(empty_in_layout(x.memory), gx)
                 if x._entry is None:
-                    hold(x, gx) if id(x) in held else arrive(x, gx)
+                    (hold if id(x) in held else arrive)(x, gx)
                 elif id(x) in grads:  # used twice: a fresh buffer, as either may be a view
                     grads[id(x)] = pointwise("add", grads[id(x)], in_layout(gx, grads[id(x)]))
                 else:
@@ -923,7 +923,7 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                     if gx.dtype != x.dtype:
                         gx = _graph_cast(gx, x.dtype)
                     if x._entry is None:
-                        hold(x, gx) if id(x) in held else arrive(x, gx)
+                        (hold if id(x) in held else arrive)(x, gx)
                     else:
                         grads[id(x)] = gx if id(x) not in grads else _graph_sum(grads[id(x)], gx)
             if not retain_graph:

@@ -73,7 +73,6 @@ def _values(name, tensors, value):
     return _seconds(name, tensors, value)
 
 
-
 def _unary(name):
     def out(self):
         return [getattr(t, name)() for t in _tensors(f"_foreach_{name}", self)]
@@ -137,7 +136,6 @@ def _ternary(name):
     """addcmul/addcdiv (self, tensor1, tensor2, value=1; or scalars=) and lerp (self, tensors1, weight; or
     weights=), the last argument by position or torch's keywords."""
     keywords = ("weight", "weights") if name == "lerp" else ("value", "scalars")
-
     lists = ("tensors1",) if name == "lerp" else ("tensor1", "tensor2")
 
     def triples(fname, self, args, named):
