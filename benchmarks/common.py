@@ -102,6 +102,33 @@ def block_time(fn, inputs, device, warmup, iters, repeats):
     return statistics.median(times)
 
 
+def interleaved(blocks, repeats):
+    """{name: median ms}: blocks {name: a function timing one block, in ms per call}, each run once
+    untimed (a warm-up), then `repeats` times, taking turns (a, b, a, b, ...), so that a shared
+    machine's slow spell falls on every name alike and the ratios between them stay fair."""
+    for block in blocks.values():
+        block()
+    times = {name: [] for name in blocks}
+    for _ in range(repeats):
+        for name, block in blocks.items():
+            times[name].append(block())
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def check_then_time_together(variants, repeats):
+    """{name: check_then_time's fields}: variants {name: (check, block)}, each checked as check_then_time
+    does, then those that pass timed together by interleaved(their blocks, repeats)."""
+    rows = {name: check_then_time(check, lambda: None) for name, (check, _) in variants.items()}
+    ok = {name: block for name, (_, block) in variants.items() if rows[name]["status"] == "ok"}
+    try:
+        for name, ms in interleaved(ok, repeats).items():
+            rows[name]["ms"] = ms
+    except Exception as e:  # as check_then_time: one variant's failure must not end the sweep
+        for name in ok:
+            rows[name].update(status="ERROR", ms=None, error=f"{type(e).__name__}: {e}")
+    return rows
+
+
 def print_header(columns):
     """columns: (title, format spec such as "<20" or ">8", row -> str)."""
     print("  ".join(f"{title:{spec}}" for title, spec, _ in columns))

@@ -2,7 +2,8 @@
 PyTorch eager on the same GPU.
 
 - Ops: each on tensors so small that the GPU waits on the host (launch.host_ms: calls with no
-  synchronisation between them, on the host clock), tnet against the same call in PyTorch; and a
+  synchronisation between them, on the host clock), tnet against the same call in PyTorch, in blocks
+  taking turns (common.interleaved: a noisy host's slow spells fall on both alike); and a
   bare launch of an empty kernel (one program), by Triton and by tnet's direct launch, the floors.
 - Steps: the README example's network (AdamW, label-smoothed cross-entropy, fp32) and ResNet-18
   (the zoo's, bf16 autocast, Nesterov SGD) at batch 128 and 256: tnet eager, tnet under
@@ -20,13 +21,13 @@ import pstats
 import torch
 
 from . import zoo
-from .common import (bars, block_time, check_then_time, environment, fmt, numpy_state, print_header, print_row, ratio,
+from .common import (bars, block_time, check_then_time_together, environment, fmt, numpy_state, print_header, print_row, ratio,
                      rel_error, write_json)
 from .launch import host_ms
 from .steps import random_batches, record, torch_train_step
 
-OP_TIMING = {"warmup": 50, "iters": 2000}
-QUICK_OP_TIMING = {"warmup": 20, "iters": 300}
+OP_TIMING = {"iters": 400, "repeats": 5}  # blocks of iters calls, tnet's and PyTorch's taking turns
+QUICK_OP_TIMING = {"iters": 100, "repeats": 3}
 BATCHES = [128, 256]
 STEP_MODEL = "ResNet18"
 OP_TOL = 1e-5  # fp32 against float64: tnet and PyTorch alike
@@ -116,15 +117,14 @@ def op_rows(timing, profile):
         cases = op_cases(tnet.DEVICE)
     for case, (tnet_fn, torch_fn, ref, *bound) in cases.items():
         tol = bound[0] if bound else OP_TOL
-        torch_ms = None
-        for variant, fn in (("torch", torch_fn), ("tnet", tnet_fn)):
-            if fn is None:
-                continue
-            check = (lambda: (0.0, 0.0)) if ref is None else (lambda: (rel_error(fn(), ref), tol))
-            row = {"kind": "op", "case": case, "variant": variant,
-                   **check_then_time(check, lambda: host_ms(fn, **timing))}
-            torch_ms = row["ms"] if variant == "torch" else torch_ms
-            row["vs_torch"] = ratio(row["ms"], torch_ms) if variant == "tnet" else None
+        fns = {variant: fn for variant, fn in (("torch", torch_fn), ("tnet", tnet_fn)) if fn is not None}
+        timed = check_then_time_together(
+            {variant: ((lambda: (0.0, 0.0)) if ref is None else (lambda fn=fn: (rel_error(fn(), ref), tol)),
+                       lambda fn=fn: host_ms(fn, 0, timing["iters"])) for variant, fn in fns.items()},
+            timing["repeats"])
+        for variant, fields in timed.items():
+            row = {"kind": "op", "case": case, "variant": variant, **fields}
+            row["vs_torch"] = ratio(row["ms"], timed.get("torch", {}).get("ms")) if variant == "tnet" else None
             print_row(row, COLUMNS)
             rows.append(row)
         if profile is not None:
@@ -236,30 +236,34 @@ def resnet_steps(batches):
 
 
 def step_rows(case, variants, ref, bounds, batches, timing, device, torch_batches=None, profile=None):
-    """Each variant checked (zoo.check_pieces) then timed; tnet's rows with their ratio to PyTorch
+    """Each variant checked (zoo.check_pieces), then those that pass timed in blocks taking turns
+    (common.interleaved); tnet's rows with their ratio to PyTorch
     eager's (eager and capture) or graphed's (capture and TrainStep: vs_torch_graphed); profile: a
     list that gets the eager tnet step's cProfile text (PROFILE_STEPS steps on one batch)."""
-    rows, ms = [], {}
+    rows, built, checks = [], {}, {}
     for variant, make in variants.items():
         data = torch_batches if torch_batches and variant.startswith("torch") else batches
-        built = {}
 
-        def check():
-            built["step"], params = make()
-            rec = record(built["step"], params, data, zoo.CHECK_STEPS)
-            err, built["bound"], built["worst"] = zoo.check_pieces(rec, ref, bounds)
-            return err, built["bound"]
-        row = {"kind": "step", "case": case, "variant": variant,
-               **check_then_time(check, lambda: block_time(built["step"], data, device, **timing))}
-        row.update(bound=built.get("bound"), worst=built.get("worst"))
-        ms[variant] = row["ms"]
+        def check(variant=variant, make=make, data=data):
+            step, params = make()
+            rec = record(step, params, data, zoo.CHECK_STEPS)
+            err, bound, worst = zoo.check_pieces(rec, ref, bounds)
+            built[variant] = step, bound, worst
+            return err, bound
+        checks[variant] = check, lambda variant=variant, data=data: block_time(
+            built[variant][0], data, device, 0, timing["iters"], 1)
+    timed = check_then_time_together(checks, timing["repeats"])
+    ms = {variant: fields["ms"] for variant, fields in timed.items()}
+    for variant, fields in timed.items():
+        row = {"kind": "step", "case": case, "variant": variant, **fields}
+        row.update(zip(("bound", "worst"), built.get(variant, (None, None, None))[1:]))
         if variant.startswith("tnet"):
             row["vs_torch"] = ratio(row["ms"], ms.get("torch eager"))
             row["vs_torch_graphed"] = ratio(row["ms"], ms.get("torch graphed"))
         print_row(row, COLUMNS)
         rows.append(row)
         if profile is not None and variant == "tnet eager" and row["status"] == "ok":
-            profile.append(profile_text(f"{case}, {variant}", lambda: built["step"](*data[0]), PROFILE_STEPS))
+            profile.append(profile_text(f"{case}, {variant}", lambda: built[variant][0](*batches[0]), PROFILE_STEPS))
     return rows
 
 

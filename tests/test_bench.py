@@ -808,13 +808,27 @@ def test_eager_op_rows_check_each_op_then_time_it(monkeypatch):
     monkeypatch.setattr(eager, "PROFILE_CALLS", 1)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)  # the profile's, on the CPU
     profile = []
-    rows = eager.op_rows({"warmup": 0, "iters": 1}, profile)
+    rows = eager.op_rows({"iters": 1, "repeats": 1}, profile)
     assert all(r["status"] == "ok" and r["ms"] == 2.0 for r in rows), [r for r in rows if r["status"] != "ok"]
     cases = list(dict.fromkeys(r["case"] for r in rows))
     assert len(cases) == 8 and len(profile) == 8 and all(p.startswith("### ") for p in profile)
     assert [r["variant"] for r in rows if r["case"].startswith("bare")] == ["tnet", "tnet"]
     assert all(r["err"] <= eager.OP_TOL for r in rows)
     assert [r["vs_torch"] for r in rows if r["variant"] == "tnet" and not r["case"].startswith("bare")] == [1.0] * 6
+
+
+def test_interleaved_takes_turns_and_times_only_what_passed_its_check():
+    """The variants' blocks run in turns after one untimed block each, the median per variant; one that
+    fails its check is not timed, and a block's exception becomes every timed variant's ERROR."""
+    calls, ms = [], {"a": iter([9.0, 1.0, 5.0, 3.0]), "b": iter([9.0, 2.0, 2.0, 7.0])}
+    block = lambda name: lambda: calls.append(name) or next(ms[name])
+    assert common.interleaved({"a": block("a"), "b": block("b")}, 3) == {"a": 3.0, "b": 2.0}
+    assert calls == ["a", "b"] * 4
+    rows = common.check_then_time_together({"ok": (lambda: (0.0, 1.0), lambda: 4.0),
+                                             "wrong": (lambda: (2.0, 1.0), lambda: pytest.fail("timed"))}, 2)
+    assert (rows["ok"]["status"], rows["ok"]["ms"], rows["wrong"]["status"], rows["wrong"]["ms"]) == ("ok", 4.0, "WRONG", None)
+    rows = common.check_then_time_together({"ok": (lambda: (0.0, 1.0), lambda: 1 / 0)}, 2)
+    assert rows["ok"]["status"] == "ERROR" and "ZeroDivisionError" in rows["ok"]["error"]
 
 
 # ---- the runs study's PyTorch twin -----------------------------------------------------------

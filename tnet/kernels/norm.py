@@ -142,32 +142,37 @@ def _last_part(lock_ptr):
 @triton.jit
 def _merge_stats(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, cols, R, C, chunk, S,
                  momentum, eps, TRACK: tl.constexpr, CUMULATIVE: tl.constexpr, BLOCK_C: tl.constexpr):
-    """Chan's merge of the parts' (n, mean, M2) [S, 2, C] for the channels cols, about part 0's mean:
-    mean = m0 + sum n d / R, M2 = sum (M2 + n (d - dmean)^2), d = part mean - m0, in tiles of parts in
-    a fixed order; out = mean, invstd = 1/sqrt(biased var + eps). TRACK: running = (1 - f) * running
-    + f * batch, with the unbiased variance, f = momentum, or with CUMULATIVE 1 / (count + 1) (the count
-    goes up after every channel block has read it)."""
+    """Chan's merge of the parts' (n, mean, M2) [S, 2, C] for the channels cols, in one pass over tiles of
+    parts in a fixed order, with the next tiles' loads in flight (one program reads them all, so their
+    latency, not their bytes, sets its time): each tile's (n, mean, M2) about part 0's mean m0 (d = part
+    mean - m0), then added to the running (na, ma, M2) by the pairwise rule ma += delta nt / n,
+    M2 += M2t + delta^2 na nt / n, delta = mt - ma, n = na + nt. out = m0 + ma, invstd =
+    1/sqrt(M2 / R + eps). TRACK: running = (1 - f) * running + f * batch, with the unbiased variance,
+    f = momentum, or with CUMULATIVE 1 / (count + 1) (the count goes up after every channel block has
+    read it)."""
     SB: tl.constexpr = 4096 // BLOCK_C  # parts a tile
     cmask = cols < C
     m0 = tl.load(part_ptr + cols, mask=cmask, other=0.0, cache_modifier=".cg")
-    dsum = tl.zeros((BLOCK_C,), dtype=tl.float32)
-    for s0 in range(0, S, SB):
-        s = s0 + tl.arange(0, SB)
-        n = tl.minimum(chunk, R - s * chunk).to(tl.float32)[:, None]
-        mask = (s < S)[:, None] & cmask[None, :]
-        d = tl.load(part_ptr + s[:, None] * (2 * C) + cols[None, :], mask=mask, other=0.0, cache_modifier=".cg")
-        dsum += tl.sum(tl.where(mask, n * (d - m0[None, :]), 0.0), axis=0)
-    dmean = dsum / R
+    na = tl.zeros((BLOCK_C,), dtype=tl.float32)  # the same in every channel; a vector, as the loop carries it
+    ma = tl.zeros((BLOCK_C,), dtype=tl.float32)
     m2 = tl.zeros((BLOCK_C,), dtype=tl.float32)
-    for s0 in range(0, S, SB):
+    for s0 in tl.range(0, S, SB, num_stages=3):
         s = s0 + tl.arange(0, SB)
-        n = tl.minimum(chunk, R - s * chunk).to(tl.float32)[:, None]
+        n = tl.where(s < S, tl.minimum(chunk, R - s * chunk), 0).to(tl.float32)
         mask = (s < S)[:, None] & cmask[None, :]
         at = s[:, None] * (2 * C) + cols[None, :]
-        e = tl.where(mask, tl.load(part_ptr + at, mask=mask, other=0.0, cache_modifier=".cg") - m0[None, :]
-                     - dmean[None, :], 0.0)
-        m2 += tl.sum(tl.load(part_ptr + at + C, mask=mask, other=0.0, cache_modifier=".cg") + n * e * e, axis=0)
-    mean = m0 + dmean
+        d = tl.where(mask, tl.load(part_ptr + at, mask=mask, other=0.0, cache_modifier=".cg") - m0[None, :], 0.0)
+        nt = tl.sum(n, axis=0)
+        mt = tl.sum(n[:, None] * d, axis=0) / nt
+        e = tl.where(mask, d - mt[None, :], 0.0)
+        m2t = tl.sum(tl.load(part_ptr + at + C, mask=mask, other=0.0, cache_modifier=".cg") + n[:, None] * e * e,
+                     axis=0)
+        tot = na + nt
+        delta = mt - ma
+        ma += delta * (nt / tot)
+        m2 += m2t + delta * delta * (na * nt / tot)
+        na = tot
+    mean = m0 + ma
     tl.store(out_ptr + cols, mean, mask=cmask)
     tl.store(invstd_ptr + cols, 1.0 / tl.sqrt(m2 / R + eps), mask=cmask)
     if TRACK:
@@ -297,7 +302,7 @@ def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, 
         cmask = cols < C
         sum_dz = tl.zeros((BLOCK_C,), dtype=tl.float32)
         sum_dzx = tl.zeros((BLOCK_C,), dtype=tl.float32)
-        for s0 in range(0, tl.num_programs(0), SB):
+        for s0 in tl.range(0, tl.num_programs(0), SB, num_stages=3):  # loads in flight, as _merge_stats's
             s = s0 + tl.arange(0, SB)
             mask = (s < tl.num_programs(0))[:, None] & cmask[None, :]
             at = s[:, None] * (2 * C) + cols[None, :]
