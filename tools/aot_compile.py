@@ -161,21 +161,24 @@ def clip():
 
 
 def norm():
-    """BatchNorm's stats kernel (its last program's merge: running statistics, cumulative average, count) and
-    backward-reduce kernel (with GELU), fp16 channels-last and NCHW (L 49, airbench's 256 channels at 7x7)."""
+    """BatchNorm's stats kernel (with the count), finalize kernel (the stats' merge with running statistics or
+    the cumulative average; the backward's sums) and backward-reduce kernel (with GELU), fp16 channels-last and
+    NCHW (L 49, airbench's 256 channels at 7x7)."""
     from tnet.kernels import norm as n
-    for L, (track, cumulative) in itertools.product((1, 49), ((False, False), (True, False), (True, True))):
-        arg_types = {"x_ptr": "*fp16", "part_ptr": "*fp32", "out_ptr": "*fp32", "invstd_ptr": "*fp32",
-                     "run_mean_ptr": "*fp32", "run_var_ptr": "*fp32", "count_ptr": "*i64", "lock_ptr": "*i32",
-                     "R": "i32", "C": "i32", "chunk": "i32", "momentum": "fp32", "eps": "fp32"}
-        yield (f"batch_norm_stats_kernel L={L} track={track} cumulative={cumulative}", n.batch_norm_stats_kernel,
-               arg_types, dict(L=L, COUNT=track, TRACK=track, CUMULATIVE=cumulative))
     for L in (1, 49):
+        arg_types = {"x_ptr": "*fp16", "part_ptr": "*fp32", "count_ptr": "*i64", "R": "i32", "C": "i32", "chunk": "i32"}
+        yield f"batch_norm_stats_kernel L={L}", n.batch_norm_stats_kernel, arg_types, dict(L=L, COUNT=True)
         arg_types = {"dy_ptr": "*fp16", "x_ptr": "*fp16", "mean_ptr": "*fp32", "stat_ptr": "*fp32", "w_ptr": "*fp32",
-                     "b_ptr": "*fp32", "part_ptr": "*fp32", "sum_dz_ptr": "*fp32", "sum_dzx_ptr": "*fp32",
-                     "lock_ptr": "*i32", "R": "i32", "C": "i32", "chunk": "i32", "eps": "fp32"}
+                     "b_ptr": "*fp32", "part_ptr": "*fp32", "R": "i32", "C": "i32", "chunk": "i32", "eps": "fp32"}
         yield f"batch_norm_backward_reduce_kernel L={L}", n.batch_norm_backward_reduce_kernel, arg_types, dict(
             L=L, RUNNING=False, HAS_W=True, HAS_B=True, ACT=True)
+    arg_types = {"part_ptr": "*fp32", "out_ptr": "*fp32", "invstd_ptr": "*fp32", "run_mean_ptr": "*fp32",
+                 "run_var_ptr": "*fp32", "count_ptr": "*i64", "R": "i32", "C": "i32", "S": "i32", "chunk": "i32",
+                 "momentum": "fp32", "eps": "fp32"}
+    for stats, track, cumulative in ((True, True, False), (True, True, True), (False, False, False)):
+        yield (f"batch_norm_finalize_kernel stats={stats} track={track} cumulative={cumulative}",
+               n.batch_norm_finalize_kernel, arg_types,
+               dict(STATS=stats, TRACK=track, CUMULATIVE=cumulative, BLOCK_S=n.MAX_PARTS, BLOCK_C=n.FINAL_BLOCK_C))
 
 
 GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip, "tma": tma,

@@ -5,16 +5,15 @@ Every kernel sees its input as R rows of C channels: row r, channel c lies at
 (r // L) * C * L + c * L + r % L, with L = D*H*W, H*W or L for contiguous input and L = 1 for
 channels-last and 2-D input, where a row is one pixel's C contiguous values (read as 16-byte
 vectors along C). Per-channel sums over the rows are split into parts of `chunk` rows, one
-program per part and block of channels; the last program of a channel block to finish (counted
-by an atomic counter) then adds up the block's parts in a fixed order: deterministic, and no
-launch of its own.
+program per part and block of channels, then added up by batch_norm_finalize_kernel in a fixed
+order: deterministic, no atomics.
 
-Training forward: batch_norm_stats_kernel (per part: the sums of x - x[0] and of its square; the
-last part merges them into the mean and 1/std, and updates the running statistics on the device)
-and batch_norm_apply_kernel (y = act(z), z = xhat * w + b). Eval forward: batch_norm_apply_kernel
+Training forward: batch_norm_stats_kernel (per part: the sums of x - x[0] and of its square),
+batch_norm_finalize_kernel (mean and 1/std; the running statistics' update on the device) and
+batch_norm_apply_kernel (y = act(z), z = xhat * w + b). Eval forward: batch_norm_apply_kernel
 alone, from the running statistics. Backward: batch_norm_backward_reduce_kernel (per part: sum
-dz and sum dz * xhat, dz = dy * act'(z); the last part adds them up) and batch_norm_backward_kernel
-(dx).
+dz and sum dz * xhat, dz = dy * act'(z)), batch_norm_finalize_kernel (the parts added up) and
+batch_norm_backward_kernel (dx).
 
 With the activation (ACT: GELU), z is recomputed from x in every pass instead of being stored,
 and dz formed where it is used: the forward reads x twice and writes y once, the backward reads
@@ -35,8 +34,8 @@ import triton.language as tl
 from triton.language.extra import libdevice
 
 from .._device import INTERPRET
-from .autotune import autotune, fit, launch_kept
-from .launch import FLOATS, CaptureError, InputError, capturing, cdiv, check, check_float, is_channels_last, kept
+from .autotune import autotune, fit, jit, launch_kept
+from .launch import FLOATS, InputError, cdiv, check, check_float, is_channels_last, kept, next_power_of_2
 
 # Tiles of BLOCK_R rows x BLOCK_C channels: for channels-last 64 or 256 channels wide, for NCHW
 # 16 wide with runs of L along the rows. The kernels that sum over parts loop over a part's
@@ -51,12 +50,15 @@ _PART_CONFIGS = [triton.Config({**c.kwargs, "STAGES": stages}, num_warps=c.num_w
 _INTERPRET_BLOCKS = {"BLOCK_R": fit("R", 2048), "BLOCK_C": 16}
 _GPU = tl.constexpr(not INTERPRET)
 # Rows of one part of the sums: a multiple of ROWS_MIN (itself a multiple of every config's
-# BLOCK_R, so that no tile straddles two parts), at most MAX_PARTS parts, so that the last
-# program's merge reads few. At airbench's sizes: [1024, 64, 15, 15] gives 450 parts of 512 rows,
-# [1024, 256, 7, 7] 392 of 128, each part one program per block of channels. The interpreter pays
-# per program: one part for test-sized inputs.
+# BLOCK_R, so that no tile straddles two parts), at most MAX_PARTS parts, so that the finalize
+# kernel reads each channel's parts in one tile. At airbench's sizes: [1024, 64, 15, 15] gives
+# 450 parts of 512 rows, [1024, 256, 7, 7] 392 of 128, each part one program per block of
+# channels. The interpreter pays per program: one part for test-sized inputs.
 ROWS_MIN = 4096 if INTERPRET else 128
 MAX_PARTS = 512
+# batch_norm_finalize_kernel's channels per program: 32-byte rows of the [S, 2, C] parts, and
+# C / 8 programs reading them at once rather than a few looping; the interpreter pays per program
+FINAL_BLOCK_C = 128 if INTERPRET else 8
 
 
 @triton.jit
@@ -126,80 +128,13 @@ def _rows_of(part, chunk, R):
     return first, tl.minimum(first + chunk, R)
 
 
+@autotune(_PART_CONFIGS, key=["R", "C", "L", "COUNT"], interpret=_INTERPRET_BLOCKS, restore_value=["count_ptr"])
 @triton.jit
-def _last_part(lock_ptr):
-    """Whether this program is the last of its channel block's parts (grid (parts, channel blocks)) to
-    have stored its sums: the block's counter at lock_ptr counts them, and the last one sets it back to 0
-    for the next launch. Its acquire makes the other parts' stores visible to the last program."""
-    tl.debug_barrier()  # every thread's stores issued before the count's release
-    done = tl.atomic_add(lock_ptr + tl.program_id(1), 1, sem="acq_rel")
-    last = done == tl.num_programs(0) - 1
-    if last:
-        tl.store(lock_ptr + tl.program_id(1), 0)
-    return last
-
-
-@triton.jit
-def _merge_stats(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, cols, R, C, chunk, S,
-                 momentum, eps, TRACK: tl.constexpr, CUMULATIVE: tl.constexpr, BLOCK_C: tl.constexpr):
-    """Chan's merge of the parts' (n, mean, M2) [S, 2, C] for the channels cols, in one pass over tiles of
-    parts in a fixed order, with the next tiles' loads in flight (one program reads them all, so their
-    latency, not their bytes, sets its time): each tile's (n, mean, M2) about part 0's mean m0 (d = part
-    mean - m0), then added to the running (na, ma, M2) by the pairwise rule ma += delta nt / n,
-    M2 += M2t + delta^2 na nt / n, delta = mt - ma, n = na + nt. out = m0 + ma, invstd =
-    1/sqrt(M2 / R + eps). TRACK: running = (1 - f) * running + f * batch, with the unbiased variance,
-    f = momentum, or with CUMULATIVE 1 / (count + 1) (the count goes up after every channel block has
-    read it)."""
-    SB: tl.constexpr = 4096 // BLOCK_C  # parts a tile
-    cmask = cols < C
-    m0 = tl.load(part_ptr + cols, mask=cmask, other=0.0, cache_modifier=".cg")
-    na = tl.zeros((BLOCK_C,), dtype=tl.float32)  # the same in every channel; a vector, as the loop carries it
-    ma = tl.zeros((BLOCK_C,), dtype=tl.float32)
-    m2 = tl.zeros((BLOCK_C,), dtype=tl.float32)
-    for s0 in tl.range(0, S, SB, num_stages=3):
-        s = s0 + tl.arange(0, SB)
-        n = tl.where(s < S, tl.minimum(chunk, R - s * chunk), 0).to(tl.float32)
-        mask = (s < S)[:, None] & cmask[None, :]
-        at = s[:, None] * (2 * C) + cols[None, :]
-        d = tl.where(mask, tl.load(part_ptr + at, mask=mask, other=0.0, cache_modifier=".cg") - m0[None, :], 0.0)
-        nt = tl.sum(n, axis=0)
-        mt = tl.sum(n[:, None] * d, axis=0) / nt
-        e = tl.where(mask, d - mt[None, :], 0.0)
-        m2t = tl.sum(tl.load(part_ptr + at + C, mask=mask, other=0.0, cache_modifier=".cg") + n[:, None] * e * e,
-                     axis=0)
-        tot = na + nt
-        delta = mt - ma
-        ma += delta * (nt / tot)
-        m2 += m2t + delta * delta * (na * nt / tot)
-        na = tot
-    mean = m0 + ma
-    tl.store(out_ptr + cols, mean, mask=cmask)
-    tl.store(invstd_ptr + cols, 1.0 / tl.sqrt(m2 / R + eps), mask=cmask)
-    if TRACK:
-        if CUMULATIVE:
-            f = 1.0 / (tl.load(count_ptr) + 1).to(tl.float32)
-        else:
-            f = momentum
-        rm = tl.load(run_mean_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        rv = tl.load(run_var_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        rm = (1.0 - f) * rm + f * mean
-        rv = (1.0 - f) * rv + f * (m2 / (R - 1))
-        tl.store(run_mean_ptr + cols, rm.to(run_mean_ptr.dtype.element_ty), mask=cmask)
-        tl.store(run_var_ptr + cols, rv.to(run_var_ptr.dtype.element_ty), mask=cmask)
-
-
-@autotune(_PART_CONFIGS, key=["R", "C", "L", "COUNT", "TRACK", "CUMULATIVE"], interpret=_INTERPRET_BLOCKS,
-          restore_value=["count_ptr", "run_mean_ptr", "run_var_ptr"])
-@triton.jit
-def batch_norm_stats_kernel(x_ptr, part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, lock_ptr, R,
-                            C, chunk, momentum, eps, L: tl.constexpr, COUNT: tl.constexpr, TRACK: tl.constexpr,
-                            CUMULATIVE: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr,
-                            STAGES: tl.constexpr):
-    """x as [R, C] -> out [C] the mean and invstd [C] = 1/sqrt(biased var + eps): per part of chunk rows
-    its mean and M2 (the sum of squared deviations from that mean) into part [S, 2, C], and the last
-    part of each channel block to finish merges them (_merge_stats); grid (S, C blocks). COUNT: the
-    int64 count (num_batches_tracked) goes up by 1, once every channel block has merged (no rows: one
-    program, which only counts). lock_ptr: zeroed int32 counters, one per channel block and one more."""
+def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.constexpr, COUNT: tl.constexpr,
+                            BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, STAGES: tl.constexpr):
+    """x as [R, C] -> part [S, 2, C]: per part of chunk rows, its mean and M2 (the sum of
+    squared deviations from that mean); grid (S, C blocks). COUNT: program (0, 0) adds 1 to
+    the int64 count (num_batches_tracked); the finalize kernel, launched after, reads it."""
     part = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     first, end = _rows_of(part, chunk, R)
@@ -216,7 +151,7 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, out_ptr, invstd_ptr, run_mean_ptr, 
         x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) - shift[None, :], 0.0)
         s1 += x
         s2 += x * x
-    n = tl.maximum(end - first, 1).to(tl.float32)
+    n = tl.maximum(end - first, 1).to(tl.float32)  # no rows (an empty batch's count-only program): zeros
     d = tl.sum(s1, axis=0)
     ss = tl.sum(s2, axis=0)
     # squares past fp32's range (a 3e38 among small values): M2 inf, not inf - inf, so that a finite
@@ -224,18 +159,62 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, out_ptr, invstd_ptr, run_mean_ptr, 
     m2 = tl.where(ss == float("inf"), ss, ss - d * d / n)
     m2 = tl.where(m2 < 0.0, 0.0, m2)  # not tl.maximum: a NaN stays NaN, as torch's
     out = part * 2 * C + cols
-    if R > 0:
-        tl.store(part_ptr + out, shift + d / n, mask=cols < C)
-        tl.store(part_ptr + out + C, m2, mask=cols < C)
-    if _last_part(lock_ptr):
-        if R > 0:
-            _merge_stats(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, cols, R, C, chunk,
-                         tl.num_programs(0), momentum, eps, TRACK, CUMULATIVE, BLOCK_C)
-        if COUNT:  # the last channel block to merge counts the batch: every merge read the count before
-            blocks = tl.num_programs(1)
-            if tl.atomic_add(lock_ptr + blocks, 1, sem="acq_rel") == blocks - 1:
-                tl.store(lock_ptr + blocks, 0)
-                tl.store(count_ptr, tl.load(count_ptr) + 1)
+    tl.store(part_ptr + out, shift + d / n, mask=cols < C)
+    tl.store(part_ptr + out + C, m2, mask=cols < C)
+    if COUNT:
+        if (part == 0) & (tl.program_id(1) == 0):
+            tl.store(count_ptr, tl.load(count_ptr) + 1)
+
+
+@jit
+def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, R, C, S,
+                               chunk, momentum, eps, STATS: tl.constexpr, TRACK: tl.constexpr,
+                               CUMULATIVE: tl.constexpr, BLOCK_S: tl.constexpr, BLOCK_C: tl.constexpr):
+    """part [S, 2, C] -> out [C] and invstd [C], its two rows' sums over the S parts, in a fixed
+    order (the backward's sums: of dz, the bias's gradient, and of dz * xhat, the weight's, each its
+    own tensor so that either becomes a leaf's .grad as it is); grid (C blocks). STATS (the stats
+    kernel's parts of chunk rows): out [C] the mean and invstd [C] = 1/sqrt(biased var + eps)
+    instead; TRACK: running = (1 - f) * running + f * batch, with the unbiased variance,
+    f = momentum, or with CUMULATIVE 1 / count (the cumulative average)."""
+    cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    cmask = cols < C
+    if STATS:
+        # Chan's merge of the parts' (n, mean, M2), about part 0's mean: mean = m0 + sum n d / R,
+        # M2 = sum (M2 + n (d - mean + m0)^2), d = part mean - m0; one tile (BLOCK_S >= S)
+        s = tl.arange(0, BLOCK_S)
+        n = tl.minimum(chunk, R - s * chunk).to(tl.float32)[:, None]
+        mask = (s < S)[:, None] & cmask[None, :]
+        at = s[:, None] * (2 * C) + cols[None, :]
+        m0 = tl.load(part_ptr + cols, mask=cmask, other=0.0)
+        d = tl.where(mask, tl.load(part_ptr + at, mask=mask, other=0.0) - m0[None, :], 0.0)
+        dmean = tl.sum(n * d, axis=0) / R
+        e = tl.where(mask, d - dmean[None, :], 0.0)
+        m2 = tl.sum(tl.load(part_ptr + at + C, mask=mask, other=0.0) + n * e * e, axis=0)
+        mean = m0 + dmean
+        tl.store(out_ptr + cols, mean, mask=cmask)
+        tl.store(invstd_ptr + cols, 1.0 / tl.sqrt(m2 / R + eps), mask=cmask)
+        if TRACK:
+            if CUMULATIVE:
+                f = 1.0 / tl.load(count_ptr).to(tl.float32)
+            else:
+                f = momentum
+            rm = tl.load(run_mean_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+            rv = tl.load(run_var_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+            rm = (1.0 - f) * rm + f * mean
+            rv = (1.0 - f) * rv + f * (m2 / (R - 1))
+            tl.store(run_mean_ptr + cols, rm.to(run_mean_ptr.dtype.element_ty), mask=cmask)
+            tl.store(run_var_ptr + cols, rv.to(run_var_ptr.dtype.element_ty), mask=cmask)
+    else:
+        acc0 = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
+        acc1 = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
+        for s0 in range(0, S, BLOCK_S):  # once, where the launcher makes BLOCK_S >= S
+            s = s0 + tl.arange(0, BLOCK_S)
+            mask = (s < S)[:, None] & cmask[None, :]
+            at = s[:, None] * (2 * C) + cols[None, :]
+            acc0 += tl.load(part_ptr + at, mask=mask, other=0.0)
+            acc1 += tl.load(part_ptr + at + C, mask=mask, other=0.0)
+        tl.store(out_ptr + cols, tl.sum(acc0, axis=0), mask=cmask)
+        tl.store(invstd_ptr + cols, tl.sum(acc1, axis=0), mask=cmask)
 
 
 @autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
@@ -270,15 +249,12 @@ def _dz(dy, xc, scale, shift, ACT: tl.constexpr):
 
 @autotune(_PART_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
 @triton.jit
-def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, part_ptr, sum_dz_ptr,
-                                      sum_dzx_ptr, lock_ptr, R, C, chunk, eps, L: tl.constexpr, RUNNING: tl.constexpr,
-                                      HAS_W: tl.constexpr, HAS_B: tl.constexpr, ACT: tl.constexpr,
+def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, part_ptr, R, C, chunk, eps,
+                                      L: tl.constexpr, RUNNING: tl.constexpr, HAS_W: tl.constexpr,
+                                      HAS_B: tl.constexpr, ACT: tl.constexpr,
                                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, STAGES: tl.constexpr):
-    """dy and x [R, C] -> sum_dz [C] and sum_dzx [C], the sums over the rows of dz and dz * xhat,
-    xhat = (x - mean) * invstd, dz the gradient at z (see _dz): each part of chunk rows stores its own
-    into part [S, 2, C], and the last of each channel block to finish (_last_part) adds them up in a
-    fixed order (each sum its own tensor, so that either becomes a leaf's .grad as it is); grid (S, C
-    blocks)."""
+    """dy and x [R, C] -> part [S, 2, C]: per part of chunk rows, sum dz and sum dz * xhat,
+    xhat = (x - mean) * invstd, dz the gradient at z (see _dz); grid (S, C blocks)."""
     part = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     mean, invstd, scale, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
@@ -297,19 +273,6 @@ def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, 
     out = part * 2 * C + cols
     tl.store(part_ptr + out, tl.sum(acc_g, axis=0), mask=cols < C)
     tl.store(part_ptr + out + C, tl.sum(acc_gx, axis=0) * invstd, mask=cols < C)
-    if _last_part(lock_ptr):
-        SB: tl.constexpr = 4096 // BLOCK_C  # parts a tile
-        cmask = cols < C
-        sum_dz = tl.zeros((BLOCK_C,), dtype=tl.float32)
-        sum_dzx = tl.zeros((BLOCK_C,), dtype=tl.float32)
-        for s0 in tl.range(0, tl.num_programs(0), SB, num_stages=3):  # loads in flight, as _merge_stats's
-            s = s0 + tl.arange(0, SB)
-            mask = (s < tl.num_programs(0))[:, None] & cmask[None, :]
-            at = s[:, None] * (2 * C) + cols[None, :]
-            sum_dz += tl.sum(tl.load(part_ptr + at, mask=mask, other=0.0, cache_modifier=".cg"), axis=0)
-            sum_dzx += tl.sum(tl.load(part_ptr + at + C, mask=mask, other=0.0, cache_modifier=".cg"), axis=0)
-        tl.store(sum_dz_ptr + cols, sum_dz, mask=cmask)
-        tl.store(sum_dzx_ptr + cols, sum_dzx, mask=cmask)
 
 
 @autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
@@ -395,22 +358,13 @@ def _tiles(R, C):
 _BOUND = {}  # the kernels' Bound launches (autotune.launch_kept), by kernel, sizes and flags
 
 
-_LOCKS = {}  # the kernels' zeroed int32 counters (_last_part's), by device: each launch leaves them at 0
-
-
-def _locks(device, C):
-    """The counters for C channels (a channel block of at least 16 each, and one more), allocated zeroed at
-    a size's first use (outside a CUDA graph's capture, where the first forward runs). Launches on one
-    stream take turns with them; two streams running batch norm at once would share them: unsupported."""
-    need = cdiv(C, 16) + 1
-    locks = _LOCKS.get(device)
-    if locks is None or locks.numel() < need:
-        locks = torch.empty(max(need, 4096), device=device, dtype=torch.int32)
-        if capturing(locks):  # the capture would record the zeroing, not run it
-            raise CaptureError(f"batch_norm: its first call on {device} (or the first with {C} channels) cannot be "
-                               f"inside a CUDA graph capture: run the function once before capturing it")
-        locks = _LOCKS[device] = locks.zero_()
-    return locks
+def _finalize(part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps, stats, track, cumulative):
+    block_s = min(next_power_of_2(S), MAX_PARTS)
+    launch_kept(_BOUND, (batch_norm_finalize_kernel, R, C, S, chunk, stats, track, cumulative),
+                batch_norm_finalize_kernel, (cdiv(C, FINAL_BLOCK_C),),
+                (part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momentum, eps),
+                dict(STATS=stats, TRACK=track, CUMULATIVE=cumulative, BLOCK_S=block_s, BLOCK_C=FINAL_BLOCK_C,
+                     num_warps=8 if block_s > 128 else 4))
 
 
 def _apply(x, view, mean, stat, weight, bias, eps, running, act):
@@ -458,15 +412,16 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     part = torch.empty((max(S, 1), 2, C), device=device, dtype=torch.float32)
     mean = torch.empty(C, device=device, dtype=torch.float32)
     invstd = torch.empty(C, device=device, dtype=torch.float32)
-    # no rows: one program only counts the batch
+    # no rows: one program only counts the batch (its part, of no rows, is never read)
     grid = _parts_grid(S, C) if R else (1, 1)
-    counts, cumulative = count is not None, track and momentum is None
-    launch_kept(_BOUND, (batch_norm_stats_kernel, R, C, L, chunk, counts, track, cumulative), batch_norm_stats_kernel,
-                grid, (x, part, mean, invstd, running_mean if track else mean, running_var if track else mean,
-                       count if counts else mean, _locks(device, C), R, C, chunk, float(momentum or 0.0), float(eps)),
-                dict(L=L, COUNT=counts, TRACK=track, CUMULATIVE=cumulative))
+    counts = count is not None
+    launch_kept(_BOUND, (batch_norm_stats_kernel, R, C, L, chunk, counts), batch_norm_stats_kernel, grid,
+                (x, part, count if counts else mean, R, C, chunk), dict(L=L, COUNT=counts))
     if R == 0:
         return torch.empty_like(x), mean, invstd
+    _finalize(part, mean, invstd, running_mean if track else mean, running_var if track else mean,
+              mean if count is None else count, R, C, S, chunk, float(momentum or 0.0), float(eps), stats=True,
+              track=track, cumulative=momentum is None)
     return _apply(x, (R, C, L), mean, invstd, weight, bias, eps, False, act), mean, invstd
 
 
@@ -516,11 +471,12 @@ def backward_trusted(dy, x, mean, stat, weight, eps, running, need_x, need_param
     if need_params or (need_x and not running):
         chunk, S = _row_parts(R)
         part = torch.empty((S, 2, C), device=x.device, dtype=torch.float32)
-        db = torch.empty(C, device=x.device, dtype=torch.float32)
-        dw = torch.empty(C, device=x.device, dtype=torch.float32)
         launch_kept(_BOUND, (batch_norm_backward_reduce_kernel, R, C, chunk, *flags.values()),
                     batch_norm_backward_reduce_kernel, _parts_grid(S, C),
-                    (dy, x, mean, stat, w, b, part, db, dw, _locks(x.device, C), R, C, chunk, float(eps)), flags)
+                    (dy, x, mean, stat, w, b, part, R, C, chunk, float(eps)), flags)
+        db = torch.empty(C, device=x.device, dtype=torch.float32)
+        dw = torch.empty(C, device=x.device, dtype=torch.float32)
+        _finalize(part, db, dw, db, db, db, R, C, S, chunk, 0.0, 0.0, stats=False, track=False, cumulative=False)
     dx = None
     if need_x:
         dx = torch.empty_like(x)
