@@ -37,6 +37,17 @@ FLOATS = (torch.float32, *LOW)
 CONFIG_DTYPES = FLOATS if DEV.type == "cuda" else (torch.float32,)
 
 
+def label_checked(call):
+    """call(), a loss given a label out of range: on the CPU its IndexError comes at once; on a GPU at a later
+    loss call, once the GPU has run this one (kernels.softmax._LabelChecks): the same call again, after a
+    synchronisation, raises before its launch."""
+    out = call()
+    if DEV.type == "cuda":
+        torch.cuda.synchronize()
+        call()
+    return out
+
+
 def tol_for(dtype, fp32_tol=TOL["ieee"]):
     """fp32_tol for float32, TOL["fp16"] or TOL["bf16"] for the 16-bit dtypes."""
     return {torch.float16: TOL["fp16"], torch.bfloat16: TOL["bf16"]}.get(dtype, fp32_tol)
