@@ -18,6 +18,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import tnet
 from tnet import trainer
+from tnet.kernels.launch import raise_flagged
 
 # the GPU machine runs torch 2.11, the CPU 2.13: reference behaviour new in 2.13 is checked only there
 TORCH_BEFORE_2_13 = tuple(map(int, torch.__version__.split(".")[:2])) < (2, 13)
@@ -37,14 +38,14 @@ FLOATS = (torch.float32, *LOW)
 CONFIG_DTYPES = FLOATS if DEV.type == "cuda" else (torch.float32,)
 
 
-def label_checked(call):
-    """call(), a loss given a label out of range: on the CPU its IndexError comes at once; on a GPU at a later
-    loss call, once the GPU has run this one (kernels.softmax._LabelChecks): the same call again, after a
-    synchronisation, raises before its launch."""
+def flag_checked(call):
+    """call(), an op given a label or an index out of range: on the CPU its IndexError comes at once; on a GPU
+    at a later flagging launch or host read, once the GPU has run this one (kernels/launch.py's check_flag):
+    raised here after a synchronisation."""
     out = call()
     if DEV.type == "cuda":
         torch.cuda.synchronize()
-        call()
+        raise_flagged(DEV)
     return out
 
 

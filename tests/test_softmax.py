@@ -1,8 +1,6 @@
 """Softmax, log-softmax, cross-entropy and nll_loss (kernels/softmax.py, functional/softmax.py) against torch in
 float64: odd row lengths, label smoothing, reductions, ignored and out-of-range labels, 16-bit
 logits and autocast's fp32 losses, values at 1e4, nn.CrossEntropyLoss, every tile config."""
-import collections
-
 import numpy as np
 import pytest
 import torch
@@ -11,7 +9,7 @@ import torch.nn.functional as tF
 import tnet
 import tnet.functional as F
 from tnet.kernels import pointwise, softmax
-from helpers import (CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check_op, config_indices, f64, label_checked,
+from helpers import (CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check_op, config_indices, f64, flag_checked,
                      only_ith_config, pair, randn, tol_for)
 
 
@@ -93,55 +91,15 @@ def test_cross_entropy_flags_labels_out_of_range(bad):
     labels = torch.randint(0, 10, (300,), generator=torch.Generator().manual_seed(4))
     labels[[150, 200]] = bad
     with pytest.raises(ValueError, match=f"target {bad} is out of bounds"):
-        label_checked(lambda: softmax.cross_entropy(randn(300, 10), labels.to(DEV)))
+        flag_checked(lambda: softmax.cross_entropy(randn(300, 10), labels.to(DEV)))
     assert softmax.take_label_error(DEV) is None  # the eager check cleared the flag
     softmax.cross_entropy(randn(300, 10), labels.to(DEV) * 0)  # good labels pass again
 
 
-class _Event:
-    """A CUDA event's stand-in: done once the test says so, or once waited on."""
-
-    def __init__(self):
-        self.done = True
-
-    def record(self):
-        self.done = False
-
-    def query(self):
-        return self.done
-
-    def synchronize(self):
-        self.done = True
-
-
-def test_label_checks_raise_once_the_gpu_has_run_the_call(monkeypatch):
-    """The GPU's eager label check (its events and pinned copies stood in for on the CPU): a copied flag is read
-    only once its event has passed, in call order, and raises the message of the call that met the label; a
-    host RING calls ahead waits for the oldest copy."""
-    checks = object.__new__(softmax._LabelChecks)
-    checks.hosts = torch.zeros((softmax._LabelChecks.RING, 2), dtype=torch.int64)
-    checks.events = [_Event() for _ in range(softmax._LabelChecks.RING)]
-    checks.queue, checks.next = collections.deque(), 0
-    flag = torch.zeros(2, dtype=torch.int64)
-    monkeypatch.setitem(softmax._label_flags, flag.device, flag)
-    checks.copy(flag, lambda bad: f"first {bad}")
-    flag.copy_(torch.tensor([1, 12]))  # the second call meets label 12
-    checks.copy(flag, lambda bad: f"second {bad}")
-    checks.raise_passed(flag.device)  # neither copy written yet: nothing to read
-    checks.events[0].done = True
-    checks.raise_passed(flag.device)  # the first call's copy: clean
-    assert len(checks.queue) == 1
-    checks.events[1].done = True
-    with pytest.raises(IndexError, match="second 12"):
-        checks.raise_passed(flag.device)
-    assert flag.tolist() == [0, 0]  # taken: later copies are clean
-    for _ in range(softmax._LabelChecks.RING + 2):  # the host far ahead: the oldest copy is waited for
-        checks.copy(flag, lambda bad: "never")
-    assert len(checks.queue) == softmax._LabelChecks.RING
-
-
 @pytest.mark.skipif(DEV.type != "cuda", reason="the GPU's deferred check; the CPU raises at once (above)")
 def test_label_error_on_the_gpu_comes_at_a_later_call_without_a_sync():
+    """A loss call does not wait for its label check; the next one after the GPU has run it raises, before
+    its own launch, and so does a host read."""
     labels = torch.tensor([1, 12, 3], device=DEV)
     softmax.cross_entropy(randn(3, 10), labels)  # no host read: no error yet
     torch.cuda.synchronize()
@@ -150,6 +108,9 @@ def test_label_error_on_the_gpu_comes_at_a_later_call_without_a_sync():
     softmax.cross_entropy(randn(3, 10), labels * 0)
     torch.cuda.synchronize()
     softmax.cross_entropy(randn(3, 10), labels * 0)  # the flag was taken: good labels pass
+    loss, _ = softmax.cross_entropy(randn(3, 10), labels)
+    with pytest.raises(IndexError, match="target 12 is out of bounds"):
+        tnet.Tensor(loss).item()  # a host read waits for the GPU, then raises
 
 
 @pytest.mark.parametrize("dtype", LOW)
@@ -267,7 +228,7 @@ def test_cross_entropy_names_a_label_out_of_range(rng, bad, rows):
     labels = rng.integers(0, 10, rows)
     labels[rows - 4] = bad
     with pytest.raises(ValueError, match=f"target {bad} is out of bounds"):
-        label_checked(lambda: F.cross_entropy(tnet.tensor(rng.standard_normal((rows, 10))), tnet.tensor(labels)))
+        flag_checked(lambda: F.cross_entropy(tnet.tensor(rng.standard_normal((rows, 10))), tnet.tensor(labels)))
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the interpreter computes pow's unused branches too
@@ -371,7 +332,7 @@ def test_nll_loss_edges(rng):
     every = tnet.tensor(np.full(5, -100))
     assert np.isnan(F.nll_loss(x[0], every).item())  # 0 / 0, as torch
     with pytest.raises(IndexError, match="target 4 is out of bounds"):
-        label_checked(lambda: F.nll_loss(x[0], tnet.tensor([0, 1, 4, 2, 3])))
+        flag_checked(lambda: F.nll_loss(x[0], tnet.tensor([0, 1, 4, 2, 3])))
     with pytest.raises(ValueError, match="target must be int64"):
         F.nll_loss(x[0], x[0])
     with pytest.raises(ValueError, match="expected"):

@@ -203,7 +203,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     shape), with weight, ignore_index (class indices only), reduction and label_smoothing as
     torch (and its deprecated size_average and reduce). A target outside [0, C),
     other than ignore_index, raises IndexError (InputIndexError, also a ValueError) as torch's: on the
-    CPU at once, on a GPU at a later loss call, without a synchronisation (kernels.softmax._LabelChecks);
+    CPU at once, on a GPU at a later loss call or host read, without a synchronisation (launch.check_flag);
     inside a captured CUDA graph it is flagged on the device instead (see
     kernels.softmax.take_label_error). For [N, C] logits with class indices and no weight, the
     loss and its gradient come out of one fused kernel, in fp32; other cases are log_softmax

@@ -14,7 +14,7 @@ import triton.language as tl
 
 from .._device import INTERPRET
 from .autotune import autotune, fit
-from .launch import BLOCK_CONFIGS, InputIndexError, check, grid1d, cdiv
+from .launch import BLOCK_CONFIGS, InputIndexError, cdiv, check, check_flag, grid1d, raise_flagged
 
 # int8: max pooling's argmax (kernels/pool.py), which max_pool1d's return_indices widens to int64;
 # uint8, int16: Tensor.byte() and short()
@@ -133,8 +133,8 @@ def _launch(dst, src, shape, dst_strides, src_strides, index=None, gather=False,
             report=None, wrap=False):
     """copy_kernel over `shape`, dst and src pointing at their first elements; with an index and
     `report` (the op's name, or a function of the bad index giving the message), raise
-    InputIndexError for an index outside [0, limit) (wrap: [-limit, limit)): a host read of the
-    device flag, skipped within a CUDA graph capture."""
+    InputIndexError for an index outside [0, limit) (wrap: [-limit, limit)): on the CPU at once, on a
+    GPU at a later reporting launch or host read (launch.check_flag), not within a CUDA graph capture."""
     n = math.prod(shape)
     if n == 0:
         return
@@ -144,15 +144,14 @@ def _launch(dst, src, shape, dst_strides, src_strides, index=None, gather=False,
     if index is not None and key not in _index_flags:
         _index_flags[key] = torch.zeros(2, dtype=torch.int64, device=dst.device)
     flag = _index_flags[key] if index is not None else dst
+    if report:
+        raise_flagged(dst.device)
     copy_kernel[grid1d(n)](dst, src, dst if index is None else index, flag, n, limit, tuple(sizes), tuple(dsts),
                            tuple(srcs), 0 if index is None else index.stride(0),
                            GATHER=gather, AXIS=-1 if at < 0 else len(sizes) - 1 - at, ADD=add, WRAP=wrap)
-    if report and not (dst.is_cuda and torch.cuda.is_current_stream_capturing()):
-        seen, k = flag.tolist()
-        if seen:
-            flag.zero_()
-            raise InputIndexError(report(k) if callable(report) else
-                                  f"{report}: index {k} is out of range for dimension {axis} of size {limit}")
+    if report:
+        check_flag(flag, lambda k: InputIndexError(
+            report(k) if callable(report) else f"{report}: index {k} is out of range for dimension {axis} of size {limit}"))
 
 
 def _check_pair(name, dst, src):
@@ -199,7 +198,7 @@ def gather_(dst, src, index, dim, name="gather_", wrap=False):
     """dst = src.index_select(dim, index): dst's slice k along dim is src's slice index[k], cast to
     dst's dtype (wrap: a negative index counts from the end, as x[idx]). An index out of range
     raises InputIndexError naming op `name` (or with the message name(index) where a function;
-    outside a CUDA graph capture: a host read of the device flag; name None: skipped, not
+    on a GPU at a later reporting launch or host read, see _launch; name None: skipped, not
     reported). Returns dst."""
     _check_index("gather_", dst, src, index, dim)
     check(all(a == b for d, (a, b) in enumerate(zip(dst.shape, src.shape)) if d != dim) and

@@ -1,5 +1,6 @@
 """What every launcher shares: the input checks and their errors, the storage dtypes, grid
 arithmetic, tile configs, and the memory layouts of activations (NCHW or channels-last)."""
+import collections
 import numbers
 
 import torch
@@ -40,10 +41,97 @@ def capturing(x):
 
 def no_host_read(x, what):
     """Raise CaptureError for `what`, a host read of the device tensor x, inside a CUDA graph
-    capture: the capture records launches and cannot wait for their results."""
+    capture: the capture records launches and cannot wait for their results. Outside one, a GPU's
+    flagged errors of earlier launches are raised first (a host read waits for the GPU anyway), as
+    torch's CUDA errors surface at the next synchronisation."""
     if capturing(x):
         raise CaptureError(f"{what} reads a device tensor on the host, which a CUDA graph capture cannot do: "
                            f"read it outside the captured function (return the tensor, read it after the call)")
+    if _FLAG_COPIES and x.is_cuda and x.device in _FLAG_COPIES:
+        _FLAG_COPIES[x.device].wait()
+
+
+class _FlagCopies:
+    """A GPU's error flags, read without a synchronisation. A kernel that meets bad input (a label or an
+    index out of range) sets its flag, int64 [2] = (1, the value), on the device; a host read of it after
+    each launch would stall every eager step until the GPU drained. Instead each launch's flag is copied
+    behind it into one of RING pinned host slots, with an event, and a later check reads the slots whose
+    events have passed, in launch order. A host RING flagged launches ahead waits for the oldest copy."""
+    RING = 8
+
+    def __init__(self):
+        self.hosts = torch.zeros((self.RING, 2), dtype=torch.int64, pin_memory=True)
+        self.events = [torch.cuda.Event() for _ in range(self.RING)]
+        self.queue = collections.deque()  # (slot, flag, error) in launch order
+        self.next = 0
+
+    def raise_passed(self):
+        """error(value) of the oldest copy that shows its flag set, among those the GPU has written; the flag
+        is cleared then (it is sticky: the later copies of it show the same value)."""
+        while self.queue and self.events[self.queue[0][0]].query():
+            slot, flag, error = self.queue.popleft()
+            seen, value = self.hosts[slot].tolist()
+            if seen:
+                self.forget(flag)
+                flag.zero_()
+                raise error(value)
+
+    def wait(self):
+        """raise_passed once the GPU has written every copy."""
+        if self.queue:
+            self.events[self.queue[-1][0]].synchronize()
+            self.raise_passed()
+
+    def forget(self, flag):
+        """Drop the pending copies of flag (read or cleared by its owner)."""
+        self.queue = collections.deque(entry for entry in self.queue if entry[1] is not flag)
+
+    def copy(self, flag, error):
+        if len(self.queue) == self.RING:
+            self.events[self.queue[0][0]].synchronize()
+            self.raise_passed()
+        slot, self.next = self.next, (self.next + 1) % self.RING
+        self.hosts[slot].copy_(flag, non_blocking=True)
+        self.events[slot].record()
+        self.queue.append((slot, flag, error))
+
+
+_FLAG_COPIES = {}  # device -> _FlagCopies, once a flag of the device has been copied
+
+
+def raise_flagged(device):
+    """Before a launch that may flag bad input: the error an earlier launch on `device` flagged, where the GPU
+    has run it by now (no synchronisation; nothing inside a CUDA graph capture)."""
+    copies = _FLAG_COPIES.get(device)
+    if copies is not None and copies.queue and not torch.cuda.is_current_stream_capturing():
+        copies.raise_passed()
+
+
+def check_flag(flag, error):
+    """After a launch that may have set flag (int64 [2] = (1, value)): on the CPU, error(value) raised at once and
+    the flag cleared; on a GPU outside a CUDA graph capture, raised by a later raise_flagged or host read, once
+    the GPU has run this launch (_FlagCopies); inside a capture the flag waits on the device for its reader."""
+    if not flag.is_cuda:
+        seen, value = flag.tolist()
+        if seen:
+            flag.zero_()
+            raise error(value)
+    elif not torch.cuda.is_current_stream_capturing():
+        if flag.device not in _FLAG_COPIES:
+            _FLAG_COPIES[flag.device] = _FlagCopies()
+        _FLAG_COPIES[flag.device].copy(flag, error)
+
+
+def take_flag(flag):
+    """The value flag holds, or None if unset, read on the host now (a synchronisation); clears it and drops
+    its pending copies."""
+    if flag.device in _FLAG_COPIES:
+        _FLAG_COPIES[flag.device].forget(flag)
+    seen, value = flag.tolist()
+    if not seen:
+        return None
+    flag.zero_()
+    return value
 
 
 def check(cond, msg):

@@ -2,15 +2,13 @@
 label check), the negative log-likelihood's per-row terms, and the count of correct predictions. Rows are short (the classes), so a program holds whole rows.
 Tensors are float32, float16 or bfloat16, computed in fp32; an output takes its first input's
 dtype unless the launcher's `dtype` says otherwise (tnet.autocast's fp32 softmax and losses)."""
-import collections
-
 import torch
 import triton
 import triton.language as tl
 
 from .._device import INTERPRET
 from .autotune import autotune, fit, jit, launch_kept
-from .launch import FLOATS, InputIndexError, cdiv, check, check_float, next_power_of_2
+from .launch import FLOATS, InputIndexError, cdiv, check, check_flag, check_float, next_power_of_2, raise_flagged, take_flag
 from .reduce import sum_except
 
 _CONFIGS = [triton.Config({"ROWS": 64}, num_warps=4), triton.Config({"ROWS": 16}, num_warps=2),
@@ -261,79 +259,15 @@ def _label_flag(device):
 
 def take_label_error(device):
     """The out-of-range label a cross_entropy on `device` has met since the last call, or None;
-    clears the flag (and the eager check's copies of it). Reads the device (a synchronisation):
-    train.py calls it once an epoch."""
-    _label_checks.pop(device, None)
-    flag = _label_flag(device)
-    seen, label = flag.tolist()
-    if not seen:
-        return None
-    flag.zero_()
-    return label
-
-
-class _LabelChecks:
-    """A GPU's eager check of the label flag without a synchronisation (a host read per loss would stall
-    every eager step until the GPU drained): each call copies the flag behind its launch into one of RING
-    pinned host slots and records an event; a later call, before its own launch, reads the slots whose
-    events have passed, in call order. So a label out of range raises at the first call after the GPU has
-    run the one that met it (torch's CUDA kernels report it later still, by a device-side assert). A host
-    RING calls ahead waits for the oldest copy."""
-    RING = 8
-
-    def __init__(self):
-        self.hosts = torch.zeros((self.RING, 2), dtype=torch.int64, pin_memory=True)
-        self.events = [torch.cuda.Event() for _ in range(self.RING)]
-        self.queue = collections.deque()  # (slot, message of the call's error) in call order
-        self.next = 0
-
-    def raise_passed(self, device):
-        """InputIndexError for the oldest copied flag that shows a bad label, among those the GPU has written."""
-        while self.queue and self.events[self.queue[0][0]].query():
-            slot, message = self.queue.popleft()
-            seen, label = self.hosts[slot].tolist()
-            if seen:
-                take_label_error(device)  # the flag is sticky: later copies show the same label
-                raise InputIndexError(message(label))
-
-    def copy(self, flag, message):
-        if len(self.queue) == self.RING:
-            self.events[self.queue[0][0]].synchronize()
-            self.raise_passed(flag.device)
-        slot, self.next = self.next, (self.next + 1) % self.RING
-        self.hosts[slot].copy_(flag, non_blocking=True)
-        self.events[slot].record()
-        self.queue.append((slot, message))
-
-
-_label_checks = {}  # device -> _LabelChecks
-
-
-def _eager_gpu(x):
-    return x.is_cuda and not torch.cuda.is_current_stream_capturing()
-
-
-def _raise_earlier_label_error(x):
-    """Before a loss's launch on a GPU, outside a capture: an earlier call's label out of range, as far as
-    the GPU has run (_LabelChecks)."""
-    if _eager_gpu(x) and x.device in _label_checks:
-        _label_checks[x.device].raise_passed(x.device)
+    clears the flag. Reads the device (a synchronisation): train.py calls it once an epoch."""
+    return take_flag(_label_flag(device))
 
 
 def _raise_label_error(name, x, C, ignore_index):
-    """After a loss's launch, outside a CUDA graph capture: on the CPU, the IndexError of a label out of range
-    at once (a host read); on a GPU, the flag copied for a later call to raise (_LabelChecks); inside a
-    capture the flag waits for take_label_error."""
-    message = lambda bad: (f"{name}: target {bad} is out of bounds (labels must be in [0, {C}) or ignore_index "
-                           f"{ignore_index})")
-    if not x.is_cuda:
-        bad = take_label_error(x.device)
-        if bad is not None:
-            raise InputIndexError(message(bad))
-    elif not torch.cuda.is_current_stream_capturing():
-        if x.device not in _label_checks:
-            _label_checks[x.device] = _LabelChecks()
-        _label_checks[x.device].copy(_label_flag(x.device), message)
+    """After a loss's launch: a label out of range raises InputIndexError, an IndexError as torch's, on the CPU
+    at once, on a GPU at a later loss call or host read (launch.check_flag)."""
+    check_flag(_label_flag(x.device), lambda bad: InputIndexError(
+        f"{name}: target {bad} is out of bounds (labels must be in [0, {C}) or ignore_index {ignore_index})"))
 
 
 REDUCTIONS = ("none", "sum", "mean")  # cross_entropy_kernel's REDUCTION is the index
@@ -345,8 +279,8 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     (None: x's); the gradient has x's dtype. Rows labelled
     ignore_index count for nothing. Outside a CUDA graph capture, a label outside [0, classes)
     (negative ones too) raises InputIndexError, an IndexError as torch's: on the CPU at once, on a GPU
-    at a later call, without a synchronisation (_LabelChecks); inside one, the flag waits for
-    take_label_error."""
+    at a later loss call or host read, without a synchronisation (launch.check_flag); inside one, the
+    flag waits for take_label_error."""
     R, C, COLS = _check_rows("cross_entropy", x)
     _check_labels("cross_entropy", x, labels)
     check(label_smoothing <= 1.0,  # torch's check: a negative one is taken
@@ -358,7 +292,7 @@ def cross_entropy(x, labels, label_smoothing=0.0, reduction="mean", ignore_index
     if R == 0:  # an empty batch, as torch's: no losses, a sum of 0, a mean of 0 / 0
         fill = float("nan") if reduction == "mean" else 0.0
         return torch.full((0,) if reduction == "none" else (), fill, device=x.device, dtype=dtype or x.dtype), torch.empty_like(x)
-    _raise_earlier_label_error(x)
+    raise_flagged(x.device)
     loss = torch.empty((R,) if reduction == "none" else (), device=x.device, dtype=dtype or x.dtype)
     dx = torch.empty_like(x)
     rows = min(next_power_of_2(R), max(1, CE_STEP // COLS))
@@ -398,7 +332,7 @@ def nll_loss(x, labels, weight=None, ignore_index=-100):
     loss = torch.empty(R, device=x.device, dtype=torch.float32)
     wt = torch.empty(R, device=x.device, dtype=torch.float32)
     if R:
-        _raise_earlier_label_error(x)
+        raise_flagged(x.device)
         nll_loss_kernel[(cdiv(R, NLL_BLOCK),)](x, labels, x if weight is None else weight, loss, wt,
                                                _label_flag(x.device), R, C, x.stride(0), x.stride(1),
                                                int(ignore_index), HAS_W=weight is not None, BLOCK=NLL_BLOCK)
