@@ -586,6 +586,15 @@ def test_shape_op_errors_like_torch(i):
         fn()
 
 
+@pytest.mark.skipif(DEV.type != "cuda", reason="the GPU's deferred check; the CPU raises at once (below)")
+def test_index_error_on_the_gpu_comes_at_a_host_read_without_a_sync():
+    """index_select does not wait for its index check: the next host read raises, and the flag is clear after."""
+    y = tnet.index_select(tnet.ones(2, 3), 0, tnet.tensor([2]))
+    with pytest.raises(IndexError, match="index 2 is out of range"):
+        y.sum().item()
+    assert tnet.index_select(tnet.ones(2, 3), 0, tnet.tensor([1])).sum().item() == 3.0
+
+
 def test_index_select_error_leaves_no_stale_flag():
     with pytest.raises(IndexError):
         flag_checked(lambda: tnet.index_select(tnet.ones(2, 3), 0, tnet.tensor([2])))

@@ -214,7 +214,7 @@ def test_integer_division_by_zero_raises_as_torch(call):
 @pytest.mark.parametrize("x, y", [([1.5], [1.0]), ([float("nan")], [1.0]), ([0.5], [-0.1]), ([0.0, 1.0, 0.3], [1.0, 0.0, 0.5]),
                                   ([], [])])
 def test_binary_cross_entropy_outside_0_1_raises_as_torch(x, y):
-    _same_outcome(lambda m, f, t: f.binary_cross_entropy(t(x), t(y)))
+    _same_outcome(lambda m, f, t: flag_checked(lambda: f.binary_cross_entropy(t(x), t(y))))  # a GPU's check comes later
 
 
 @pytest.mark.parametrize("name, size, shape", [

@@ -14,7 +14,7 @@ from ..kernels import reduce as _reduce
 from ..kernels import sort as _sort
 from ..kernels.copy import copy_
 from ..kernels.launch import (DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check,
-                              check_float, check_type, is_channels_last)
+                              check_flag, check_float, check_type, is_channels_last, raise_flagged)
 from ..tensor import (Tensor, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record,
                       record_composed)
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
@@ -667,8 +667,9 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     """-(w [y log x + (1 - y) log(1 - x)]) per element for probabilities x, each log at least -100,
     as torch's; input and target of one dtype, as torch's. An input or target outside
-    [0, 1] (or NaN) raises RuntimeError, as torch's on the CPU: a host read (a sync) per call,
-    skipped inside a CUDA graph capture."""
+    [0, 1] (or NaN) raises RuntimeError, as torch's: on the CPU at once, on a GPU at a later flagging
+    call or host read, without a synchronisation (kernels.launch.check_flag); not inside a CUDA graph
+    capture."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     x, y = _loss_inputs("binary_cross_entropy", input, target, reduction)
     if x.shape != y.shape:
@@ -676,9 +677,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          f"deprecated. Please ensure they have the same size.")
     check(x.dtype == y.dtype, lambda: f"Found dtype {DTYPE_NAMES[y.dtype]} but expected {DTYPE_NAMES[x.dtype]}")  # torch's
     with no_grad():
+        raise_flagged(x.memory.device)  # an earlier call's values outside [0, 1], as far as the GPU has run
         for arg, v in (("input", x), ("target", y)) if not capturing(x.memory) else ():
-            outside = _count("binary_cross_entropy", eq(clamp(v, 0.0, 1.0), v), None, False, "eq")
-            check(outside.item() == 0, lambda: f"all elements of {arg} should be between 0 and 1")
+            flag = torch.zeros(2, dtype=torch.int64, device=x.memory.device)  # (elements outside, unused)
+            copy_(flag[:1], _count("binary_cross_entropy", eq(clamp(v, 0.0, 1.0), v), None, False, "eq").memory.reshape(1))
+            check_flag(flag, lambda _, arg=arg: InputError(f"all elements of {arg} should be between 0 and 1"))
         log_x, log_1x = clamp_min(log(x), -100.0), clamp_min(log(1.0 - x), -100.0)
         loss = neg(mul(y, log_x) + mul(1.0 - y, log_1x))
         loss = loss if weight is None else mul(loss, weight).to(x.dtype)  # in input's dtype, as torch's in-place product
