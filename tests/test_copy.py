@@ -583,7 +583,7 @@ ERRORS = [
 def test_shape_op_errors_like_torch(i):
     fn, error, match = ERRORS[i]
     with pytest.raises(error, match=match):
-        fn()
+        flag_checked(fn)
 
 
 @pytest.mark.skipif(DEV.type != "cuda", reason="the GPU's deferred check; the CPU raises at once (below)")
@@ -839,7 +839,7 @@ def test_shape_ops_raise_torchs_errors():
              (IndexError, "Dimension out of range", lambda: tnet.diag_embed(x, 0, 0, 3))]
     for error, match, fn in cases:
         with pytest.raises(error, match=match):
-            fn()
+            flag_checked(fn)
 
 
 def test_in_place_indexing_methods_as_torchs(rng):
