@@ -101,8 +101,9 @@ def low_copy(p, dtype):
 
 
 def low_copies(p):
-    """p's 16-bit copies (a list, often empty)."""
-    return list(p.__dict__.get("_low", {}).values())
+    """p's 16-bit copies (a list, often empty: an optimizer asks for every parameter at every step)."""
+    low = p.__dict__.get("_low")
+    return list(low.values()) if low else []
 
 
 def refresh_low_copies(p):

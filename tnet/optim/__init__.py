@@ -209,14 +209,14 @@ class Optimizer:
             return
         if took not in self._took:
             self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
-        updates = []
+        updates, states, slots = [], self.state, self._slots  # locals: a step walks every parameter
         for group, (_, hyper) in zip(self.param_groups, self._device_hyper):
             for p in group["params"]:
                 grad = p._grad_value
                 if grad is not None:
-                    memory, state = p.memory, self.state[p]
+                    memory, state = p.memory, states[p]
                     updates.append((memory, in_layout(grad.memory, memory),
-                                    [s and memory_of(state[s]) for s in self._slots[p]], amp.low_copies(p), hyper,
+                                    [s and memory_of(state[s]) for s in slots[p]], amp.low_copies(p), hyper,
                                     memory_of(state["step"]), getattr(p, "lr_mult", 1.0),
                                     getattr(p, "decay_mult", 1.0)))
         if scale is not None:
