@@ -966,3 +966,275 @@ def test_stylegan2_discriminator_r1():
 
 def test_stylegan2_generator_path_length_ema():
     compare(stylegan2, phase="g")
+
+
+# (d) lucidrains' reformer-pytorch (reformer_pytorch/reversible.py, reformer_pytorch.py): Deterministic records
+# torch.get_rng_state() (and, once torch.cuda._initialized, get_device_states(*args) from torch.utils.checkpoint) and
+# replays it under torch.random.fork_rng with set_rng_state / set_device_states; ReversibleBlock's forward under
+# no_grad on torch.chunk halves and its backward_pass (requires_grad set on chunks of the saved output, backward
+# under enable_grad by torch.autograd.backward(gy1, dy2), x2.grad read and set to None); _ReversibleFunction (an
+# autograd Function given a ModuleList and a dict of kwargs, ctx.y kept, the blocks walked in [::-1]); the
+# IrreversibleBlock twin beside it; x = torch.cat([x, x], dim=-1) and torch.stack(x.chunk(2, dim=-1)).mean(dim=0);
+# a Chunk(FeedForward) by x.chunk and torch.cat, its hand-written tanh GELU, attention by einsum with a causal
+# triu_ mask and masked_fill_ of -torch.finfo(dtype).max, the autoregressive wrapper's cross_entropy on
+# logits.transpose(1, 2). With dropout, the reversible backward's gradients equal the irreversible twin's from the
+# same seed in each library; the runs compared with torch's then set each Dropout's p to 0
+def reformer_reversible(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    from importlib import import_module
+    Function = import_module(torch.__name__ + ".autograd.function").Function
+    get_device_states = import_module(torch.__name__ + ".utils.checkpoint").get_device_states
+    set_device_states = import_module(torch.__name__ + ".utils.checkpoint").set_device_states
+    torch.manual_seed(0)
+    rng = np.random.default_rng(7)
+    num_tokens, dim, depth, heads, seq_len = 11, 8, 2, 2, 6
+
+    class Deterministic(nn.Module):
+        def __init__(self, net):
+            super().__init__()
+            self.net = net
+            self.cpu_state = None
+            self.cuda_in_fwd = None
+            self.gpu_devices = None
+            self.gpu_states = None
+
+        def record_rng(self, *args):
+            self.cpu_state = torch.get_rng_state()
+            if torch.cuda._initialized:
+                self.cuda_in_fwd = True
+                self.gpu_devices, self.gpu_states = get_device_states(*args)
+
+        def forward(self, *args, record_rng=False, set_rng=False, **kwargs):
+            if record_rng:
+                self.record_rng(*args)
+            if not set_rng:
+                return self.net(*args, **kwargs)
+            rng_devices = []
+            if self.cuda_in_fwd:
+                rng_devices = self.gpu_devices
+            with torch.random.fork_rng(devices=rng_devices, enabled=True):
+                torch.set_rng_state(self.cpu_state)
+                if self.cuda_in_fwd:
+                    set_device_states(self.gpu_devices, self.gpu_states)
+                return self.net(*args, **kwargs)
+
+    class ReversibleBlock(nn.Module):
+        def __init__(self, f, g):
+            super().__init__()
+            self.f = Deterministic(f)
+            self.g = Deterministic(g)
+
+        def forward(self, x, f_args={}, g_args={}):
+            x1, x2 = torch.chunk(x, 2, dim=2)
+            y1, y2 = None, None
+            with torch.no_grad():
+                y1 = x1 + self.f(x2, record_rng=self.training, **f_args)
+                y2 = x2 + self.g(y1, record_rng=self.training, **g_args)
+            return torch.cat([y1, y2], dim=2)
+
+        def backward_pass(self, y, dy, f_args={}, g_args={}):
+            y1, y2 = torch.chunk(y, 2, dim=2)
+            del y
+            dy1, dy2 = torch.chunk(dy, 2, dim=2)
+            del dy
+            with torch.enable_grad():
+                y1.requires_grad = True
+                gy1 = self.g(y1, set_rng=True, **g_args)
+                torch.autograd.backward(gy1, dy2)
+            with torch.no_grad():
+                x2 = y2 - gy1
+                del y2, gy1
+                dx1 = dy1 + y1.grad
+                del dy1
+                y1.grad = None
+            with torch.enable_grad():
+                x2.requires_grad = True
+                fx2 = self.f(x2, set_rng=True, **f_args)
+                torch.autograd.backward(fx2, dx1, retain_graph=True)
+            with torch.no_grad():
+                x1 = y1 - fx2
+                del y1, fx2
+                dx2 = dy2 + x2.grad
+                del dy2
+                x2.grad = None
+                x = torch.cat([x1, x2.detach()], dim=2)
+                dx = torch.cat([dx1, dx2], dim=2)
+            return x, dx
+
+    class IrreversibleBlock(nn.Module):
+        def __init__(self, f, g):
+            super().__init__()
+            self.f = f
+            self.g = g
+
+        def forward(self, x, f_args, g_args):
+            x1, x2 = torch.chunk(x, 2, dim=2)
+            y1 = x1 + self.f(x2, **f_args)
+            y2 = x2 + self.g(y1, **g_args)
+            return torch.cat([y1, y2], dim=2)
+
+    class _ReversibleFunction(Function):
+        @staticmethod
+        def forward(ctx, x, blocks, kwargs):
+            ctx.kwargs = kwargs
+            for block in blocks:
+                x = block(x, **kwargs)
+            ctx.y = x.detach()
+            ctx.blocks = blocks
+            return x
+
+        @staticmethod
+        def backward(ctx, dy):
+            y = ctx.y
+            kwargs = ctx.kwargs
+            for block in ctx.blocks[::-1]:
+                y, dy = block.backward_pass(y, dy, **kwargs)
+            return dy, None, None
+
+    class ReversibleSequence(nn.Module):
+        def __init__(self, blocks, reverse_thres=0):
+            super().__init__()
+            self.reverse_thres = reverse_thres
+            self.blocks = nn.ModuleList([ReversibleBlock(f, g) for f, g in blocks])
+            self.irrev_blocks = nn.ModuleList([IrreversibleBlock(f=f, g=g) for f, g in blocks])
+
+        def forward(self, x, **kwargs):
+            reverse = x.shape[1] > self.reverse_thres
+            blocks = self.blocks if reverse else self.irrev_blocks
+            block_kwargs = {'f_args': {}, 'g_args': {}}
+            if not reverse:
+                for block in blocks:
+                    x = block(x, **block_kwargs)
+                return x
+            return _ReversibleFunction.apply(x, blocks, block_kwargs)
+
+    class GELU_(nn.Module):
+        def forward(self, x):
+            return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * torch.pow(x, 3))))
+
+    class Chunk(nn.Module):
+        def __init__(self, chunks, fn, along_dim=-1):
+            super().__init__()
+            self.dim = along_dim
+            self.chunks = chunks
+            self.fn = fn
+
+        def forward(self, x, **kwargs):
+            if self.chunks == 1:
+                return self.fn(x, **kwargs)
+            chunks = x.chunk(self.chunks, dim=self.dim)
+            return torch.cat([self.fn(c, **kwargs) for c in chunks], dim=self.dim)
+
+    class PreNorm(nn.Module):
+        def __init__(self, norm_class, dim, fn):
+            super().__init__()
+            self.norm = norm_class(dim)
+            self.fn = fn
+
+        def forward(self, x, **kwargs):
+            x = self.norm(x)
+            return self.fn(x, **kwargs)
+
+    class FeedForward(nn.Module):
+        def __init__(self, dim, mult=2, dropout=0.):
+            super().__init__()
+            self.w1 = nn.Linear(dim, dim * mult)
+            self.act = GELU_()
+            self.dropout = nn.Dropout(dropout)
+            self.w2 = nn.Linear(dim * mult, dim)
+
+        def forward(self, x, **kwargs):
+            x = self.w1(x)
+            x = self.act(x)
+            x = self.dropout(x)
+            return self.w2(x)
+
+    class FullQKAttention(nn.Module):
+        def __init__(self, dim, heads, causal=True, dropout=0.):
+            super().__init__()
+            self.heads, self.causal = heads, causal
+            self.scale = (dim // heads) ** -0.5
+            self.to_qkv = nn.Linear(dim, dim * 3, bias=False)
+            self.to_out = nn.Linear(dim, dim)
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x, **kwargs):
+            b, n, d, h = *x.shape, self.heads
+            q, k, v = self.to_qkv(x).chunk(3, dim=-1)
+            q, k, v = (t.reshape(b, n, h, -1).transpose(1, 2) for t in (q, k, v))
+            dots = torch.einsum('bhid,bhjd->bhij', q, k) * self.scale
+            if self.causal:
+                i, j = dots.shape[-2:]
+                mask = torch.ones(i, j, device=x.device, dtype=torch.bool).triu_(j - i + 1)
+                dots.masked_fill_(mask, -torch.finfo(dots.dtype).max)
+            attn = dots.softmax(dim=-1)
+            attn = self.dropout(attn)
+            out = torch.einsum('bhij,bhjd->bhid', attn, v)
+            out = out.transpose(1, 2).reshape(b, n, -1)
+            return self.to_out(out)
+
+    class ReformerLM(nn.Module):
+        def __init__(self, num_tokens, dim, depth, max_seq_len, heads, ff_chunks=2, dropout=0.1):
+            super().__init__()
+            self.token_emb = nn.Embedding(num_tokens, dim)
+            self.pos_emb = nn.Embedding(max_seq_len, dim)
+            blocks = []
+            for _ in range(depth):
+                attn = FullQKAttention(dim, heads, dropout=dropout)
+                parallel_net = FeedForward(dim, dropout=dropout)
+                f = PreNorm(nn.LayerNorm, dim, attn)
+                g = PreNorm(nn.LayerNorm, dim, Chunk(ff_chunks, parallel_net, along_dim=-2))
+                blocks.append(nn.ModuleList([f, g]))
+            self.layers = ReversibleSequence(nn.ModuleList(blocks))
+            self.norm = nn.LayerNorm(dim)
+            self.to_logits = nn.Linear(dim, num_tokens)
+
+        def forward(self, x, **kwargs):
+            t = torch.arange(x.shape[1], device=x.device)
+            x = self.token_emb(x) + self.pos_emb(t)
+            x = torch.cat([x, x], dim=-1)
+            x = self.layers(x, **kwargs)
+            x = torch.stack(x.chunk(2, dim=-1)).mean(dim=0)
+            return self.to_logits(self.norm(x))
+
+    model = ReformerLM(num_tokens, dim, depth, seq_len, heads)
+    init = load(m, model, state)
+
+    def loss_of(seq):
+        xi, xo = seq[:, :-1], seq[:, 1:]
+        out = model(xi)
+        return F.cross_entropy(out.transpose(1, 2), xo)
+
+    def grads():
+        return [np.array(p.grad.detach().cpu().numpy()) for p in model.parameters()]
+
+    seq = torch.tensor(rng.integers(0, num_tokens, (2, seq_len + 1)))
+    model.train()
+    results = []
+    for reverse_thres in (0, 10 ** 6):  # reversible, then irreversible, from the same seed
+        model.layers.reverse_thres = reverse_thres
+        model.zero_grad()
+        torch.manual_seed(1)
+        loss = loss_of(seq)
+        loss.backward()
+        results.append((loss.item(), grads()))
+    (loss_rev, g_rev), (loss_irr, g_irr) = results
+    losses = [loss_rev - loss_irr, max(float(np.abs(a - b).max()) for a, b in zip(g_rev, g_irr))]
+    assert max(abs(v) for v in losses) < 1e-5, losses
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
+    model.layers.reverse_thres = 0
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    for step in range(1):
+        seq = torch.tensor(rng.integers(0, num_tokens, (2, seq_len + 1)))
+        loss = loss_of(seq)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_reformer_reversible():
+    compare(reformer_reversible)
