@@ -1,0 +1,453 @@
+"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports alone,
+as test_ported_scripts.py: Satorras et al.'s EGNN (E(n)-equivariant graph layers: unsorted_segment_sum/mean by
+new_full and scatter_add_ over expanded ids, a shared nn.SiLU instance, layers reached through self._modules);
+DeepGraphLearning's KnowledgeGraphEmbedding (TransE, DistMult, ComplEx, RotatE and pRotatE scores on index_select
+rows of Parameter tables, self-adversarial negative sampling, the L3 regularizer, the filtered ranking by argsort
+and nonzero). Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the
+losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs
+take one or two steps."""
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) vgsatorras/egnn (models/gcl.py's E_GCL, models/egnn_clean/egnn_clean.py): edge_model by torch.cat of
+# h[row], h[col] and the radial, an attention gate, coord2radial with a detached norm, coord_model by
+# unsorted_segment_mean (data.new_full(shape, 0), segment_ids.unsqueeze(-1).expand(-1, d), scatter_add_, a count
+# clamped to one), node_model by unsorted_segment_sum and a residual, the coord MLP's last layer by xavier_uniform_
+# with gain=0.001, one act_fn=nn.SiLU() instance in every Sequential, add_module("gcl_%d" % i) and
+# self._modules["gcl_%d" % i]; get_edges_batch (torch.LongTensor lists offset per graph, torch.cat); the n-body
+# example's node features sqrt(sum(vel ** 2)) and edge attributes (charges product and squared distance) by
+# .detach(), an MSE on the predicted positions, Adam; then a rotation and translation of the inputs by a numpy
+# orthogonal matrix: the features are unchanged and the positions turn with them
+def egnn(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(10)
+    n_nodes, batch_size, n_feat, x_dim = 4, 2, 1, 3
+
+    def unsorted_segment_sum(data, segment_ids, num_segments):
+        result_shape = (num_segments, data.size(1))
+        result = data.new_full(result_shape, 0)  # Init empty result tensor.
+        segment_ids = segment_ids.unsqueeze(-1).expand(-1, data.size(1))
+        result.scatter_add_(0, segment_ids, data)
+        return result
+
+    def unsorted_segment_mean(data, segment_ids, num_segments):
+        result_shape = (num_segments, data.size(1))
+        segment_ids = segment_ids.unsqueeze(-1).expand(-1, data.size(1))
+        result = data.new_full(result_shape, 0)  # Init empty result tensor.
+        count = data.new_full(result_shape, 0)
+        result.scatter_add_(0, segment_ids, data)
+        count.scatter_add_(0, segment_ids, torch.ones_like(data))
+        return result / count.clamp(min=1)
+
+    class E_GCL(nn.Module):
+        def __init__(self, input_nf, output_nf, hidden_nf, edges_in_d=0, act_fn=nn.SiLU(), residual=True,
+                     attention=False, normalize=False, coords_agg='mean', tanh=False):
+            super(E_GCL, self).__init__()
+            input_edge = input_nf * 2
+            self.residual = residual
+            self.attention = attention
+            self.normalize = normalize
+            self.coords_agg = coords_agg
+            self.tanh = tanh
+            self.epsilon = 1e-8
+            edge_coords_nf = 1
+            self.edge_mlp = nn.Sequential(nn.Linear(input_edge + edge_coords_nf + edges_in_d, hidden_nf), act_fn,
+                                          nn.Linear(hidden_nf, hidden_nf), act_fn)
+            self.node_mlp = nn.Sequential(nn.Linear(hidden_nf + input_nf, hidden_nf), act_fn,
+                                          nn.Linear(hidden_nf, output_nf))
+            layer = nn.Linear(hidden_nf, 1, bias=False)
+            torch.nn.init.xavier_uniform_(layer.weight, gain=0.001)
+            coord_mlp = []
+            coord_mlp.append(nn.Linear(hidden_nf, hidden_nf))
+            coord_mlp.append(act_fn)
+            coord_mlp.append(layer)
+            if self.tanh:
+                coord_mlp.append(nn.Tanh())
+            self.coord_mlp = nn.Sequential(*coord_mlp)
+            if self.attention:
+                self.att_mlp = nn.Sequential(nn.Linear(hidden_nf, 1), nn.Sigmoid())
+
+        def edge_model(self, source, target, radial, edge_attr):
+            if edge_attr is None:  # Unused.
+                out = torch.cat([source, target, radial], dim=1)
+            else:
+                out = torch.cat([source, target, radial, edge_attr], dim=1)
+            out = self.edge_mlp(out)
+            if self.attention:
+                att_val = self.att_mlp(out)
+                out = out * att_val
+            return out
+
+        def node_model(self, x, edge_index, edge_attr, node_attr):
+            row, col = edge_index
+            agg = unsorted_segment_sum(edge_attr, row, num_segments=x.size(0))
+            if node_attr is not None:
+                agg = torch.cat([x, agg, node_attr], dim=1)
+            else:
+                agg = torch.cat([x, agg], dim=1)
+            out = self.node_mlp(agg)
+            if self.residual:
+                out = x + out
+            return out, agg
+
+        def coord_model(self, coord, edge_index, coord_diff, edge_feat):
+            row, col = edge_index
+            trans = coord_diff * self.coord_mlp(edge_feat)
+            if self.coords_agg == 'sum':
+                agg = unsorted_segment_sum(trans, row, num_segments=coord.size(0))
+            elif self.coords_agg == 'mean':
+                agg = unsorted_segment_mean(trans, row, num_segments=coord.size(0))
+            else:
+                raise Exception('Wrong coords_agg parameter' % self.coords_agg)
+            coord = coord + agg
+            return coord
+
+        def coord2radial(self, edge_index, coord):
+            row, col = edge_index
+            coord_diff = coord[row] - coord[col]
+            radial = torch.sum(coord_diff ** 2, 1).unsqueeze(1)
+            if self.normalize:
+                norm = torch.sqrt(radial).detach() + self.epsilon
+                coord_diff = coord_diff / norm
+            return radial, coord_diff
+
+        def forward(self, h, edge_index, coord, edge_attr=None, node_attr=None):
+            row, col = edge_index
+            radial, coord_diff = self.coord2radial(edge_index, coord)
+            edge_feat = self.edge_model(h[row], h[col], radial, edge_attr)
+            coord = self.coord_model(coord, edge_index, coord_diff, edge_feat)
+            h, agg = self.node_model(h, edge_index, edge_feat, node_attr)
+            return h, coord, edge_attr
+
+    class EGNN(nn.Module):
+        def __init__(self, in_node_nf, hidden_nf, out_node_nf, in_edge_nf=0, device='cpu', act_fn=nn.SiLU(),
+                     n_layers=4, residual=True, attention=False, normalize=False, tanh=False):
+            super(EGNN, self).__init__()
+            self.hidden_nf = hidden_nf
+            self.device = device
+            self.n_layers = n_layers
+            self.embedding_in = nn.Linear(in_node_nf, self.hidden_nf)
+            self.embedding_out = nn.Linear(self.hidden_nf, out_node_nf)
+            for i in range(0, n_layers):
+                self.add_module("gcl_%d" % i, E_GCL(self.hidden_nf, self.hidden_nf, self.hidden_nf,
+                                                    edges_in_d=in_edge_nf, act_fn=act_fn, residual=residual,
+                                                    attention=attention, normalize=normalize, tanh=tanh))
+            self.to(self.device)
+
+        def forward(self, h, x, edges, edge_attr):
+            h = self.embedding_in(h)
+            for i in range(0, self.n_layers):
+                h, x, _ = self._modules["gcl_%d" % i](h, edges, x, edge_attr=edge_attr)
+            h = self.embedding_out(h)
+            return h, x
+
+    def get_edges(n_nodes):
+        rows, cols = [], []
+        for i in range(n_nodes):
+            for j in range(n_nodes):
+                if i != j:
+                    rows.append(i)
+                    cols.append(j)
+        edges = [rows, cols]
+        return edges
+
+    def get_edges_batch(n_nodes, batch_size):
+        edges = get_edges(n_nodes)
+        edge_attr = torch.ones(len(edges[0]) * batch_size, 1)
+        edges = [torch.LongTensor(edges[0]), torch.LongTensor(edges[1])]
+        if batch_size == 1:
+            return edges, edge_attr
+        elif batch_size > 1:
+            rows, cols = [], []
+            for i in range(batch_size):
+                rows.append(edges[0] + n_nodes * i)
+                cols.append(edges[1] + n_nodes * i)
+            edges = [torch.cat(rows), torch.cat(cols)]
+        return edges, edge_attr
+
+    edges, edge_attr = get_edges_batch(n_nodes, batch_size)
+    model = EGNN(in_node_nf=n_feat, hidden_nf=6, out_node_nf=1, in_edge_nf=2, n_layers=2, attention=True,
+                 normalize=True, tanh=True)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3, weight_decay=1e-12)
+    loss_mse = nn.MSELoss()
+    losses = []
+    charges = torch.tensor(rng.choice([-1.0, 1.0], (batch_size * n_nodes, 1)).astype(np.float32))
+    for step in range(2):
+        loc = torch.tensor(normal(rng, batch_size * n_nodes, x_dim))
+        vel = torch.tensor(normal(rng, batch_size * n_nodes, x_dim))
+        loc_end = loc + 0.1 * vel
+        optimizer.zero_grad()
+        nodes = torch.sqrt(torch.sum(vel ** 2, dim=1)).unsqueeze(1).detach()
+        rows, cols = edges
+        loc_dist = torch.sum((loc[rows] - loc[cols]) ** 2, 1).unsqueeze(1)  # relative distances among locations
+        edge_attr_full = torch.cat([charges[rows] * charges[cols], loc_dist], 1).detach()
+        h, loc_pred = model(nodes, loc.detach(), edges, edge_attr_full)
+        loss = loss_mse(loc_pred, loc_end)
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), h.sum().item()]
+    q, _ = np.linalg.qr(rng.standard_normal((3, 3)))
+    rotation, shift = torch.tensor(q.astype(np.float32)), torch.tensor(normal(rng, 1, 3))
+    with torch.no_grad():
+        h1, x1 = model(nodes, loc, edges, edge_attr_full)
+        h2, x2 = model(nodes, loc @ rotation + shift, edges, edge_attr_full)
+    losses += [(h1 - h2).abs().max().item(), (x1 @ rotation + shift - x2).abs().max().item(), x1.sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_egnn():
+    compare(egnn)
+
+
+# (b) DeepGraphLearning's KnowledgeGraphEmbedding (codes/model.py, codes/dataloader.py): gamma and embedding_range
+# as nn.Parameter(torch.Tensor([v]), requires_grad=False), nn.init.uniform_(tensor=, a=-r.item(), b=r.item()) on
+# Parameter tables, torch.index_select rows for 'single', 'head-batch' and 'tail-batch' samples, TransE (norm p=1
+# over dim 2), DistMult, ComplEx and RotatE by torch.chunk(2, dim=2), RotatE's phases cos/sin and
+# torch.stack([re, im], dim=0).norm(dim=0), pRotatE's modulus; the dataloader's static collate_fn by torch.stack and
+# torch.sqrt(1 / torch.Tensor([count])) subsampling weights, a BidirectionalOneShotIterator alternating two
+# DataLoaders by generators; train_step's self-adversarial negative sampling (softmax(score * temperature).detach()
+# * logsigmoid(-score)), weighted positive and negative losses, the L3 regularizer (norm(p=3) ** 3); Adam over
+# filter(lambda p: p.requires_grad, ...); test_step's filter bias, argsort(descending=True) and (argsort[i, :] ==
+# positive_arg[i]).nonzero() ranks
+def knowledge_graph_embedding(m, state=None, model_name="RotatE"):
+    torch, nn, F, data = m.torch, m.nn, m.F, m.data
+    torch.manual_seed(0)
+    rng = np.random.default_rng(11)
+    nentity, nrelation, hidden_dim, negative_sample_size = 7, 3, 4, 3
+    triples = [(int(h), int(r), int(t)) for h, r, t in zip(rng.integers(0, nentity, 6), rng.integers(0, nrelation, 6),
+                                                            rng.integers(0, nentity, 6))]
+
+    class KGEModel(nn.Module):
+        def __init__(self, model_name, nentity, nrelation, hidden_dim, gamma, double_entity_embedding=False,
+                     double_relation_embedding=False):
+            super(KGEModel, self).__init__()
+            self.model_name = model_name
+            self.nentity = nentity
+            self.nrelation = nrelation
+            self.hidden_dim = hidden_dim
+            self.epsilon = 2.0
+            self.gamma = nn.Parameter(torch.Tensor([gamma]), requires_grad=False)
+            self.embedding_range = nn.Parameter(torch.Tensor([(self.gamma.item() + self.epsilon) / hidden_dim]),
+                                                requires_grad=False)
+            self.entity_dim = hidden_dim * 2 if double_entity_embedding else hidden_dim
+            self.relation_dim = hidden_dim * 2 if double_relation_embedding else hidden_dim
+            self.entity_embedding = nn.Parameter(torch.zeros(nentity, self.entity_dim))
+            nn.init.uniform_(tensor=self.entity_embedding, a=-self.embedding_range.item(),
+                             b=self.embedding_range.item())
+            self.relation_embedding = nn.Parameter(torch.zeros(nrelation, self.relation_dim))
+            nn.init.uniform_(tensor=self.relation_embedding, a=-self.embedding_range.item(),
+                             b=self.embedding_range.item())
+            if model_name == 'pRotatE':
+                self.modulus = nn.Parameter(torch.Tensor([[0.5 * self.embedding_range.item()]]))
+
+        def forward(self, sample, mode='single'):
+            if mode == 'single':
+                batch_size, negative_sample_size = sample.size(0), 1
+                head = torch.index_select(self.entity_embedding, dim=0, index=sample[:, 0]).unsqueeze(1)
+                relation = torch.index_select(self.relation_embedding, dim=0, index=sample[:, 1]).unsqueeze(1)
+                tail = torch.index_select(self.entity_embedding, dim=0, index=sample[:, 2]).unsqueeze(1)
+            elif mode == 'head-batch':
+                tail_part, head_part = sample
+                batch_size, negative_sample_size = head_part.size(0), head_part.size(1)
+                head = torch.index_select(self.entity_embedding, dim=0,
+                                          index=head_part.view(-1)).view(batch_size, negative_sample_size, -1)
+                relation = torch.index_select(self.relation_embedding, dim=0, index=tail_part[:, 1]).unsqueeze(1)
+                tail = torch.index_select(self.entity_embedding, dim=0, index=tail_part[:, 2]).unsqueeze(1)
+            elif mode == 'tail-batch':
+                head_part, tail_part = sample
+                batch_size, negative_sample_size = tail_part.size(0), tail_part.size(1)
+                head = torch.index_select(self.entity_embedding, dim=0, index=head_part[:, 0]).unsqueeze(1)
+                relation = torch.index_select(self.relation_embedding, dim=0, index=head_part[:, 1]).unsqueeze(1)
+                tail = torch.index_select(self.entity_embedding, dim=0,
+                                          index=tail_part.view(-1)).view(batch_size, negative_sample_size, -1)
+            else:
+                raise ValueError('mode %s not supported' % mode)
+            model_func = {'TransE': self.TransE, 'DistMult': self.DistMult, 'ComplEx': self.ComplEx,
+                          'RotatE': self.RotatE, 'pRotatE': self.pRotatE}
+            return model_func[self.model_name](head, relation, tail, mode)
+
+        def TransE(self, head, relation, tail, mode):
+            if mode == 'head-batch':
+                score = head + (relation - tail)
+            else:
+                score = (head + relation) - tail
+            score = self.gamma.item() - torch.norm(score, p=1, dim=2)
+            return score
+
+        def DistMult(self, head, relation, tail, mode):
+            if mode == 'head-batch':
+                score = head * (relation * tail)
+            else:
+                score = (head * relation) * tail
+            return score.sum(dim=2)
+
+        def ComplEx(self, head, relation, tail, mode):
+            re_head, im_head = torch.chunk(head, 2, dim=2)
+            re_relation, im_relation = torch.chunk(relation, 2, dim=2)
+            re_tail, im_tail = torch.chunk(tail, 2, dim=2)
+            if mode == 'head-batch':
+                re_score = re_relation * re_tail + im_relation * im_tail
+                im_score = re_relation * im_tail - im_relation * re_tail
+                score = re_head * re_score + im_head * im_score
+            else:
+                re_score = re_head * re_relation - im_head * im_relation
+                im_score = re_head * im_relation + im_head * re_relation
+                score = re_score * re_tail + im_score * im_tail
+            return score.sum(dim=2)
+
+        def RotatE(self, head, relation, tail, mode):
+            pi = 3.14159265358979323846
+            re_head, im_head = torch.chunk(head, 2, dim=2)
+            re_tail, im_tail = torch.chunk(tail, 2, dim=2)
+            phase_relation = relation / (self.embedding_range.item() / pi)
+            re_relation = torch.cos(phase_relation)
+            im_relation = torch.sin(phase_relation)
+            if mode == 'head-batch':
+                re_score = re_relation * re_tail + im_relation * im_tail
+                im_score = re_relation * im_tail - im_relation * re_tail
+                re_score = re_score - re_head
+                im_score = im_score - im_head
+            else:
+                re_score = re_head * re_relation - im_head * im_relation
+                im_score = re_head * im_relation + im_head * re_relation
+                re_score = re_score - re_tail
+                im_score = im_score - im_tail
+            score = torch.stack([re_score, im_score], dim=0)
+            score = score.norm(dim=0)
+            score = self.gamma.item() - score.sum(dim=2)
+            return score
+
+        def pRotatE(self, head, relation, tail, mode):
+            pi = 3.14159262358979323846
+            phase_head = head / (self.embedding_range.item() / pi)
+            phase_relation = relation / (self.embedding_range.item() / pi)
+            phase_tail = tail / (self.embedding_range.item() / pi)
+            if mode == 'head-batch':
+                score = phase_head + (phase_relation - phase_tail)
+            else:
+                score = (phase_head + phase_relation) - phase_tail
+            score = torch.sin(score)
+            score = torch.abs(score)
+            score = self.gamma.item() - score.sum(dim=2) * self.modulus
+            return score
+
+    class TrainDataset(data.Dataset):
+        def __init__(self, triples, nentity, nrelation, negative_sample_size, mode):
+            self.len = len(triples)
+            self.triples = triples
+            self.nentity = nentity
+            self.negative_sample_size = negative_sample_size
+            self.mode = mode
+            self.count = {}
+            for head, relation, tail in triples:
+                self.count[(head, relation)] = self.count.get((head, relation), 3) + 1
+                self.count[(tail, -relation - 1)] = self.count.get((tail, -relation - 1), 3) + 1
+
+        def __len__(self):
+            return self.len
+
+        def __getitem__(self, idx):
+            positive_sample = self.triples[idx]
+            head, relation, tail = positive_sample
+            subsampling_weight = self.count[(head, relation)] + self.count[(tail, -relation - 1)]
+            subsampling_weight = torch.sqrt(1 / torch.Tensor([subsampling_weight]))
+            negative_sample = rng.integers(0, self.nentity, self.negative_sample_size)  # no filtering: tiny graph
+            negative_sample = torch.LongTensor(negative_sample)
+            positive_sample = torch.LongTensor(positive_sample)
+            return positive_sample, negative_sample, subsampling_weight, self.mode
+
+        @staticmethod
+        def collate_fn(data):
+            positive_sample = torch.stack([_[0] for _ in data], dim=0)
+            negative_sample = torch.stack([_[1] for _ in data], dim=0)
+            subsample_weight = torch.cat([_[2] for _ in data], dim=0)
+            mode = data[0][3]
+            return positive_sample, negative_sample, subsample_weight, mode
+
+    class BidirectionalOneShotIterator(object):
+        def __init__(self, dataloader_head, dataloader_tail):
+            self.iterator_head = self.one_shot_iterator(dataloader_head)
+            self.iterator_tail = self.one_shot_iterator(dataloader_tail)
+            self.step = 0
+
+        def __next__(self):
+            self.step += 1
+            if self.step % 2 == 0:
+                data = next(self.iterator_head)
+            else:
+                data = next(self.iterator_tail)
+            return data
+
+        @staticmethod
+        def one_shot_iterator(dataloader):
+            while True:
+                for data in dataloader:
+                    yield data
+
+    gamma = {"TransE": 6.0, "pRotatE": 6.0}.get(model_name, 3.0)
+    double = model_name in ("RotatE", "ComplEx")
+    kge_model = KGEModel(model_name, nentity, nrelation, hidden_dim, gamma, double_entity_embedding=double,
+                         double_relation_embedding=model_name == "ComplEx")
+    init = load(m, kge_model, state)
+    train_dataloader_head = data.DataLoader(TrainDataset(triples, nentity, nrelation, negative_sample_size,
+                                                         'head-batch'), batch_size=3, shuffle=False,
+                                            collate_fn=TrainDataset.collate_fn)
+    train_dataloader_tail = data.DataLoader(TrainDataset(triples, nentity, nrelation, negative_sample_size,
+                                                         'tail-batch'), batch_size=3, shuffle=False,
+                                            collate_fn=TrainDataset.collate_fn)
+    train_iterator = BidirectionalOneShotIterator(train_dataloader_head, train_dataloader_tail)
+    optimizer = torch.optim.Adam(filter(lambda p: p.requires_grad, kge_model.parameters()), lr=0.01)
+    adversarial_temperature, regularization = 1.0, 0.01
+    losses = []
+    for step in range(2):
+        kge_model.train()
+        optimizer.zero_grad()
+        positive_sample, negative_sample, subsampling_weight, mode = next(train_iterator)
+        negative_score = kge_model((positive_sample, negative_sample), mode=mode)
+        negative_score = (F.softmax(negative_score * adversarial_temperature, dim=1).detach()
+                          * F.logsigmoid(-negative_score)).sum(dim=1)
+        positive_score = kge_model(positive_sample)
+        positive_score = F.logsigmoid(positive_score).squeeze(dim=1)
+        positive_sample_loss = - (subsampling_weight * positive_score).sum() / subsampling_weight.sum()
+        negative_sample_loss = - (subsampling_weight * negative_score).sum() / subsampling_weight.sum()
+        loss = (positive_sample_loss + negative_sample_loss) / 2
+        reg = regularization * (kge_model.entity_embedding.norm(p=3) ** 3
+                                + kge_model.relation_embedding.norm(p=3).norm(p=3) ** 3)
+        loss = loss + reg
+        loss.backward()
+        optimizer.step()
+        losses += [positive_sample_loss.item(), negative_sample_loss.item(), loss.item()]
+    kge_model.eval()
+    with torch.no_grad():
+        positive_sample = torch.LongTensor(triples[:3])
+        negative_sample = torch.arange(nentity).unsqueeze(0).repeat(3, 1)
+        filter_bias = torch.zeros(3, nentity)
+        filter_bias[0, 1] = -1
+        score = kge_model((positive_sample, negative_sample), 'tail-batch')
+        score += filter_bias
+        argsort = torch.argsort(score, dim=1, descending=True)
+        positive_arg = positive_sample[:, 2]
+        for i in range(3):
+            ranking = (argsort[i, :] == positive_arg[i]).nonzero()
+            assert ranking.size(0) == 1
+            ranking = 1 + ranking.item()
+            losses += [1.0 / ranking, 1.0 if ranking <= 3 else 0.0]
+        losses.append(score.sum().item())
+    return init, losses + summary(kge_model.parameters())
+
+
+def test_knowledge_graph_embedding_rotate():
+    compare(knowledge_graph_embedding)
+
+
+def test_knowledge_graph_embedding_others():
+    for name in ("TransE", "DistMult", "ComplEx", "pRotatE"):
+        compare(knowledge_graph_embedding, model_name=name)
