@@ -451,3 +451,432 @@ def test_knowledge_graph_embedding_rotate():
 def test_knowledge_graph_embedding_others():
     for name in ("TransE", "DistMult", "ComplEx", "pRotatE"):
         compare(knowledge_graph_embedding, model_name=name)
+
+
+# (c) rosinality's style-based-gan-pytorch (model.py, train.py): EqualLR as a forward pre-hook (del
+# module._parameters[name], register_parameter(name + '_orig'), setattr of the scaled weight each call, fan_in from
+# weight.data[0][0].numel()), the blur as an autograd Function whose backward applies a second Function (so the
+# R1 and WGAN-GP penalties differentiate twice through it), FusedUpsample's averaged padded kernel by
+# conv_transpose2d, FusedDownsample, AdaptiveInstanceNorm (InstanceNorm2d, style.linear.bias.data[:c] = 1),
+# NoiseInjection, the minibatch std as a 0-d mean expanded to (b, 1, 4, 4), progressive growing with alpha fading
+# F.interpolate(scale_factor=2) and avg_pool2d skips; train.py's add_param_group({'params': style.parameters(),
+# 'lr': lr * 0.01, 'mult': 0.01}) and adjust_lr by group.get('mult', 1), requires_grad, accumulate with the old
+# add_(1 - decay, tensor) signature, the WGAN-GP loss (mean - 0.001 * mean of squares, eps from numpy, x_hat by
+# .data, norm(2, dim=1)) and the R1 loss (softplus, backward(retain_graph=True), grad with create_graph=True)
+def style_based_gan(m, state=None, loss_kind="wgan-gp"):
+    torch, nn, F = m.torch, m.nn, m.F
+    from importlib import import_module
+    from math import sqrt
+    autograd = import_module(torch.__name__ + ".autograd")
+    Function, grad = autograd.Function, autograd.grad
+    torch.manual_seed(0)
+    rng = np.random.default_rng(12)
+    code_size, batch = 6, 2
+
+    class EqualLR:
+        def __init__(self, name):
+            self.name = name
+
+        def compute_weight(self, module):
+            weight = getattr(module, self.name + '_orig')
+            fan_in = weight.data.size(1) * weight.data[0][0].numel()
+            return weight * sqrt(2 / fan_in)
+
+        @staticmethod
+        def apply(module, name):
+            fn = EqualLR(name)
+            weight = getattr(module, name)
+            del module._parameters[name]
+            module.register_parameter(name + '_orig', nn.Parameter(weight.data))
+            module.register_forward_pre_hook(fn)
+            return fn
+
+        def __call__(self, module, input):
+            weight = self.compute_weight(module)
+            setattr(module, self.name, weight)
+
+    def equal_lr(module, name='weight'):
+        EqualLR.apply(module, name)
+        return module
+
+    class FusedUpsample(nn.Module):
+        def __init__(self, in_channel, out_channel, kernel_size, padding=0):
+            super().__init__()
+            weight = torch.randn(in_channel, out_channel, kernel_size, kernel_size)
+            bias = torch.zeros(out_channel)
+            fan_in = in_channel * kernel_size * kernel_size
+            self.multiplier = sqrt(2 / fan_in)
+            self.weight = nn.Parameter(weight)
+            self.bias = nn.Parameter(bias)
+            self.pad = padding
+
+        def forward(self, input):
+            weight = F.pad(self.weight * self.multiplier, [1, 1, 1, 1])
+            weight = (weight[:, :, 1:, 1:] + weight[:, :, :-1, 1:] + weight[:, :, 1:, :-1]
+                      + weight[:, :, :-1, :-1]) / 4
+            out = F.conv_transpose2d(input, weight, self.bias, stride=2, padding=self.pad)
+            return out
+
+    class FusedDownsample(nn.Module):
+        def __init__(self, in_channel, out_channel, kernel_size, padding=0):
+            super().__init__()
+            weight = torch.randn(out_channel, in_channel, kernel_size, kernel_size)
+            bias = torch.zeros(out_channel)
+            fan_in = in_channel * kernel_size * kernel_size
+            self.multiplier = sqrt(2 / fan_in)
+            self.weight = nn.Parameter(weight)
+            self.bias = nn.Parameter(bias)
+            self.pad = padding
+
+        def forward(self, input):
+            weight = F.pad(self.weight * self.multiplier, [1, 1, 1, 1])
+            weight = (weight[:, :, 1:, 1:] + weight[:, :, :-1, 1:] + weight[:, :, 1:, :-1]
+                      + weight[:, :, :-1, :-1]) / 4
+            out = F.conv2d(input, weight, self.bias, stride=2, padding=self.pad)
+            return out
+
+    class BlurFunctionBackward(Function):
+        @staticmethod
+        def forward(ctx, grad_output, kernel, kernel_flip):
+            ctx.save_for_backward(kernel, kernel_flip)
+            grad_input = F.conv2d(grad_output, kernel_flip, padding=1, groups=grad_output.shape[1])
+            return grad_input
+
+        @staticmethod
+        def backward(ctx, gradgrad_output):
+            kernel, kernel_flip = ctx.saved_tensors
+            grad_input = F.conv2d(gradgrad_output, kernel, padding=1, groups=gradgrad_output.shape[1])
+            return grad_input, None, None
+
+    class BlurFunction(Function):
+        @staticmethod
+        def forward(ctx, input, kernel, kernel_flip):
+            ctx.save_for_backward(kernel, kernel_flip)
+            output = F.conv2d(input, kernel, padding=1, groups=input.shape[1])
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            kernel, kernel_flip = ctx.saved_tensors
+            grad_input = BlurFunctionBackward.apply(grad_output, kernel, kernel_flip)
+            return grad_input, None, None
+
+    blur = BlurFunction.apply
+
+    class Blur(nn.Module):
+        def __init__(self, channel):
+            super().__init__()
+            weight = torch.tensor([[1, 2, 1], [2, 4, 2], [1, 2, 1]], dtype=torch.float32)
+            weight = weight.view(1, 1, 3, 3)
+            weight = weight / weight.sum()
+            weight_flip = torch.flip(weight, [2, 3])
+            self.register_buffer('weight', weight.repeat(channel, 1, 1, 1))
+            self.register_buffer('weight_flip', weight_flip.repeat(channel, 1, 1, 1))
+
+        def forward(self, input):
+            return blur(input, self.weight, self.weight_flip)
+
+    class EqualConv2d(nn.Module):
+        def __init__(self, *args, **kwargs):
+            super().__init__()
+            conv = nn.Conv2d(*args, **kwargs)
+            conv.weight.data.normal_()
+            conv.bias.data.zero_()
+            self.conv = equal_lr(conv)
+
+        def forward(self, input):
+            return self.conv(input)
+
+    class EqualLinear(nn.Module):
+        def __init__(self, in_dim, out_dim):
+            super().__init__()
+            linear = nn.Linear(in_dim, out_dim)
+            linear.weight.data.normal_()
+            linear.bias.data.zero_()
+            self.linear = equal_lr(linear)
+
+        def forward(self, input):
+            return self.linear(input)
+
+    class PixelNorm(nn.Module):
+        def forward(self, input):
+            return input / torch.sqrt(torch.mean(input ** 2, dim=1, keepdim=True) + 1e-8)
+
+    class ConvBlock(nn.Module):
+        def __init__(self, in_channel, out_channel, kernel_size, padding, kernel_size2=None, padding2=None,
+                     downsample=False, fused=False):
+            super().__init__()
+            pad1, pad2 = padding, padding if padding2 is None else padding2
+            kernel1, kernel2 = kernel_size, kernel_size if kernel_size2 is None else kernel_size2
+            self.conv1 = nn.Sequential(EqualConv2d(in_channel, out_channel, kernel1, padding=pad1),
+                                       nn.LeakyReLU(0.2))
+            if downsample:
+                if fused:
+                    self.conv2 = nn.Sequential(Blur(out_channel),
+                                               FusedDownsample(out_channel, out_channel, kernel2, padding=pad2),
+                                               nn.LeakyReLU(0.2))
+                else:
+                    self.conv2 = nn.Sequential(Blur(out_channel),
+                                               EqualConv2d(out_channel, out_channel, kernel2, padding=pad2),
+                                               nn.AvgPool2d(2), nn.LeakyReLU(0.2))
+            else:
+                self.conv2 = nn.Sequential(EqualConv2d(out_channel, out_channel, kernel2, padding=pad2),
+                                           nn.LeakyReLU(0.2))
+
+        def forward(self, input):
+            out = self.conv1(input)
+            out = self.conv2(out)
+            return out
+
+    class AdaptiveInstanceNorm(nn.Module):
+        def __init__(self, in_channel, style_dim):
+            super().__init__()
+            self.norm = nn.InstanceNorm2d(in_channel)
+            self.style = EqualLinear(style_dim, in_channel * 2)
+            self.style.linear.bias.data[:in_channel] = 1
+            self.style.linear.bias.data[in_channel:] = 0
+
+        def forward(self, input, style):
+            style = self.style(style).unsqueeze(2).unsqueeze(3)
+            gamma, beta = style.chunk(2, 1)
+            out = self.norm(input)
+            out = gamma * out + beta
+            return out
+
+    class NoiseInjection(nn.Module):
+        def __init__(self, channel):
+            super().__init__()
+            self.weight = nn.Parameter(torch.zeros(1, channel, 1, 1))
+
+        def forward(self, image, noise):
+            return image + self.weight * noise
+
+    class ConstantInput(nn.Module):
+        def __init__(self, channel, size=4):
+            super().__init__()
+            self.input = nn.Parameter(torch.randn(1, channel, size, size))
+
+        def forward(self, input):
+            batch = input.shape[0]
+            return self.input.repeat(batch, 1, 1, 1)
+
+    class StyledConvBlock(nn.Module):
+        def __init__(self, in_channel, out_channel, kernel_size=3, padding=1, style_dim=code_size, initial=False,
+                     upsample=False, fused=False):
+            super().__init__()
+            if initial:
+                self.conv1 = ConstantInput(in_channel)
+            elif upsample:
+                if fused:
+                    self.conv1 = nn.Sequential(FusedUpsample(in_channel, out_channel, kernel_size, padding=padding),
+                                               Blur(out_channel))
+                else:
+                    self.conv1 = nn.Sequential(nn.Upsample(scale_factor=2, mode='nearest'),
+                                               EqualConv2d(in_channel, out_channel, kernel_size, padding=padding),
+                                               Blur(out_channel))
+            else:
+                self.conv1 = EqualConv2d(in_channel, out_channel, kernel_size, padding=padding)
+            self.noise1 = equal_lr(NoiseInjection(out_channel))
+            self.adain1 = AdaptiveInstanceNorm(out_channel, style_dim)
+            self.lrelu1 = nn.LeakyReLU(0.2)
+            self.conv2 = EqualConv2d(out_channel, out_channel, kernel_size, padding=padding)
+            self.noise2 = equal_lr(NoiseInjection(out_channel))
+            self.adain2 = AdaptiveInstanceNorm(out_channel, style_dim)
+            self.lrelu2 = nn.LeakyReLU(0.2)
+
+        def forward(self, input, style, noise):
+            out = self.conv1(input)
+            out = self.noise1(out, noise)
+            out = self.lrelu1(out)
+            out = self.adain1(out, style)
+            out = self.conv2(out)
+            out = self.noise2(out, noise)
+            out = self.lrelu2(out)
+            out = self.adain2(out, style)
+            return out
+
+    class Generator(nn.Module):
+        def __init__(self, code_dim, fused=True):
+            super().__init__()
+            self.progression = nn.ModuleList([StyledConvBlock(4, 4, 3, 1, initial=True),
+                                              StyledConvBlock(4, 4, 3, 1, upsample=True),
+                                              StyledConvBlock(4, 4, 3, 1, upsample=True, fused=fused)])
+            self.to_rgb = nn.ModuleList([EqualConv2d(4, 3, 1), EqualConv2d(4, 3, 1), EqualConv2d(4, 3, 1)])
+
+        def forward(self, style, noise, step=0, alpha=-1, mixing_range=(-1, -1)):
+            out = noise[0]
+            inject_index = [len(self.progression) + 1]
+            crossover = 0
+            for i, (conv, to_rgb) in enumerate(zip(self.progression, self.to_rgb)):
+                if mixing_range == (-1, -1):
+                    if crossover < len(inject_index) and i > inject_index[crossover]:
+                        crossover = min(crossover + 1, len(style))
+                    style_step = style[crossover]
+                else:
+                    style_step = style[1] if mixing_range[0] <= i <= mixing_range[1] else style[0]
+                if i > 0 and step > 0:
+                    out_prev = out
+                out = conv(out, style_step, noise[i])
+                if i == step:
+                    out = to_rgb(out)
+                    if i > 0 and 0 <= alpha < 1:
+                        skip_rgb = self.to_rgb[i - 1](out_prev)
+                        skip_rgb = F.interpolate(skip_rgb, scale_factor=2, mode='nearest')
+                        out = (1 - alpha) * skip_rgb + alpha * out
+                    break
+            return out
+
+    class StyledGenerator(nn.Module):
+        def __init__(self, code_dim=code_size, n_mlp=2):
+            super().__init__()
+            self.generator = Generator(code_dim)
+            layers = [PixelNorm()]
+            for i in range(n_mlp):
+                layers.append(EqualLinear(code_dim, code_dim))
+                layers.append(nn.LeakyReLU(0.2))
+            self.style = nn.Sequential(*layers)
+
+        def forward(self, input, noise, step=0, alpha=-1, mean_style=None, style_weight=0, mixing_range=(-1, -1)):
+            styles = []
+            if type(input) not in (list, tuple):
+                input = [input]
+            for i in input:
+                styles.append(self.style(i))
+            return self.generator(styles, noise, step, alpha, mixing_range=mixing_range)
+
+    class Discriminator(nn.Module):
+        def __init__(self, fused=True, from_rgb_activate=False):
+            super().__init__()
+            self.progression = nn.ModuleList([ConvBlock(4, 4, 3, 1, downsample=True, fused=fused),
+                                              ConvBlock(4, 4, 3, 1, downsample=True),
+                                              ConvBlock(4 + 1, 4, 3, 1, 4, 0)])
+
+            def make_from_rgb(out_channel):
+                if from_rgb_activate:
+                    return nn.Sequential(EqualConv2d(3, out_channel, 1), nn.LeakyReLU(0.2))
+                return EqualConv2d(3, out_channel, 1)
+
+            self.from_rgb = nn.ModuleList([make_from_rgb(4) for _ in range(3)])
+            self.n_layer = len(self.progression)
+            self.linear = EqualLinear(4, 1)
+
+        def forward(self, input, step=0, alpha=-1):
+            for i in range(step, -1, -1):
+                index = self.n_layer - i - 1
+                if i == step:
+                    out = self.from_rgb[index](input)
+                if i == 0:
+                    out_std = torch.sqrt(out.var(0, unbiased=False) + 1e-8)
+                    mean_std = out_std.mean()
+                    mean_std = mean_std.expand(out.size(0), 1, 4, 4)
+                    out = torch.cat([out, mean_std], 1)
+                out = self.progression[index](out)
+                if i > 0:
+                    if i == step and 0 <= alpha < 1:
+                        skip_rgb = F.avg_pool2d(input, 2)
+                        skip_rgb = self.from_rgb[index + 1](skip_rgb)
+                        out = (1 - alpha) * skip_rgb + alpha * out
+            out = out.squeeze(2).squeeze(2)
+            out = self.linear(out)
+            return out
+
+    def requires_grad(model, flag=True):
+        for p in model.parameters():
+            p.requires_grad = flag
+
+    def accumulate(model1, model2, decay=0.999):
+        par1 = dict(model1.named_parameters())
+        par2 = dict(model2.named_parameters())
+        for k in par1.keys():
+            par1[k].data.mul_(decay).add_(1 - decay, par2[k].data)
+
+    def adjust_lr(optimizer, lr):
+        for group in optimizer.param_groups:
+            mult = group.get('mult', 1)
+            group['lr'] = lr * mult
+
+    generator = StyledGenerator(code_size)
+    discriminator = Discriminator(from_rgb_activate=True)
+    g_running = StyledGenerator(code_size)
+    g_running.train(False)
+    both = nn.ModuleList([generator, discriminator])
+    init = load(m, both, state)
+    assert '0.generator.progression.0.conv2.conv.weight_orig' in init and '0.generator.progression.0.noise1.weight_orig' in init
+    g_optimizer = torch.optim.Adam(generator.generator.parameters(), lr=1e-3, betas=(0.0, 0.99))
+    g_optimizer.add_param_group({'params': generator.style.parameters(), 'lr': 1e-3 * 0.01, 'mult': 0.01})
+    d_optimizer = torch.optim.Adam(discriminator.parameters(), lr=1e-3, betas=(0.0, 0.99))
+    accumulate(g_running, generator, 0)
+    losses = []
+    step, alpha, resolution = 2, 0.5, 16
+    adjust_lr(g_optimizer, 2e-3)
+    adjust_lr(d_optimizer, 2e-3)
+
+    def noises(b):
+        return [torch.tensor(normal(rng, b, 4, 4, 4))] + [torch.tensor(normal(rng, b, 1, 4 * 2 ** i, 4 * 2 ** i))
+                                                          for i in range(1, 3)]
+
+    for layer in generator.generator.progression:  # a trained model's noise strengths are not zero
+        layer.noise1.weight_orig.data.fill_(0.1)
+        layer.noise2.weight_orig.data.fill_(0.1)
+    real_image = torch.tensor(normal(rng, batch, 3, resolution, resolution))
+    discriminator.zero_grad()
+    requires_grad(generator, False)
+    requires_grad(discriminator, True)
+    if loss_kind == 'wgan-gp':
+        real_predict = discriminator(real_image, step=step, alpha=alpha)
+        real_predict = real_predict.mean() - 0.001 * (real_predict ** 2).mean()
+        (-real_predict).backward()
+    else:
+        real_image.requires_grad = True
+        real_scores = discriminator(real_image, step=step, alpha=alpha)
+        real_predict = F.softplus(-real_scores).mean()
+        real_predict.backward(retain_graph=True)
+        grad_real = grad(outputs=real_scores.sum(), inputs=real_image, create_graph=True)[0]
+        grad_penalty = (grad_real.view(grad_real.size(0), -1).norm(2, dim=1) ** 2).mean()
+        grad_penalty = 10 / 2 * grad_penalty
+        grad_penalty.backward()
+        losses.append(grad_penalty.item())
+    gen_in1, gen_in2 = (torch.tensor(normal(rng, 2, batch, code_size))).chunk(2, 0)
+    gen_in1 = gen_in1.squeeze(0)
+    gen_in2 = gen_in2.squeeze(0)
+    fake_image = generator(gen_in1, noises(batch), step=step, alpha=alpha)
+    fake_predict = discriminator(fake_image, step=step, alpha=alpha)
+    if loss_kind == 'wgan-gp':
+        fake_predict = fake_predict.mean()
+        fake_predict.backward()
+        eps = torch.tensor(rng.random((batch, 1, 1, 1)).astype(np.float32))
+        x_hat = eps * real_image.data + (1 - eps) * fake_image.data
+        x_hat.requires_grad = True
+        hat_predict = discriminator(x_hat, step=step, alpha=alpha)
+        grad_x_hat = grad(outputs=hat_predict.sum(), inputs=x_hat, create_graph=True)[0]
+        grad_penalty = ((grad_x_hat.view(grad_x_hat.size(0), -1).norm(2, dim=1) - 1) ** 2).mean()
+        grad_penalty = 10 * grad_penalty
+        grad_penalty.backward()
+        losses.append(grad_penalty.item())
+    else:
+        fake_predict = F.softplus(fake_predict).mean()
+        fake_predict.backward()
+    d_optimizer.step()
+    losses += [real_predict.item(), fake_predict.item()]
+    generator.zero_grad()
+    requires_grad(generator, True)
+    requires_grad(discriminator, False)
+    fake_image = generator([gen_in2, gen_in1], noises(batch), step=step, alpha=alpha, mixing_range=(0, 1))
+    predict = discriminator(fake_image, step=step, alpha=alpha)
+    loss = -predict.mean() if loss_kind == 'wgan-gp' else F.softplus(-predict).mean()
+    loss.backward()
+    g_optimizer.step()
+    accumulate(g_running, generator)
+    losses.append(loss.item())
+    with torch.no_grad():
+        images = g_running(torch.tensor(normal(rng, 2, code_size)), noises(2), step=1, alpha=1)
+    losses += [images.sum().item(), [g['lr'] for g in g_optimizer.param_groups][1]]
+    return init, losses + summary(both.parameters()) + summary(g_running.parameters())
+
+
+def test_style_based_gan_wgan_gp():
+    compare(style_based_gan)
+
+
+def test_style_based_gan_r1():
+    compare(style_based_gan, loss_kind="r1")
