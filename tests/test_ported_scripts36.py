@@ -880,3 +880,157 @@ def test_style_based_gan_wgan_gp():
 
 def test_style_based_gan_r1():
     compare(style_based_gan, loss_kind="r1")
+
+
+# (d) huangleiBuaa's IterNorm-pytorch (iterative_normalization.py): an autograd Function taking the module's
+# running buffers, ints, a float and a bool; group whitening by Newton's iterations with the deprecated positional
+# overloads torch.baddbmm(eps, P[0], 1. / m, xc, xc.transpose(1, 2)) and torch.baddbmm(1.5, P[k], -0.5,
+# torch.matrix_power(P[k], 3), Sigma_N), torch.eye(d).to(X).expand(g, d, d), reciprocal_(), P[T].mul_(rTr.sqrt())
+# before saving, running_mean.copy_ of a blend; its hand-written backward through ctx.saved_variables, in-place
+# transpose_ of saved matrices and g_P.baddbmm_(1.5, -0.5, ...) / baddbmm_(1, -0.5, ...); the module's
+# expand(...).clone() buffer, extra_repr by '...'.format(**self.__dict__), eval mode with the running whitening
+def iter_norm(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    from importlib import import_module
+    Parameter = nn.Parameter
+    autograd = import_module(torch.__name__ + ".autograd")
+    torch.manual_seed(0)
+    rng = np.random.default_rng(13)
+
+    class iterative_normalization_py(autograd.Function):
+        @staticmethod
+        def forward(ctx, *args, **kwargs):
+            X, running_mean, running_wmat, nc, ctx.T, eps, momentum, training = args
+            # change NxCxHxW to (G x D) x(NxHxW), i.e., g*d*m
+            ctx.g = X.size(1) // nc
+            x = X.transpose(0, 1).contiguous().view(ctx.g, nc, -1)
+            _, d, m_ = x.size()
+            saved = []
+            if training:
+                mean = x.mean(-1, keepdim=True)
+                xc = x - mean
+                saved.append(xc)
+                P = [None] * (ctx.T + 1)
+                P[0] = torch.eye(d).to(X).expand(ctx.g, d, d)
+                Sigma = torch.baddbmm(eps, P[0], 1. / m_, xc, xc.transpose(1, 2))
+                rTr = (Sigma * P[0]).sum((1, 2), keepdim=True).reciprocal_()
+                saved.append(rTr)
+                Sigma_N = Sigma * rTr
+                saved.append(Sigma_N)
+                for k in range(ctx.T):
+                    P[k + 1] = torch.baddbmm(1.5, P[k], -0.5, torch.matrix_power(P[k], 3), Sigma_N)
+                saved.extend(P)
+                wm = P[ctx.T].mul_(rTr.sqrt())  # whiten matrix: the matrix inverse of Sigma, i.e., Sigma^{-1/2}
+                running_mean.copy_(momentum * mean + (1. - momentum) * running_mean)
+                running_wmat.copy_(momentum * wm + (1. - momentum) * running_wmat)
+            else:
+                xc = x - running_mean
+                wm = running_wmat
+            xn = wm.matmul(xc)
+            Xn = xn.view(X.size(1), X.size(0), *X.size()[2:]).transpose(0, 1).contiguous()
+            ctx.save_for_backward(*saved)
+            return Xn
+
+        @staticmethod
+        def backward(ctx, *grad_outputs):
+            grad, = grad_outputs
+            saved = ctx.saved_variables
+            xc = saved[0]  # centered input
+            rTr = saved[1]  # trace of Sigma
+            sn = saved[2].transpose(-2, -1)  # normalized Sigma
+            P = saved[3:]  # middle result matrix,
+            g, d, m_ = xc.size()
+            g_ = grad.transpose(0, 1).contiguous().view_as(xc)
+            g_wm = g_.matmul(xc.transpose(-2, -1))
+            g_P = g_wm * rTr.sqrt()
+            wm = P[ctx.T]
+            g_sn = 0
+            for k in range(ctx.T, 1, -1):
+                P[k - 1].transpose_(-2, -1)
+                P2 = P[k - 1].matmul(P[k - 1])
+                g_sn += P2.matmul(P[k - 1]).matmul(g_P)
+                g_tmp = g_P.matmul(sn)
+                g_P.baddbmm_(1.5, -0.5, g_tmp, P2)
+                g_P.baddbmm_(1, -0.5, P2, g_tmp)
+                g_P.baddbmm_(1, -0.5, P[k - 1].matmul(g_tmp), P[k - 1])
+            g_sn += g_P
+            g_tr = ((-sn.matmul(g_sn) + g_wm.transpose(-2, -1).matmul(wm)) * P[0]).sum((1, 2), keepdim=True) * P[0]
+            g_sigma = (g_sn + g_sn.transpose(-2, -1) + 2. * g_tr) * (-0.5 / m_ * rTr)
+            g_x = torch.baddbmm(wm.matmul(g_ - g_.mean(-1, keepdim=True)), g_sigma, xc)
+            grad_input = g_x.view(grad.size(1), grad.size(0), *grad.size()[2:]).transpose(0, 1).contiguous()
+            return grad_input, None, None, None, None, None, None, None
+
+    class IterNorm(torch.nn.Module):
+        def __init__(self, num_features, num_groups=1, num_channels=None, T=5, dim=4, eps=1e-5, momentum=0.1,
+                     affine=True, *args, **kwargs):
+            super(IterNorm, self).__init__()
+            self.T = T
+            self.eps = eps
+            self.momentum = momentum
+            self.num_features = num_features
+            self.affine = affine
+            self.dim = dim
+            if num_channels is None:
+                num_channels = (num_features - 1) // num_groups + 1
+            num_groups = num_features // num_channels
+            while num_features % num_channels != 0:
+                num_channels //= 2
+                num_groups = num_features // num_channels
+            assert num_groups > 0 and num_features % num_groups == 0, \
+                "num features={}, num groups={}".format(num_features, num_groups)
+            self.num_groups = num_groups
+            self.num_channels = num_channels
+            shape = [1] * dim
+            shape[1] = self.num_features
+            if self.affine:
+                self.weight = Parameter(torch.Tensor(*shape))
+                self.bias = Parameter(torch.Tensor(*shape))
+            else:
+                self.register_parameter('weight', None)
+                self.register_parameter('bias', None)
+            self.register_buffer('running_mean', torch.zeros(num_groups, num_channels, 1))
+            self.register_buffer('running_wm', torch.eye(num_channels).expand(num_groups, num_channels,
+                                                                              num_channels).clone())
+            self.reset_parameters()
+
+        def reset_parameters(self):
+            if self.affine:
+                torch.nn.init.ones_(self.weight)
+                torch.nn.init.zeros_(self.bias)
+
+        def forward(self, X):
+            X_hat = iterative_normalization_py.apply(X, self.running_mean, self.running_wm, self.num_channels, self.T,
+                                                     self.eps, self.momentum, self.training)
+            if self.affine:
+                return X_hat * self.weight + self.bias
+            else:
+                return X_hat
+
+        def extra_repr(self):
+            return '{num_features}, num_channels={num_channels}, T={T}, eps={eps}, ' \
+                   'momentum={momentum}, affine={affine}'.format(**self.__dict__)
+
+    model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1, bias=False), IterNorm(6, num_channels=3, T=4, dim=4),
+                          nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, 4),
+                          IterNorm(4, num_groups=1, T=3, dim=2, affine=False), nn.Linear(4, 3))
+    init = load(m, model, state)
+    assert 'IterNorm(6, num_channels=3, T=4, eps=1e-05, momentum=0.1, affine=True)' in repr(model)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for step in range(2):
+        x = torch.tensor(normal(rng, 4, 3, 5, 5))
+        y = torch.tensor(rng.integers(0, 3, 4))
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        out = model(torch.tensor(normal(rng, 2, 3, 5, 5)))
+    losses += [out.sum().item(), model[1].running_wm.sum().item(), model[6].running_mean.sum().item()]
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_iter_norm():
+    compare(iter_norm)
