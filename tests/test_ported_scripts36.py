@@ -1034,3 +1034,187 @@ def iter_norm(m, state=None):
 
 def test_iter_norm():
     compare(iter_norm)
+
+
+# (e) dasguptar's treelstm.pytorch (treelstm/model.py, trainer.py, utils.py, metrics.py): a ChildSumTreeLSTM
+# recursing over a Python Tree (node_forward by torch.sum(child_h, dim=0, keepdim=True), torch.split of the iou
+# gates, torch.mul, the leaf state from inputs[0].detach().new(1, mem_dim).fill_(0.).requires_grad_()), the
+# Similarity head (torch.mul and torch.abs(torch.add(lvec, -rvec)), log_softmax), map_label_to_target's sparse
+# distribution by torch.zeros(1, C, dtype=torch.float, device='cpu') and item assignment, nn.KLDivLoss(), the
+# embedding's copy_ of pretrained vectors and requires_grad = False, Adagrad over filter(lambda p:
+# p.requires_grad, ...) with weight_decay, the loss divided by the batch before backward, a step every batch_size
+# samples, test's torch.dot(indices, torch.exp(output.data.cpu())), and pearson by torch.std
+def tree_lstm(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(14)
+    vocab_size, in_dim, mem_dim, hidden_dim, num_classes = 9, 4, 5, 6, 5
+
+    class Tree(object):
+        def __init__(self):
+            self.parent = None
+            self.num_children = 0
+            self.children = list()
+
+        def add_child(self, child):
+            child.parent = self
+            self.num_children += 1
+            self.children.append(child)
+
+    def read_tree(parents):
+        trees = dict()
+        root = None
+        for i in range(1, len(parents) + 1):
+            if i - 1 not in trees.keys() and parents[i - 1] != -1:
+                idx = i
+                prev = None
+                while True:
+                    parent = parents[idx - 1]
+                    if parent == -1:
+                        break
+                    tree = Tree()
+                    if prev is not None:
+                        tree.add_child(prev)
+                    trees[idx - 1] = tree
+                    tree.idx = idx - 1
+                    if parent - 1 in trees.keys():
+                        trees[parent - 1].add_child(tree)
+                        break
+                    elif parent == 0:
+                        root = tree
+                        break
+                    else:
+                        prev = tree
+                        idx = parent
+        return root
+
+    class ChildSumTreeLSTM(nn.Module):
+        def __init__(self, in_dim, mem_dim):
+            super(ChildSumTreeLSTM, self).__init__()
+            self.in_dim = in_dim
+            self.mem_dim = mem_dim
+            self.ioux = nn.Linear(self.in_dim, 3 * self.mem_dim)
+            self.iouh = nn.Linear(self.mem_dim, 3 * self.mem_dim)
+            self.fx = nn.Linear(self.in_dim, self.mem_dim)
+            self.fh = nn.Linear(self.mem_dim, self.mem_dim)
+
+        def node_forward(self, inputs, child_c, child_h):
+            child_h_sum = torch.sum(child_h, dim=0, keepdim=True)
+            iou = self.ioux(inputs) + self.iouh(child_h_sum)
+            i, o, u = torch.split(iou, iou.size(1) // 3, dim=1)
+            i, o, u = torch.sigmoid(i), torch.sigmoid(o), torch.tanh(u)
+            f = torch.sigmoid(self.fh(child_h) + self.fx(inputs).repeat(len(child_h), 1))
+            fc = torch.mul(f, child_c)
+            c = torch.mul(i, u) + torch.sum(fc, dim=0, keepdim=True)
+            h = torch.mul(o, torch.tanh(c))
+            return c, h
+
+        def forward(self, tree, inputs):
+            for idx in range(tree.num_children):
+                self.forward(tree.children[idx], inputs)
+            if tree.num_children == 0:
+                child_c = inputs[0].detach().new(1, self.mem_dim).fill_(0.).requires_grad_()
+                child_h = inputs[0].detach().new(1, self.mem_dim).fill_(0.).requires_grad_()
+            else:
+                child_c, child_h = zip(*map(lambda x: x.state, tree.children))
+                child_c, child_h = torch.cat(child_c, dim=0), torch.cat(child_h, dim=0)
+            tree.state = self.node_forward(inputs[tree.idx], child_c, child_h)
+            return tree.state
+
+    class Similarity(nn.Module):
+        def __init__(self, mem_dim, hidden_dim, num_classes):
+            super(Similarity, self).__init__()
+            self.wh = nn.Linear(2 * mem_dim, hidden_dim)
+            self.wp = nn.Linear(hidden_dim, num_classes)
+
+        def forward(self, lvec, rvec):
+            mult_dist = torch.mul(lvec, rvec)
+            abs_dist = torch.abs(torch.add(lvec, -rvec))
+            vec_dist = torch.cat((mult_dist, abs_dist), 1)
+            out = torch.sigmoid(self.wh(vec_dist))
+            out = F.log_softmax(self.wp(out), dim=1)
+            return out
+
+    class SimilarityTreeLSTM(nn.Module):
+        def __init__(self, vocab_size, in_dim, mem_dim, hidden_dim, num_classes, sparsity, freeze):
+            super(SimilarityTreeLSTM, self).__init__()
+            self.emb = nn.Embedding(vocab_size, in_dim, padding_idx=0, sparse=sparsity)
+            if freeze:
+                self.emb.weight.requires_grad = False
+            self.childsumtreelstm = ChildSumTreeLSTM(in_dim, mem_dim)
+            self.similarity = Similarity(mem_dim, hidden_dim, num_classes)
+
+        def forward(self, ltree, linputs, rtree, rinputs):
+            linputs = self.emb(linputs)
+            rinputs = self.emb(rinputs)
+            lstate, lhidden = self.childsumtreelstm(ltree, linputs)
+            rstate, rhidden = self.childsumtreelstm(rtree, rinputs)
+            output = self.similarity(lstate, rstate)
+            return output
+
+    def map_label_to_target(label, num_classes):
+        target = torch.zeros(1, num_classes, dtype=torch.float, device='cpu')
+        ceil = int(math.ceil(label))
+        floor = int(math.floor(label))
+        if ceil == floor:
+            target[0, floor - 1] = 1
+        else:
+            target[0, floor - 1] = ceil - label
+            target[0, ceil - 1] = label - floor
+        return target
+
+    def pearson(predictions, labels):
+        x = deepcopy(predictions)
+        y = deepcopy(labels)
+        x = (x - x.mean()) / x.std()
+        y = (y - y.mean()) / y.std()
+        return torch.mean(torch.mul(x, y))
+
+    import math
+    from copy import deepcopy
+
+    def sample():
+        n = int(rng.integers(2, 4))
+        parents = [0] + [int(rng.integers(1, i + 1)) for i in range(1, n)]  # a root, each node under an earlier one
+        return read_tree(parents), torch.tensor(rng.integers(1, vocab_size, n)), n
+
+    dataset = [(*sample(), *sample(), float(rng.uniform(1, num_classes))) for _ in range(3)]
+    model = SimilarityTreeLSTM(vocab_size, in_dim, mem_dim, hidden_dim, num_classes, False, True)
+    init = load(m, model, state)
+    emb = torch.tensor(normal(rng, vocab_size, in_dim))
+    emb[0].zero_()
+    model.emb.weight.data.copy_(emb)
+    criterion = nn.KLDivLoss()
+    optimizer = torch.optim.Adagrad(filter(lambda p: p.requires_grad, model.parameters()), lr=0.05,
+                                    weight_decay=1e-4)
+    batchsize = 2
+    model.train()
+    optimizer.zero_grad()
+    total_loss = 0.0
+    losses = []
+    for idx in range(len(dataset)):
+        ltree, linput, _, rtree, rinput, _, label = dataset[idx]
+        target = map_label_to_target(label, num_classes)
+        output = model(ltree, linput, rtree, rinput)
+        loss = criterion(output, target)
+        total_loss += loss.item()
+        loss.backward()
+        if idx % batchsize == 0 and idx > 0:
+            optimizer.step()
+            optimizer.zero_grad()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        predictions = torch.zeros(len(dataset), dtype=torch.float, device='cpu')
+        indices = torch.arange(1, num_classes + 1, dtype=torch.float, device='cpu')
+        for idx in range(len(dataset)):
+            ltree, linput, _, rtree, rinput, _, label = dataset[idx]
+            output = model(ltree, linput, rtree, rinput)
+            predictions[idx] = torch.dot(indices, torch.exp(output.data.cpu()).squeeze())
+    labels = torch.tensor([d[-1] for d in dataset], dtype=torch.float)
+    losses += [total_loss, predictions.sum().item(), pearson(predictions, labels).item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_tree_lstm():
+    compare(tree_lstm)
