@@ -1218,3 +1218,327 @@ def tree_lstm(m, state=None):
 
 def test_tree_lstm():
     compare(tree_lstm)
+
+
+# (f) dreamquark-ai's tabnet (pytorch_tabnet/tab_network.py, sparsemax.py): GBN by x.chunk(ceil(n / vbs), 0) and a
+# BatchNorm1d(momentum=0.01) on each chunk, initialize_glu_fc / initialize_non_glu by xavier_normal_ with numpy
+# gains, GLU_Layer's torch.mul(x[:, :d], torch.sigmoid(x[:, d:])), GLU_Block's scale
+# torch.sqrt(torch.FloatTensor([0.5]).to(x.device)), shared and independent FeatTransformers, the
+# AttentiveTransformer's torch.mul(x, priors) into sparsemax (an autograd Function with _make_ix_like's
+# rho.view(view).transpose(0, dim), sort, cumsum, gather of the support, clamp; its backward's grad_input[output ==
+# 0] = 0 and torch.where), the prior update torch.mul(self.gamma - M, prior), the mask entropy M_loss, steps_output
+# summed by torch.sum(torch.stack(...), dim=0), EmbeddingGenerator's columns of x[:, idx].float().view(-1, 1) and
+# embeddings of x[:, idx].long(); the fit loop's loss - lambda_sparse * M_loss, clip_grad_norm_, and
+# explain's M_explain by torch.mul(M, step_importance.unsqueeze(dim=1))
+def tabnet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    from importlib import import_module
+    Function = import_module(torch.__name__ + ".autograd").Function
+    torch.manual_seed(0)
+    rng = np.random.default_rng(15)
+
+    def initialize_non_glu(module, input_dim, output_dim):
+        gain_value = np.sqrt((input_dim + output_dim) / np.sqrt(4 * input_dim))
+        torch.nn.init.xavier_normal_(module.weight, gain=gain_value)
+
+    def initialize_glu(module, input_dim, output_dim):
+        gain_value = np.sqrt((input_dim + output_dim) / np.sqrt(input_dim))
+        torch.nn.init.xavier_normal_(module.weight, gain=gain_value)
+
+    def _make_ix_like(input, dim=0):
+        d = input.size(dim)
+        rho = torch.arange(1, d + 1, device=input.device, dtype=input.dtype)
+        view = [1] * input.dim()
+        view[0] = -1
+        return rho.view(view).transpose(0, dim)
+
+    class SparsemaxFunction(Function):
+        @staticmethod
+        def forward(ctx, input, dim=-1):
+            ctx.dim = dim
+            max_val, _ = input.max(dim=dim, keepdim=True)
+            input -= max_val  # same numerical stability trick as for softmax
+            tau, supp_size = SparsemaxFunction._threshold_and_support(input, dim=dim)
+            output = torch.clamp(input - tau, min=0)
+            ctx.save_for_backward(supp_size, output)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            supp_size, output = ctx.saved_tensors
+            dim = ctx.dim
+            grad_input = grad_output.clone()
+            grad_input[output == 0] = 0
+            v_hat = grad_input.sum(dim=dim) / supp_size.to(output.dtype).squeeze()
+            v_hat = v_hat.unsqueeze(dim)
+            grad_input = torch.where(output != 0, grad_input - v_hat, grad_input)
+            return grad_input, None
+
+        @staticmethod
+        def _threshold_and_support(input, dim=-1):
+            input_srt, _ = torch.sort(input, descending=True, dim=dim)
+            input_cumsum = input_srt.cumsum(dim) - 1
+            rhos = _make_ix_like(input, dim)
+            support = rhos * input_srt > input_cumsum
+            support_size = support.sum(dim=dim).unsqueeze(dim)
+            tau = input_cumsum.gather(dim, support_size - 1)
+            tau /= support_size.to(input.dtype)
+            return tau, support_size
+
+    sparsemax = SparsemaxFunction.apply
+
+    class Sparsemax(nn.Module):
+        def __init__(self, dim=-1):
+            self.dim = dim
+            super(Sparsemax, self).__init__()
+
+        def forward(self, input):
+            return sparsemax(input, self.dim)
+
+    class GBN(torch.nn.Module):
+        def __init__(self, input_dim, virtual_batch_size=128, momentum=0.01):
+            super(GBN, self).__init__()
+            self.input_dim = input_dim
+            self.virtual_batch_size = virtual_batch_size
+            self.bn = nn.BatchNorm1d(self.input_dim, momentum=momentum)
+
+        def forward(self, x):
+            chunks = x.chunk(int(np.ceil(x.shape[0] / self.virtual_batch_size)), 0)
+            res = [self.bn(x_) for x_ in chunks]
+            return torch.cat(res, dim=0)
+
+    class GLU_Layer(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, fc=None, virtual_batch_size=128, momentum=0.02):
+            super(GLU_Layer, self).__init__()
+            self.output_dim = output_dim
+            if fc:
+                self.fc = fc
+            else:
+                self.fc = nn.Linear(input_dim, 2 * output_dim, bias=False)
+            initialize_glu(self.fc, input_dim, 2 * output_dim)
+            self.bn = GBN(2 * output_dim, virtual_batch_size=virtual_batch_size, momentum=momentum)
+
+        def forward(self, x):
+            x = self.fc(x)
+            x = self.bn(x)
+            out = torch.mul(x[:, : self.output_dim], torch.sigmoid(x[:, self.output_dim:]))
+            return out
+
+    class GLU_Block(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, n_glu=2, first=False, shared_layers=None, virtual_batch_size=128,
+                     momentum=0.02):
+            super(GLU_Block, self).__init__()
+            self.first = first
+            self.shared_layers = shared_layers
+            self.n_glu = n_glu
+            self.glu_layers = torch.nn.ModuleList()
+            params = {"virtual_batch_size": virtual_batch_size, "momentum": momentum}
+            fc = shared_layers[0] if shared_layers else None
+            self.glu_layers.append(GLU_Layer(input_dim, output_dim, fc=fc, **params))
+            for glu_id in range(1, self.n_glu):
+                fc = shared_layers[glu_id] if shared_layers else None
+                self.glu_layers.append(GLU_Layer(output_dim, output_dim, fc=fc, **params))
+
+        def forward(self, x):
+            scale = torch.sqrt(torch.FloatTensor([0.5]).to(x.device))
+            if self.first:  # the first layer of the block has no scale multiplication
+                x = self.glu_layers[0](x)
+                layers_left = range(1, self.n_glu)
+            else:
+                layers_left = range(self.n_glu)
+            for glu_id in layers_left:
+                x = torch.add(x, self.glu_layers[glu_id](x))
+                x = x * scale
+            return x
+
+    class FeatTransformer(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, shared_layers, n_glu_independent, virtual_batch_size=128,
+                     momentum=0.02):
+            super(FeatTransformer, self).__init__()
+            params = {"n_glu": n_glu_independent, "virtual_batch_size": virtual_batch_size, "momentum": momentum}
+            if shared_layers is None:
+                self.shared = torch.nn.Identity()
+                is_first = True
+            else:
+                self.shared = GLU_Block(input_dim, output_dim, first=True, shared_layers=shared_layers,
+                                        n_glu=len(shared_layers), virtual_batch_size=virtual_batch_size,
+                                        momentum=momentum)
+                is_first = False
+            if n_glu_independent == 0:
+                self.specifics = torch.nn.Identity()
+            else:
+                spec_input_dim = input_dim if is_first else output_dim
+                self.specifics = GLU_Block(spec_input_dim, output_dim, first=is_first, **params)
+
+        def forward(self, x):
+            x = self.shared(x)
+            x = self.specifics(x)
+            return x
+
+    class AttentiveTransformer(torch.nn.Module):
+        def __init__(self, input_dim, group_dim, group_matrix, virtual_batch_size=128, momentum=0.02):
+            super(AttentiveTransformer, self).__init__()
+            self.fc = nn.Linear(input_dim, group_dim, bias=False)
+            initialize_non_glu(self.fc, input_dim, group_dim)
+            self.bn = GBN(group_dim, virtual_batch_size=virtual_batch_size, momentum=momentum)
+            self.selector = Sparsemax(dim=-1)
+
+        def forward(self, priors, processed_feat):
+            x = self.fc(processed_feat)
+            x = self.bn(x)
+            x = torch.mul(x, priors)
+            x = self.selector(x)
+            return x
+
+    class TabNetEncoder(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, n_d=8, n_a=8, n_steps=3, gamma=1.3, n_independent=2, n_shared=2,
+                     epsilon=1e-15, virtual_batch_size=128, momentum=0.02):
+            super(TabNetEncoder, self).__init__()
+            self.input_dim, self.output_dim = input_dim, output_dim
+            self.n_d, self.n_a, self.n_steps, self.gamma, self.epsilon = n_d, n_a, n_steps, gamma, epsilon
+            self.initial_bn = nn.BatchNorm1d(self.input_dim, momentum=0.01)
+            self.group_attention_matrix = torch.eye(self.input_dim)
+            if n_shared > 0:
+                shared_feat_transform = torch.nn.ModuleList()
+                for i in range(n_shared):
+                    if i == 0:
+                        shared_feat_transform.append(nn.Linear(self.input_dim, 2 * (n_d + n_a), bias=False))
+                    else:
+                        shared_feat_transform.append(nn.Linear(n_d + n_a, 2 * (n_d + n_a), bias=False))
+            else:
+                shared_feat_transform = None
+            self.initial_splitter = FeatTransformer(self.input_dim, n_d + n_a, shared_feat_transform,
+                                                    n_glu_independent=n_independent,
+                                                    virtual_batch_size=virtual_batch_size, momentum=momentum)
+            self.feat_transformers = torch.nn.ModuleList()
+            self.att_transformers = torch.nn.ModuleList()
+            for step in range(n_steps):
+                transformer = FeatTransformer(self.input_dim, n_d + n_a, shared_feat_transform,
+                                              n_glu_independent=n_independent,
+                                              virtual_batch_size=virtual_batch_size, momentum=momentum)
+                attention = AttentiveTransformer(n_a, self.input_dim, self.group_attention_matrix,
+                                                 virtual_batch_size=virtual_batch_size, momentum=momentum)
+                self.feat_transformers.append(transformer)
+                self.att_transformers.append(attention)
+
+        def forward(self, x, prior=None):
+            x = self.initial_bn(x)
+            bs = x.shape[0]  # batch size
+            if prior is None:
+                prior = torch.ones((bs, self.input_dim))
+            M_loss = 0
+            att = self.initial_splitter(x)[:, self.n_d:]
+            steps_output = []
+            for step in range(self.n_steps):
+                M = self.att_transformers[step](prior, att)
+                M_loss += torch.mean(torch.sum(torch.mul(M, torch.log(M + self.epsilon)), dim=1))
+                prior = torch.mul(self.gamma - M, prior)
+                M_feature_level = torch.matmul(M, self.group_attention_matrix)
+                masked_x = torch.mul(M_feature_level, x)
+                out = self.feat_transformers[step](masked_x)
+                d = F.relu(out[:, : self.n_d])
+                steps_output.append(d)
+                att = out[:, self.n_d:]
+            M_loss /= self.n_steps
+            return steps_output, M_loss
+
+        def forward_masks(self, x):
+            x = self.initial_bn(x)
+            bs = x.shape[0]
+            prior = torch.ones((bs, self.input_dim))
+            M_explain = torch.zeros(x.shape)
+            att = self.initial_splitter(x)[:, self.n_d:]
+            masks = {}
+            for step in range(self.n_steps):
+                M = self.att_transformers[step](prior, att)
+                M_feature_level = torch.matmul(M, self.group_attention_matrix)
+                masks[step] = M_feature_level
+                prior = torch.mul(self.gamma - M, prior)
+                masked_x = torch.mul(M_feature_level, x)
+                out = self.feat_transformers[step](masked_x)
+                d = F.relu(out[:, : self.n_d])
+                step_importance = torch.sum(d, axis=1)
+                M_explain += torch.mul(M_feature_level, step_importance.unsqueeze(dim=1))
+                att = out[:, self.n_d:]
+            return M_explain, masks
+
+    class TabNetNoEmbeddings(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, n_d=8, n_a=8, n_steps=3, **kwargs):
+            super(TabNetNoEmbeddings, self).__init__()
+            self.encoder = TabNetEncoder(input_dim, output_dim, n_d=n_d, n_a=n_a, n_steps=n_steps, **kwargs)
+            self.final_mapping = nn.Linear(n_d, output_dim, bias=False)
+            initialize_non_glu(self.final_mapping, n_d, output_dim)
+
+        def forward(self, x):
+            steps_output, M_loss = self.encoder(x)
+            res = torch.sum(torch.stack(steps_output, dim=0), dim=0)
+            out = self.final_mapping(res)
+            return out, M_loss
+
+    class EmbeddingGenerator(torch.nn.Module):
+        def __init__(self, input_dim, cat_dims, cat_idxs, cat_emb_dims):
+            super(EmbeddingGenerator, self).__init__()
+            self.post_embed_dim = int(input_dim + np.sum(cat_emb_dims) - len(cat_emb_dims))
+            self.embeddings = torch.nn.ModuleList()
+            for cat_dim, emb_dim in zip(cat_dims, cat_emb_dims):
+                self.embeddings.append(torch.nn.Embedding(cat_dim, emb_dim))
+            self.continuous_idx = torch.ones(input_dim, dtype=torch.bool)
+            self.continuous_idx[cat_idxs] = 0
+
+        def forward(self, x):
+            cols = []
+            cat_feat_counter = 0
+            for feat_init_idx, is_continuous in enumerate(self.continuous_idx):
+                if is_continuous:
+                    cols.append(x[:, feat_init_idx].float().view(-1, 1))
+                else:
+                    cols.append(self.embeddings[cat_feat_counter](x[:, feat_init_idx].long()))
+                    cat_feat_counter += 1
+            post_embeddings = torch.cat(cols, dim=1)
+            return post_embeddings
+
+    class TabNet(torch.nn.Module):
+        def __init__(self, input_dim, output_dim, cat_idxs, cat_dims, cat_emb_dim, **kwargs):
+            super(TabNet, self).__init__()
+            self.embedder = EmbeddingGenerator(input_dim, cat_dims, cat_idxs, cat_emb_dim)
+            self.post_embed_dim = self.embedder.post_embed_dim
+            self.tabnet = TabNetNoEmbeddings(self.post_embed_dim, output_dim, **kwargs)
+
+        def forward(self, x):
+            x = self.embedder(x)
+            return self.tabnet(x)
+
+        def forward_masks(self, x):
+            x = self.embedder(x)
+            return self.tabnet.encoder.forward_masks(x)
+
+    network = TabNet(4, 3, cat_idxs=[1], cat_dims=[5], cat_emb_dim=[2], n_d=3, n_a=3, n_steps=2,
+                     virtual_batch_size=3, momentum=0.02)
+    init = load(m, network, state)
+    optimizer = torch.optim.Adam(network.parameters(), lr=2e-2)
+    lambda_sparse = 1e-3
+    losses = []
+    for step in range(2):
+        X = normal(rng, 6, 4)
+        X[:, 1] = rng.integers(0, 5, 6)
+        X = torch.tensor(X)
+        y = torch.tensor(rng.integers(0, 3, 6))
+        network.train()
+        for param in network.parameters():
+            param.grad = None
+        output, M_loss = network(X)
+        loss = F.cross_entropy(output, y)
+        loss = loss - lambda_sparse * M_loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(network.parameters(), 1)
+        optimizer.step()
+        losses += [loss.item(), M_loss.item()]
+    network.eval()
+    with torch.no_grad():
+        M_explain, masks = network.forward_masks(X)
+    losses += [M_explain.sum().item(), masks[1].pow(2).sum().item()]
+    return init, losses + summary(network.parameters()) + summary(network.buffers())
+
+
+def test_tabnet():
+    compare(tabnet)
