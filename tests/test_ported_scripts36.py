@@ -1542,3 +1542,146 @@ def tabnet(m, state=None):
 
 def test_tabnet():
     compare(tabnet)
+
+
+# (g) 4uiiurz1's pytorch-deform-conv-v2 (deform_conv_v2.py): DeformConv2d with nn.ZeroPad2d, a zero-initialised
+# offset conv (nn.init.constant_) and modulation conv, the legacy register_backward_hook(self._set_lr) whose hook
+# builds generators and returns nothing, dtype = offset.data.type() strings fed back to .type(dtype), p_n and p_0 by
+# torch.meshgrid (no indexing=) of torch.arange with negative starts, torch.flatten and repeat, p.detach().floor(),
+# the four corners clamped to x.size(2) - 1 and cast by .long(), bilinear weights by type_as, x.gather(dim=-1) over
+# indices unsqueezed, expanded to (-1, c, -1, -1, -1) and viewed, the modulation's torch.cat of copies and x_offset
+# *= m in place, _reshape_x_offset's cat of views, a Conv2d with stride=kernel_size over the result; a small
+# classifier trained two SGD steps
+def deform_conv_v2(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(16)
+
+    class DeformConv2d(nn.Module):
+        def __init__(self, inc, outc, kernel_size=3, padding=1, stride=1, bias=None, modulation=False):
+            super(DeformConv2d, self).__init__()
+            self.kernel_size = kernel_size
+            self.padding = padding
+            self.stride = stride
+            self.zero_padding = nn.ZeroPad2d(padding)
+            self.conv = nn.Conv2d(inc, outc, kernel_size=kernel_size, stride=kernel_size, bias=bias)
+            self.p_conv = nn.Conv2d(inc, 2 * kernel_size * kernel_size, kernel_size=3, padding=1, stride=stride)
+            nn.init.constant_(self.p_conv.weight, 0)
+            self.p_conv.register_backward_hook(self._set_lr)
+            self.modulation = modulation
+            if modulation:
+                self.m_conv = nn.Conv2d(inc, kernel_size * kernel_size, kernel_size=3, padding=1, stride=stride)
+                nn.init.constant_(self.m_conv.weight, 0)
+                self.m_conv.register_backward_hook(self._set_lr)
+
+        @staticmethod
+        def _set_lr(module, grad_input, grad_output):
+            grad_input = (grad_input[i] * 0.1 for i in range(len(grad_input)))
+            grad_output = (grad_output[i] * 0.1 for i in range(len(grad_output)))
+
+        def forward(self, x):
+            offset = self.p_conv(x)
+            if self.modulation:
+                m = torch.sigmoid(self.m_conv(x))
+            dtype = offset.data.type()
+            ks = self.kernel_size
+            N = offset.size(1) // 2
+            if self.padding:
+                x = self.zero_padding(x)
+            p = self._get_p(offset, dtype)  # (b, 2N, h, w)
+            p = p.contiguous().permute(0, 2, 3, 1)  # (b, h, w, 2N)
+            q_lt = p.detach().floor()
+            q_rb = q_lt + 1
+            q_lt = torch.cat([torch.clamp(q_lt[..., :N], 0, x.size(2) - 1),
+                              torch.clamp(q_lt[..., N:], 0, x.size(3) - 1)], dim=-1).long()
+            q_rb = torch.cat([torch.clamp(q_rb[..., :N], 0, x.size(2) - 1),
+                              torch.clamp(q_rb[..., N:], 0, x.size(3) - 1)], dim=-1).long()
+            q_lb = torch.cat([q_lt[..., :N], q_rb[..., N:]], dim=-1)
+            q_rt = torch.cat([q_rb[..., :N], q_lt[..., N:]], dim=-1)
+            p = torch.cat([torch.clamp(p[..., :N], 0, x.size(2) - 1), torch.clamp(p[..., N:], 0, x.size(3) - 1)], dim=-1)
+            g_lt = (1 + (q_lt[..., :N].type_as(p) - p[..., :N])) * (1 + (q_lt[..., N:].type_as(p) - p[..., N:]))
+            g_rb = (1 - (q_rb[..., :N].type_as(p) - p[..., :N])) * (1 - (q_rb[..., N:].type_as(p) - p[..., N:]))
+            g_lb = (1 + (q_lb[..., :N].type_as(p) - p[..., :N])) * (1 - (q_lb[..., N:].type_as(p) - p[..., N:]))
+            g_rt = (1 - (q_rt[..., :N].type_as(p) - p[..., :N])) * (1 + (q_rt[..., N:].type_as(p) - p[..., N:]))
+            x_q_lt = self._get_x_q(x, q_lt, N)
+            x_q_rb = self._get_x_q(x, q_rb, N)
+            x_q_lb = self._get_x_q(x, q_lb, N)
+            x_q_rt = self._get_x_q(x, q_rt, N)
+            x_offset = g_lt.unsqueeze(dim=1) * x_q_lt + \
+                g_rb.unsqueeze(dim=1) * x_q_rb + \
+                g_lb.unsqueeze(dim=1) * x_q_lb + \
+                g_rt.unsqueeze(dim=1) * x_q_rt
+            if self.modulation:
+                m = m.contiguous().permute(0, 2, 3, 1)
+                m = m.unsqueeze(dim=1)
+                m = torch.cat([m for _ in range(x_offset.size(1))], dim=1)
+                x_offset *= m
+            x_offset = self._reshape_x_offset(x_offset, ks)
+            out = self.conv(x_offset)
+            return out
+
+        def _get_p_n(self, N, dtype):
+            p_n_x, p_n_y = torch.meshgrid(
+                torch.arange(-(self.kernel_size - 1) // 2, (self.kernel_size - 1) // 2 + 1),
+                torch.arange(-(self.kernel_size - 1) // 2, (self.kernel_size - 1) // 2 + 1))
+            p_n = torch.cat([torch.flatten(p_n_x), torch.flatten(p_n_y)], 0)  # (2N, 1)
+            p_n = p_n.view(1, 2 * N, 1, 1).type(dtype)
+            return p_n
+
+        def _get_p_0(self, h, w, N, dtype):
+            p_0_x, p_0_y = torch.meshgrid(
+                torch.arange(1, h * self.stride + 1, self.stride),
+                torch.arange(1, w * self.stride + 1, self.stride))
+            p_0_x = torch.flatten(p_0_x).view(1, 1, h, w).repeat(1, N, 1, 1)
+            p_0_y = torch.flatten(p_0_y).view(1, 1, h, w).repeat(1, N, 1, 1)
+            p_0 = torch.cat([p_0_x, p_0_y], 1).type(dtype)
+            return p_0
+
+        def _get_p(self, offset, dtype):
+            N, h, w = offset.size(1) // 2, offset.size(2), offset.size(3)
+            p_n = self._get_p_n(N, dtype)  # (1, 2N, 1, 1)
+            p_0 = self._get_p_0(h, w, N, dtype)  # (1, 2N, h, w)
+            p = p_0 + p_n + offset
+            return p
+
+        def _get_x_q(self, x, q, N):
+            b, h, w, _ = q.size()
+            padded_w = x.size(3)
+            c = x.size(1)
+            x = x.contiguous().view(b, c, -1)  # (b, c, h*w)
+            index = q[..., :N] * padded_w + q[..., N:]  # offset_x*w + offset_y
+            index = index.contiguous().unsqueeze(dim=1).expand(-1, c, -1, -1, -1).contiguous().view(b, c, -1)
+            x_offset = x.gather(dim=-1, index=index).contiguous().view(b, c, h, w, N)
+            return x_offset
+
+        @staticmethod
+        def _reshape_x_offset(x_offset, ks):
+            b, c, h, w, N = x_offset.size()
+            x_offset = torch.cat([x_offset[..., s:s + ks].contiguous().view(b, c, h, w * ks)
+                                  for s in range(0, N, ks)], dim=-1)
+            x_offset = x_offset.contiguous().view(b, c, h * ks, w * ks)
+            return x_offset
+
+    model = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.ReLU(),
+                          DeformConv2d(3, 4, 3, padding=1, stride=1, modulation=True), nn.BatchNorm2d(4), nn.ReLU(),
+                          DeformConv2d(4, 4, 3, padding=1, stride=2), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(4, 3))
+    init = load(m, model, state)
+    with torch.no_grad():  # offsets of a trained model: the zero-initialised offset convs given small weights
+        for layer in (model[2], model[5]):
+            layer.p_conv.weight.copy_(torch.tensor(0.3 * normal(rng, *layer.p_conv.weight.shape)))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for step in range(2):
+        x = torch.tensor(normal(rng, 2, 2, 5, 5))
+        y = torch.tensor(rng.integers(0, 3, 2))
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), model[2].p_conv.weight.grad.abs().sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_deform_conv_v2():
+    compare(deform_conv_v2)
