@@ -3,9 +3,13 @@ as test_ported_scripts.py: amdegroot's ssd.pytorch (PriorBox, L2Norm, box_utils'
 encode / log_sum_exp / nms with index_select(out=) and resize_as_, MultiBoxLoss's hard negative mining by a double
 sort); kaituoxu's Conv-TasNet (an encoder Conv1d, a TCN of depthwise dilated convolutions with PReLU and gLN/cLN,
 overlap_and_add by unfold and index_add_, SI-SNR with permutation invariant training by einsum over one-hot
-permutations). Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the
-losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs
-take one or two steps."""
+permutations); rosinality's stylegan2-pytorch (modulated convolutions grouped by the batch, upfirdn2d_native's 6-d
+pad, lazy R1 and the path length penalty, the EMA generator); lucidrains' reformer reversible layers (an autograd
+Function that replays its blocks backward under fork_rng, which found torch.utils.checkpoint's get_device_states /
+set_device_states missing in tnet). Writing StyleGAN2's optimizers found torch's Adam refusing betas of mixed types
+(0, 0.99), which tnet took. Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy),
+and the losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws (the noise inputs
+of the GANs too); shapes are tiny and runs take one or two steps."""
 import itertools
 import math
 
@@ -543,7 +547,6 @@ def stylegan2(m, state=None, phase="d"):
     torch, nn, F = m.torch, m.nn, m.F
     from importlib import import_module
     autograd = import_module(torch.__name__ + ".autograd")
-    import copy
     import random
     torch.manual_seed(0)
     random.seed(0)
@@ -987,7 +990,7 @@ def reformer_reversible(m, state=None):
     set_device_states = import_module(torch.__name__ + ".utils.checkpoint").set_device_states
     torch.manual_seed(0)
     rng = np.random.default_rng(7)
-    num_tokens, dim, depth, heads, seq_len = 11, 8, 2, 2, 6
+    num_tokens, dim, depth, heads, seq_len = 11, 8, 2, 2, 4
 
     class Deterministic(nn.Module):
         def __init__(self, net):
@@ -1159,7 +1162,7 @@ def reformer_reversible(m, state=None):
             self.dropout = nn.Dropout(dropout)
 
         def forward(self, x, **kwargs):
-            b, n, d, h = *x.shape, self.heads
+            b, n, _, h = *x.shape, self.heads
             q, k, v = self.to_qkv(x).chunk(3, dim=-1)
             q, k, v = (t.reshape(b, n, h, -1).transpose(1, 2) for t in (q, k, v))
             dots = torch.einsum('bhid,bhjd->bhij', q, k) * self.scale
