@@ -8,7 +8,8 @@ weight, a blur Function whose backward is another Function, progressive growing,
 IterNorm (whitening by Newton's iterations in a Function with a hand-written backward and the deprecated baddbmm
 overloads); dasguptar's Tree-LSTM (recursion over Python trees, KLDivLoss on sparse label distributions, Adagrad);
 dreamquark's TabNet (ghost batch norm, GLU blocks, a sparsemax Function, priors); 4uiiurz1's deformable convolution
-v2 (gathered bilinear corners, a legacy backward hook). None found a gap in tnet. Each runs in tnet, then in torch
+v2 (gathered bilinear corners, a legacy backward hook); mean-field ADVI by hand on torch.distributions (supports
+mapped from the reals by biject_to, which tnet lacked until this file). Each runs in tnet, then in torch
 from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers,
 agree. Numpy draws what a script draws; shapes are tiny and runs take one or two steps. Batch norms see at least
 three samples: over two, the normalised output hardly depends on the input and its gradient is rounding noise, that
@@ -1692,3 +1693,65 @@ def deform_conv_v2(m, state=None):
 
 def test_deform_conv_v2():
     compare(deform_conv_v2)
+
+
+# (h) mean-field ADVI by hand in torch.distributions, as Kucukelbir et al.'s recipe is written in tutorials without
+# Pyro: each latent's support from its prior (Dirichlet(...).support, HalfNormal(...).support, ...), mapped from the
+# reals by biject_to (a stick-breaking bijection onto the simplex, exp and an affine map onto greater_than, a
+# sigmoid and an affine map onto an interval) or transform_to; the Gaussian guide's reparameterised draw (the
+# standard normal noise from numpy), the log joint of a two-component MixtureSameFamily with its priors, the
+# log|det J| of each bijection, the guide's entropy, Adam on the negative ELBO
+def advi_biject_to(m, state=None):
+    torch, nn = m.torch, m.nn
+    from importlib import import_module
+    dist = import_module(torch.__name__ + ".distributions")
+    constraints = dist.constraints
+    torch.manual_seed(0)
+    rng = np.random.default_rng(17)
+    data = torch.tensor(np.concatenate([rng.normal(-2.0, 0.5, 6), rng.normal(1.5, 1.0, 6)]).astype(np.float32))
+    priors = {"weights": dist.Dirichlet(torch.ones(2)), "locs": dist.Normal(torch.zeros(2), 3.0 * torch.ones(2)),
+              "scales": dist.HalfNormal(2.0 * torch.ones(2)), "noise": dist.Uniform(0.0, 0.5)}
+    supports = {name: prior.support for name, prior in priors.items()}
+    supports["scales"] = constraints.greater_than(0.05)  # the scales kept off zero, as tutorials bound them
+    bijections = {name: dist.biject_to(support) for name, support in supports.items()}
+    sizes = {"weights": 1, "locs": 2, "scales": 2, "noise": 1}
+
+    class Guide(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loc = nn.ParameterDict({k: nn.Parameter(torch.zeros(n)) for k, n in sizes.items()})
+            self.raw_scale = nn.ParameterDict({k: nn.Parameter(-1.0 * torch.ones(n)) for k, n in sizes.items()})
+
+        def forward(self, eps):
+            elbo = 0.0
+            values = {}
+            for name in sizes:
+                q = dist.Normal(self.loc[name], torch.nn.functional.softplus(self.raw_scale[name]))
+                z = q.loc + q.scale * eps[name]  # q.rsample() with numpy's noise
+                value = bijections[name](z)
+                values[name] = value
+                elbo = elbo + bijections[name].log_abs_det_jacobian(z, value).sum() + q.entropy().sum()
+                elbo = elbo + priors[name].log_prob(value.squeeze(-1) if name == "noise" else value).sum()
+            mixture = dist.MixtureSameFamily(dist.Categorical(probs=values["weights"]),
+                                             dist.Normal(values["locs"], values["scales"] + values["noise"]))
+            return elbo + mixture.log_prob(data).sum(), values
+
+    guide = Guide()
+    init = load(m, guide, state)
+    optimizer = torch.optim.Adam(guide.parameters(), lr=0.05)
+    losses = []
+    for step in range(3):
+        eps = {k: torch.tensor(normal(rng, n)) for k, n in sizes.items()}
+        elbo, values = guide(eps)
+        loss = -elbo
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), values["weights"].sum().item(), values["scales"].min().item()]
+    positive = dist.transform_to(constraints.positive)
+    losses += [positive(guide.raw_scale["locs"]).sum().item(), repr(bijections["noise"]).count("Sigmoid")]
+    return init, losses + summary(guide.parameters())
+
+
+def test_advi_biject_to():
+    compare(advi_biject_to)
