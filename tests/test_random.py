@@ -1405,6 +1405,13 @@ def test_biject_to_and_transform_to_as_torch():
         with pytest.raises(NotImplementedError, match="Cannot transform _Boolean constraints"):
             lib.biject_to(lib.constraints.boolean)
     with pytest.raises(NotImplementedError, match="Cannot transform _LowerCholesky constraints"):
-        D.biject_to(D.constraints.lower_cholesky)
+        D.biject_to(D.constraints.lower_cholesky)  # torch's too: only transform_to has the matrix sets
+    m = np.array([[0.3, 9.0, 9.0], [-0.7, -0.2, 9.0], [0.4, 1.1, 0.5]], dtype=np.float32)
+    for name in ("lower_cholesky", "positive_definite", "positive_semidefinite"):
+        ours, theirs = D.transform_to(getattr(D.constraints, name)), TD.transform_to(getattr(TD.constraints, name))
+        assert repr(ours) == repr(theirs) and ours == type(ours)()
+        y, ry = ours(tnet.tensor(m)), theirs(torch.tensor(m))
+        assert_close(y, ry, 1e-6, f"transform_to({name})")
+        assert_close(ours.inv(y), theirs.inv(ry), 1e-5, f"transform_to({name}).inv")
     from tnet.distributions.constraint_registry import biject_to
     assert biject_to is D.biject_to

@@ -2215,6 +2215,33 @@ class StickBreakingTransform(Transform):
         return Size(tuple(shape[:-1]) + (shape[-1] - 1,))
 
 
+class LowerCholeskyTransform(Transform):
+    """A square matrix to a lower-triangular one with a positive diagonal: its strict lower triangle kept, its
+    diagonal exponentiated, as torch's (not bijective: the upper triangle is dropped)."""
+    __eq__ = _equal_by_class
+    event_dim, codomain = 2, constraints.lower_cholesky
+
+    def _call(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """A square matrix to a positive-definite one, L L^T of its LowerCholeskyTransform; the inverse by a Cholesky
+    factor, as torch's."""
+    __eq__ = _equal_by_class
+    event_dim, codomain = 2, constraints.positive_definite
+
+    def _call(self, x):
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(cholesky(y))
+
+
 def _constraint_kind(constraint):
     """The key of constraint (a Constraint, or a class of them) in a ConstraintRegistry: torch keys by the
     constraint's class, and tnet's sets share classes (_Bounded is real, positive, interval, ...), so a set of
@@ -2285,11 +2312,15 @@ def _to_interval(constraint):
 for _registry, _independent in ((biject_to, _to_independent), (transform_to, _to_independent_any)):
     for _constraint, _factory in ((constraints.real, _to_identity), (constraints.real_vector, _independent),
                                   (constraints.positive, _to_greater_than), (constraints.nonnegative, _to_greater_than),
-                                  (constraints.less_than(0.0), _to_less_than), (constraints.unit_interval, _to_interval),
+                                  (constraints.less_than(0.0), _to_less_than),
+                                  (constraints.unit_interval, _to_interval),
                                   (constraints.half_open_interval(0.0, 1.0), _to_interval)):
         _registry.register(_constraint, _factory)  # each for the sets of _constraint's class, as torch's
 biject_to.register(constraints.simplex, lambda constraint: StickBreakingTransform())
 transform_to.register(constraints.simplex, lambda constraint: SoftmaxTransform())
+transform_to.register(constraints.lower_cholesky, lambda constraint: LowerCholeskyTransform())
+transform_to.register(constraints.positive_definite, lambda constraint: PositiveDefiniteTransform())
+transform_to.register(constraints.positive_semidefinite, lambda constraint: PositiveDefiniteTransform())
 
 
 class TransformedDistribution(Distribution):
@@ -3067,7 +3098,8 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "ComposeTransform", "ConstraintRegistry", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
            "FisherSnedecor",
            "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
-           "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
+           "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "LowerCholeskyTransform",
+           "MixtureSameFamily", "PositiveDefiniteTransform",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
            "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli",
            "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
@@ -3133,7 +3165,8 @@ for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["Expon
                       ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
                       ("constraint_registry", ["ConstraintRegistry", "biject_to", "transform_to"]),
                       ("transforms", ["Transform", "AbsTransform", "AffineTransform", "ComposeTransform",
-                                      "ExpTransform", "IndependentTransform", "PowerTransform", "SigmoidTransform",
+                                      "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
+                                      "PositiveDefiniteTransform", "PowerTransform", "SigmoidTransform",
                                       "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform",
                                       "TanhTransform", "identity_transform"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")
