@@ -9,7 +9,9 @@ IterNorm (whitening by Newton's iterations in a Function with a hand-written bac
 overloads); dasguptar's Tree-LSTM (recursion over Python trees, KLDivLoss on sparse label distributions, Adagrad);
 dreamquark's TabNet (ghost batch norm, GLU blocks, a sparsemax Function, priors); 4uiiurz1's deformable convolution
 v2 (gathered bilinear corners, a legacy backward hook); mean-field ADVI by hand on torch.distributions (supports
-mapped from the reals by biject_to, which tnet lacked until this file). Each runs in tnet, then in torch
+mapped from the reals by biject_to, which tnet lacked until this file); Megvii's YOLOX head with SimOTA label
+assignment (whose topk(k=a 0-d int32 tensor) crashed tnet's sort kernel: integer tensors now pass for ints, as
+torch's parser takes them). Each runs in tnet, then in torch
 from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers,
 agree. Numpy draws what a script draws; shapes are tiny and runs take one or two steps. Batch norms see at least
 three samples: over two, the normalised output hardly depends on the input and its gradient is rounding noise, that
@@ -1755,3 +1757,261 @@ def advi_biject_to(m, state=None):
 
 def test_advi_biject_to():
     compare(advi_biject_to)
+
+
+# (i) Megvii's YOLOX (yolox/models/yolo_head.py, losses.py, utils/boxes.py): the decoupled head's outputs decoded
+# in place (output[..., :2] = (output[..., :2] + grid) * stride, output[..., 2:4] = torch.exp(output[..., 2:4]) *
+# stride) with grids cached in self.grids = [torch.zeros(1)] * n and compared by torch.Size, xin[0].type() strings,
+# torch.zeros(1, n).fill_(stride).type_as(x); get_losses' per-image loop (nlabel by (labels.sum(dim=2) > 0).sum(dim=1),
+# new_zeros targets for an image without labels); get_assignments under @torch.no_grad() with the geometry
+# constraint (stacked center deltas, .min(dim=-1).values), bboxes_iou by broadcast max/min, torch.prod and (tl <
+# br).type(tl.type()), the cls cost under torch.cuda.amp.autocast(enabled=False) with sigmoid_() on .float() copies
+# and binary_cross_entropy of repeats, float(1e6) * (~geometry_relation); simota_matching (a uint8 matching matrix,
+# dynamic ks by topk_ious.sum(1).int() clamped, topk(k=a 0-d tensor, largest=False), matching_matrix[gt_idx][pos_idx]
+# = 1, [:, mask] *= 0, [cost_argmin, mask] = 1, fg_mask[fg_mask.clone()] = fg_mask_inboxes, argmax(0) of a uint8
+# matrix); the IOUloss (giou) and BCEWithLogitsLoss(reduction="none") sums over the foreground count, SGD
+def yolox_simota(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(18)
+    num_classes, strides, width = 3, [8, 16], 4
+
+    def bboxes_iou(bboxes_a, bboxes_b, xyxy=True):
+        if bboxes_a.shape[1] != 4 or bboxes_b.shape[1] != 4:
+            raise IndexError
+        if xyxy:
+            tl = torch.max(bboxes_a[:, None, :2], bboxes_b[:, :2])
+            br = torch.min(bboxes_a[:, None, 2:], bboxes_b[:, 2:])
+            area_a = torch.prod(bboxes_a[:, 2:] - bboxes_a[:, :2], 1)
+            area_b = torch.prod(bboxes_b[:, 2:] - bboxes_b[:, :2], 1)
+        else:
+            tl = torch.max((bboxes_a[:, None, :2] - bboxes_a[:, None, 2:] / 2), (bboxes_b[:, :2] - bboxes_b[:, 2:] / 2))
+            br = torch.min((bboxes_a[:, None, :2] + bboxes_a[:, None, 2:] / 2), (bboxes_b[:, :2] + bboxes_b[:, 2:] / 2))
+            area_a = torch.prod(bboxes_a[:, 2:], 1)
+            area_b = torch.prod(bboxes_b[:, 2:], 1)
+        en = (tl < br).type(tl.type()).prod(dim=2)
+        area_i = torch.prod(br - tl, 2) * en  # * ((tl < br).all())
+        return area_i / (area_a[:, None] + area_b - area_i)
+
+    class IOUloss(nn.Module):
+        def __init__(self, reduction="none", loss_type="iou"):
+            super(IOUloss, self).__init__()
+            self.reduction = reduction
+            self.loss_type = loss_type
+
+        def forward(self, pred, target):
+            assert pred.shape[0] == target.shape[0]
+            pred = pred.view(-1, 4)
+            target = target.view(-1, 4)
+            tl = torch.max((pred[:, :2] - pred[:, 2:] / 2), (target[:, :2] - target[:, 2:] / 2))
+            br = torch.min((pred[:, :2] + pred[:, 2:] / 2), (target[:, :2] + target[:, 2:] / 2))
+            area_p = torch.prod(pred[:, 2:], 1)
+            area_g = torch.prod(target[:, 2:], 1)
+            en = (tl < br).type(tl.type()).prod(dim=1)
+            area_i = torch.prod(br - tl, 1) * en
+            area_u = area_p + area_g - area_i
+            iou = (area_i) / (area_u + 1e-16)
+            if self.loss_type == "iou":
+                loss = 1 - iou ** 2
+            elif self.loss_type == "giou":
+                c_tl = torch.min((pred[:, :2] - pred[:, 2:] / 2), (target[:, :2] - target[:, 2:] / 2))
+                c_br = torch.max((pred[:, :2] + pred[:, 2:] / 2), (target[:, :2] + target[:, 2:] / 2))
+                area_c = torch.prod(c_br - c_tl, 1)
+                giou = iou - (area_c - area_u) / area_c.clamp(1e-16)
+                loss = 1 - giou.clamp(min=-1.0, max=1.0)
+            if self.reduction == "mean":
+                loss = loss.mean()
+            elif self.reduction == "sum":
+                loss = loss.sum()
+            return loss
+
+    class YOLOXHead(nn.Module):
+        def __init__(self, num_classes, strides, in_channels):
+            super().__init__()
+            self.num_classes = num_classes
+            self.strides = strides
+            self.stems = nn.ModuleList([nn.Conv2d(c, width, 1) for c in in_channels])
+            self.cls_convs = nn.ModuleList([nn.Sequential(nn.Conv2d(width, width, 3, padding=1), nn.SiLU())
+                                            for _ in in_channels])
+            self.reg_convs = nn.ModuleList([nn.Sequential(nn.Conv2d(width, width, 3, padding=1), nn.SiLU())
+                                            for _ in in_channels])
+            self.cls_preds = nn.ModuleList([nn.Conv2d(width, num_classes, 1) for _ in in_channels])
+            self.reg_preds = nn.ModuleList([nn.Conv2d(width, 4, 1) for _ in in_channels])
+            self.obj_preds = nn.ModuleList([nn.Conv2d(width, 1, 1) for _ in in_channels])
+            self.bcewithlog_loss = nn.BCEWithLogitsLoss(reduction="none")
+            self.iou_loss = IOUloss(reduction="none", loss_type="giou")
+            self.grids = [torch.zeros(1)] * len(in_channels)
+
+        def forward(self, xin, labels=None, imgs=None):
+            outputs = []
+            x_shifts, y_shifts, expanded_strides = [], [], []
+            for k, (cls_conv, reg_conv, stride_this_level, x) in enumerate(
+                    zip(self.cls_convs, self.reg_convs, self.strides, xin)):
+                x = self.stems[k](x)
+                cls_feat = cls_conv(x)
+                cls_output = self.cls_preds[k](cls_feat)
+                reg_feat = reg_conv(x)
+                reg_output = self.reg_preds[k](reg_feat)
+                obj_output = self.obj_preds[k](reg_feat)
+                output = torch.cat([reg_output, obj_output, cls_output], 1)
+                output, grid = self.get_output_and_grid(output, k, stride_this_level, xin[0].type())
+                x_shifts.append(grid[:, :, 0])
+                y_shifts.append(grid[:, :, 1])
+                expanded_strides.append(torch.zeros(1, grid.shape[1]).fill_(stride_this_level).type_as(xin[0]))
+                outputs.append(output)
+            return self.get_losses(imgs, x_shifts, y_shifts, expanded_strides, labels, torch.cat(outputs, 1),
+                                   dtype=xin[0].dtype)
+
+        def get_output_and_grid(self, output, k, stride, dtype):
+            grid = self.grids[k]
+            batch_size = output.shape[0]
+            n_ch = 5 + self.num_classes
+            hsize, wsize = output.shape[-2:]
+            if grid.shape[2:4] != output.shape[2:4]:
+                yv, xv = torch.meshgrid([torch.arange(hsize), torch.arange(wsize)], indexing="ij")
+                grid = torch.stack((xv, yv), 2).view(1, 1, hsize, wsize, 2).type(dtype)
+                self.grids[k] = grid
+            output = output.view(batch_size, 1, n_ch, hsize, wsize)
+            output = output.permute(0, 1, 3, 4, 2).reshape(batch_size, hsize * wsize, -1)
+            grid = grid.view(1, -1, 2)
+            output[..., :2] = (output[..., :2] + grid) * stride
+            output[..., 2:4] = torch.exp(output[..., 2:4]) * stride
+            return output, grid
+
+        def get_losses(self, imgs, x_shifts, y_shifts, expanded_strides, labels, outputs, dtype):
+            bbox_preds = outputs[:, :, :4]  # [batch, n_anchors_all, 4]
+            obj_preds = outputs[:, :, 4:5]  # [batch, n_anchors_all, 1]
+            cls_preds = outputs[:, :, 5:]  # [batch, n_anchors_all, n_cls]
+            nlabel = (labels.sum(dim=2) > 0).sum(dim=1)  # number of objects
+            total_num_anchors = outputs.shape[1]
+            x_shifts = torch.cat(x_shifts, 1)  # [1, n_anchors_all]
+            y_shifts = torch.cat(y_shifts, 1)  # [1, n_anchors_all]
+            expanded_strides = torch.cat(expanded_strides, 1)
+            cls_targets, reg_targets, obj_targets, fg_masks = [], [], [], []
+            num_fg = 0.0
+            num_gts = 0.0
+            for batch_idx in range(outputs.shape[0]):
+                num_gt = int(nlabel[batch_idx])
+                num_gts += num_gt
+                if num_gt == 0:
+                    cls_target = outputs.new_zeros((0, self.num_classes))
+                    reg_target = outputs.new_zeros((0, 4))
+                    obj_target = outputs.new_zeros((total_num_anchors, 1))
+                    fg_mask = outputs.new_zeros(total_num_anchors).bool()
+                else:
+                    gt_bboxes_per_image = labels[batch_idx, :num_gt, 1:5]
+                    gt_classes = labels[batch_idx, :num_gt, 0]
+                    bboxes_preds_per_image = bbox_preds[batch_idx]
+                    (gt_matched_classes, fg_mask, pred_ious_this_matching, matched_gt_inds, num_fg_img) = \
+                        self.get_assignments(batch_idx, num_gt, gt_bboxes_per_image, gt_classes,
+                                             bboxes_preds_per_image, expanded_strides, x_shifts, y_shifts,
+                                             cls_preds, obj_preds)
+                    torch.cuda.empty_cache()
+                    num_fg += num_fg_img
+                    cls_target = F.one_hot(gt_matched_classes.to(torch.int64), self.num_classes) \
+                        * pred_ious_this_matching.unsqueeze(-1)
+                    obj_target = fg_mask.unsqueeze(-1)
+                    reg_target = gt_bboxes_per_image[matched_gt_inds]
+                cls_targets.append(cls_target)
+                reg_targets.append(reg_target)
+                obj_targets.append(obj_target.to(dtype))
+                fg_masks.append(fg_mask)
+            cls_targets = torch.cat(cls_targets, 0)
+            reg_targets = torch.cat(reg_targets, 0)
+            obj_targets = torch.cat(obj_targets, 0)
+            fg_masks = torch.cat(fg_masks, 0)
+            num_fg = max(num_fg, 1)
+            loss_iou = (self.iou_loss(bbox_preds.view(-1, 4)[fg_masks], reg_targets)).sum() / num_fg
+            loss_obj = (self.bcewithlog_loss(obj_preds.view(-1, 1), obj_targets)).sum() / num_fg
+            loss_cls = (self.bcewithlog_loss(cls_preds.view(-1, self.num_classes)[fg_masks], cls_targets)).sum() / num_fg
+            reg_weight = 5.0
+            loss = reg_weight * loss_iou + loss_obj + loss_cls
+            return loss, reg_weight * loss_iou, loss_obj, loss_cls, num_fg / max(num_gts, 1)
+
+        @torch.no_grad()
+        def get_assignments(self, batch_idx, num_gt, gt_bboxes_per_image, gt_classes, bboxes_preds_per_image,
+                            expanded_strides, x_shifts, y_shifts, cls_preds, obj_preds):
+            fg_mask, geometry_relation = self.get_geometry_constraint(gt_bboxes_per_image, expanded_strides,
+                                                                      x_shifts, y_shifts)
+            bboxes_preds_per_image = bboxes_preds_per_image[fg_mask]
+            cls_preds_ = cls_preds[batch_idx][fg_mask]
+            obj_preds_ = obj_preds[batch_idx][fg_mask]
+            num_in_boxes_anchor = bboxes_preds_per_image.shape[0]
+            pair_wise_ious = bboxes_iou(gt_bboxes_per_image, bboxes_preds_per_image, False)
+            gt_cls_per_image = (F.one_hot(gt_classes.to(torch.int64), self.num_classes).float())
+            pair_wise_ious_loss = -torch.log(pair_wise_ious + 1e-8)
+            with torch.cuda.amp.autocast(enabled=False):
+                cls_preds_ = (cls_preds_.float().sigmoid_() * obj_preds_.float().sigmoid_()).sqrt()
+                pair_wise_cls_loss = F.binary_cross_entropy(
+                    cls_preds_.unsqueeze(0).repeat(num_gt, 1, 1),
+                    gt_cls_per_image.unsqueeze(1).repeat(1, num_in_boxes_anchor, 1), reduction="none").sum(-1)
+            del cls_preds_
+            cost = (pair_wise_cls_loss + 3.0 * pair_wise_ious_loss + float(1e6) * (~geometry_relation))
+            (num_fg, gt_matched_classes, pred_ious_this_matching, matched_gt_inds) = self.simota_matching(
+                cost, pair_wise_ious, gt_classes, num_gt, fg_mask)
+            del pair_wise_cls_loss, cost, pair_wise_ious, pair_wise_ious_loss
+            return gt_matched_classes, fg_mask, pred_ious_this_matching, matched_gt_inds, num_fg
+
+        def get_geometry_constraint(self, gt_bboxes_per_image, expanded_strides, x_shifts, y_shifts):
+            expanded_strides_per_image = expanded_strides[0]
+            x_centers_per_image = ((x_shifts[0] + 0.5) * expanded_strides_per_image).unsqueeze(0)
+            y_centers_per_image = ((y_shifts[0] + 0.5) * expanded_strides_per_image).unsqueeze(0)
+            center_radius = 1.5
+            center_dist = expanded_strides_per_image.unsqueeze(0) * center_radius
+            gt_bboxes_per_image_l = (gt_bboxes_per_image[:, 0:1]) - center_dist
+            gt_bboxes_per_image_r = (gt_bboxes_per_image[:, 0:1]) + center_dist
+            gt_bboxes_per_image_t = (gt_bboxes_per_image[:, 1:2]) - center_dist
+            gt_bboxes_per_image_b = (gt_bboxes_per_image[:, 1:2]) + center_dist
+            c_l = x_centers_per_image - gt_bboxes_per_image_l
+            c_r = gt_bboxes_per_image_r - x_centers_per_image
+            c_t = y_centers_per_image - gt_bboxes_per_image_t
+            c_b = gt_bboxes_per_image_b - y_centers_per_image
+            center_deltas = torch.stack([c_l, c_t, c_r, c_b], 2)
+            is_in_centers = center_deltas.min(dim=-1).values > 0.0
+            anchor_filter = is_in_centers.sum(dim=0) > 0
+            geometry_relation = is_in_centers[:, anchor_filter]
+            return anchor_filter, geometry_relation
+
+        def simota_matching(self, cost, pair_wise_ious, gt_classes, num_gt, fg_mask):
+            matching_matrix = torch.zeros_like(cost, dtype=torch.uint8)
+            n_candidate_k = min(10, pair_wise_ious.size(1))
+            topk_ious, _ = torch.topk(pair_wise_ious, n_candidate_k, dim=1)
+            dynamic_ks = torch.clamp(topk_ious.sum(1).int(), min=1)
+            for gt_idx in range(num_gt):
+                _, pos_idx = torch.topk(cost[gt_idx], k=dynamic_ks[gt_idx], largest=False)
+                matching_matrix[gt_idx][pos_idx] = 1
+            del topk_ious, dynamic_ks, pos_idx
+            anchor_matching_gt = matching_matrix.sum(0)
+            if anchor_matching_gt.max() > 1:  # one anchor matched to several ground truths: keep the cheapest
+                multiple_match_mask = anchor_matching_gt > 1
+                _, cost_argmin = torch.min(cost[:, multiple_match_mask], dim=0)
+                matching_matrix[:, multiple_match_mask] *= 0
+                matching_matrix[cost_argmin, multiple_match_mask] = 1
+            fg_mask_inboxes = anchor_matching_gt > 0
+            num_fg = fg_mask_inboxes.sum().item()
+            fg_mask[fg_mask.clone()] = fg_mask_inboxes
+            matched_gt_inds = matching_matrix[:, fg_mask_inboxes].argmax(0)
+            gt_matched_classes = gt_classes[matched_gt_inds]
+            pred_ious_this_matching = (matching_matrix * pair_wise_ious).sum(0)[fg_mask_inboxes]
+            return num_fg, gt_matched_classes, pred_ious_this_matching, matched_gt_inds
+
+    head = YOLOXHead(num_classes, strides, [3, 5])
+    init = load(m, head, state)
+    optimizer = torch.optim.SGD(head.parameters(), lr=0.01, momentum=0.9, nesterov=True)
+    losses = []
+    for step in range(2):
+        xin = [torch.tensor(normal(rng, 2, 3, 4, 4)), torch.tensor(normal(rng, 2, 5, 2, 2))]
+        labels = np.zeros((2, 3, 5), dtype=np.float32)  # [class, cx, cy, w, h], zero rows padding
+        labels[0, :2] = [[0, 10.0, 12.0, 12.0, 9.0], [2, 22.0, 20.0, 14.0, 16.0]]
+        labels[1, :1] = [[1, 15.0, 17.0, 20.0, 18.0]]
+        labels[:, :, 1:3] += rng.uniform(-2, 2, (2, 3, 2)) * (labels[:, :, 3:4] > 0)
+        loss, loss_iou, loss_obj, loss_cls, fg_ratio = head(xin, torch.tensor(labels))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), loss_iou.item(), loss_obj.item(), loss_cls.item(), fg_ratio]
+    return init, losses + summary(head.parameters())
+
+
+def test_yolox_simota():
+    compare(yolox_simota)
