@@ -1158,3 +1158,21 @@ def test_integer_tensors_of_one_element_pass_for_ints_as_torchs():
                     assert a == b, i
         with pytest.raises(TypeError, match="must be int, not Tensor"):
             lib.topk(v[0, 0], lib.tensor(2.0))
+
+
+def test_numpy_integers_pass_for_layer_sizes_as_torchs():
+    """Sizes computed by numpy (nn.Linear(np.prod(img_shape), 4), a GAN's or a VAE's flattened size) build the
+    layers and run their ops as torch's: Linear, Conv1d/2d, ConvTranspose2d, MaxPool2d, LayerNorm, adaptive pooling."""
+    n = np.int64(3)
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    shapes = []
+    for lib in (tnet, torch):
+        v = lib.tensor(x)
+        shapes.append([lib.nn.Linear(np.prod((2, 2)), n)(v).shape,
+                       lib.nn.Conv2d(np.int64(2), n, n, padding=n // 2)(v).shape,
+                       lib.nn.Conv1d(np.int64(3), 2, np.int64(2), stride=np.int64(2))(v[0]).shape,
+                       lib.nn.ConvTranspose2d(2, n, np.int64(2), stride=np.int64(2))(v).shape,
+                       lib.nn.MaxPool2d(np.int64(2))(v).shape, lib.nn.LayerNorm(np.int64(4))(v).shape,
+                       lib.nn.AdaptiveAvgPool2d((np.int64(1), np.int64(2)))(v).shape,
+                       lib.nn.functional.avg_pool2d(v, np.int64(2), stride=np.int64(1)).shape])
+    assert shapes[0] == shapes[1]
