@@ -114,3 +114,20 @@ def test_set_checkpoint_early_stop_changes_no_gradient(rng):
         y.sum().backward()
         grads.append(t.grad)
     assert_close(grads[0], grads[1], 1e-5, "gradient under set_checkpoint_early_stop(False)")
+
+
+def test_device_states_restore_the_draws():
+    """get_device_states names the devices of its tensor arguments (none on the CPU) with a state each, and
+    set_device_states puts the generator back there: a dropout mask is drawn again alike, as torch's on a GPU."""
+    x = tnet.ones(64)
+    devices, states = checkpoint.get_device_states(x, 3, "a")
+    assert devices == ([] if x.device.type == "cpu" else [x.device.index or 0]) and len(states) == len(devices)
+    assert checkpoint.get_device_states(7) == ([], [])
+    devices, states = checkpoint.get_device_states(x)
+    cpu = tnet.get_rng_state()
+    first = tnet.nn.functional.dropout(x, 0.5)
+    tnet.set_rng_state(cpu)
+    checkpoint.set_device_states(devices, states)
+    again = tnet.nn.functional.dropout(x, 0.5)
+    assert torch.equal(first.memory, again.memory)
+    assert torch_checkpoint.get_device_states(torch.ones(2)) == ([], [])  # torch's on the CPU

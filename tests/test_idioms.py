@@ -1128,3 +1128,51 @@ def test_safe_globals_pytree_and_numpy_force_as_torchs(tmp_path):
                         lib.ones(2, requires_grad=True).numpy(force=True).tolist()))
         lib.serialization.clear_safe_globals()
     assert results[0] == results[1]
+
+
+def test_integer_tensors_of_one_element_pass_for_ints_as_torchs():
+    """torch's argument parser takes an integer tensor of one element (through __index__) where it wants an int:
+    YOLOX's topk(cost, k=dynamic_ks[i], largest=False) with an int32 0-d k, torch.zeros(n, 4) of a count n =
+    mask.sum(), arange(n) (int64), dims, chunks, shifts, pads, steps and bins; a float tensor is no int
+    (TypeError)."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4) % 7
+    t, r = tnet.tensor(x), torch.tensor(x)
+    for lib, v in ((tnet, t), (torch, r)):
+        k32, k = lib.tensor(2, dtype=lib.int32), lib.tensor(1)
+        results = [lib.topk(v[0, 0], k=k32, largest=False).indices, v.topk(k32, dim=k).values,
+                   lib.kthvalue(v[0, 0], k32).values, lib.zeros(k32, 3), lib.arange(k32), lib.full((k,), 2.0),
+                   v.new_zeros(k32), lib.linspace(0, 1, k32 + 1), lib.histc(v, bins=k32 + 1),
+                   v.sum(k), v.sum((k, 2)), v.argmax(k), v.cumsum(k), v.unsqueeze(k32), v.transpose(k, 2),
+                   v.movedim(k, 0), lib.roll(v, k32, k), v.chunk(k32, 2)[1], v.split(k32, 2)[0],
+                   v.flatten(0, k), v.permute(k, 0, 2), v.gather(k, lib.zeros(2, 1, 4, dtype=lib.int64)),
+                   lib.nn.functional.pad(v, (k32, 0)), lib.multinomial(lib.ones(4), k32).shape[0]]
+        if lib is tnet:
+            ours = results
+        else:
+            for i, (a, b) in enumerate(zip(ours, results)):
+                if isinstance(b, torch.Tensor):
+                    assert a.dtype == b.dtype and a.shape == b.shape, (i, a.dtype, b.dtype, a.shape, b.shape)
+                    if i not in (0, 2):  # topk's and kthvalue's ties: values, not indices
+                        assert_close(a, b, 0, f"result {i}")
+                else:
+                    assert a == b, i
+        with pytest.raises(TypeError, match="must be int, not Tensor"):
+            lib.topk(v[0, 0], lib.tensor(2.0))
+
+
+def test_numpy_integers_pass_for_layer_sizes_as_torchs():
+    """Sizes computed by numpy (nn.Linear(np.prod(img_shape), 4), a GAN's or a VAE's flattened size) build the
+    layers and run their ops as torch's: Linear, Conv1d/2d, ConvTranspose2d, MaxPool2d, LayerNorm, adaptive pooling."""
+    n = np.int64(3)
+    x = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4)
+    shapes = []
+    for lib in (tnet, torch):
+        v = lib.tensor(x)
+        shapes.append([lib.nn.Linear(np.prod((2, 2)), n)(v).shape,
+                       lib.nn.Conv2d(np.int64(2), n, n, padding=n // 2)(v).shape,
+                       lib.nn.Conv1d(np.int64(3), 2, np.int64(2), stride=np.int64(2))(v[0]).shape,
+                       lib.nn.ConvTranspose2d(2, n, np.int64(2), stride=np.int64(2))(v).shape,
+                       lib.nn.MaxPool2d(np.int64(2))(v).shape, lib.nn.LayerNorm(np.int64(4))(v).shape,
+                       lib.nn.AdaptiveAvgPool2d((np.int64(1), np.int64(2)))(v).shape,
+                       lib.nn.functional.avg_pool2d(v, np.int64(2), stride=np.int64(1)).shape])
+    assert shapes[0] == shapes[1]

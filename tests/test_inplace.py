@@ -582,3 +582,22 @@ def test_in_place_on_linear_and_matmul_outputs_of_batches_as_torch(rng, ieee):
 
     check(lambda *a: chain(tnet, *a), lambda *a: chain(torch, *a),
           [leaf(rng, 2, 5, 4), leaf(rng, 3, 4), leaf(rng, 3), leaf(rng, 3)], rng)
+
+
+def test_div_in_place_with_a_rounding_mode_as_torchs():
+    """x.div_(other, rounding_mode='floor' or 'trunc'), as torch's: an integer self stays one (a beam search's
+    idx.div_(vocab_size, rounding_mode='floor')), a float self is rounded, a float quotient into an integer self
+    is torch's RuntimeError, and the rounded values pass no gradient."""
+    for mode in ("floor", "trunc"):
+        for a, b in (([5, -5, 7], 2), ([5, -5, 7], [2, 3, -4]), ([5.5, -5.5, 0.5], 2)):
+            ours, theirs = tnet.tensor(a), torch.tensor(a)
+            ours.div_(tnet.tensor(b) if isinstance(b, list) else b, rounding_mode=mode)
+            theirs.div_(torch.tensor(b) if isinstance(b, list) else b, rounding_mode=mode)
+            assert ours.dtype == theirs.dtype and ours.tolist() == theirs.tolist(), (mode, a, b)
+    with pytest.raises(RuntimeError):
+        tnet.tensor([5, 4]).div_(2.5, rounding_mode="floor")
+    x = tnet.tensor([5.0, -3.0], requires_grad=True)
+    y = x * 1
+    y.div_(2, rounding_mode="floor")
+    (y * x).sum().backward()
+    assert x.grad.tolist() == [2.0, -2.0]  # y's own value only: the rounded quotient's gradient is zero

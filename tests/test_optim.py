@@ -199,6 +199,8 @@ def test_state_dict_resumes_exactly(name, rng):
     (lambda p: optim.Adam([p], betas=(1.0, 0.999)), "Adam: invalid betas \\(1.0, 0.999\\)"),
     (lambda p: optim.AdamW([p], betas=(0.9, -0.1)), "AdamW: invalid betas \\(0.9, -0.1\\)"),
     (lambda p: optim.AdamW([p], weight_decay=-0.01), "AdamW: invalid weight_decay value -0.01"),
+    (lambda p: optim.Adam([p], betas=(0, 0.99)), "betas must be either both floats or both Tensors"),
+    (lambda p: optim.AdamW([p], betas=(0.9, tnet.tensor(0.99))), "betas must be either both floats or both Tensors"),
     (lambda p: optim.SGD([]), "SGD: got an empty parameter list"),
     (lambda p: optim.Adam([p * 2]), "Adam: can't optimize a non-leaf Tensor"),
     (lambda p: optim.SGD([{"params": [p]}, {"params": [p]}]), "more than one parameter group"),

@@ -1359,3 +1359,59 @@ def test_dirichlet_and_beta_rsample_are_reparameterized_as_torchs():
     np.testing.assert_allclose(b.grad.numpy(), ref[..., 1].sum(0).numpy(), rtol=1e-4, atol=1e-5)
     draws = D.Dirichlet(tnet.tensor([1.0, 2.0, 5.0])).sample((4000,)).numpy()
     assert np.allclose(draws.mean(0), [0.125, 0.25, 0.625], atol=0.02) and D.Beta(2.0, 3.0).has_rsample
+
+
+def test_biject_to_and_transform_to_as_torch():
+    """distributions.biject_to / transform_to against torch's registries: the transform each set gets (its repr),
+    its forward, inverse and log|det J| on the same values; a factory a user registers for a set's class (by an
+    instance, as torch keys by type) or as a decorator; torch's NotImplementedError for a set with no factory
+    (tnet has no Cholesky or positive-definite transforms: those raise too, where torch's give one)."""
+    D, TD = tnet.distributions, torch.distributions
+    x = np.array([[-1.5, 0.2, 0.7], [0.3, -0.4, 2.0]], dtype=np.float32)
+    for name, args, registry in [("real", None, "biject_to"), ("real_vector", None, "biject_to"),
+                                 ("positive", None, "biject_to"), ("nonnegative", None, "transform_to"),
+                                 ("unit_interval", None, "biject_to"), ("interval", (-1.0, 2.5), "biject_to"),
+                                 ("half_open_interval", (0.5, 3.0), "transform_to"), ("greater_than", (-2.0,), "biject_to"),
+                                 ("greater_than_eq", (1.0,), "transform_to"), ("less_than", (0.5,), "biject_to"),
+                                 ("simplex", None, "biject_to"), ("simplex", None, "transform_to"),
+                                 ("independent", "positive", "biject_to")]:
+        def make(lib):
+            c = getattr(lib.constraints, name)
+            if name == "independent":
+                c = c(getattr(lib.constraints, args), 1)
+            elif args is not None:
+                c = c(*args)
+            return getattr(lib, registry)(c)
+        ours, theirs = make(D), make(TD)
+        assert repr(ours) == repr(theirs), (name, registry)
+        y, ry = ours(tnet.tensor(x)), theirs(torch.tensor(x))
+        assert_close(y, ry, 1e-6, f"{registry}({name})")
+        assert_close(ours.inv(y), theirs.inv(ry), 1e-5, f"{registry}({name}).inv")
+        if theirs.bijective:  # transform_to(simplex), a softmax, has none
+            assert_close(ours.log_abs_det_jacobian(tnet.tensor(x), y), theirs.log_abs_det_jacobian(torch.tensor(x), ry),
+                         1e-5, f"{registry}({name}) log|det J|")
+    for lib in (D, TD):
+        registry = lib.constraint_registry.ConstraintRegistry()
+        registry.register(lib.constraints.positive, lambda c: lib.transforms.SoftplusTransform())
+
+        @registry.register(lib.constraints.real)
+        def _(c):
+            return lib.transforms.TanhTransform()
+
+        assert type(registry(lib.constraints.greater_than(3.0))).__name__ == "SoftplusTransform"
+        assert type(registry(lib.constraints.real)).__name__ == "TanhTransform"
+        with pytest.raises(NotImplementedError, match="Cannot transform _Interval constraints"):
+            registry(lib.constraints.unit_interval)
+        with pytest.raises(NotImplementedError, match="Cannot transform _Boolean constraints"):
+            lib.biject_to(lib.constraints.boolean)
+    with pytest.raises(NotImplementedError, match="Cannot transform _LowerCholesky constraints"):
+        D.biject_to(D.constraints.lower_cholesky)  # torch's too: only transform_to has the matrix sets
+    m = np.array([[0.3, 9.0, 9.0], [-0.7, -0.2, 9.0], [0.4, 1.1, 0.5]], dtype=np.float32)
+    for name in ("lower_cholesky", "positive_definite", "positive_semidefinite"):
+        ours, theirs = D.transform_to(getattr(D.constraints, name)), TD.transform_to(getattr(TD.constraints, name))
+        assert repr(ours) == repr(theirs) and ours == type(ours)()
+        y, ry = ours(tnet.tensor(m)), theirs(torch.tensor(m))
+        assert_close(y, ry, 1e-6, f"transform_to({name})")
+        assert_close(ours.inv(y), theirs.inv(ry), 1e-5, f"transform_to({name}).inv")
+    from tnet.distributions.constraint_registry import biject_to
+    assert biject_to is D.biject_to

@@ -15,6 +15,7 @@ import copy
 import functools
 import inspect
 import math
+import numbers
 import sys
 import types
 import warnings
@@ -2214,6 +2215,114 @@ class StickBreakingTransform(Transform):
         return Size(tuple(shape[:-1]) + (shape[-1] - 1,))
 
 
+class LowerCholeskyTransform(Transform):
+    """A square matrix to a lower-triangular one with a positive diagonal: its strict lower triangle kept, its
+    diagonal exponentiated, as torch's (not bijective: the upper triangle is dropped)."""
+    __eq__ = _equal_by_class
+    event_dim, codomain = 2, constraints.lower_cholesky
+
+    def _call(self, x):
+        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+
+    def _inverse(self, y):
+        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+
+
+class PositiveDefiniteTransform(Transform):
+    """A square matrix to a positive-definite one, L L^T of its LowerCholeskyTransform; the inverse by a Cholesky
+    factor, as torch's."""
+    __eq__ = _equal_by_class
+    event_dim, codomain = 2, constraints.positive_definite
+
+    def _call(self, x):
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(cholesky(y))
+
+
+def _constraint_kind(constraint):
+    """The key of constraint (a Constraint, or a class of them) in a ConstraintRegistry: torch keys by the
+    constraint's class, and tnet's sets share classes (_Bounded is real, positive, interval, ...), so a set of
+    tnet's is keyed by torch's class name (its name's head: "_GreaterThan" for GreaterThan(lower_bound=0.0)), a
+    user's subclass by itself."""
+    if isinstance(constraint, type):
+        return constraint
+    if type(constraint) in (Constraint, _Bounded, _Independent, _Dependent):
+        return "_" + repr(constraint).split("(")[0]
+    return type(constraint)
+
+
+class ConstraintRegistry:
+    """torch.distributions.constraint_registry.ConstraintRegistry: factories from constraints to Transforms,
+    register(constraint, factory) (or as a decorator) and registry(constraint) -> factory(constraint); a
+    constraint with no factory raises torch's NotImplementedError."""
+
+    def __init__(self):
+        self._registry = {}
+
+    def register(self, constraint, factory=None):
+        if factory is None:
+            return lambda factory: self.register(constraint, factory)
+        self._registry[_constraint_kind(constraint)] = factory
+        return factory
+
+    def __call__(self, constraint):
+        kind = _constraint_kind(constraint)
+        if kind not in self._registry:
+            name = kind if isinstance(kind, str) else kind.__name__
+            raise NotImplementedError(f"Cannot transform {name} constraints") from None
+        return self._registry[kind](constraint)
+
+
+# torch's two registries: biject_to(c) a bijection from the reals onto c (for HMC-like samplers that need
+# log|det J|), transform_to(c) any map onto it (for optimizers); torch's factories for the sets whose transforms
+# tnet has (lower_cholesky, corr_cholesky, positive_definite, cat and stack have none here: they raise)
+biject_to, transform_to = ConstraintRegistry(), ConstraintRegistry()
+
+
+def _to_identity(constraint):
+    return identity_transform
+
+
+def _to_independent(constraint):
+    return IndependentTransform(biject_to(constraint.base_constraint), constraint.reinterpreted_batch_ndims)
+
+
+def _to_independent_any(constraint):
+    return IndependentTransform(transform_to(constraint.base_constraint), constraint.reinterpreted_batch_ndims)
+
+
+def _to_greater_than(constraint):
+    return ComposeTransform([ExpTransform(), AffineTransform(constraint.lower_bound, 1)])
+
+
+def _to_less_than(constraint):
+    return ComposeTransform([ExpTransform(), AffineTransform(constraint.upper_bound, -1)])
+
+
+def _to_interval(constraint):
+    lower, upper = constraint.lower_bound, constraint.upper_bound
+    if isinstance(lower, numbers.Number) and lower == 0 and isinstance(upper, numbers.Number) and upper == 1:
+        return SigmoidTransform()
+    return ComposeTransform([SigmoidTransform(), AffineTransform(lower, upper - lower)])
+
+
+for _registry, _independent in ((biject_to, _to_independent), (transform_to, _to_independent_any)):
+    for _constraint, _factory in ((constraints.real, _to_identity), (constraints.real_vector, _independent),
+                                  (constraints.positive, _to_greater_than), (constraints.nonnegative, _to_greater_than),
+                                  (constraints.less_than(0.0), _to_less_than),
+                                  (constraints.unit_interval, _to_interval),
+                                  (constraints.half_open_interval(0.0, 1.0), _to_interval)):
+        _registry.register(_constraint, _factory)  # each for the sets of _constraint's class, as torch's
+biject_to.register(constraints.simplex, lambda constraint: StickBreakingTransform())
+transform_to.register(constraints.simplex, lambda constraint: SoftmaxTransform())
+transform_to.register(constraints.lower_cholesky, lambda constraint: LowerCholeskyTransform())
+transform_to.register(constraints.positive_definite, lambda constraint: PositiveDefiniteTransform())
+transform_to.register(constraints.positive_semidefinite, lambda constraint: PositiveDefiniteTransform())
+
+
 class TransformedDistribution(Distribution):
     """torch's TransformedDistribution(base_distribution, transforms) for transforms that keep the
     shape (torch's element-wise ones and AffineTransform): samples go through the transforms in
@@ -2986,15 +3095,17 @@ def _kl_uniform_pareto(p, q):
 
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
-           "ComposeTransform", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
+           "ComposeTransform", "ConstraintRegistry", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
            "FisherSnedecor",
            "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
-           "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "MixtureSameFamily",
+           "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "LowerCholeskyTransform",
+           "MixtureSameFamily", "PositiveDefiniteTransform",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
            "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli",
            "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform",
            "StickBreakingTransform", "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
-           "VonMises", "Weibull", "constraints", "identity_transform", "kl_divergence", "register_kl"]
+           "VonMises", "Weibull", "biject_to", "constraints", "identity_transform", "kl_divergence", "register_kl",
+           "transform_to"]
 
 class lazy_property:
     """torch.distributions.utils.lazy_property: a method computed at its first read, then stored on the instance
@@ -3052,8 +3163,10 @@ for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["Expon
                       ("von_mises", ["VonMises"]), ("fishersnedecor", ["FisherSnedecor"]),
                       ("generalized_pareto", ["GeneralizedPareto"]),
                       ("lowrank_multivariate_normal", ["LowRankMultivariateNormal"]),
+                      ("constraint_registry", ["ConstraintRegistry", "biject_to", "transform_to"]),
                       ("transforms", ["Transform", "AbsTransform", "AffineTransform", "ComposeTransform",
-                                      "ExpTransform", "IndependentTransform", "PowerTransform", "SigmoidTransform",
+                                      "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
+                                      "PositiveDefiniteTransform", "PowerTransform", "SigmoidTransform",
                                       "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform",
                                       "TanhTransform", "identity_transform"])):
     _module = types.ModuleType(f"{__name__}.{_name}", f"torch.distributions.{_name}'s {', '.join(_names)}")

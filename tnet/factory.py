@@ -15,7 +15,7 @@ import torch
 from ._device import DEVICE
 from .kernels import random as _random
 from .kernels.launch import INTEGERS, InputError, InputTypeError, check
-from .tensor import Tensor, as_storage, check_dtype, check_factory_device
+from .tensor import Tensor, as_int, as_storage, check_dtype, check_factory_device
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
 DEFAULT_SEED = 67280421310721  # torch's default generator's seed
@@ -181,6 +181,7 @@ def _size(name, size, keyword=None):
         raise InputTypeError(f'{name}() missing 1 required positional arguments: "size"')
     if len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
         size = tuple(size[0])
+    size = tuple(as_int(s) for s in size)  # integer tensors of one element are ints to torch's parser
     if not all(isinstance(s, int) and not isinstance(s, bool) for s in size):
         raise InputTypeError(f"{name}: sizes must be ints, got {size}")
     if not all(s >= 0 for s in size):
@@ -414,6 +415,8 @@ def arange(*bounds, start=None, end=None, step=None, dtype=None, layout=torch.st
         given["start"] = 0
     start, end, step = given["start"], given["end"], given.get("step")
     step = 1 if step is None else step
+    # a 0-d tensor bound is its number, an int where its dtype is an integer's (torch.arange(n) of a count n)
+    start, end, step = (v.item() if isinstance(v, Tensor) else v for v in (start, end, step))
     if not all(math.isfinite(v) for v in (start, end)):
         raise InputError(f"arange: unsupported range: {start} -> {end}")
     if step == 0:
@@ -455,16 +458,19 @@ def linspace(start, end, steps, dtype=None, layout=torch.strided, device=None, r
     """steps values from start to end, evenly spaced (computed on the host in float64), as torch.linspace."""
     check_factory_device("linspace", device)
     check_layout("linspace", layout)
-    _check_steps("linspace", steps)
+    steps = _check_steps("linspace", steps)
     return _leaf("linspace", as_storage(np.linspace(start, end, steps), dtype or float32), requires_grad)
 
 
 def _check_steps(name, steps):
-    """linspace's and logspace's count, as torch checks it: an int (TypeError), not negative (RuntimeError)."""
+    """linspace's and logspace's count, as torch checks it: an int (TypeError; an integer tensor of one element is
+    one), not negative (RuntimeError). Returns it as an int."""
+    steps = as_int(steps)
     if not isinstance(steps, int) or isinstance(steps, bool):
         raise InputTypeError(f"{name}: steps must be an int, got {steps!r}")
     if steps < 0:
         raise InputError(f"{name}: number of steps must be non-negative, got {steps}")
+    return steps
 
 
 def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layout=torch.strided, device=None,
@@ -582,7 +588,7 @@ def logspace(start, end, steps, base=10.0, dtype=None, layout=torch.strided, dev
     if not isinstance(base, numbers.Real):
         raise InputTypeError(f"logspace(): argument 'base' must be float, not {type(base).__name__}")
     check_factory_device("logspace", device)
-    _check_steps("logspace", steps)
+    steps = _check_steps("logspace", steps)
     return _leaf("logspace", as_storage(float(base) ** np.linspace(start, end, steps), dtype or float32), requires_grad)
 
 

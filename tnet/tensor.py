@@ -17,6 +17,7 @@ import functools
 import inspect
 import itertools
 import numbers
+import operator
 
 import numpy as np
 import torch
@@ -996,8 +997,22 @@ def in_layout(g, like):
     return g.contiguous(memory_format=memory_format(is_channels_last(like)))  # g itself if already so
 
 
+def as_int(v):
+    """v as a Python int where torch's argument parser takes it for one: an integer (or bool) tensor of one element
+    or a numpy integer, through __index__ (a host read: YOLOX's topk(k=dynamic_ks[i]), torch.zeros(n, 4) of a count
+    n = mask.sum()); anything else as it is, for the caller's own type check (a float tensor, as torch's, is no int)."""
+    if type(v) is int or not isinstance(v, (Tensor, np.integer)):
+        return v
+    try:
+        return operator.index(v)
+    except TypeError:
+        return v
+
+
 def dim_index(dim, ndim):
-    """dim in [0, ndim), from torch's range [-ndim, ndim) (a 0-d tensor takes 0 and -1)."""
+    """dim in [0, ndim), from torch's range [-ndim, ndim) (a 0-d tensor takes 0 and -1); an integer tensor of one
+    element is taken for the int, as torch's parser takes it."""
+    dim = as_int(dim)
     top = max(ndim, 1)
     if dim is None or isinstance(dim, str):  # torch 2.13's parser raises TypeError, 2.11's dimension names RuntimeError
         raise InputTypeError(f"dim must be an int, got {dim!r}")

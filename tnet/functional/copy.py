@@ -26,7 +26,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
 from ..kernels.launch import as_value_of, at_least, check_batch_only_empty, no_host_read, pair
-from ..tensor import (Tensor, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
+from ..tensor import (Tensor, as_int, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
 from .pad import pad
@@ -472,7 +472,7 @@ def movedim(input, source, destination):
     """input with dims `source` moved to positions `destination` (ints or sequences; a view)."""
     check_tensors("movedim", input=input)
     n = input.ndim
-    src, dst = ([*v] if isinstance(v, (tuple, list)) else [v] for v in (source, destination))
+    src, dst = ([*map(as_int, v)] if isinstance(v, (tuple, list)) else [as_int(v)] for v in (source, destination))
     check_type(all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in src + dst),  # before ranges
                lambda: f"movedim() received an invalid combination of arguments - got (Tensor, "
                        f"{type(source).__name__}, {type(destination).__name__}), but expected ints or tuples of ints")
@@ -491,6 +491,7 @@ def movedim(input, source, destination):
 def transpose(input, dim0, dim1):
     """input with dims dim0 and dim1 swapped (a view)."""
     check_tensors("transpose", input=input)
+    dim0, dim1 = as_int(dim0), as_int(dim1)
     y = input.memory.transpose(dim0, dim1)
     return _rearranged("transpose", input, y, lambda g: g.transpose(dim0, dim1))
 
@@ -517,7 +518,7 @@ def squeeze(input, dim=ABSENT):
 def unsqueeze(input, dim):
     """input with a dim of size 1 inserted at dim (a view)."""
     check_tensors("unsqueeze", input=input)
-    return _rearranged("unsqueeze", input, input.memory.unsqueeze(dim), lambda g: g.reshape(input.shape))
+    return _rearranged("unsqueeze", input, input.memory.unsqueeze(as_int(dim)), lambda g: g.reshape(input.shape))
 
 
 def expand(input, *sizes, size=None):
@@ -614,7 +615,8 @@ def roll(input, shifts, dims=None):
     """input's elements shifted along dims (dims=None: the flattened input's, then the shape
     restored), those that leave one end coming back at the other, as torch.roll: narrow and cat."""
     check_tensors("roll", input=input)
-    shifts = [shifts] if isinstance(shifts, numbers.Integral) else list(shifts)
+    shifts, dims = as_int(shifts), as_int(dims)
+    shifts = [shifts] if isinstance(shifts, numbers.Integral) else [as_int(v) for v in shifts]
     if dims is None:
         check(len(shifts) == 1, lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
         return reshape(roll(reshape(input, -1), shifts, 0), input.shape)
@@ -673,6 +675,7 @@ def split(tensor, split_size_or_sections, dim=0):
     """tensor in pieces along dim, each a view: of split_size_or_sections elements each (an int;
     the last may be smaller) or of the listed sizes."""
     check_args("split", "int", dim=dim)
+    split_size_or_sections = as_int(split_size_or_sections)
     if isinstance(split_size_or_sections, numbers.Integral):  # a negative size before the dim's range, as torch's
         check(split_size_or_sections >= 0,
               lambda: f"split expects split_size be non-negative, but got split_size={split_size_or_sections}")
@@ -741,6 +744,7 @@ def chunk(input, chunks, dim=0):
     """input in `chunks` pieces along dim (views) of ceil(size / chunks) elements, the last smaller;
     fewer pieces where that covers the dim (torch's rule)."""
     check_args("chunk", "int", chunks=chunks, dim=dim)
+    chunks = as_int(chunks)
     check(chunks > 0, lambda: f"chunk expects `chunks` to be greater than 0, got: {chunks}")  # before the dim, as torch's
     d, size = _split_dim("chunk", input, dim)
     if size == 0:

@@ -8,7 +8,7 @@ import torch
 
 from ..kernels import pointwise as _pw
 from ..kernels.launch import InputDtypeError, check
-from ..tensor import Tensor, dim_index
+from ..tensor import Tensor, as_int, dim_index
 from .inputs import check_args, check_tensors
 
 
@@ -86,6 +86,7 @@ def histc(input, bins=100, min=0, max=0):
     own min and max), those outside left out, the last bin closed, as torch.histc; in input's float
     dtype. Computed on the host, in float32: a sync."""
     check_args("histc", "int", bins=bins)
+    bins = as_int(bins)
     check_args("histc", "float", min=min, max=max)
     check_tensors("histc", input=input)
     if not input.memory.is_floating_point():

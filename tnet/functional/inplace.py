@@ -191,9 +191,15 @@ def mul_(self, other):
     return _binary("mul_", mul, self, other, keeps_self=needs_grad(other)[0])
 
 
-def div_(self, other):
-    """self /= other (true division: an integer self raises, as torch)."""
-    return _binary("div_", div, self, other, keeps_self=needs_grad(other)[0], result_kind=2)
+def div_(self, other, *, rounding_mode=None):
+    """self /= other (true division: an integer self raises, as torch); rounding_mode 'trunc' or 'floor' rounds
+    the quotient as div's, an integer self staying one (a beam search's idx.div_(vocab, rounding_mode='floor'))."""
+    if rounding_mode is None:
+        return _binary("div_", div, self, other, keeps_self=needs_grad(other)[0], result_kind=2)
+
+    def rounded(a, b):
+        return div(a, b, rounding_mode=rounding_mode)
+    return _binary("div_", rounded, self, other, keeps_self=True)
 
 
 def _unary(name, op, keeps_self=False):

@@ -36,9 +36,10 @@ def check_tensors(name, **xs):
             raise InputTypeError(f"{name}: {arg} must be a tnet.Tensor, got {type(x).__name__}")
 
 
-_KINDS = {  # torch's argument parser: a bool is no int; a tensor passes for an int or a number (its item)
+_KINDS = {  # torch's argument parser: a bool is no int; a tensor passes for a number (its item), an integer one for an int
     "bool": lambda v: isinstance(v, bool),
-    "int": lambda v: isinstance(v, (numbers.Integral, Tensor)) and not isinstance(v, bool),
+    "int": lambda v: (isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                      or isinstance(v, Tensor) and not v.is_floating_point()),
     "float": lambda v: isinstance(v, (numbers.Real, Tensor)),
     "str": lambda v: isinstance(v, str),
     "Tensor": lambda v: v is None or isinstance(v, Tensor),  # an optional tensor argument

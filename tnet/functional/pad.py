@@ -3,7 +3,7 @@ import torch
 
 from ..kernels import pad as _pad
 from ..kernels.launch import check, check_type
-from ..tensor import Tensor, linear_graph, record
+from ..tensor import Tensor, as_int, linear_graph, record
 from .inputs import check_args, check_tensors
 
 
@@ -15,6 +15,8 @@ def pad(input, pad, mode="constant", value=None):
     every output element an input element was copied to, in a fixed order. The output is dense in
     input's layout."""
     check_tensors("pad", input=input)
+    if isinstance(pad, (tuple, list)):
+        pad = type(pad)(as_int(p) for p in pad)
     check_type(isinstance(mode, str), lambda: f"pad(): argument 'mode' must be str, not {type(mode).__name__}")
     if value is not None:
         check_args("pad", "float", value=value)

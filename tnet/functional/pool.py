@@ -13,7 +13,8 @@ from ..kernels import pool as _pool
 from ..kernels.copy import copy_
 from ..kernels import pointwise as _pw
 from ..kernels.launch import (InputIndexError, at_least, check, check_batch_only_empty, dense, is_channels_last,
-                              is_flat, keeps_channels_last, ntuple, out_size, pair, single, sizes_type, triple)
+                              is_flat, keeps_channels_last, ntuple, out_size, pair, plain_ints, single, sizes_type,
+                              triple)
 from ..tensor import Tensor, as_storage, in_layout, linear_graph, record, tensor
 from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, stack, unsqueeze
 from .pad import pad
@@ -29,6 +30,7 @@ def pool_args(name, kernel_size, stride, padding, expand_one=True):
     name = name if "_" in name else f"{name}_pool2d"
     kernel = pair(kernel_size, f"{name}: kernel_size", None, expand_one)  # every type before any value, as torch's
     # [] is no stride, as torch's
+    stride = plain_ints(stride)
     stride = kernel if stride is None or stride == [] or stride == () else pair(stride, f"{name}: stride", None, expand_one)
     padding = pair(padding, f"{name}: padding", None, expand_one)
     return (at_least(kernel, f"{name}: kernel_size", 1), at_least(stride, f"{name}: stride", 1),
@@ -38,7 +40,7 @@ def pool_args(name, kernel_size, stride, padding, expand_one=True):
 def arg_types(name, n, kernel_size, stride, padding, **flags):
     """torch's argument parser's TypeErrors for a pooling of n dims (sizes: an int or ints; flags: bools),
     which it raises before any check of the input's rank or of a value."""
-    for arg, v in (("kernel_size", kernel_size), ("stride", stride), ("padding", padding)):
+    for arg, v in (("kernel_size", kernel_size), ("stride", plain_ints(stride)), ("padding", padding)):
         if arg != "stride" or v not in (None, [], ()):  # no stride: the kernel's
             sizes_type(v, n, f"{name}: {arg}")
     check_args(name, "bool", **flags)
@@ -324,6 +326,7 @@ def _adaptive(mode, input, output_size, batch_dims=1):
     name = f"adaptive_{mode}_pool2d"
     check_tensors(name, input=input)
     check(input.ndim in (3, 4), lambda: f"{name}: expected a 3-D or 4-D input, got {input.shape}")
+    output_size = plain_ints(output_size)
     size = (output_size, output_size) if output_size is None or isinstance(output_size, int) else tuple(output_size)
     check(len(size) == 2, lambda: f"{name}: output_size must be an int or a pair, got {output_size!r}")
     OH, OW = (input.shape[-2 + i] if s is None else s for i, s in enumerate(size))

@@ -13,7 +13,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_
 from ..kernels.launch import check, check_type, is_flat
-from ..tensor import Tensor, in_layout, linear_graph, record, record_composed
+from ..tensor import Tensor, as_int, in_layout, linear_graph, record, record_composed
 from .inputs import check_args, check_tensors
 from .copy import scatter
 from .pointwise import add, clamp_min, div, le, leaky_relu, log, log1p, mul, neg, sub, where
@@ -243,6 +243,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     the host (a sync: the weights are read back) by numpy from the stream tnet.manual_seed reseeds
     (or generator, a numpy Generator): other numbers than torch's."""
     check_tensors("multinomial", input=input)
+    num_samples = as_int(num_samples)
     check(input.ndim in (1, 2), lambda: f"prob_dist must be 1 or 2 dim, got {input.ndim}")
     check(input.memory.is_floating_point(), lambda: f"multinomial only supports floating-point dtypes for input, got: {input.dtype}")
     check(num_samples > 0, "cannot sample n_sample <= 0 samples")

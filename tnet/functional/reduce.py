@@ -15,7 +15,7 @@ from ..kernels import sort as _sort
 from ..kernels.copy import copy_
 from ..kernels.launch import (DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check,
                               check_flag, check_float, check_type, is_channels_last, raise_flagged)
-from ..tensor import (Tensor, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record,
+from ..tensor import (Tensor, as_int, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record,
                       record_composed)
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names, write_out
@@ -32,7 +32,7 @@ def _dims(name, input, dim, keepdim=False):
     n = input.ndim
     if dim is None:  # the common case: all of them
         return tuple(range(n))
-    dims = list(dim) if isinstance(dim, (tuple, list)) else [dim]
+    dims = [as_int(d) for d in dim] if isinstance(dim, (tuple, list)) else [as_int(dim)]
     out = []
     for d in dims:
         if not isinstance(d, numbers.Integral):
@@ -126,6 +126,7 @@ def _max_dims(name, input, dim, keepdim=False):
     argmax and argmin, as torch) and name an axis of nonzero size (IndexError); the other axes may
     be empty."""
     check_tensors(name, input=input)
+    dim = as_int(dim)
     check_type(dim is None or isinstance(dim, numbers.Integral), lambda: f"{name}: dim must be an int or None, got {dim!r}")
     _dims(name, input, (), keepdim)  # keepdim's type first
     if dim is None:
@@ -256,6 +257,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     torch's, zeros included: g times the product of the other elements of the slice (g * prod / x
     where the input holds no zero)."""
     check_tensors("prod", input=input)
+    dim = as_int(dim)
     check_type(dim is None or isinstance(dim, numbers.Integral), lambda: f"prod: dim must be an int or None, got {dim!r}")
     if dtype is not None:
         input = input.to(dtype)

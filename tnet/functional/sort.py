@@ -13,7 +13,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import sort as _sort
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputIndexError, InputTypeError, check, no_host_read, not_implemented
-from ..tensor import Tensor, dim_index, linear_graph, no_grad, record, tensor
+from ..tensor import Tensor, as_int, dim_index, linear_graph, no_grad, record, tensor
 from .copy import (add_at, cat, clone, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
                    take_along_dim, to, unsqueeze)
 from .gemm import cov, tensordot
@@ -77,6 +77,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     check_tensors("topk", input=input)
     check_args("topk", "int", k=k, dim=dim)
     check_args("topk", "bool", largest=largest, sorted=sorted)
+    k = as_int(k)
     d = dim_index(dim, input.ndim)  # its range before k's, a 0-d input's too (0 or -1), as torch's
     n = input.shape[d] if input.ndim else 1
     check(0 <= k <= n, "topk: selected index k out of range")
@@ -242,6 +243,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     as torch.kthvalue (NaN the largest), by a stable sort. The gradient goes to that element."""
     check_tensors("kthvalue", input=input)
     check_args("kthvalue", "int", k=k)
+    k = as_int(k)
     _check_dim("kthvalue", input, dim, keepdim)
     if input.ndim == 0:
         dim_index(dim, 0)

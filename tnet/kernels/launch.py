@@ -192,9 +192,18 @@ def triple(v, name, least=0, expand_one=False):
     return ntuple(v, 3, name, least, expand_one)
 
 
+def plain_ints(v):
+    """v with numpy's integers (np.int64 sizes from np.prod) as Python ints, itself or in a tuple or list: torch's
+    parser takes any integer for an int."""
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool):
+        return int(v)
+    return type(v)(plain_ints(i) for i in v) if isinstance(v, (tuple, list)) else v
+
+
 def ntuple(v, n, name, least=0, expand_one=False):
     """n ints from an int or a sequence of n (or of one, with expand_one): pair's rule for n sizes."""
     words = {2: "a pair", 3: "a triple"}.get(n, f"{n}")
+    v = plain_ints(v)
     sizes_type(v, n, name)
     v = (v,) * n if isinstance(v, int) else tuple(v) * (n if expand_one and len(v) == 1 else 1)
     check(len(v) == n, f"{name} must be an int or {words} of ints, got {v}")
@@ -203,7 +212,8 @@ def ntuple(v, n, name, least=0, expand_one=False):
 
 def sizes_type(v, n, name):
     """torch's argument parser's TypeError for a list of n ints (an int, or a tuple or list of ints; a
-    bool is no int), which it raises before any check of the input or the values."""
+    bool is no int; numpy's integers are), which it raises before any check of the input or the values."""
+    v = plain_ints(v)
     if not isinstance(v, (int, tuple, list)) or isinstance(v, bool) \
             or not isinstance(v, int) and not all(isinstance(i, int) and not isinstance(i, bool) for i in v):
         words = {2: "a pair", 3: "a triple"}.get(n, f"{n}")
@@ -212,7 +222,7 @@ def sizes_type(v, n, name):
 
 def single(v, name, least=0):
     """v for an int v or a 1-tuple of one (torch's _single), at least `least` (None: see at_least)."""
-    v = v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v
+    v = plain_ints(v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v)
     if not isinstance(v, int) or isinstance(v, bool):
         raise InputTypeError(f"{name} must be an int, got {v!r}")
     return at_least(v, name, least)

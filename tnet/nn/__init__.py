@@ -16,7 +16,7 @@ from .. import functional as F
 from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..functional.inputs import legacy_reduction
-from ..kernels.launch import InputTypeError, check, dense, ntuple, pair, single, triple
+from ..kernels.launch import InputTypeError, check, dense, ntuple, pair, plain_ints, single, triple
 from ..factory import init_generator
 from ..tensor import (Tensor, add_hook, as_storage, check_factory_device, gate, hooks_of, is_grad_enabled, memory_of,
                       tensor)
@@ -1178,6 +1178,7 @@ class Conv2d(_ConvNd):
                  bias=True, padding_mode="zeros", device=None, dtype=None, *, weight_filler=None,
                  bias_filler=None, rng=None, bias_lr_mult=1.0):
         super().__init__()
+        in_channels, out_channels, groups = plain_ints(in_channels), plain_ints(out_channels), plain_ints(groups)
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels)):
             check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
                   lambda: f"Conv2d: {arg} must be a positive int, got {v!r}")
@@ -1242,6 +1243,7 @@ class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
                  weight_filler=None, bias_filler=None, rng=None, bias_lr_mult=1.0):
         super().__init__()
+        in_features, out_features = plain_ints(in_features), plain_ints(out_features)
         for arg, v in (("in_features", in_features), ("out_features", out_features)):
             if not isinstance(v, int) or isinstance(v, bool):  # torch's TypeError (its empty() refuses a float size)
                 raise InputTypeError(f"Linear: {arg} must be an int, got {v!r}")
@@ -1556,6 +1558,7 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
         factory_args(type(self).__name__, device, dtype)
+        normalized_shape = plain_ints(normalized_shape)
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
@@ -1580,6 +1583,7 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
         super().__init__()
         factory_args(type(self).__name__, device, dtype)
+        normalized_shape = plain_ints(normalized_shape)
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine

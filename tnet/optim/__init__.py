@@ -489,6 +489,9 @@ class Adam(Optimizer):
                                   "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
                                   "capturable": capturable, "differentiable": differentiable, "fused": fused,
                                   "decoupled_weight_decay": decoupled_weight_decay})
+        # torch's Adam and AdamW (not its other Adam-like optimizers) refuse betas of mixed types: (0, 0.99) raises
+        if not (all(isinstance(b, float) for b in betas[:2]) or all(isinstance(b, Tensor) for b in betas[:2])):
+            raise ValueError("betas must be either both floats or both Tensors")
 
     def _validate(self, group):
         super()._validate(group)

@@ -13,7 +13,7 @@ is kept as it is: the same results and gradients, without the memory saving."""
 import contextlib
 
 from .. import amp
-from ..factory import rng_state
+from ..factory import get_rng_state, rng_state, set_rng_state
 from ..tensor import Tensor, enable_grad, is_grad_enabled, record, run_backward, tape_mark
 
 
@@ -78,6 +78,20 @@ def set_checkpoint_early_stop(enable):
     made: accepted and changes nothing, as tnet's checkpoint always recomputes function whole (the
     same gradients either way; torch's early stop saves time, not numbers)."""
     yield
+
+
+def get_device_states(*args):
+    """torch.utils.checkpoint.get_device_states: the indices of the devices that the tensors among args are on (not
+    the CPU's) and the draw generator's state for each, which set_device_states restores (lucidrains' reversible
+    layers record them beside torch.get_rng_state()). tnet has one generator: each state is get_rng_state()'s."""
+    devices = sorted({a.device.index or 0 for a in args if isinstance(a, Tensor) and a.device.type not in ("cpu", "meta")})
+    return devices, [get_rng_state() for _ in devices]
+
+
+def set_device_states(devices, states, *, device_type=None):
+    """torch.utils.checkpoint.set_device_states: the draw generator back at the states get_device_states gave."""
+    for state in states:
+        set_rng_state(state)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
