@@ -1780,3 +1780,12 @@ def test_seeds_145_148_as_torch(call):
     lambda m, f, t: m.cumulative_trapezoid(t([1.0, 2.0, 4.0]), x=t([0.0, 1.0, 3.0]))])
 def test_trapezoid_spacing_arguments_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 256-318
+    # baddbmm with no terms takes batch2's dtype, and torch copies input into it before beta scales it: 1e5 to
+    # float16 is inf (seed 314, case 378: tnet scaled in float32 first, 5e4)
+    lambda m, f, t: m.baddbmm(t([[[1e5, 3.0]]]), m.ones(1, 1, 0), m.ones(1, 0, 2, dtype=torch.float16), beta=0.5),
+    lambda m, f, t: m.baddbmm(t([[[1e5, -7e4]]]), m.ones(1, 1, 0), m.ones(1, 0, 2, dtype=torch.bfloat16), beta=2)])
+def test_seeds_256_318_as_torch(call):
+    _same_outcome(call)

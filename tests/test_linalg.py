@@ -433,6 +433,28 @@ def test_inverse_solve_and_det_of_a_nan_matrix_are_nan_as_torch(a):
         np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-6)
 
 
+@pytest.mark.parametrize("a", [[[-0.0]], [[0.0, 1.0], [0.0, 1.0]], [[0.0, 0.0], [0.0, -2.0]],
+                               [[1.0, 1.0, 0.0], [np.inf, 0.0, 1.0], [0.0, 1.0, 1.0]]])
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_det_and_slogdet_factor_as_torch(a, contiguous):
+    """torch's det and slogdet multiply out the LU of A^T where A is contiguous, of A otherwise: a zero's sign
+    and an inf beside a zero pivot follow (det([[-0.0]]) is -0.0, so logdet's gradient there is -inf; fuzz seed
+    300, case 406), and slogdet's sign of -0.0 is +0."""
+    a = np.array(a, np.float32)
+    x, r = tnet.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    xs, rs = (x, r) if contiguous else (x.mT.contiguous().mT, r.mT.contiguous().mT)
+    pairs = [(tnet.linalg.det(xs), torch.linalg.det(rs)), (tnet.logdet(xs), torch.logdet(rs))]
+    pairs += list(zip(tnet.linalg.slogdet(xs), torch.linalg.slogdet(rs)))
+    for got, ref in pairs:
+        got, ref = got.detach().numpy(), ref.detach().numpy()
+        np.testing.assert_array_equal(got, ref)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
+    if a.shape == (1, 1):
+        tnet.logdet(xs).backward()
+        torch.logdet(rs).backward()
+        assert x.grad.tolist() == r.grad.tolist() == [[-np.inf]]
+
+
 @pytest.mark.parametrize("shape", [(7, 5), (5, 7), (2, 7, 5)])
 def test_svd_and_pca_lowrank_as_torch(shape, rng):
     """svd_lowrank and pca_lowrank of a matrix of rank 3 at q = 4: torch's singular values and shapes whatever the

@@ -2,6 +2,7 @@
 randn and manual_seed; dropout (functional/random.py, nn.Dropout): its mask, scale and gradient
 in every layout and dtype, and fresh masks in a replayed CUDA graph."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -468,6 +469,33 @@ def test_validate_args_raises_as_torch(case):
     for lib in (tnet, torch):
         with pytest.raises(ValueError):
             lib.distributions.Distribution.set_default_validate_args("yes")
+
+
+EMPTY_BATCHES = [  # (law's constructor, validate_args' outcome: None where it constructs)
+    (lambda d, t: d.Beta(t([]), t([])), "[0, -1]"), (lambda d, t: d.Beta(t([[], []]), 1.0), "[2, 0, -1]"),
+    (lambda d, t: d.Dirichlet(t([[]]).reshape(0, 3)), "[0, -1]"), (lambda d, t: d.Dirichlet(t([[], []])), None),
+    (lambda d, t: d.MultivariateNormal(t([[]]).reshape(0, 2), t([[1.0, 0.0], [0.0, 1.0]])), "[0, -1]"),
+    (lambda d, t: d.Categorical(logits=t([[]]).reshape(0, 3)), "[0, -1]"),
+    (lambda d, t: d.Categorical(probs=t([[]]).reshape(0, 3)), None)]
+
+
+@pytest.mark.parametrize("case", range(len(EMPTY_BATCHES)))
+def test_validate_args_of_an_empty_batch_as_torch(case):
+    """torch's independent constraint (Dirichlet's concentration, Beta's Dirichlet, MultivariateNormal's loc,
+    Categorical's logits) reshapes its check to batch_shape + (-1,), which torch refuses with a RuntimeError
+    where the batch holds a 0 (fuzz seed 264, case 338); an empty event, or validate_args=False, constructs."""
+    make, shape = EMPTY_BATCHES[case]
+    for lib in (torch, tnet):
+        if shape is None:
+            make(lib.distributions, lib.tensor)
+            continue
+        with pytest.raises(RuntimeError, match=re.escape(f"into shape {shape} because")):
+            make(lib.distributions, lib.tensor)
+    tnet.distributions.Distribution.set_default_validate_args(False)
+    try:
+        make(tnet.distributions, tnet.tensor)
+    finally:
+        tnet.distributions.Distribution.set_default_validate_args(True)
 
 
 def test_compile_turns_validate_args_off_as_torch(monkeypatch):

@@ -169,7 +169,20 @@ class _Independent(Constraint):
         return result.reshape(tuple(result.shape[:result.ndim - n]) + (-1,)).all(-1) if n else result
 
     def _holds(self, value):
+        if self.reinterpreted_batch_ndims:  # check's reshape, which torch refuses for an empty batch
+            shape = tuple(value.shape)[:value.ndim - self.base_constraint.event_dim]
+            _refuse_an_empty_batch(shape[:len(shape) - self.reinterpreted_batch_ndims])
         return self.base_constraint._holds(value)
+
+
+def _refuse_an_empty_batch(batch_shape):
+    """torch's independent constraint reshapes check's result to batch_shape + (-1,), a reshape torch refuses
+    where batch_shape holds a 0 (the -1 is ambiguous): validate_args raises its RuntimeError for such a
+    parameter or value (Dirichlet's or MultivariateNormal's of an empty batch, and Beta's, a Dirichlet in
+    torch)."""
+    if 0 in batch_shape:
+        raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(batch_shape) + [-1]} because the "
+                           "unspecified dimension size -1 can be any value and is ambiguous")
 
 
 def _square(v):
@@ -908,6 +921,8 @@ class Beta(ExponentialFamily):
         self._given = _broadcast_all(concentration1, concentration0)
         host = lambda v: np.asarray(v.numpy() if isinstance(v, Tensor) else v, np.float64)
         self._a, self._b = np.broadcast_arrays(host(concentration1), host(concentration0))
+        if self._validate_args if validate_args is None else validate_args:  # torch's Dirichlet([a, b]) checks
+            _refuse_an_empty_batch(self._a.shape)
         super().__init__(self._a.shape, validate_args=validate_args)
 
     concentration1 = property(lambda self: tensor(self._a.astype(np.float32)))

@@ -187,6 +187,27 @@ def _lu_diagonal_host(a):
     return np.where(swaps % 2, -1.0, 1.0), np.diagonal(lu, 0, -2, -1)
 
 
+def _det_factors(a, A):
+    """(the sign of the row swaps, U's diagonal) of the LU that torch's det and slogdet multiply out: of A^T
+    where A is contiguous (torch factors the transpose, already column-major for LAPACK: det(A^T) = det(A)),
+    of A otherwise; the two differ in a zero's sign and where an inf meets a zero pivot."""
+    return _lu_diagonal_host(np.swapaxes(a, -1, -2) if A.is_contiguous() else a)
+
+
+def _np_det(a, A):
+    """det of a [..., n, n] (float64, A's values) as torch's, _det_factors' product: numpy's LAPACK where a is
+    finite and the result is not 0 (a zero takes the product's sign: torch's det([[-0.0]]) is -0.0 and logdet's
+    gradient there 1 / -0.0 = -inf, numpy's +0.0 (fuzz seed 300, case 406)); the product where a holds an inf."""
+    if not _holds_inf(a):
+        d = np.linalg.det(a)
+        if not (d == 0).any():
+            return d
+    sign, diagonal = _det_factors(a, A)
+    with np.errstate(invalid="ignore", over="ignore"):
+        product = sign * np.prod(diagonal, -1)
+    return product if _holds_inf(a) else np.where(d == 0, product, d)
+
+
 def _lu_unpack_host(lu, pivots, unpack_data=True, unpack_pivots=True):
     """(P [..., m, m], L [..., m, k], U [..., k, n]) of a packed LU and its 1-based pivots: A = P L U."""
     m, n = lu.shape[-2:]
@@ -370,49 +391,50 @@ def det(A):
     """torch.linalg.det (torch.det, Tensor.det) of A [..., n, n], on the host (the module's note);
     gradient g * det(A) A^-T (the cofactor matrix, through an SVD: singular A too)."""
     a, bad = _nan_matrices(_host("linalg.det", A, square=True))
-    if _holds_inf(a):
-        sign, diagonal = _lu_diagonal_host(a)
-        with np.errstate(invalid="ignore", over="ignore"):
-            d = sign * np.prod(diagonal, -1)
-    else:
-        d = np.linalg.det(a)
+    d = _np_det(a, A)
     return _recorded("linalg.det", _dev(np.where(bad[..., 0, 0], np.nan, d), A), (A,), _det_grad(A, lambda a: np.ones(a.shape[:-2])))
 
 
 SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
 
 
-def _slogdet_host(a):
-    """np.linalg.slogdet, as torch's of a matrix holding a NaN: sign 0, log|det| NaN."""
+def _slogdet_host(a, A):
+    """np.linalg.slogdet of a (A's values), as torch's of a matrix holding a NaN: sign 0, log|det| NaN; one
+    holding an inf takes torch's signs and logs of _det_factors' diagonal, and a zero sign is theirs (torch's
+    sign of -0.0 is +0, of a zero pivot times -1 -0.0)."""
     a, bad = _nan_matrices(a)
-    if _holds_inf(a):  # torch's: the signs and logs of U's diagonal (a NaN's sign 0)
-        sign, diagonal = _lu_diagonal_host(a)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            sign = sign * np.prod(np.nan_to_num(np.sign(diagonal), nan=0.0), -1)
-            logabsdet = np.sum(np.log(np.abs(diagonal)), -1)
-    else:
+    finite = not _holds_inf(a)
+    if finite:
         sign, logabsdet = np.linalg.slogdet(a)
+    if not finite or (sign == 0).any():
+        swaps, diagonal = _det_factors(a, A)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            factors = swaps * np.prod((diagonal > 0) * 1.0 - (diagonal < 0), -1)  # a NaN's sign 0
+            if finite:
+                sign = np.where(sign == 0, factors, sign)
+            else:
+                sign, logabsdet = factors, np.sum(np.log(np.abs(diagonal)), -1)
     return np.where(bad[..., 0, 0], 0.0, sign), np.where(bad[..., 0, 0], np.nan, logabsdet)
 
 
 def slogdet(A):
     """torch.linalg.slogdet: (sign, log|det|) of A [..., n, n], on the host (the module's note); the
     gradient of logabsdet g A^-T (sign has none)."""
-    sign, logabsdet = _slogdet_host(_host("linalg.slogdet", A, square=True))
+    sign, logabsdet = _slogdet_host(_host("linalg.slogdet", A, square=True), A)
     return SlogdetResult(_dev(sign, A), _recorded("linalg.slogdet", _dev(logabsdet, A), (A,),
-                                                  _det_grad(A, lambda a: 1.0 / np.linalg.det(a))))
+                                                  _det_grad(A, lambda a: 1.0 / _np_det(a, A))))
 
 
 def logdet(A):
     """torch.logdet: log det(A), NaN where det < 0 and -inf where 0; gradient g A^-T, and 0 where
     det < 0 (torch's NaN there is a constant of its where, not a function of A)."""
     a = _host("logdet", A, square=True)
-    sign, logabsdet = _slogdet_host(a)
+    sign, logabsdet = _slogdet_host(a, A)
     with np.errstate(invalid="ignore"):
         value = np.where(sign < 0, np.nan, logabsdet)
 
     def scale(a):
-        d = np.linalg.det(a)
+        d = _np_det(a, A)
         return np.where(d < 0, 0.0, 1.0 / d)
     return _recorded("logdet", _dev(value, A), (A,), _det_grad(A, scale))
 

@@ -906,10 +906,10 @@ fop("unfold", lambda g: ((img(g), g.pick((1, 2, (2, 1)))), {"dilation": g.pick((
 OPS[-1]["name"] = "F.unfold(dilation)"
 fop("affine_grid", lambda g: ((g.t(shape=(g.pick((1, 2)), 2, g.maybe(3, 2))), g.pick(((1, 1, 3, 4), (2, 1, 2, 2), (1, 1, 0, 3)))),
                               {"align_corners": g.chance(0.5)}))
-# no NaN or huge grid values with reflection padding: torch 2.13's backward of them segfaults (fuzz seed 50 on the
-# sixteenth round's fuzzer, case 1027)
+# no NaN or huge grid values with reflection or border padding: torch 2.13's CPU backward of a NaN there segfaults
+# (fuzz seed 50 on the sixteenth round's fuzzer, case 1027; border: seed 286, case 1027)
 fop("grid_sample", lambda g: (lambda pad: ((img(g, c=2), g.t(shape=(1, 3, 2, 2), vals=g.pick(("normal", "prob")),
-                                                            special=0 if pad == "reflection" else 0.35)),
+                                                            special=0 if pad in ("reflection", "border") else 0.35)),
                                            {"mode": g.pick(("bilinear", "nearest")), "padding_mode": pad,
                                             "align_corners": g.chance(0.5)}))(g.pick(("zeros", "border", "reflection"))))
 OPS[-1]["name"] = "F.grid_sample(modes)"
