@@ -188,3 +188,229 @@ def nflows_rq_spline(m, state=None):
 
 def test_nflows_rq_spline():
     compare(nflows_rq_spline)
+
+
+# (b) princeton-vl/RAFT (core/raft.py, core/corr.py's CorrBlock, core/update.py, core/utils/utils.py, train.py):
+# an encoder called on a list of two images (torch.cat then torch.split by [batch_dim, batch_dim]), all-pairs
+# correlation by matmul over the transposed flattened maps divided by torch.sqrt(torch.tensor(dim).float()), a
+# pyramid by F.avg_pool2d, lookups around each pixel by torch.meshgrid(dy, dx) stacked with axis=-1 and
+# bilinear_sampler (coords.split([1, 1], dim=-1), grid_sample with align_corners=True), coords_grid by meshgrid of
+# aranges stacked reversed, a ConvGRU, convex upsampling (softmax over the 9 neighbours of F.unfold(8 * flow,
+# [3, 3], padding=1), permute, reshape), sequence_loss with gamma ** (n - i - 1) and a valid mask, the epe metric
+# by a bool index, AdamW with OneCycleLR(anneal_strategy='linear') and clip_grad_norm_
+def raft(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(2)
+
+    def bilinear_sampler(img, coords, mode="bilinear", mask=False):
+        H, W = img.shape[-2:]
+        xgrid, ygrid = coords.split([1, 1], dim=-1)
+        xgrid = 2 * xgrid / (W - 1) - 1
+        ygrid = 2 * ygrid / (H - 1) - 1
+        grid = torch.cat([xgrid, ygrid], dim=-1)
+        img = F.grid_sample(img, grid, align_corners=True)
+        if mask:
+            mask = (xgrid > -1) & (ygrid > -1) & (xgrid < 1) & (ygrid < 1)
+            return img, mask.float()
+        return img
+
+    def coords_grid(batch, ht, wd, device):
+        coords = torch.meshgrid(torch.arange(ht, device=device), torch.arange(wd, device=device), indexing="ij")
+        coords = torch.stack(coords[::-1], dim=0).float()
+        return coords[None].repeat(batch, 1, 1, 1)
+
+    class CorrBlock:
+        def __init__(self, fmap1, fmap2, num_levels=2, radius=1):
+            self.num_levels = num_levels
+            self.radius = radius
+            self.corr_pyramid = []
+            corr = CorrBlock.corr(fmap1, fmap2)
+            batch, h1, w1, dim, h2, w2 = corr.shape
+            corr = corr.reshape(batch * h1 * w1, dim, h2, w2)
+            self.corr_pyramid.append(corr)
+            for i in range(self.num_levels - 1):
+                corr = F.avg_pool2d(corr, 2, stride=2)
+                self.corr_pyramid.append(corr)
+
+        def __call__(self, coords):
+            r = self.radius
+            coords = coords.permute(0, 2, 3, 1)
+            batch, h1, w1, _ = coords.shape
+            out_pyramid = []
+            for i in range(self.num_levels):
+                corr = self.corr_pyramid[i]
+                dx = torch.linspace(-r, r, 2 * r + 1, device=coords.device)
+                dy = torch.linspace(-r, r, 2 * r + 1, device=coords.device)
+                delta = torch.stack(torch.meshgrid(dy, dx, indexing="ij"), axis=-1)
+                centroid_lvl = coords.reshape(batch * h1 * w1, 1, 1, 2) / 2 ** i
+                delta_lvl = delta.view(1, 2 * r + 1, 2 * r + 1, 2)
+                coords_lvl = centroid_lvl + delta_lvl
+                corr = bilinear_sampler(corr, coords_lvl)
+                corr = corr.view(batch, h1, w1, -1)
+                out_pyramid.append(corr)
+            out = torch.cat(out_pyramid, dim=-1)
+            return out.permute(0, 3, 1, 2).contiguous().float()
+
+        @staticmethod
+        def corr(fmap1, fmap2):
+            batch, dim, ht, wd = fmap1.shape
+            fmap1 = fmap1.view(batch, dim, ht * wd)
+            fmap2 = fmap2.view(batch, dim, ht * wd)
+            corr = torch.matmul(fmap1.transpose(1, 2), fmap2)
+            corr = corr.view(batch, ht, wd, 1, ht, wd)
+            return corr / torch.sqrt(torch.tensor(dim).float())
+
+    class Encoder(nn.Module):
+        def __init__(self, output_dim, norm_fn="instance"):
+            super().__init__()
+            norm = (lambda c: nn.InstanceNorm2d(c)) if norm_fn == "instance" else (lambda c: nn.BatchNorm2d(c))
+            self.layers = nn.Sequential(nn.Conv2d(3, 8, 7, stride=2, padding=3), norm(8), nn.ReLU(inplace=True),
+                                        nn.Conv2d(8, 8, 3, stride=2, padding=1), norm(8), nn.ReLU(inplace=True),
+                                        nn.Conv2d(8, 8, 3, stride=2, padding=1), nn.ReLU(inplace=True))
+            self.conv2 = nn.Conv2d(8, output_dim, kernel_size=1)
+            for mod in self.modules():
+                if isinstance(mod, nn.Conv2d):
+                    nn.init.kaiming_normal_(mod.weight, mode="fan_out", nonlinearity="relu")
+
+        def forward(self, x):
+            is_list = isinstance(x, tuple) or isinstance(x, list)
+            if is_list:
+                batch_dim = x[0].shape[0]
+                x = torch.cat(x, dim=0)
+            x = self.conv2(self.layers(x))
+            if is_list:
+                x = torch.split(x, [batch_dim, batch_dim], dim=0)
+            return x
+
+    class ConvGRU(nn.Module):
+        def __init__(self, hidden_dim, input_dim):
+            super().__init__()
+            self.convz = nn.Conv2d(hidden_dim + input_dim, hidden_dim, 3, padding=1)
+            self.convr = nn.Conv2d(hidden_dim + input_dim, hidden_dim, 3, padding=1)
+            self.convq = nn.Conv2d(hidden_dim + input_dim, hidden_dim, 3, padding=1)
+
+        def forward(self, h, x):
+            hx = torch.cat([h, x], dim=1)
+            z = torch.sigmoid(self.convz(hx))
+            r = torch.sigmoid(self.convr(hx))
+            q = torch.tanh(self.convq(torch.cat([r * h, x], dim=1)))
+            h = (1 - z) * h + z * q
+            return h
+
+    class UpdateBlock(nn.Module):
+        def __init__(self, corr_planes, hidden_dim, context_dim):
+            super().__init__()
+            self.convc1 = nn.Conv2d(corr_planes, 8, 1, padding=0)
+            self.convf1 = nn.Conv2d(2, 4, 7, padding=3)
+            self.conv = nn.Conv2d(12, 6, 3, padding=1)
+            self.gru = ConvGRU(hidden_dim, 6 + 2 + context_dim)
+            self.flow_head = nn.Sequential(nn.Conv2d(hidden_dim, 8, 3, padding=1), nn.ReLU(inplace=True),
+                                           nn.Conv2d(8, 2, 3, padding=1))
+            self.mask = nn.Sequential(nn.Conv2d(hidden_dim, 8, 3, padding=1), nn.ReLU(inplace=True),
+                                      nn.Conv2d(8, 64 * 9, 1, padding=0))
+
+        def forward(self, net, inp, corr, flow):
+            cor = F.relu(self.convc1(corr))
+            flo = F.relu(self.convf1(flow))
+            out = F.relu(self.conv(torch.cat([cor, flo], dim=1)))
+            motion_features = torch.cat([out, flow], dim=1)
+            inp = torch.cat([inp, motion_features], dim=1)
+            net = self.gru(net, inp)
+            delta_flow = self.flow_head(net)
+            mask = .25 * self.mask(net)  # scale mask to balence gradients
+            return net, mask, delta_flow
+
+    class RAFT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.hidden_dim = hdim = 6
+            self.context_dim = cdim = 4
+            self.corr_levels, self.corr_radius = 2, 1
+            self.fnet = Encoder(output_dim=8, norm_fn="instance")
+            self.cnet = Encoder(output_dim=hdim + cdim, norm_fn="batch")
+            self.update_block = UpdateBlock(self.corr_levels * (2 * self.corr_radius + 1) ** 2, hdim, cdim)
+
+        def initialize_flow(self, img):
+            N, C, H, W = img.shape
+            coords0 = coords_grid(N, H // 8, W // 8, device=img.device)
+            coords1 = coords_grid(N, H // 8, W // 8, device=img.device)
+            return coords0, coords1
+
+        def upsample_flow(self, flow, mask):
+            N, _, H, W = flow.shape
+            mask = mask.view(N, 1, 9, 8, 8, H, W)
+            mask = torch.softmax(mask, dim=2)
+            up_flow = F.unfold(8 * flow, [3, 3], padding=1)
+            up_flow = up_flow.view(N, 2, 9, 1, 1, H, W)
+            up_flow = torch.sum(mask * up_flow, dim=2)
+            up_flow = up_flow.permute(0, 1, 4, 2, 5, 3)
+            return up_flow.reshape(N, 2, 8 * H, 8 * W)
+
+        def forward(self, image1, image2, iters=2):
+            image1 = 2 * (image1 / 255.0) - 1.0
+            image2 = 2 * (image2 / 255.0) - 1.0
+            image1 = image1.contiguous()
+            image2 = image2.contiguous()
+            hdim, cdim = self.hidden_dim, self.context_dim
+            fmap1, fmap2 = self.fnet([image1, image2])
+            fmap1 = fmap1.float()
+            fmap2 = fmap2.float()
+            corr_fn = CorrBlock(fmap1, fmap2, num_levels=self.corr_levels, radius=self.corr_radius)
+            cnet = self.cnet(image1)
+            net, inp = torch.split(cnet, [hdim, cdim], dim=1)
+            net = torch.tanh(net)
+            inp = torch.relu(inp)
+            coords0, coords1 = self.initialize_flow(image1)
+            flow_predictions = []
+            for itr in range(iters):
+                coords1 = coords1.detach()
+                corr = corr_fn(coords1)  # index correlation volume
+                flow = coords1 - coords0
+                net, up_mask, delta_flow = self.update_block(net, inp, corr, flow)
+                coords1 = coords1 + delta_flow
+                flow_up = self.upsample_flow(coords1 - coords0, up_mask)
+                flow_predictions.append(flow_up)
+            return flow_predictions
+
+    def sequence_loss(flow_preds, flow_gt, valid, gamma=0.8, max_flow=400):
+        n_predictions = len(flow_preds)
+        flow_loss = 0.0
+        mag = torch.sum(flow_gt ** 2, dim=1).sqrt()
+        valid = (valid >= 0.5) & (mag < max_flow)
+        for i in range(n_predictions):
+            i_weight = gamma ** (n_predictions - i - 1)
+            i_loss = (flow_preds[i] - flow_gt).abs()
+            flow_loss += i_weight * (valid[:, None] * i_loss).mean()
+        epe = torch.sum((flow_preds[-1] - flow_gt) ** 2, dim=1).sqrt()
+        epe = epe.view(-1)[valid.view(-1)]
+        metrics = {"epe": epe.mean().item(), "1px": (epe < 1).float().mean().item(),
+                   "3px": (epe < 3).float().mean().item()}
+        return flow_loss, metrics
+
+    model = RAFT()
+    init = load(m, model, state)
+    model.train()
+    optimizer = optim.AdamW(model.parameters(), lr=4e-4, weight_decay=1e-4, eps=1e-8)
+    scheduler = optim.lr_scheduler.OneCycleLR(optimizer, 4e-4, 10, pct_start=0.05, cycle_momentum=False,
+                                              anneal_strategy="linear")
+    losses = []
+    for step in range(2):
+        image1 = torch.tensor(rng.uniform(0, 255, (2, 3, 32, 32)).astype(np.float32))
+        image2 = torch.tensor(rng.uniform(0, 255, (2, 3, 32, 32)).astype(np.float32))
+        flow = torch.tensor(normal(rng, 2, 2, 32, 32) * 3)
+        flow[0, :, :4] = 500.0  # beyond max_flow: not valid
+        valid = torch.tensor(rng.uniform(0, 1, (2, 32, 32)).astype(np.float32))
+        optimizer.zero_grad()
+        flow_predictions = model(image1, image2, iters=2)
+        loss, metrics = sequence_loss(flow_predictions, flow, valid)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        losses += [loss.item(), metrics["epe"], metrics["3px"]]
+    return init, losses + summary(model.parameters())
+
+
+def test_raft():
+    compare(raft)
