@@ -414,3 +414,241 @@ def raft(m, state=None):
 
 def test_raft():
     compare(raft)
+
+
+# (c) nianticlabs/monodepth2 (layers.py's BackprojectDepth, Project3D, SSIM, transformation_from_parameters,
+# rot_from_axisangle, get_translation_matrix, disp_to_depth, get_smooth_loss; trainer.py's generate_images_pred and
+# compute_losses): np.meshgrid ids as nn.Parameter(requires_grad=False), torch.matmul(inv_K[:, :3, :3], pix_coords),
+# P = torch.matmul(K, T)[:, :3, :], pix_coords[..., 0] /= self.width - 1 on a permuted view that needs grad,
+# rot[:, 0, 0] = torch.squeeze(...) into zeros, T[:, :3, 3, None] = t, torch.norm(vec, 2, 2, True), the pose net's
+# 0.01 * out.view(-1, 1, 1, 6), grid_sample with padding_mode="border", F.interpolate to the full size, dict outputs
+# keyed by tuples, automasking by a noisy identity loss and torch.min over a cat (values and indices), the edge-aware
+# smoothness with in-place *=, Adam and StepLR
+def monodepth2(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(3)
+    batch_size, height, width = 2, 8, 16
+
+    class BackprojectDepth(nn.Module):
+        def __init__(self, batch_size, height, width):
+            super(BackprojectDepth, self).__init__()
+            self.batch_size, self.height, self.width = batch_size, height, width
+            meshgrid = np.meshgrid(range(self.width), range(self.height), indexing="xy")
+            self.id_coords = np.stack(meshgrid, axis=0).astype(np.float32)
+            self.id_coords = nn.Parameter(torch.from_numpy(self.id_coords), requires_grad=False)
+            self.ones = nn.Parameter(torch.ones(self.batch_size, 1, self.height * self.width), requires_grad=False)
+            self.pix_coords = torch.unsqueeze(torch.stack([self.id_coords[0].view(-1), self.id_coords[1].view(-1)],
+                                                          0), 0)
+            self.pix_coords = self.pix_coords.repeat(batch_size, 1, 1)
+            self.pix_coords = nn.Parameter(torch.cat([self.pix_coords, self.ones], 1), requires_grad=False)
+
+        def forward(self, depth, inv_K):
+            cam_points = torch.matmul(inv_K[:, :3, :3], self.pix_coords)
+            cam_points = depth.view(self.batch_size, 1, -1) * cam_points
+            cam_points = torch.cat([cam_points, self.ones], 1)
+            return cam_points
+
+    class Project3D(nn.Module):
+        def __init__(self, batch_size, height, width, eps=1e-7):
+            super(Project3D, self).__init__()
+            self.batch_size, self.height, self.width, self.eps = batch_size, height, width, eps
+
+        def forward(self, points, K, T):
+            P = torch.matmul(K, T)[:, :3, :]
+            cam_points = torch.matmul(P, points)
+            pix_coords = cam_points[:, :2, :] / (cam_points[:, 2, :].unsqueeze(1) + self.eps)
+            pix_coords = pix_coords.view(self.batch_size, 2, self.height, self.width)
+            pix_coords = pix_coords.permute(0, 2, 3, 1)
+            pix_coords[..., 0] /= self.width - 1
+            pix_coords[..., 1] /= self.height - 1
+            pix_coords = (pix_coords - 0.5) * 2
+            return pix_coords
+
+    class SSIM(nn.Module):
+        def __init__(self):
+            super(SSIM, self).__init__()
+            self.mu_x_pool = nn.AvgPool2d(3, 1)
+            self.mu_y_pool = nn.AvgPool2d(3, 1)
+            self.sig_x_pool = nn.AvgPool2d(3, 1)
+            self.sig_y_pool = nn.AvgPool2d(3, 1)
+            self.sig_xy_pool = nn.AvgPool2d(3, 1)
+            self.refl = nn.ReflectionPad2d(1)
+            self.C1 = 0.01 ** 2
+            self.C2 = 0.03 ** 2
+
+        def forward(self, x, y):
+            x = self.refl(x)
+            y = self.refl(y)
+            mu_x = self.mu_x_pool(x)
+            mu_y = self.mu_y_pool(y)
+            sigma_x = self.sig_x_pool(x ** 2) - mu_x ** 2
+            sigma_y = self.sig_y_pool(y ** 2) - mu_y ** 2
+            sigma_xy = self.sig_xy_pool(x * y) - mu_x * mu_y
+            SSIM_n = (2 * mu_x * mu_y + self.C1) * (2 * sigma_xy + self.C2)
+            SSIM_d = (mu_x ** 2 + mu_y ** 2 + self.C1) * (sigma_x + sigma_y + self.C2)
+            return torch.clamp((1 - SSIM_n / SSIM_d) / 2, 0, 1)
+
+    def disp_to_depth(disp, min_depth, max_depth):
+        min_disp = 1 / max_depth
+        max_disp = 1 / min_depth
+        scaled_disp = min_disp + (max_disp - min_disp) * disp
+        depth = 1 / scaled_disp
+        return scaled_disp, depth
+
+    def rot_from_axisangle(vec):
+        angle = torch.norm(vec, 2, 2, True)
+        axis = vec / (angle + 1e-7)
+        ca = torch.cos(angle)
+        sa = torch.sin(angle)
+        C = 1 - ca
+        x = axis[..., 0].unsqueeze(1)
+        y = axis[..., 1].unsqueeze(1)
+        z = axis[..., 2].unsqueeze(1)
+        xs, ys, zs = x * sa, y * sa, z * sa
+        xC, yC, zC = x * C, y * C, z * C
+        xyC, yzC, zxC = x * yC, y * zC, z * xC
+        rot = torch.zeros((vec.shape[0], 4, 4)).to(device=vec.device)
+        rot[:, 0, 0] = torch.squeeze(x * xC + ca)
+        rot[:, 0, 1] = torch.squeeze(xyC - zs)
+        rot[:, 0, 2] = torch.squeeze(zxC + ys)
+        rot[:, 1, 0] = torch.squeeze(xyC + zs)
+        rot[:, 1, 1] = torch.squeeze(y * yC + ca)
+        rot[:, 1, 2] = torch.squeeze(yzC - xs)
+        rot[:, 2, 0] = torch.squeeze(zxC - ys)
+        rot[:, 2, 1] = torch.squeeze(yzC + xs)
+        rot[:, 2, 2] = torch.squeeze(z * zC + ca)
+        rot[:, 3, 3] = 1
+        return rot
+
+    def get_translation_matrix(translation_vector):
+        T = torch.zeros(translation_vector.shape[0], 4, 4).to(device=translation_vector.device)
+        t = translation_vector.contiguous().view(-1, 3, 1)
+        T[:, 0, 0] = 1
+        T[:, 1, 1] = 1
+        T[:, 2, 2] = 1
+        T[:, 3, 3] = 1
+        T[:, :3, 3, None] = t
+        return T
+
+    def transformation_from_parameters(axisangle, translation, invert=False):
+        R = rot_from_axisangle(axisangle)
+        t = translation.clone()
+        if invert:
+            R = R.transpose(1, 2)
+            t *= -1
+        T = get_translation_matrix(t)
+        if invert:
+            M = torch.matmul(R, T)
+        else:
+            M = torch.matmul(T, R)
+        return M
+
+    def get_smooth_loss(disp, img):
+        grad_disp_x = torch.abs(disp[:, :, :, :-1] - disp[:, :, :, 1:])
+        grad_disp_y = torch.abs(disp[:, :, :-1, :] - disp[:, :, 1:, :])
+        grad_img_x = torch.mean(torch.abs(img[:, :, :, :-1] - img[:, :, :, 1:]), 1, keepdim=True)
+        grad_img_y = torch.mean(torch.abs(img[:, :, :-1, :] - img[:, :, 1:, :]), 1, keepdim=True)
+        grad_disp_x *= torch.exp(-grad_img_x)
+        grad_disp_y *= torch.exp(-grad_img_y)
+        return grad_disp_x.mean() + grad_disp_y.mean()
+
+    class DepthNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.ELU(),
+                                     nn.Conv2d(8, 8, 3, padding=1), nn.ELU())
+            self.dispconv = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(8, 1, 3))
+
+        def forward(self, x):
+            f = self.enc(x)
+            return {("disp", 1): torch.sigmoid(self.dispconv(f)),
+                    ("disp", 0): torch.sigmoid(self.dispconv(F.interpolate(f, scale_factor=2, mode="nearest")))}
+
+    class PoseNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs = nn.Sequential(nn.Conv2d(6, 8, 3, stride=2, padding=1), nn.ReLU(), nn.Conv2d(8, 6, 1))
+
+        def forward(self, x):
+            out = self.convs(x)
+            out = out.mean(3).mean(2)
+            out = 0.01 * out.view(-1, 1, 1, 6)
+            axisangle = out[..., :3]
+            translation = out[..., 3:]
+            return axisangle, translation
+
+    models = nn.ModuleDict({"depth": DepthNet(), "pose": PoseNet()})
+    backproject_depth = BackprojectDepth(batch_size, height, width)
+    project_3d = Project3D(batch_size, height, width)
+    ssim = SSIM()
+    init = load(m, models, state)
+    optimizer = optim.Adam(models.parameters(), 1e-3)
+    lr_scheduler = optim.lr_scheduler.StepLR(optimizer, 15, 0.1)
+    K = np.array([[0.58 * width, 0, 0.5 * width, 0], [0, 1.92 * height, 0.5 * height, 0], [0, 0, 1, 0],
+                  [0, 0, 0, 1]], dtype=np.float32)
+    K_t = torch.from_numpy(np.stack([K] * batch_size))
+    inv_K = torch.from_numpy(np.stack([np.linalg.pinv(K)] * batch_size))
+    frame_ids, scales = [0, -1, 1], [0, 1]
+
+    def compute_reprojection_loss(pred, target):
+        abs_diff = torch.abs(target - pred)
+        l1_loss = abs_diff.mean(1, True)
+        ssim_loss = ssim(pred, target).mean(1, True)
+        return 0.85 * ssim_loss + 0.15 * l1_loss
+
+    losses = []
+    for step in range(2):
+        inputs = {("color", f, 0): torch.tensor(rng.uniform(0, 1, (batch_size, 3, height, width)).astype(np.float32))
+                  for f in frame_ids}
+        outputs = models["depth"](inputs[("color", 0, 0)])
+        for f_i in frame_ids[1:]:
+            pose_inputs = [inputs[("color", f_i, 0)], inputs[("color", 0, 0)]] if f_i < 0 else \
+                [inputs[("color", 0, 0)], inputs[("color", f_i, 0)]]
+            axisangle, translation = models["pose"](torch.cat(pose_inputs, 1))
+            outputs[("cam_T_cam", 0, f_i)] = transformation_from_parameters(axisangle[:, 0], translation[:, 0],
+                                                                            invert=(f_i < 0))
+        for scale in scales:
+            disp = outputs[("disp", scale)]
+            disp = F.interpolate(disp, [height, width], mode="bilinear", align_corners=False)
+            _, depth = disp_to_depth(disp, 0.1, 100.0)
+            for frame_id in frame_ids[1:]:
+                T = outputs[("cam_T_cam", 0, frame_id)]
+                cam_points = backproject_depth(depth, inv_K)
+                pix_coords = project_3d(cam_points, K_t, T)
+                outputs[("color", frame_id, scale)] = F.grid_sample(inputs[("color", frame_id, 0)], pix_coords,
+                                                                    padding_mode="border", align_corners=False)
+        total_loss = 0
+        target = inputs[("color", 0, 0)]
+        for scale in scales:
+            reprojection_losses = torch.cat([compute_reprojection_loss(outputs[("color", f, scale)], target)
+                                             for f in frame_ids[1:]], 1)
+            identity_reprojection_losses = torch.cat([compute_reprojection_loss(inputs[("color", f, 0)], target)
+                                                      for f in frame_ids[1:]], 1)
+            reprojection_loss = reprojection_losses.mean(1, keepdim=True)  # avg_reprojection
+            identity_reprojection_loss = identity_reprojection_losses.mean(1, keepdim=True)
+            # torch.randn(identity_reprojection_loss.shape, device=...) * 0.00001, drawn by numpy
+            identity_reprojection_loss += torch.tensor(normal(rng, *identity_reprojection_loss.shape)) * 0.00001
+            combined = torch.cat((identity_reprojection_loss, reprojection_loss), dim=1)
+            to_optimise, idxs = torch.min(combined, dim=1)
+            outputs["identity_selection/{}".format(scale)] = (idxs > identity_reprojection_loss.shape[1] - 1).float()
+            loss = to_optimise.mean()
+            disp = outputs[("disp", scale)]
+            color = F.interpolate(target, disp.shape[-2:], mode="bilinear", align_corners=False)
+            mean_disp = disp.mean(2, True).mean(3, True)
+            norm_disp = disp / (mean_disp + 1e-7)
+            smooth_loss = get_smooth_loss(norm_disp, color)
+            loss += 1e-3 * smooth_loss / (2 ** scale)
+            total_loss += loss
+        total_loss /= len(scales)
+        optimizer.zero_grad()
+        total_loss.backward()
+        optimizer.step()
+        lr_scheduler.step()
+        losses += [total_loss.item(), outputs["identity_selection/0"].mean().item(),
+                   outputs[("color", 1, 0)].sum().item()]
+    return init, losses + summary(models.parameters())
+
+
+def test_monodepth2():
+    compare(monodepth2)
