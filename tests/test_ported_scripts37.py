@@ -9,7 +9,6 @@ partialconv (a Conv2d subclass that updates a mask by F.conv2d under no_grad); y
 hash encoding by XOR of int32 products that wrap). Each runs in tnet, then in torch from tnet's initial weights
 (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what a
 script draws; shapes are tiny and runs take one or two steps."""
-import math
 
 import numpy as np
 
@@ -652,3 +651,221 @@ def monodepth2(m, state=None):
 
 def test_monodepth2():
     compare(monodepth2)
+
+
+# (d) NVIDIA/partialconv (models/partialconv2d.py's PartialConv2d; the inpainting U-Net of Liu et al.): an
+# nn.Conv2d subclass popping its own kwargs ('multi_channel', 'return_mask') before super().__init__, a plain
+# torch.ones weight_maskUpdater moved by .to(input) when .type() differs, the mask's F.conv2d, slide_winsize /
+# (update_mask + 1e-8), torch.clamp and torch.mul under no_grad, the cached last_size, raw_out - bias_view;
+# an encoder-decoder passing masks along (F.interpolate nearest of image and mask, torch.cat of both), the
+# valid/hole L1 losses and total variation on the composite, Adam
+def partial_conv_inpainting(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(4)
+
+    class PartialConv2d(nn.Conv2d):
+        def __init__(self, *args, **kwargs):
+            if "multi_channel" in kwargs:
+                self.multi_channel = kwargs["multi_channel"]
+                kwargs.pop("multi_channel")
+            else:
+                self.multi_channel = False
+            if "return_mask" in kwargs:
+                self.return_mask = kwargs["return_mask"]
+                kwargs.pop("return_mask")
+            else:
+                self.return_mask = False
+            super(PartialConv2d, self).__init__(*args, **kwargs)
+            if self.multi_channel:
+                self.weight_maskUpdater = torch.ones(self.out_channels, self.in_channels, self.kernel_size[0],
+                                                     self.kernel_size[1])
+            else:
+                self.weight_maskUpdater = torch.ones(1, 1, self.kernel_size[0], self.kernel_size[1])
+            self.slide_winsize = self.weight_maskUpdater.shape[1] * self.weight_maskUpdater.shape[2] * \
+                self.weight_maskUpdater.shape[3]
+            self.last_size = (None, None, None, None)
+            self.update_mask = None
+            self.mask_ratio = None
+
+        def forward(self, input, mask_in=None):
+            assert len(input.shape) == 4
+            if mask_in is not None or self.last_size != tuple(input.shape):
+                self.last_size = tuple(input.shape)
+                with torch.no_grad():
+                    if self.weight_maskUpdater.type() != input.type():
+                        self.weight_maskUpdater = self.weight_maskUpdater.to(input)
+                    if mask_in is None:
+                        if self.multi_channel:
+                            mask = torch.ones(input.data.shape[0], input.data.shape[1], input.data.shape[2],
+                                              input.data.shape[3]).to(input)
+                        else:
+                            mask = torch.ones(1, 1, input.data.shape[2], input.data.shape[3]).to(input)
+                    else:
+                        mask = mask_in
+                    self.update_mask = F.conv2d(mask, self.weight_maskUpdater, bias=None, stride=self.stride,
+                                                padding=self.padding, dilation=self.dilation, groups=1)
+                    self.mask_ratio = self.slide_winsize / (self.update_mask + 1e-8)
+                    self.update_mask = torch.clamp(self.update_mask, 0, 1)
+                    self.mask_ratio = torch.mul(self.mask_ratio, self.update_mask)
+            raw_out = super(PartialConv2d, self).forward(torch.mul(input, mask) if mask_in is not None else input)
+            if self.bias is not None:
+                bias_view = self.bias.view(1, self.out_channels, 1, 1)
+                output = torch.mul(raw_out - bias_view, self.mask_ratio) + bias_view
+                output = torch.mul(output, self.update_mask)
+            else:
+                output = torch.mul(raw_out, self.mask_ratio)
+            if self.return_mask:
+                return output, self.update_mask
+            return output
+
+    class PConvUNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc1 = PartialConv2d(3, 8, 5, stride=2, padding=2, multi_channel=True, return_mask=True)
+            self.enc2 = PartialConv2d(8, 8, 3, stride=2, padding=1, multi_channel=True, return_mask=True)
+            self.bn2 = nn.BatchNorm2d(8)
+            self.dec2 = PartialConv2d(16, 8, 3, padding=1, multi_channel=True, return_mask=True)
+            self.dec1 = PartialConv2d(11, 3, 3, padding=1, multi_channel=True, return_mask=True, bias=False)
+
+        def forward(self, input, input_mask):
+            h1, m1 = self.enc1(input, input_mask)
+            h1 = F.relu(h1)
+            h2, m2 = self.enc2(h1, m1)
+            h2 = F.relu(self.bn2(h2))
+            h = F.interpolate(h2, scale_factor=2, mode="nearest")
+            hm = F.interpolate(m2, scale_factor=2, mode="nearest")
+            h, hm = self.dec2(torch.cat([h, h1], dim=1), torch.cat([hm, m1], dim=1))
+            h = F.leaky_relu(h, negative_slope=0.2)
+            h = F.interpolate(h, scale_factor=2, mode="nearest")
+            hm = F.interpolate(hm, scale_factor=2, mode="nearest")
+            h, hm = self.dec1(torch.cat([h, input], dim=1), torch.cat([hm, input_mask], dim=1))
+            return h, hm
+
+    def total_variation_loss(image):
+        loss = torch.mean(torch.abs(image[:, :, :, :-1] - image[:, :, :, 1:])) + \
+            torch.mean(torch.abs(image[:, :, :-1, :] - image[:, :, 1:, :]))
+        return loss
+
+    model = PConvUNet()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(filter(lambda p: p.requires_grad, model.parameters()), lr=2e-4)
+    l1 = nn.L1Loss()
+    losses = []
+    for step in range(2):
+        gt = torch.tensor(rng.uniform(-1, 1, (3, 3, 16, 16)).astype(np.float32))
+        mask = torch.tensor((rng.uniform(0, 1, (3, 1, 16, 16)) > 0.3).astype(np.float32)).repeat(1, 3, 1, 1)
+        image = gt * mask
+        output, _ = model(image, mask)
+        output_comp = mask * image + (1 - mask) * output
+        loss = 6.0 * l1((1 - mask) * output, (1 - mask) * gt) + l1(mask * output, mask * gt) \
+            + 0.1 * total_variation_loss(output_comp)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_partial_conv_inpainting():
+    compare(partial_conv_inpainting)
+
+
+# (e) yashbhalgat/HashNeRF-pytorch (hash_encoding.py's HashEmbedder, utils.py's hash and get_voxel_vertices):
+# BOX_OFFSETS as a module-level int64 tensor of the 8 corners, the spatial hash as an XOR (^=) of int32 coordinate
+# products by primes past int32's range (which wrap, as torch's int32 arithmetic), masked by a 0-d int64
+# tensor with & (a 0-d tensor does not promote: int32 stays), a growth factor b = exp((log(finest) -
+# log(base)) / (n_levels - 1)) of int64 0-d tensors, torch.floor(...).int(), keep_mask by max/min against the box,
+# nn.Embedding tables initialised by nn.init.uniform_(a=-1e-4, b=1e-4), trilinear interpolation by weights[:, 0][:,
+# None], a small MLP, Adam with betas=(0.9, 0.99) and eps=1e-15 and an MSE to targets
+def hash_nerf_encoding(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(5)
+    BOX_OFFSETS = torch.tensor([[[i, j, k] for i in [0, 1] for j in [0, 1] for k in [0, 1]]])
+
+    def hash(coords, log2_hashmap_size):
+        primes = [1, 2654435761, 805459861, 3674653429, 2097192037, 1434869437, 2165219737]
+        xor_result = torch.zeros_like(coords)[..., 0]
+        for i in range(coords.shape[-1]):
+            xor_result ^= coords[..., i] * primes[i]
+        return torch.tensor((1 << log2_hashmap_size) - 1).to(xor_result.device) & xor_result
+
+    def get_voxel_vertices(xyz, bounding_box, resolution, log2_hashmap_size):
+        box_min, box_max = bounding_box
+        keep_mask = xyz == torch.max(torch.min(xyz, box_max), box_min)
+        if not torch.all(xyz <= box_max) or not torch.all(xyz >= box_min):
+            xyz = torch.clamp(xyz, min=box_min, max=box_max)
+        grid_size = (box_max - box_min) / resolution
+        bottom_left_idx = torch.floor((xyz - box_min) / grid_size).int()
+        voxel_min_vertex = bottom_left_idx * grid_size + box_min
+        voxel_max_vertex = voxel_min_vertex + torch.tensor([1.0, 1.0, 1.0]) * grid_size
+        voxel_indices = bottom_left_idx.unsqueeze(1) + BOX_OFFSETS
+        hashed_voxel_indices = hash(voxel_indices, log2_hashmap_size)
+        return voxel_min_vertex, voxel_max_vertex, hashed_voxel_indices, keep_mask
+
+    class HashEmbedder(nn.Module):
+        def __init__(self, bounding_box, n_levels=16, n_features_per_level=2, log2_hashmap_size=19,
+                     base_resolution=16, finest_resolution=512):
+            super(HashEmbedder, self).__init__()
+            self.bounding_box = bounding_box
+            self.n_levels = n_levels
+            self.n_features_per_level = n_features_per_level
+            self.log2_hashmap_size = log2_hashmap_size
+            self.base_resolution = torch.tensor(base_resolution)
+            self.finest_resolution = torch.tensor(finest_resolution)
+            self.out_dim = self.n_levels * self.n_features_per_level
+            self.b = torch.exp((torch.log(self.finest_resolution) - torch.log(self.base_resolution)) / (n_levels - 1))
+            self.embeddings = nn.ModuleList([nn.Embedding(2 ** self.log2_hashmap_size, self.n_features_per_level)
+                                             for i in range(n_levels)])
+            for i in range(n_levels):
+                nn.init.uniform_(self.embeddings[i].weight, a=-0.0001, b=0.0001)
+
+        def trilinear_interp(self, x, voxel_min_vertex, voxel_max_vertex, voxel_embedds):
+            weights = (x - voxel_min_vertex) / (voxel_max_vertex - voxel_min_vertex)  # B x 3
+            c00 = voxel_embedds[:, 0] * (1 - weights[:, 0][:, None]) + voxel_embedds[:, 4] * weights[:, 0][:, None]
+            c01 = voxel_embedds[:, 1] * (1 - weights[:, 0][:, None]) + voxel_embedds[:, 5] * weights[:, 0][:, None]
+            c10 = voxel_embedds[:, 2] * (1 - weights[:, 0][:, None]) + voxel_embedds[:, 6] * weights[:, 0][:, None]
+            c11 = voxel_embedds[:, 3] * (1 - weights[:, 0][:, None]) + voxel_embedds[:, 7] * weights[:, 0][:, None]
+            c0 = c00 * (1 - weights[:, 1][:, None]) + c10 * weights[:, 1][:, None]
+            c1 = c01 * (1 - weights[:, 1][:, None]) + c11 * weights[:, 1][:, None]
+            c = c0 * (1 - weights[:, 2][:, None]) + c1 * weights[:, 2][:, None]
+            return c
+
+        def forward(self, x):
+            x_embedded_all = []
+            for i in range(self.n_levels):
+                resolution = torch.floor(self.base_resolution * self.b ** i)
+                voxel_min_vertex, voxel_max_vertex, hashed_voxel_indices, keep_mask = get_voxel_vertices(
+                    x, self.bounding_box, resolution, self.log2_hashmap_size)
+                voxel_embedds = self.embeddings[i](hashed_voxel_indices)
+                x_embedded = self.trilinear_interp(x, voxel_min_vertex, voxel_max_vertex, voxel_embedds)
+                x_embedded_all.append(x_embedded)
+            keep_mask = keep_mask.sum(dim=-1) == keep_mask.shape[-1]
+            return torch.cat(x_embedded_all, dim=-1), keep_mask
+
+    bounding_box = (torch.tensor([-1.0, -1.0, -1.0]), torch.tensor([1.0, 1.0, 1.0]))
+    embedder = HashEmbedder(bounding_box, n_levels=4, n_features_per_level=2, log2_hashmap_size=6,
+                            base_resolution=2, finest_resolution=16)
+    mlp = nn.Sequential(nn.Linear(embedder.out_dim, 16), nn.ReLU(), nn.Linear(16, 4))
+    model = nn.ModuleDict({"embed": embedder, "mlp": mlp})
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, betas=(0.9, 0.99), eps=1e-15)
+    losses = []
+    for step in range(2):
+        pts = torch.tensor(rng.uniform(-1.2, 1.2, (12, 3)).astype(np.float32))  # a few outside the box
+        target = torch.tensor(normal(rng, 12, 4))
+        embedded, keep_mask = embedder(pts)
+        out = mlp(embedded)
+        loss = F.mse_loss(out[keep_mask], target[keep_mask])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), keep_mask.sum().item()]
+    _, _, hashed, _ = get_voxel_vertices(pts, bounding_box, torch.tensor(8.0), 6)
+    losses += [hashed.sum().item(), float(hashed.dtype == torch.int32), float(embedder.b)]
+    return init, losses + summary(model.parameters())
+
+
+def test_hash_nerf_encoding():
+    compare(hash_nerf_encoding)
