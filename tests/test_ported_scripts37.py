@@ -10,6 +10,8 @@ hash encoding by XOR of int32 products that wrap). Each runs in tnet, then in to
 (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what a
 script draws; shapes are tiny and runs take one or two steps."""
 
+import math
+
 import numpy as np
 
 from helpers import compare, load, summary
@@ -869,3 +871,126 @@ def hash_nerf_encoding(m, state=None):
 
 def test_hash_nerf_encoding():
     compare(hash_nerf_encoding)
+
+
+# (f) SchNet as in atomistic-machine-learning/schnetpack (nn/radial.py's GaussianRBF, nn/cutoff.py's CosineCutoff,
+# nn/activations.py's shifted_softplus, representation/schnet.py's SchNetInteraction, atomistic/response.py's
+# Forces) and torch_geometric's SchNet: all pairs within a cutoff by torch.cdist and nonzero().t(), the offsets
+# registered as a buffer, exp(coeff * (d - offsets) ** 2), 0.5 * (cos(d * pi / cutoff) + 1) * (d < cutoff).float(),
+# F.softplus(x) - math.log(2.0), continuous-filter convolutions gathered at idx_j and summed into idx_i by
+# index_add, per-molecule energies by index_add over a batch vector, forces as -dE/dR by torch.autograd.grad with
+# create_graph=True, and a loss on energies and forces that backpropagates through that gradient (double
+# backward through cdist, cos and exp), AdamW and ReduceLROnPlateau
+def schnet_forces(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(6)
+
+    def shifted_softplus(x):
+        return F.softplus(x) - math.log(2.0)
+
+    class GaussianRBF(nn.Module):
+        def __init__(self, n_rbf, cutoff, start=0.0, trainable=False):
+            super().__init__()
+            self.n_rbf = n_rbf
+            offset = torch.linspace(start, cutoff, n_rbf)
+            widths = torch.FloatTensor(torch.abs(offset[1] - offset[0]) * torch.ones_like(offset))
+            if trainable:
+                self.widths = nn.Parameter(widths)
+                self.offsets = nn.Parameter(offset)
+            else:
+                self.register_buffer("widths", widths)
+                self.register_buffer("offsets", offset)
+
+        def forward(self, inputs):
+            coeff = -0.5 / torch.pow(self.widths, 2)
+            diff = inputs[..., None] - self.offsets
+            y = torch.exp(coeff * torch.pow(diff, 2))
+            return y
+
+    class CosineCutoff(nn.Module):
+        def __init__(self, cutoff):
+            super().__init__()
+            self.register_buffer("cutoff", torch.FloatTensor([cutoff]))
+
+        def forward(self, input):
+            input_cut = 0.5 * (torch.cos(input * math.pi / self.cutoff) + 1.0)
+            input_cut *= (input < self.cutoff).float()
+            return input_cut
+
+    class SchNetInteraction(nn.Module):
+        def __init__(self, n_atom_basis, n_rbf, n_filters):
+            super().__init__()
+            self.in2f = nn.Linear(n_atom_basis, n_filters, bias=False)
+            self.f2out = nn.Sequential(nn.Linear(n_filters, n_atom_basis), nn.Softplus(),
+                                       nn.Linear(n_atom_basis, n_atom_basis))
+            self.filter_network = nn.Sequential(nn.Linear(n_rbf, n_filters), nn.Softplus(),
+                                                nn.Linear(n_filters, n_filters))
+
+        def forward(self, x, f_ij, idx_i, idx_j, rcut_ij):
+            x = self.in2f(x)
+            Wij = self.filter_network(f_ij)
+            Wij = Wij * rcut_ij[:, None]
+            x_j = x[idx_j]
+            x_ij = x_j * Wij
+            x = torch.zeros_like(x).index_add(0, idx_i, x_ij)  # scatter_add of schnetpack.nn.scatter
+            x = self.f2out(x)
+            return x
+
+    class SchNet(nn.Module):
+        def __init__(self, n_atom_basis=8, n_interactions=2, n_rbf=6, cutoff=3.0, max_z=10):
+            super().__init__()
+            self.cutoff = cutoff
+            self.embedding = nn.Embedding(max_z, n_atom_basis, padding_idx=0)
+            self.radial_basis = GaussianRBF(n_rbf=n_rbf, cutoff=cutoff)
+            self.cutoff_fn = CosineCutoff(cutoff)
+            self.interactions = nn.ModuleList([SchNetInteraction(n_atom_basis, n_rbf, n_atom_basis)
+                                               for _ in range(n_interactions)])
+            self.out1 = nn.Linear(n_atom_basis, n_atom_basis // 2)
+            self.out2 = nn.Linear(n_atom_basis // 2, 1)
+
+        def forward(self, z, pos, batch, n_mol):
+            mask = batch[:, None] == batch[None, :]
+            dist = torch.cdist(pos, pos)
+            adj = mask & (dist < self.cutoff)
+            adj.fill_diagonal_(False)
+            idx_i, idx_j = adj.nonzero().t()
+            r_ij = pos[idx_j] - pos[idx_i]
+            d_ij = torch.norm(r_ij, dim=1)
+            f_ij = self.radial_basis(d_ij)
+            rcut_ij = self.cutoff_fn(d_ij)
+            x = self.embedding(z)
+            for interaction in self.interactions:
+                v = interaction(x, f_ij, idx_i, idx_j, rcut_ij)
+                x = x + v
+            yi = self.out2(shifted_softplus(self.out1(x)))
+            energy = torch.zeros(n_mol, 1).index_add(0, batch, yi)
+            return energy.squeeze(-1)
+
+    model = SchNet()
+    init = load(m, model, state)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-3)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, factor=0.5, patience=0)
+    rho_energy, rho_forces = 0.1, 0.9
+    z = torch.tensor([6, 1, 1, 1, 8, 1, 1])
+    batch = torch.tensor([0, 0, 0, 0, 1, 1, 1])
+    losses = []
+    for step in range(2):
+        pos = torch.tensor(normal(rng, 7, 3) * 1.2)
+        pos.requires_grad_(True)
+        energy_t = torch.tensor(normal(rng, 2))
+        forces_t = torch.tensor(normal(rng, 7, 3))
+        energy = model(z, pos, batch, 2)
+        forces = -torch.autograd.grad(energy, pos, grad_outputs=torch.ones_like(energy), create_graph=True,
+                                      retain_graph=True)[0]
+        loss = rho_energy * F.mse_loss(energy, energy_t) + rho_forces * F.mse_loss(forces, forces_t)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step(loss.item())
+        losses += [loss.item(), forces.abs().sum().item(), optimizer.param_groups[0]["lr"]]
+    return init, losses + summary(model.parameters())
+
+
+def test_schnet_forces():
+    compare(schnet_forces)
