@@ -994,3 +994,203 @@ def schnet_forces(m, state=None):
 
 def test_schnet_forces():
     compare(schnet_forces)
+
+
+# (g) zhouhaoyi/Informer2020 (models/attn.py's ProbAttention and AttentionLayer, utils/masking.py's ProbMask,
+# models/encoder.py's ConvLayer and EncoderLayer, models/embed.py's TokenEmbedding): keys sampled per query by
+# an index drawn with torch.randint (here numpy's, as the script's draw), K.unsqueeze(-3).expand(B, H, L_Q, L_K, E)
+# and K_expand[:, :, torch.arange(L_Q).unsqueeze(1), index_sample, :], the sparsity measure max - sum / L_K,
+# M.topk(n_top, sorted=False)[1], Q[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], M_top, :], the
+# lazy context by V.cumsum(dim=-2) and a ProbMask of triu(1) expanded and indexed the same way, masked_fill_ with
+# -np.inf, and context_in[arange, arange, index, :] = torch.matmul(attn, V).type_as(context_in) (an advanced-index
+# write into a tensor that needs grad); Conv1d with padding_mode='circular' and kaiming_normal_(mode='fan_in',
+# nonlinearity='leaky_relu'), the distilling ConvLayer (BatchNorm1d, ELU, MaxPool1d(stride=2)), Adam and MSE
+def informer_prob_attention(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    from math import sqrt
+    torch.manual_seed(0)
+    rng = np.random.default_rng(7)
+
+    class ProbMask():
+        def __init__(self, B, H, L, index, scores, device="cpu"):
+            _mask = torch.ones(L, scores.shape[-1], dtype=torch.bool).to(device).triu(1)
+            _mask_ex = _mask[None, None, :].expand(B, H, L, scores.shape[-1])
+            indicator = _mask_ex[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], index, :].to(device)
+            self._mask = indicator.view(scores.shape).to(device)
+
+        @property
+        def mask(self):
+            return self._mask
+
+    class ProbAttention(nn.Module):
+        def __init__(self, mask_flag=True, factor=5, scale=None, attention_dropout=0.1, output_attention=False):
+            super(ProbAttention, self).__init__()
+            self.factor = factor
+            self.scale = scale
+            self.mask_flag = mask_flag
+            self.output_attention = output_attention
+            self.dropout = nn.Dropout(attention_dropout)
+
+        def _prob_QK(self, Q, K, sample_k, n_top):  # n_top: c*ln(L_q)
+            B, H, L_K, E = K.shape
+            _, _, L_Q, _ = Q.shape
+            K_expand = K.unsqueeze(-3).expand(B, H, L_Q, L_K, E)
+            # index_sample = torch.randint(L_K, (L_Q, sample_k)), drawn by numpy
+            index_sample = torch.tensor(rng.integers(0, L_K, (L_Q, sample_k)))
+            K_sample = K_expand[:, :, torch.arange(L_Q).unsqueeze(1), index_sample, :]
+            Q_K_sample = torch.matmul(Q.unsqueeze(-2), K_sample.transpose(-2, -1)).squeeze(-2)
+            M = Q_K_sample.max(-1)[0] - torch.div(Q_K_sample.sum(-1), L_K)
+            M_top = M.topk(n_top, sorted=False)[1]
+            Q_reduce = Q[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], M_top, :]
+            Q_K = torch.matmul(Q_reduce, K.transpose(-2, -1))
+            return Q_K, M_top
+
+        def _get_initial_context(self, V, L_Q):
+            B, H, L_V, D = V.shape
+            if not self.mask_flag:
+                V_sum = V.mean(dim=-2)
+                contex = V_sum.unsqueeze(-2).expand(B, H, L_Q, V_sum.shape[-1]).clone()
+            else:
+                assert L_Q == L_V
+                contex = V.cumsum(dim=-2)
+            return contex
+
+        def _update_context(self, context_in, V, scores, index, L_Q, attn_mask):
+            B, H, L_V, D = V.shape
+            if self.mask_flag:
+                attn_mask = ProbMask(B, H, L_Q, index, scores, device=V.device)
+                scores.masked_fill_(attn_mask.mask, -np.inf)
+            attn = torch.softmax(scores, dim=-1)
+            context_in[torch.arange(B)[:, None, None], torch.arange(H)[None, :, None], index, :] = \
+                torch.matmul(attn, V).type_as(context_in)
+            return (context_in, None)
+
+        def forward(self, queries, keys, values, attn_mask):
+            B, L_Q, H, D = queries.shape
+            _, L_K, _, _ = keys.shape
+            queries = queries.transpose(2, 1)
+            keys = keys.transpose(2, 1)
+            values = values.transpose(2, 1)
+            U_part = self.factor * np.ceil(np.log(L_K)).astype("int").item()
+            u = self.factor * np.ceil(np.log(L_Q)).astype("int").item()
+            U_part = U_part if U_part < L_K else L_K
+            u = u if u < L_Q else L_Q
+            scores_top, index = self._prob_QK(queries, keys, sample_k=U_part, n_top=u)
+            scale = self.scale or 1. / sqrt(D)
+            if scale is not None:
+                scores_top = scores_top * scale
+            context = self._get_initial_context(values, L_Q)
+            context, attn = self._update_context(context, values, scores_top, index, L_Q, attn_mask)
+            return context.transpose(2, 1).contiguous(), attn
+
+    class AttentionLayer(nn.Module):
+        def __init__(self, attention, d_model, n_heads):
+            super(AttentionLayer, self).__init__()
+            d_keys = d_values = d_model // n_heads
+            self.inner_attention = attention
+            self.query_projection = nn.Linear(d_model, d_keys * n_heads)
+            self.key_projection = nn.Linear(d_model, d_keys * n_heads)
+            self.value_projection = nn.Linear(d_model, d_values * n_heads)
+            self.out_projection = nn.Linear(d_values * n_heads, d_model)
+            self.n_heads = n_heads
+
+        def forward(self, queries, keys, values, attn_mask):
+            B, L, _ = queries.shape
+            _, S, _ = keys.shape
+            H = self.n_heads
+            queries = self.query_projection(queries).view(B, L, H, -1)
+            keys = self.key_projection(keys).view(B, S, H, -1)
+            values = self.value_projection(values).view(B, S, H, -1)
+            out, attn = self.inner_attention(queries, keys, values, attn_mask)
+            out = out.view(B, L, -1)
+            return self.out_projection(out), attn
+
+    class TokenEmbedding(nn.Module):
+        def __init__(self, c_in, d_model):
+            super(TokenEmbedding, self).__init__()
+            padding = 1 if torch.__version__ >= "1.5.0" else 2
+            self.tokenConv = nn.Conv1d(in_channels=c_in, out_channels=d_model, kernel_size=3, padding=padding,
+                                       padding_mode="circular")
+            for mod in self.modules():
+                if isinstance(mod, nn.Conv1d):
+                    nn.init.kaiming_normal_(mod.weight, mode="fan_in", nonlinearity="leaky_relu")
+
+        def forward(self, x):
+            x = self.tokenConv(x.permute(0, 2, 1)).transpose(1, 2)
+            return x
+
+    class ConvLayer(nn.Module):
+        def __init__(self, c_in):
+            super(ConvLayer, self).__init__()
+            self.downConv = nn.Conv1d(in_channels=c_in, out_channels=c_in, kernel_size=3, padding=1,
+                                      padding_mode="circular")
+            self.norm = nn.BatchNorm1d(c_in)
+            self.activation = nn.ELU()
+            self.maxPool = nn.MaxPool1d(kernel_size=3, stride=2, padding=1)
+
+        def forward(self, x):
+            x = self.downConv(x.permute(0, 2, 1))
+            x = self.norm(x)
+            x = self.activation(x)
+            x = self.maxPool(x)
+            x = x.transpose(1, 2)
+            return x
+
+    class EncoderLayer(nn.Module):
+        def __init__(self, attention, d_model, d_ff=None, dropout=0.1, activation="relu"):
+            super(EncoderLayer, self).__init__()
+            d_ff = d_ff or 4 * d_model
+            self.attention = attention
+            self.conv1 = nn.Conv1d(in_channels=d_model, out_channels=d_ff, kernel_size=1)
+            self.conv2 = nn.Conv1d(in_channels=d_ff, out_channels=d_model, kernel_size=1)
+            self.norm1 = nn.LayerNorm(d_model)
+            self.norm2 = nn.LayerNorm(d_model)
+            self.dropout = nn.Dropout(dropout)
+            self.activation = F.relu if activation == "relu" else F.gelu
+
+        def forward(self, x, attn_mask=None):
+            new_x, attn = self.attention(x, x, x, attn_mask=attn_mask)
+            x = x + self.dropout(new_x)
+            y = x = self.norm1(x)
+            y = self.dropout(self.activation(self.conv1(y.transpose(-1, 1))))
+            y = self.dropout(self.conv2(y).transpose(-1, 1))
+            return self.norm2(x + y), attn
+
+    class Informer(nn.Module):
+        def __init__(self, c_in=3, d_model=8, n_heads=2, factor=1):
+            super().__init__()
+            self.embed = TokenEmbedding(c_in, d_model)
+            self.enc = EncoderLayer(AttentionLayer(ProbAttention(False, factor, attention_dropout=0.0), d_model,
+                                                   n_heads), d_model, 16, dropout=0.0, activation="gelu")
+            self.distil = ConvLayer(d_model)
+            self.dec = EncoderLayer(AttentionLayer(ProbAttention(True, factor, attention_dropout=0.0), d_model,
+                                                   n_heads), d_model, 16, dropout=0.0)
+            self.projection = nn.Linear(d_model, c_in, bias=True)
+
+        def forward(self, x):
+            h, _ = self.enc(self.embed(x))
+            h = self.distil(h)
+            h, _ = self.dec(h)
+            return self.projection(h)
+
+    model = Informer()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    criterion = nn.MSELoss()
+    losses = []
+    for step in range(2):
+        x = torch.tensor(normal(rng, 3, 16, 3))
+        y = torch.tensor(normal(rng, 3, 8, 3))
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()]
+    # the distilling conv's bias and the LayerNorm bias before it shift each channel by a constant, which the
+    # BatchNorm after them takes out: their gradients are rounding noise, that Adam turns into steps of +-lr
+    noise = ("enc.norm2.bias", "distil.downConv.bias")
+    return init, losses + summary(p for n, p in model.named_parameters() if n not in noise)
+
+
+def test_informer_prob_attention():
+    compare(informer_prob_attention)
