@@ -1194,3 +1194,184 @@ def informer_prob_attention(m, state=None):
 
 def test_informer_prob_attention():
     compare(informer_prob_attention)
+
+
+# (h) NM512/dreamerv3-torch (tools.py's OneHotDist, DiscDist, ContDist, Bernoulli, symlog/symexp, lambda_return;
+# networks.py's RSSM.kl_loss): `import torch.distributions as torchd`, a subclass of
+# torchd.one_hot_categorical.OneHotCategorical mixing in a uniform share (unimix) of its softmax, whose mode() is a
+# method reading super().logits, F.one_hot(torch.argmax(..., axis=-1)) with a straight-through gradient,
+# torchd.independent.Independent(..., 1), KL balancing by torchd.kl.kl_divergence between detached and live
+# posteriors and priors clipped at the free nats by torch.clip(min=), the twohot DiscDist over symlog buckets
+# (sums of int32 comparisons, torch.clip, torch.where(equal, 1, ...), log_pred by logsumexp), an Independent
+# Bernoulli(logits=) continuation head, the lambda return by a reversed loop and torch.stack, Adam with a
+# clip_grad_norm_
+def dreamer_v3_distributions(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torchd = torch.distributions
+    torch.manual_seed(0)
+    rng = np.random.default_rng(8)
+
+    def symlog(x):
+        return torch.sign(x) * torch.log(torch.abs(x) + 1.0)
+
+    def symexp(x):
+        return torch.sign(x) * (torch.exp(torch.abs(x)) - 1.0)
+
+    class OneHotDist(torchd.one_hot_categorical.OneHotCategorical):
+        def __init__(self, logits=None, probs=None, unimix_ratio=0.0):
+            if logits is not None and unimix_ratio > 0.0:
+                probs = F.softmax(logits, dim=-1)
+                probs = probs * (1.0 - unimix_ratio) + unimix_ratio / probs.shape[-1]
+                logits = torch.log(probs)
+                super().__init__(logits=logits, probs=None)
+            else:
+                super().__init__(logits=logits, probs=probs)
+
+        def mode(self):
+            _mode = F.one_hot(torch.argmax(super().logits, axis=-1), super().logits.shape[-1])
+            return _mode.detach() + super().logits - super().logits.detach()
+
+    class DiscDist:
+        def __init__(self, logits, low=-20.0, high=20.0, transfwd=symlog, transbwd=symexp, device="cpu"):
+            self.logits = logits
+            self.probs = torch.softmax(logits, -1)
+            self.buckets = torch.linspace(low, high, steps=logits.shape[-1], device=device)
+            self.width = (self.buckets[-1] - self.buckets[0]) / 255
+            self.transfwd = transfwd
+            self.transbwd = transbwd
+
+        def mean(self):
+            _mean = self.probs * self.buckets
+            return self.transbwd(torch.sum(_mean, dim=-1, keepdim=True))
+
+        def log_prob(self, x):
+            x = self.transfwd(x)
+            below = torch.sum((self.buckets <= x[..., None]).to(torch.int32), dim=-1) - 1
+            above = len(self.buckets) - torch.sum((self.buckets > x[..., None]).to(torch.int32), dim=-1)
+            below = torch.clip(below, 0, len(self.buckets) - 1)
+            above = torch.clip(above, 0, len(self.buckets) - 1)
+            equal = below == above
+            dist_to_below = torch.where(equal, 1, torch.abs(self.buckets[below] - x))
+            dist_to_above = torch.where(equal, 1, torch.abs(self.buckets[above] - x))
+            total = dist_to_below + dist_to_above
+            weight_below = dist_to_above / total
+            weight_above = dist_to_below / total
+            target = (F.one_hot(below, num_classes=len(self.buckets)) * weight_below[..., None]
+                      + F.one_hot(above, num_classes=len(self.buckets)) * weight_above[..., None])
+            log_pred = self.logits - torch.logsumexp(self.logits, -1, keepdim=True)
+            target = target.squeeze(-2)
+            return (target * log_pred).sum(-1)
+
+    class Bernoulli:
+        def __init__(self, dist=None):
+            super().__init__()
+            self._dist = dist
+            self.mean = dist.mean
+
+        def __getattr__(self, name):
+            return getattr(self._dist, name)
+
+        def mode(self):
+            _mode = torch.round(self._dist.mean)
+            return _mode.detach() + self._dist.mean - self._dist.mean.detach()
+
+        def log_prob(self, x):
+            _logits = self._dist.base_dist.logits
+            log_probs0 = -F.softplus(_logits)
+            log_probs1 = -F.softplus(-_logits)
+            return torch.sum(log_probs0 * (1 - x) + log_probs1 * x, -1)
+
+    def lambda_return(reward, value, pcont, bootstrap, lambda_, axis):
+        assert len(reward.shape) == len(value.shape), (reward.shape, value.shape)
+        if isinstance(pcont, (int, float)):
+            pcont = pcont * torch.ones_like(reward)
+        if bootstrap is None:
+            bootstrap = torch.zeros_like(value[-1])
+        next_values = torch.cat([value[1:], bootstrap[None]], 0)
+        inputs = reward + pcont * next_values * (1 - lambda_)
+        outputs, last = [], bootstrap
+        for t in reversed(range(reward.shape[0])):  # static_scan(..., reverse=True)
+            last = inputs[t] + pcont[t] * lambda_ * last
+            outputs.append(last)
+        return torch.stack(outputs[::-1], 0)
+
+    stoch, discrete, deter, embed_dim = 3, 4, 8, 6
+
+    class RSSM(nn.Module):
+        def __init__(self, unimix_ratio=0.01):
+            super().__init__()
+            self._unimix_ratio = unimix_ratio
+            self._img_in = nn.Linear(stoch * discrete, deter)
+            self._cell = nn.GRUCell(deter, deter)
+            self._img_out = nn.Linear(deter, stoch * discrete)
+            self._obs_out = nn.Linear(deter + embed_dim, stoch * discrete)
+
+        def get_dist(self, logit):
+            return torchd.independent.Independent(OneHotDist(logit, unimix_ratio=self._unimix_ratio), 1)
+
+        def get_feat(self, state):
+            shape = list(state["stoch"].shape[:-2]) + [stoch * discrete]
+            return torch.cat([state["stoch"].reshape(shape), state["deter"]], -1)
+
+        def step(self, prev, embed):
+            x = F.silu(self._img_in(prev["stoch"].reshape(prev["stoch"].shape[0], -1)))
+            deter = self._cell(x, prev["deter"])
+            prior_logit = self._img_out(deter).reshape(list(deter.shape[:-1]) + [stoch, discrete])
+            post_logit = self._obs_out(torch.cat([deter, embed], -1)).reshape(prior_logit.shape)
+            post_stoch = self.get_dist(post_logit).mode()  # the script's sample(), its mode here (one draw)
+            post = {"stoch": post_stoch, "deter": deter, "logit": post_logit}
+            prior = {"stoch": self.get_dist(prior_logit).mode(), "deter": deter, "logit": prior_logit}
+            return post, prior
+
+        def kl_loss(self, post, prior, free, dyn_scale, rep_scale):
+            kld = torchd.kl.kl_divergence
+            dist = lambda x: self.get_dist(x["logit"])
+            sg = lambda x: {k: v.detach() for k, v in x.items()}
+            rep_loss = value = kld(dist(post), dist(sg(prior)))
+            dyn_loss = kld(dist(sg(post)), dist(prior))
+            rep_loss = torch.clip(rep_loss, min=free)
+            dyn_loss = torch.clip(dyn_loss, min=free)
+            loss = dyn_scale * dyn_loss + rep_scale * rep_loss
+            return loss, value, dyn_loss, rep_loss
+
+    feat_size = stoch * discrete + deter
+    rssm = RSSM()
+    reward_head = nn.Linear(feat_size, 16)
+    cont_head = nn.Linear(feat_size, 1)
+    value_head = nn.Linear(feat_size, 16)
+    model = nn.ModuleDict({"rssm": rssm, "reward": reward_head, "cont": cont_head, "value": value_head})
+    init = load(m, model, state)
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3, eps=1e-8)
+    T, B = 4, 3
+    losses = []
+    for step in range(2):
+        embed = torch.tensor(normal(rng, T, B, embed_dim))
+        reward = torch.tensor(normal(rng, T, B) * 3)
+        cont = torch.tensor((rng.uniform(size=(T, B, 1)) > 0.2).astype(np.float32))
+        state_ = {"stoch": torch.zeros(B, stoch, discrete), "deter": torch.zeros(B, deter)}
+        posts, kls, values = [], [], []
+        for t in range(T):
+            post, prior = rssm.step(state_, embed[t])
+            kl, value, dyn_loss, rep_loss = rssm.kl_loss(post, prior, free=1.0, dyn_scale=0.5, rep_scale=0.1)
+            posts.append(rssm.get_feat(post))
+            kls.append(kl)
+            values.append(value)
+            state_ = post
+        feat = torch.stack(posts, 0)
+        reward_dist = DiscDist(reward_head(feat))
+        cont_dist = Bernoulli(torchd.independent.Independent(torchd.bernoulli.Bernoulli(logits=cont_head(feat)), 1))
+        value_dist = DiscDist(value_head(feat))
+        target = lambda_return(reward.unsqueeze(-1), value_dist.mean().detach(), 0.997 * cont, None, 0.95, axis=0)
+        loss = (torch.stack(kls).mean() - reward_dist.log_prob(reward.unsqueeze(-1)).mean()
+                - cont_dist.log_prob(cont).mean() - value_dist.log_prob(target.detach()).mean())
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 100.0)
+        opt.step()
+        losses += [loss.item(), torch.stack(values).mean().item(), target.sum().item(),
+                   cont_dist.mode().sum().item(), reward_dist.mean().sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_dreamer_v3_distributions():
+    compare(dreamer_v3_distributions)

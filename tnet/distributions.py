@@ -798,8 +798,21 @@ class OneHotCategorical(Distribution):
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         self._categorical = Categorical(probs, logits, validate_args)
-        self.probs, self.logits = self._categorical.probs, self._categorical.logits
         super().__init__(self._categorical.batch_shape, self.probs.shape[-1:], validate_args)
+
+    # properties of the class reading the Categorical inside, as torch's: a subclass reads super().logits
+    # (dreamerv3-torch's OneHotDist), and expand() expands the Categorical, which they follow
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
 
     @property
     def mean(self):
