@@ -312,14 +312,23 @@ def _one_hot_dist(d, F, logits):
         def mode(self):
             _mode = F.one_hot(super().logits.argmax(-1), super().logits.shape[-1])
             return _mode.detach() + super().logits - super().logits.detach()
+    class Cat(d.Categorical):  # torch's lazy probs and logits, read through super() as well
+        def both(self):
+            return super().probs * super().logits
+
+    class Ber(d.Bernoulli):
+        def both(self):
+            return super().probs * super().logits
     o = OneHotDist(logits=logits)
     e = o.expand((4, 2))
-    return [o.mode(), o.probs, e.logits, e.probs], (tuple(o.param_shape), repr(o), "probs" in vars(o))
+    return ([o.mode(), o.probs, e.logits, e.probs, Cat(logits=logits).both(), Ber(logits=logits).both()],
+            (tuple(o.param_shape), repr(o), "probs" in vars(o)))
 
 
 def test_one_hot_categorical_parameters_are_properties_as_torch(rng):
     """OneHotCategorical's probs, logits and param_shape are properties of the class reading its Categorical, as
-    torch's: a subclass reads super().logits, expand() carries them, and repr() lists no parameter."""
+    torch's: a subclass reads super().logits, expand() carries them, and repr() lists no parameter; Categorical's
+    and Bernoulli's (torch's lazy ones, tnet's computed at once) are read through super() too."""
     import torch.distributions as TD
     logits, rlogits = pair(rng, 2, 3)
     outs, meta = _one_hot_dist(tnet.distributions, tnet.nn.functional, logits)

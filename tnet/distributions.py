@@ -477,6 +477,22 @@ def _probs_and_logits(probs, logits):
     return probs, logits
 
 
+class _Stored:
+    """A parameter that torch computes lazily (its lazy_property, a class attribute) and tnet at construction, held
+    on the instance: a class attribute still, which gives the instance's value, so that a subclass reads
+    super().logits as torch's (dreamerv3-torch's OneHotDist). It sets nothing: the instance's own attribute wins."""
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        try:
+            return instance.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(f"'{type(instance).__name__}' object has no attribute '{self.name}'") from None
+
+
 def _lazy_one(probs):
     """The parameter of a law of probs or logits that the other was computed from: torch's lazy one, which
     validate_args does not check."""
@@ -499,6 +515,8 @@ class Bernoulli(ExponentialFamily):
     the parameter's dtype."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
+
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         self.probs, self.logits = _binary_parameters(probs, logits)
@@ -552,6 +570,8 @@ class ContinuousBernoulli(ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
+
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)
@@ -637,6 +657,8 @@ class Categorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.dependent_property(lambda self: constraints.integer_interval(0, self._num_events - 1),
                                              is_discrete=True)
+
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)
@@ -1513,6 +1535,8 @@ class Binomial(Distribution):
     support = constraints.dependent_property(lambda self: constraints.integer_interval(0, self.total_count),
                                              is_discrete=True)
 
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
+
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)
         if probs is not None:
@@ -1617,6 +1641,8 @@ class Geometric(Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
+
     def __init__(self, probs=None, logits=None, validate_args=None):
         self.probs, self.logits = _binary_parameters(probs, logits)
         self._derived = _lazy_one(probs)
@@ -1706,6 +1732,8 @@ class NegativeBinomial(Distribution):
     arg_constraints = {"total_count": constraints.greater_than_eq(0), "probs": constraints.half_open_interval(0.0, 1.0),
                        "logits": constraints.real}
     support = constraints.nonnegative_integer
+
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)
