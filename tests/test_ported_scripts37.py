@@ -1375,3 +1375,221 @@ def dreamer_v3_distributions(m, state=None):
 
 def test_dreamer_v3_distributions():
     compare(dreamer_v3_distributions)
+
+
+# (i) facebookresearch/fairseq's wav2vec 2.0 (models/wav2vec/wav2vec2.py's ConvFeatureExtractionModel, Wav2Vec2Model
+# (apply_mask, sample_negatives, compute_preds), TransformerEncoder's pos_conv; modules/gumbel_vector_quantizer.py;
+# data/data_utils.py's compute_mask_indices; criterions/wav2vec_criterion.py): a Conv1d stack with GroupNorm(dim,
+# dim) on the first layer, a positional Conv1d under nn.utils.weight_norm(name="weight", dim=2) less its last
+# frame (SamePad), x[mask_indices] = self.mask_emb (a Parameter put at a bool mask's rows), the quantizer's hard
+# codes by x.new_zeros(*x.shape).scatter_(-1, k.view(-1, 1), 1.0) and its perplexities (its eval path: training
+# draws Gumbel noise), buffered_arange (torch.arange(max, out=buf) into a resized LongTensor), negatives by
+# neg_idxs[neg_idxs >= tszs] += 1 (index draws by numpy for torch.randint), logits by torch.cosine_similarity over
+# a cat of targets and negatives, logits[1:][neg_is_pos] = float("-inf"), the criterion's cross_entropy of the
+# transposed logits to new_zeros(..., dtype=torch.long) targets with reduction="sum", the diversity and feature
+# penalties, Adam
+def wav2vec2_pretraining(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(9)
+
+    def buffered_arange(max):
+        if not hasattr(buffered_arange, "buf"):
+            buffered_arange.buf = torch.LongTensor()
+        if max > buffered_arange.buf.numel():
+            buffered_arange.buf.resize_(max)
+            torch.arange(max, out=buffered_arange.buf)
+        return buffered_arange.buf[:max]
+
+    def compute_mask_indices(shape, mask_prob, mask_length, min_masks=0):
+        bsz, all_sz = shape
+        mask = np.full((bsz, all_sz), False)
+        all_num_mask = int(mask_prob * all_sz / float(mask_length) + rng.random())
+        all_num_mask = max(min_masks, all_num_mask)
+        for i in range(bsz):
+            mask_idc = rng.choice(all_sz - mask_length, all_num_mask, replace=False)
+            mask_idc = np.asarray([mask_idc[j] + offset for j in range(len(mask_idc)) for offset in range(mask_length)])
+            mask[i, np.unique(mask_idc[mask_idc < all_sz])] = True
+        return mask
+
+    class SamePad(nn.Module):
+        def __init__(self, kernel_size):
+            super().__init__()
+            self.remove = 1 if kernel_size % 2 == 0 else 0
+
+        def forward(self, x):
+            if self.remove > 0:
+                x = x[:, :, : -self.remove]
+            return x
+
+    class GumbelVectorQuantizer(nn.Module):
+        def __init__(self, dim, num_vars, temp, groups, combine_groups, vq_dim, time_first):
+            super().__init__()
+            self.groups = groups
+            self.combine_groups = combine_groups
+            self.input_dim = dim
+            self.num_vars = num_vars
+            self.time_first = time_first
+            assert vq_dim % groups == 0, f"dim {vq_dim} must be divisible by groups {groups} for concatenation"
+            var_dim = vq_dim // groups
+            num_groups = groups if not combine_groups else 1
+            self.vars = nn.Parameter(torch.FloatTensor(1, num_groups * num_vars, var_dim))
+            nn.init.uniform_(self.vars)
+            self.weight_proj = nn.Linear(self.input_dim, groups * num_vars)
+            nn.init.normal_(self.weight_proj.weight, mean=0, std=1)
+            nn.init.zeros_(self.weight_proj.bias)
+            self.max_temp, self.min_temp, self.temp_decay = temp
+            self.curr_temp = self.max_temp
+
+        def set_num_updates(self, num_updates):
+            self.curr_temp = max(self.max_temp * self.temp_decay ** num_updates, self.min_temp)
+
+        def forward(self, x, produce_targets=False):
+            result = {"num_vars": self.num_vars * self.groups}
+            if not self.time_first:
+                x = x.transpose(1, 2)
+            bsz, tsz, fsz = x.shape
+            x = x.reshape(-1, fsz)
+            x = self.weight_proj(x)
+            x = x.view(bsz * tsz * self.groups, -1)
+            _, k = x.max(-1)
+            hard_x = (x.new_zeros(*x.shape).scatter_(-1, k.view(-1, 1), 1.0).view(bsz * tsz, self.groups, -1))
+            hard_probs = torch.mean(hard_x.float(), dim=0)
+            result["code_perplexity"] = torch.exp(-torch.sum(hard_probs * torch.log(hard_probs + 1e-7), dim=-1)).sum()
+            avg_probs = torch.softmax(x.view(bsz * tsz, self.groups, -1).float(), dim=-1).mean(dim=0)
+            result["prob_perplexity"] = torch.exp(-torch.sum(avg_probs * torch.log(avg_probs + 1e-7), dim=-1)).sum()
+            result["temp"] = self.curr_temp
+            if self.training:
+                x = F.gumbel_softmax(x.float(), tau=self.curr_temp, hard=True).type_as(x)
+            else:
+                x = hard_x
+            x = x.view(bsz * tsz, -1)
+            vars = self.vars
+            if self.combine_groups:
+                vars = vars.repeat(1, self.groups, 1)
+            if produce_targets:
+                result["targets"] = (x.view(bsz * tsz * self.groups, -1).argmax(dim=-1)
+                                     .view(bsz, tsz, self.groups).detach())
+            x = x.unsqueeze(-1) * vars
+            x = x.view(bsz * tsz, self.groups, self.num_vars, -1)
+            x = x.sum(-2)
+            x = x.view(bsz, tsz, -1)
+            if not self.time_first:
+                x = x.transpose(1, 2)
+            result["x"] = x
+            return result
+
+    class Wav2Vec2Model(nn.Module):
+        def __init__(self, embed=8, conv_dim=8, final_dim=6, n_negatives=3, mask_prob=0.5, mask_length=2):
+            super().__init__()
+            layers, in_d = [], 1
+            for i, (dim, k, stride) in enumerate([(conv_dim, 5, 3), (conv_dim, 3, 2)]):
+                conv = nn.Conv1d(in_d, dim, k, stride=stride, bias=False)
+                nn.init.kaiming_normal_(conv.weight)
+                norm = [nn.GroupNorm(dim, dim, affine=True)] if i == 0 else []
+                layers.append(nn.Sequential(conv, nn.Dropout(p=0.0), *norm, nn.GELU()))
+                in_d = dim
+            self.feature_extractor = nn.ModuleList(layers)
+            self.layer_norm = nn.LayerNorm(conv_dim)
+            self.post_extract_proj = nn.Linear(conv_dim, embed)
+            self.mask_emb = nn.Parameter(torch.FloatTensor(embed).uniform_())
+            self.pos_conv = nn.Conv1d(embed, embed, kernel_size=4, padding=2, groups=2)
+            std = math.sqrt((4 * (1.0 - 0.0)) / (4 * embed))
+            nn.init.normal_(self.pos_conv.weight, mean=0, std=std)
+            nn.init.constant_(self.pos_conv.bias, 0)
+            self.pos_conv = nn.utils.weight_norm(self.pos_conv, name="weight", dim=2)
+            self.pos_conv = nn.Sequential(self.pos_conv, SamePad(4), nn.GELU())
+            self.encoder = nn.TransformerEncoderLayer(embed, 2, 16, dropout=0.0, activation="gelu",
+                                                      batch_first=True)
+            self.quantizer = GumbelVectorQuantizer(dim=conv_dim, num_vars=5, temp=(2, 0.5, 0.999995), groups=2,
+                                                   combine_groups=False, vq_dim=final_dim, time_first=True)
+            self.project_q = nn.Linear(final_dim, final_dim)
+            self.final_proj = nn.Linear(embed, final_dim)
+            self.n_negatives, self.mask_prob, self.mask_length = n_negatives, mask_prob, mask_length
+            self.logit_temp = 0.1
+
+        def sample_negatives(self, y, num):
+            bsz, tsz, fsz = y.shape
+            y = y.view(-1, fsz)  # BTC => (BxT)C
+            high = tsz
+            with torch.no_grad():
+                assert high > 1, f"{bsz, tsz, fsz}"
+                tszs = buffered_arange(num).unsqueeze(-1).expand(-1, self.n_negatives).flatten()
+                neg_idxs = torch.tensor(rng.integers(0, high - 1, (bsz, self.n_negatives * num)))
+                neg_idxs[neg_idxs >= tszs] += 1
+            for i in range(1, bsz):
+                neg_idxs[i] += i * high
+            negs = y[neg_idxs.view(-1)]
+            negs = negs.view(bsz, num, self.n_negatives, fsz).permute(2, 0, 1, 3)  # to NxBxTxC
+            return negs, neg_idxs
+
+        def compute_preds(self, x, y, negatives):
+            neg_is_pos = (y == negatives).all(-1)
+            y = y.unsqueeze(0)
+            targets = torch.cat([y, negatives], dim=0)
+            logits = torch.cosine_similarity(x.float(), targets.float(), dim=-1)
+            logits = logits / self.logit_temp
+            logits = logits.type_as(x)
+            if neg_is_pos.any():
+                logits[1:][neg_is_pos] = float("-inf")
+            return logits
+
+        def forward(self, source):
+            x = source.unsqueeze(1)  # BxT -> BxCxT
+            for conv in self.feature_extractor:
+                x = conv(x)
+            features = x
+            features_pen = features.float().pow(2).mean()
+            features = features.transpose(1, 2)
+            features = self.layer_norm(features)
+            unmasked_features = features.clone()
+            features = self.post_extract_proj(features)
+            B, T, C = features.shape
+            mask_indices = torch.from_numpy(compute_mask_indices((B, T), self.mask_prob, self.mask_length,
+                                                                 min_masks=2)).to(features.device)
+            x = features
+            x[mask_indices] = self.mask_emb
+            x_conv = self.pos_conv(x.transpose(1, 2))
+            x = x + x_conv.transpose(1, 2)
+            x = self.encoder(x)
+            x = x[mask_indices].view(x.size(0), -1, x.size(-1))
+            y = unmasked_features[mask_indices].view(unmasked_features.size(0), -1, unmasked_features.size(-1))
+            q = self.quantizer(y, produce_targets=False)
+            y = self.project_q(q["x"])
+            negs, _ = self.sample_negatives(y, y.size(1))
+            x = self.final_proj(x)
+            x = self.compute_preds(x, y, negs)
+            return {"x": x, "features_pen": features_pen, "mask_indices": mask_indices,
+                    "prob_perplexity": q["prob_perplexity"], "code_perplexity": q["code_perplexity"],
+                    "num_vars": q["num_vars"], "temp": q["temp"]}
+
+    model = Wav2Vec2Model()
+    init = load(m, model, state)
+    model.train()
+    model.quantizer.eval()  # its hard codes: training's Gumbel noise is drawn by each library's generator
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-4, betas=(0.9, 0.98), eps=1e-6, weight_decay=0.01)
+    losses = []
+    for step in range(2):
+        source = torch.tensor(normal(rng, 2, 62))
+        net_output = model(source)
+        logits = net_output["x"]
+        logits = logits.transpose(0, 2)
+        logits = logits.reshape(-1, logits.size(-1))
+        target = logits.new_zeros(logits.size(0), dtype=torch.long)
+        loss = F.cross_entropy(logits, target, reduction="sum")
+        sample_size = target.numel()
+        extra = [(net_output["num_vars"] - net_output["prob_perplexity"]) / net_output["num_vars"],
+                 net_output["features_pen"]]
+        for p, coef in zip(extra, [0.1, 10]):
+            loss += coef * p.float() * sample_size
+        optimizer.zero_grad()
+        (loss / sample_size).backward()
+        optimizer.step()
+        model.quantizer.set_num_updates(step + 1)
+        losses += [loss.item(), net_output["code_perplexity"].item(), float(net_output["temp"]),
+                   torch.isinf(net_output["x"]).sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_wav2vec2_pretraining():
+    compare(wav2vec2_pretraining)
