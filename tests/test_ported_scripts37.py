@@ -1593,3 +1593,283 @@ def wav2vec2_pretraining(m, state=None):
 
 def test_wav2vec2_pretraining():
     compare(wav2vec2_pretraining)
+
+
+# (j) HongyangGao/Graph-U-Nets (src/utils/ops.py's GraphUnet, GCN, Pool, Unpool, top_k_graph, norm_g; the
+# classifier's readout): dense adjacency matrices, gPool by torch.topk(scores, max(2, int(k * num_nodes))) and
+# h[idx, :] scaled by the gate values, the 2-hop graph by g.bool().float() squared and .bool().float() again,
+# indexed by un_g[idx, :][:, idx] and row-normalised by torch.sum(g, 1), gUnpool by h.new_zeros([n, d]) and
+# new_h[idx] = h (an index_put of a tensor that needs grad), skip connections by h.add(...), a readout of
+# torch.max(h, 0)[0], sum and mean, Adam and cross_entropy
+def graph_unet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(11)
+
+    def norm_g(g):
+        degrees = torch.sum(g, 1)
+        g = g / degrees
+        return g
+
+    def top_k_graph(scores, g, h, k):
+        num_nodes = g.shape[0]
+        values, idx = torch.topk(scores, max(2, int(k * num_nodes)))
+        new_h = h[idx, :]
+        values = torch.unsqueeze(values, -1)
+        new_h = torch.mul(new_h, values)
+        un_g = g.bool().float()
+        un_g = torch.matmul(un_g, un_g).bool().float()
+        un_g = un_g[idx, :]
+        un_g = un_g[:, idx]
+        g = norm_g(un_g)
+        return g, new_h, idx
+
+    class GCN(nn.Module):
+        def __init__(self, in_dim, out_dim, act, p):
+            super(GCN, self).__init__()
+            self.proj = nn.Linear(in_dim, out_dim)
+            self.act = act
+            self.drop = nn.Dropout(p=p) if p > 0.0 else nn.Identity()
+
+        def forward(self, g, h):
+            h = self.drop(h)
+            h = torch.matmul(g, h)
+            h = self.proj(h)
+            h = self.act(h)
+            return h
+
+    class Pool(nn.Module):
+        def __init__(self, k, in_dim, p):
+            super(Pool, self).__init__()
+            self.k = k
+            self.sigmoid = nn.Sigmoid()
+            self.proj = nn.Linear(in_dim, 1)
+            self.drop = nn.Dropout(p=p) if p > 0 else nn.Identity()
+
+        def forward(self, g, h):
+            Z = self.drop(h)
+            weights = self.proj(Z).squeeze()
+            scores = self.sigmoid(weights)
+            return top_k_graph(scores, g, h, self.k)
+
+    class Unpool(nn.Module):
+        def __init__(self, *args):
+            super(Unpool, self).__init__()
+
+        def forward(self, g, h, pre_h, idx):
+            new_h = h.new_zeros([g.shape[0], h.shape[1]])
+            new_h[idx] = h
+            return g, new_h
+
+    class GraphUnet(nn.Module):
+        def __init__(self, ks, in_dim, out_dim, dim, act, drop_p):
+            super(GraphUnet, self).__init__()
+            self.ks = ks
+            self.bottom_gcn = GCN(dim, dim, act, drop_p)
+            self.down_gcns = nn.ModuleList()
+            self.up_gcns = nn.ModuleList()
+            self.pools = nn.ModuleList()
+            self.unpools = nn.ModuleList()
+            self.l_n = len(ks)
+            for i in range(self.l_n):
+                self.down_gcns.append(GCN(dim, dim, act, drop_p))
+                self.up_gcns.append(GCN(dim, dim, act, drop_p))
+                self.pools.append(Pool(ks[i], dim, drop_p))
+                self.unpools.append(Unpool(dim, dim, drop_p))
+
+        def forward(self, g, h):
+            adj_ms = []
+            indices_list = []
+            down_outs = []
+            hs = []
+            org_h = h
+            for i in range(self.l_n):
+                h = self.down_gcns[i](g, h)
+                adj_ms.append(g)
+                down_outs.append(h)
+                g, h, idx = self.pools[i](g, h)
+                indices_list.append(idx)
+            h = self.bottom_gcn(g, h)
+            for i in range(self.l_n):
+                up_idx = self.l_n - i - 1
+                g, idx = adj_ms[up_idx], indices_list[up_idx]
+                g, h = self.unpools[i](g, h, down_outs[up_idx], idx)
+                h = self.up_gcns[i](g, h)
+                h = h.add(down_outs[up_idx])
+                hs.append(h)
+            h = h.add(org_h)
+            hs.append(h)
+            return hs
+
+    class GNet(nn.Module):
+        def __init__(self, in_dim, n_classes, l_dim=8, h_dim=8):
+            super(GNet, self).__init__()
+            self.n_act = nn.ELU()
+            self.s_gcn = GCN(in_dim, l_dim, self.n_act, 0.0)
+            self.g_unet = GraphUnet([0.8, 0.6], l_dim, l_dim, l_dim, self.n_act, 0.0)
+            self.out_l_1 = nn.Linear(3 * l_dim * 3, h_dim)
+            self.out_l_2 = nn.Linear(h_dim, n_classes)
+
+        def forward(self, gs, hs, labels):
+            hs = self.embed(gs, hs)
+            logits = self.classify(hs)
+            return self.metric(logits, labels)
+
+        def embed(self, gs, hs):
+            o_hs = []
+            for g, h in zip(gs, hs):
+                h = self.embed_one(g, h)
+                o_hs.append(h)
+            hs = torch.stack(o_hs, 0)
+            return hs
+
+        def embed_one(self, g, h):
+            g = norm_g(g)
+            h = self.s_gcn(g, h)
+            hs = self.g_unet(g, h)
+            h = self.readout(hs)
+            return h
+
+        def readout(self, hs):
+            h_max = [torch.max(h, 0)[0] for h in hs]
+            h_sum = [torch.sum(h, 0) for h in hs]
+            h_mean = [torch.mean(h, 0) for h in hs]
+            h = torch.cat(h_max + h_sum + h_mean)
+            return h
+
+        def classify(self, h):
+            h = self.out_l_1(h)
+            h = self.n_act(h)
+            h = self.out_l_2(h)
+            return F.log_softmax(h, dim=1)
+
+        def metric(self, logits, labels):
+            loss = F.nll_loss(logits, labels)
+            _, preds = torch.max(logits, 1)
+            acc = torch.mean((preds == labels).float())
+            return loss, acc
+
+    model = GNet(3, 2)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, amsgrad=True, weight_decay=8e-4)
+    losses = []
+    for step in range(2):
+        gs, hs = [], []
+        for n in (6, 7, 5):
+            a = np.triu((rng.uniform(size=(n, n)) < 0.5).astype(np.float32), 1)
+            a = a + a.T + np.eye(n, dtype=np.float32)
+            gs.append(torch.tensor(a))
+            hs.append(torch.tensor(normal(rng, n, 3)))
+        labels = torch.tensor(rng.integers(0, 2, 3))
+        loss, acc = model(gs, hs, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), acc.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_graph_unet():
+    compare(graph_unet)
+
+
+# (k) message passing as PyG writes it without torch_scatter (torch_geometric/utils/softmax.py and scatter.py on
+# torch >= 1.12, nn/conv/gat_conv.py, nn/conv/sage_conv.py with aggr="max", nn/pool/glob.py): self loops by a cat of
+# torch.arange stacked twice, attention logits gathered at both ends, a segment softmax by
+# scatter_reduce(..., reduce="amax", include_self=False) of an expanded index and scatter_add_, messages summed by
+# index_add_, the max aggregation by index_reduce_(0, dst, x[src], "amax", include_self=False) (nodes with no
+# neighbour keep 0), global max and mean pools by index_reduce_ and scatter_reduce(reduce="mean"), Adam, NLL
+def pyg_scatter_reduce_gnn(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(12)
+
+    def softmax(src, index, num_nodes):
+        index_e = index.view(-1, 1).expand_as(src)
+        src_max = src.new_zeros(num_nodes, src.size(1)).scatter_reduce(0, index_e, src.detach(), reduce="amax",
+                                                                       include_self=False)
+        out = (src - src_max.index_select(0, index)).exp()
+        out_sum = src.new_zeros(num_nodes, src.size(1)).scatter_add_(0, index_e, out) + 1e-16
+        return out / out_sum.index_select(0, index)
+
+    class GATConv(nn.Module):
+        def __init__(self, in_channels, out_channels, heads=2, negative_slope=0.2):
+            super().__init__()
+            self.heads, self.out_channels, self.negative_slope = heads, out_channels, negative_slope
+            self.lin = nn.Linear(in_channels, heads * out_channels, bias=False)
+            self.att_src = nn.Parameter(torch.empty(1, heads, out_channels))
+            self.att_dst = nn.Parameter(torch.empty(1, heads, out_channels))
+            self.bias = nn.Parameter(torch.empty(heads * out_channels))
+            nn.init.xavier_uniform_(self.lin.weight)
+            nn.init.xavier_uniform_(self.att_src)
+            nn.init.xavier_uniform_(self.att_dst)
+            nn.init.zeros_(self.bias)
+
+        def forward(self, x, edge_index):
+            H, C = self.heads, self.out_channels
+            N = x.size(0)
+            loop_index = torch.arange(0, N, dtype=torch.long, device=x.device)
+            edge_index = torch.cat([edge_index, loop_index.unsqueeze(0).repeat(2, 1)], dim=1)
+            src, dst = edge_index[0], edge_index[1]
+            x = self.lin(x).view(-1, H, C)
+            alpha_src = (x * self.att_src).sum(dim=-1)
+            alpha_dst = (x * self.att_dst).sum(dim=-1)
+            alpha = alpha_src[src] + alpha_dst[dst]
+            alpha = F.leaky_relu(alpha, self.negative_slope)
+            alpha = softmax(alpha, dst, N)
+            msg = x[src] * alpha.unsqueeze(-1)
+            out = torch.zeros_like(x).index_add_(0, dst, msg)
+            return out.view(-1, H * C) + self.bias
+
+    class SAGEConv(nn.Module):
+        def __init__(self, in_channels, out_channels):
+            super().__init__()
+            self.lin_l = nn.Linear(in_channels, out_channels)
+            self.lin_r = nn.Linear(in_channels, out_channels, bias=False)
+
+        def forward(self, x, edge_index):
+            src, dst = edge_index
+            aggr = x.new_zeros(x.size(0), x.size(1)).index_reduce_(0, dst, x[src], "amax", include_self=False)
+            return self.lin_l(aggr) + self.lin_r(x)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = GATConv(3, 4, heads=2)
+            self.conv2 = SAGEConv(8, 8)
+            self.lin = nn.Linear(16, 3)
+
+        def forward(self, x, edge_index, batch, num_graphs):
+            x = F.elu(self.conv1(x, edge_index))
+            x = F.relu(self.conv2(x, edge_index))
+            mx = x.new_zeros(num_graphs, x.size(1)).index_reduce_(0, batch, x, "amax", include_self=False)
+            mean = x.new_zeros(num_graphs, x.size(1)).scatter_reduce(0, batch.view(-1, 1).expand_as(x), x,
+                                                                     reduce="mean", include_self=False)
+            return F.log_softmax(self.lin(torch.cat([mx, mean], dim=1)), dim=-1)
+
+    model = Net()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=5e-3, weight_decay=5e-4)
+    losses = []
+    sizes = [5, 4, 6]
+    batch = torch.tensor(np.repeat(np.arange(3), sizes))
+    for step in range(2):
+        edges, start = [], 0
+        for n in sizes:
+            e = rng.integers(0, n, (2, 2 * n))
+            edges.append(e[:, e[0] != e[1]] + start)
+            start += n
+        edge_index = torch.tensor(np.concatenate(edges, 1))
+        x = torch.tensor(normal(rng, sum(sizes), 3))
+        y = torch.tensor(rng.integers(0, 3, 3))
+        out = model(x, edge_index, batch, 3)
+        loss = F.nll_loss(out, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_pyg_scatter_reduce_gnn():
+    compare(pyg_scatter_reduce_gnn)
