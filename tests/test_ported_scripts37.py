@@ -1873,3 +1873,125 @@ def pyg_scatter_reduce_gnn(m, state=None):
 
 def test_pyg_scatter_reduce_gnn():
     compare(pyg_scatter_reduce_gnn)
+
+
+# (l) facebookresearch/SlowFast (slowfast/datasets/utils.py's pack_pathway_output, slowfast/models/stem_helper.py,
+# slowfast/models/video_model_builder.py's FuseFastToSlow, head_helper.py's ResNetBasicHead): the slow pathway's
+# frames by torch.index_select(frames, 1, torch.linspace(0, T - 1, T // alpha).long()), Conv3d stems with
+# kernels [5, 7, 7] and [1, 7, 7] and MaxPool3d, the fast-to-slow lateral Conv3d with a temporal stride of alpha and
+# padding [fusion_kernel // 2, 0, 0], torch.cat along channels, per-pathway nn.AdaptiveAvgPool3d((1, 1, 1)) and
+# permute((0, 2, 3, 4, 1)) before the projection, softmax in eval only, SGD with nesterov and a label-smoothed
+# cross entropy
+def slowfast(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(13)
+    alpha, beta_inv, fusion_conv_channel_ratio, fusion_kernel = 4, 4, 2, 5
+
+    def pack_pathway_output(frames):
+        fast_pathway = frames
+        slow_pathway = torch.index_select(frames, 1, torch.linspace(0, frames.shape[1] - 1,
+                                                                    frames.shape[1] // alpha).long())
+        return [slow_pathway, fast_pathway]
+
+    class ResNetBasicStem(nn.Module):
+        def __init__(self, dim_in, dim_out, kernel, stride, padding):
+            super().__init__()
+            self.conv = nn.Conv3d(dim_in, dim_out, kernel, stride=stride, padding=padding, bias=False)
+            self.bn = nn.BatchNorm3d(dim_out, eps=1e-5, momentum=0.1)
+            self.relu = nn.ReLU(True)
+            self.pool_layer = nn.MaxPool3d(kernel_size=[1, 3, 3], stride=[1, 2, 2], padding=[0, 1, 1])
+
+        def forward(self, x):
+            return self.pool_layer(self.relu(self.bn(self.conv(x))))
+
+    class FuseFastToSlow(nn.Module):
+        def __init__(self, dim_in, fusion_conv_channel_ratio, fusion_kernel, alpha, eps=1e-5, bn_mmt=0.1):
+            super(FuseFastToSlow, self).__init__()
+            self.conv_f2s = nn.Conv3d(dim_in, dim_in * fusion_conv_channel_ratio, kernel_size=[fusion_kernel, 1, 1],
+                                      stride=[alpha, 1, 1], padding=[fusion_kernel // 2, 0, 0], bias=False)
+            self.bn = nn.BatchNorm3d(dim_in * fusion_conv_channel_ratio, eps=eps, momentum=bn_mmt)
+            self.relu = nn.ReLU(True)
+
+        def forward(self, x):
+            x_s = x[0]
+            x_f = x[1]
+            fuse = self.conv_f2s(x_f)
+            fuse = self.bn(fuse)
+            fuse = self.relu(fuse)
+            x_s_fuse = torch.cat([x_s, fuse], 1)
+            return [x_s_fuse, x_f]
+
+    class ResNetBasicHead(nn.Module):
+        def __init__(self, dim_in, num_classes, dropout_rate=0.0):
+            super(ResNetBasicHead, self).__init__()
+            self.num_pathways = len(dim_in)
+            for pathway in range(self.num_pathways):
+                avg_pool = nn.AdaptiveAvgPool3d((1, 1, 1))
+                self.add_module("pathway{}_avgpool".format(pathway), avg_pool)
+            if dropout_rate > 0.0:
+                self.dropout = nn.Dropout(dropout_rate)
+            self.projection = nn.Linear(sum(dim_in), num_classes, bias=True)
+            self.act = nn.Softmax(dim=4)
+
+        def forward(self, inputs):
+            pool_out = []
+            for pathway in range(self.num_pathways):
+                m_ = getattr(self, "pathway{}_avgpool".format(pathway))
+                pool_out.append(m_(inputs[pathway]))
+            x = torch.cat(pool_out, 1)
+            x = x.permute((0, 2, 3, 4, 1))  # (N, C, T, H, W) -> (N, T, H, W, C)
+            if hasattr(self, "dropout"):
+                x = self.dropout(x)
+            x = self.projection(x)
+            if not self.training:
+                x = self.act(x)
+                x = x.mean([1, 2, 3])
+            x = x.view(x.shape[0], -1)
+            return x
+
+    class SlowFast(nn.Module):
+        def __init__(self, width=8, num_classes=5):
+            super().__init__()
+            self.s1_slow = ResNetBasicStem(3, width, [1, 7, 7], [1, 2, 2], [0, 3, 3])
+            self.s1_fast = ResNetBasicStem(3, width // beta_inv, [5, 7, 7], [1, 2, 2], [2, 3, 3])
+            self.s1_fuse = FuseFastToSlow(width // beta_inv, fusion_conv_channel_ratio, fusion_kernel, alpha)
+            slow_in = width + width // beta_inv * fusion_conv_channel_ratio
+            self.s2_slow = nn.Sequential(nn.Conv3d(slow_in, width, [1, 3, 3], padding=[0, 1, 1], bias=False),
+                                         nn.BatchNorm3d(width), nn.ReLU(inplace=True))
+            self.s2_fast = nn.Sequential(nn.Conv3d(width // beta_inv, width // beta_inv, [3, 3, 3], padding=1,
+                                                   bias=False), nn.BatchNorm3d(width // beta_inv),
+                                         nn.ReLU(inplace=True))
+            self.head = ResNetBasicHead([width, width // beta_inv], num_classes, dropout_rate=0.0)
+
+        def forward(self, x):
+            x = [self.s1_slow(x[0]), self.s1_fast(x[1])]
+            x = self.s1_fuse(x)
+            x = [self.s2_slow(x[0]), self.s2_fast(x[1])]
+            return self.head(x)
+
+    model = SlowFast()
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4, dampening=0.0,
+                                nesterov=True)
+    loss_fun = nn.CrossEntropyLoss(reduction="mean", label_smoothing=0.1)
+    losses = []
+    for step in range(2):
+        clips = [pack_pathway_output(torch.tensor(normal(rng, 3, 8, 16, 16))) for _ in range(3)]  # C T H W each
+        inputs = [torch.stack([clip[i] for clip in clips]) for i in range(2)]  # the loader's default collate
+        labels = torch.tensor(rng.integers(0, 5, 3))
+        preds = model(inputs)
+        loss = loss_fun(preds, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()]
+    model.eval()
+    with torch.no_grad():
+        probs = model(inputs)
+    losses += [probs.sum().item(), probs.max().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_slowfast():
+    compare(slowfast)
