@@ -3,12 +3,18 @@ as test_ported_scripts.py: bayesiains' nflows (rational-quadratic spline couplin
 comparisons, in-place writes into cumsums that need their gradient, bool-masked reads and writes of a tuple of
 outputs); princeton-vl's RAFT (an all-pairs correlation pyramid, lookups by grid_sample with align_corners=True,
 convex upsampling by F.unfold, a gamma-weighted sequence loss); nianticlabs' monodepth2 (backprojection and
-projection by matmul with Parameters that need no grad, in-place divisions of a permuted view, axis-angle rotations
-written element by element, SSIM by AvgPool2d and ReflectionPad2d, automasking by torch.min over a cat); NVIDIA's
-partialconv (a Conv2d subclass that updates a mask by F.conv2d under no_grad); yashbhalgat's HashNeRF (multiresolution
-hash encoding by XOR of int32 products that wrap). Each runs in tnet, then in torch from tnet's initial weights
-(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what a
-script draws; shapes are tiny and runs take one or two steps."""
+projection by matmul, in-place divisions of a permuted view, which tnet refused until this file: the strided views
+a written view was made from are now rebased as views of its dense base, as torch's; SSIM, automasking);
+NVIDIA's partialconv (a Conv2d subclass updating a mask by F.conv2d under no_grad); yashbhalgat's HashNeRF
+(multiresolution hash encoding by XOR of int32 products that wrap); SchNet (forces by autograd.grad with
+create_graph=True, a loss through them); Informer (ProbSparse attention by advanced-index reads and writes,
+circular Conv1d); dreamerv3-torch's distributions (a OneHotCategorical subclass reading super().logits, which tnet's
+instance attributes hid until this file; KL balancing, twohot DiscDist, lambda returns); fairseq's wav2vec 2.0
+(masking by a Parameter put at a bool mask, the Gumbel quantizer's hard codes, sampled negatives, cosine logits);
+Graph U-Nets (gPool by topk, gUnpool by index_put); PyG's message passing by scatter_reduce and index_reduce_;
+SlowFast (two pathways of Conv3d, a strided lateral connection). Each runs in tnet, then in torch from tnet's
+initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy
+draws what a script draws; shapes are tiny and runs take one or two steps."""
 
 import math
 
