@@ -183,8 +183,8 @@ def test_in_place_errors_as_torch():
     with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad"):
         x[0].mul_(3)
     grid = x.view(1, 2) * tnet.ones(3, 1)
-    strided = grid[:, 1]  # a view of a view: the strided middle one is not rebased (the dense grid is)
-    strided[:1].mul_(3)
+    strided = grid.t()  # a strided view beyond the written view's dense base (strided[:, 0]) is not rebased
+    strided[:, 0][:1].mul_(3)
     with pytest.raises(RuntimeError, match="after a view of it was modified by an inplace operation"):
         strided.sum().backward()
     y = x * 2
@@ -192,6 +192,30 @@ def test_in_place_errors_as_torch():
     y.mul_(3)
     with pytest.raises(RuntimeError, match="a view .* of a tensor that was later modified"):
         v.sum().backward()
+
+
+def _strided_views_written(m, w):
+    """monodepth2's Project3D: a permuted view of a dense tensor, written through its own views (`p[..., 0] /= w`
+    and a setitem of a slice), then read; and a view of a view of a transpose written with mul_."""
+    p = (w * 2).view(2, 3, 4).permute(0, 2, 1)
+    p[..., 0] /= 4
+    p[..., 1] /= 2
+    p[:, 1:3, 2] = p[:, 1:3, 2] * 3 + w[0, :2]
+    q = (w * 1).view(4, 6).t()
+    q[1][2:].mul_(-3)
+    return ((p - 0.5) * m.arange(24.0).view(2, 4, 3)).sum() + (q * q).sum()
+
+
+def test_strided_views_of_a_written_view_are_rebased_as_torch(rng):
+    """The strided views that a written view was made from are rebased as views of their dense base (torch
+    regenerates every view's node): a read after the write sees the write and passes its gradient on."""
+    w0 = rng.standard_normal((2, 12)).astype(np.float32)
+    w, wr = tnet.tensor(w0, requires_grad=True), torch.tensor(w0, requires_grad=True)
+    out, ref = _strided_views_written(tnet, w), _strided_views_written(torch, wr)
+    out.backward()
+    ref.backward()
+    np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-5)
+    np.testing.assert_allclose(w.grad.numpy(), wr.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_manual_sgd_and_weight_init_under_no_grad_as_torch(rng, ieee):

@@ -307,6 +307,41 @@ def test_normal_bernoulli_categorical_as_torch(rng):
     assert Normal is D.Normal and kl_divergence is D.kl_divergence and D.Independent(D.Normal(loc, scale.abs()), 2).batch_shape == ()
 
 
+def _one_hot_dist(d, F, logits):
+    """dreamerv3-torch's OneHotDist: a OneHotCategorical subclass whose mode() reads super().logits."""
+    class OneHotDist(d.OneHotCategorical):
+        def mode(self):
+            _mode = F.one_hot(super().logits.argmax(-1), super().logits.shape[-1])
+            return _mode.detach() + super().logits - super().logits.detach()
+    class Cat(d.Categorical):  # torch's lazy probs and logits, read through super() as well
+        def both(self):
+            return super().probs * super().logits
+
+    class Ber(d.Bernoulli):
+        def both(self):
+            return super().probs * super().logits
+    o = OneHotDist(logits=logits)
+    e = o.expand((4, 2))
+    return ([o.mode(), o.probs, e.logits, e.probs, Cat(logits=logits).both(), Ber(logits=logits).both()],
+            (tuple(o.param_shape), repr(o), "probs" in vars(o)))
+
+
+def test_one_hot_categorical_parameters_are_properties_as_torch(rng):
+    """OneHotCategorical's probs, logits and param_shape are properties of the class reading its Categorical, as
+    torch's: a subclass reads super().logits, expand() carries them, and repr() lists no parameter; Categorical's
+    and Bernoulli's (torch's lazy ones, tnet's computed at once) are read through super() too."""
+    import torch.distributions as TD
+    logits, rlogits = pair(rng, 2, 3)
+    outs, meta = _one_hot_dist(tnet.distributions, tnet.nn.functional, logits)
+    refs, rmeta = _one_hot_dist(TD, torch.nn.functional, rlogits)
+    assert meta == (rmeta[0], rmeta[1].replace("torch", "tnet"), rmeta[2]) and meta[0] == (2, 3)
+    for out, ref in zip(outs, refs):
+        assert_close(out, ref, TOL["ieee"])
+    sum((o * k).sum() for k, o in enumerate(outs, 1)).backward()
+    sum((r * k).sum() for k, r in enumerate(refs, 1)).backward()
+    assert_close(logits.grad, rlogits.grad, TOL["ieee"], "gradient")
+
+
 def test_uniform_one_hot_categorical_mixture_as_torch(rng):
     """Uniform (-inf outside [low, high), where torch's default validation would raise instead),
     OneHotCategorical and MixtureSameFamily (of Normals, and of Independent Normals) against

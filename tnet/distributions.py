@@ -490,6 +490,22 @@ def _probs_and_logits(probs, logits):
     return probs, logits
 
 
+class _Stored:
+    """A parameter that torch computes lazily (its lazy_property, a class attribute) and tnet at construction, held
+    on the instance: a class attribute still, which gives the instance's value, so that a subclass reads
+    super().logits as torch's (dreamerv3-torch's OneHotDist). It sets nothing: the instance's own attribute wins."""
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, instance, owner=None):
+        if instance is None:
+            return self
+        try:
+            return instance.__dict__[self.name]
+        except KeyError:
+            raise AttributeError(f"'{type(instance).__name__}' object has no attribute '{self.name}'") from None
+
+
 def _lazy_one(probs):
     """The parameter of a law of probs or logits that the other was computed from: torch's lazy one, which
     validate_args does not check."""
@@ -512,6 +528,8 @@ class Bernoulli(ExponentialFamily):
     the parameter's dtype."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
+
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         self.probs, self.logits = _binary_parameters(probs, logits)
@@ -565,6 +583,8 @@ class ContinuousBernoulli(ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
+
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)
@@ -650,6 +670,8 @@ class Categorical(Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.dependent_property(lambda self: constraints.integer_interval(0, self._num_events - 1),
                                              is_discrete=True)
+
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)
@@ -811,8 +833,21 @@ class OneHotCategorical(Distribution):
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         self._categorical = Categorical(probs, logits, validate_args)
-        self.probs, self.logits = self._categorical.probs, self._categorical.logits
         super().__init__(self._categorical.batch_shape, self.probs.shape[-1:], validate_args)
+
+    # properties of the class reading the Categorical inside, as torch's: a subclass reads super().logits
+    # (dreamerv3-torch's OneHotDist), and expand() expands the Categorical, which they follow
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
 
     @property
     def mean(self):
@@ -1515,6 +1550,8 @@ class Binomial(Distribution):
     support = constraints.dependent_property(lambda self: constraints.integer_interval(0, self.total_count),
                                              is_discrete=True)
 
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
+
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)
         if probs is not None:
@@ -1619,6 +1656,8 @@ class Geometric(Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
+
     def __init__(self, probs=None, logits=None, validate_args=None):
         self.probs, self.logits = _binary_parameters(probs, logits)
         self._derived = _lazy_one(probs)
@@ -1708,6 +1747,8 @@ class NegativeBinomial(Distribution):
     arg_constraints = {"total_count": constraints.greater_than_eq(0), "probs": constraints.half_open_interval(0.0, 1.0),
                        "logits": constraints.real}
     support = constraints.nonnegative_integer
+
+    probs, logits = _Stored(), _Stored()  # torch's lazy ones, read through super() too
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
         probs, logits = _probs_and_logits(probs, logits)

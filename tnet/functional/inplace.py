@@ -7,10 +7,12 @@ recorded as torch records it: the result is computed out of place by the op of t
 (its graph node beside it), copied into the memory, and the Tensor object takes the new node
 (tensor.rebase), so that after `y = x * 2; y.add_(1)` the gradient of x is 2. As torch, a leaf
 that requires grad refuses, and so does a view of one. A view in the graph (`y[:, :c] += z`, as
-GhostNet's shortcut) is rebased, and so is its dense base (torch's CopySlices, _copy_slices); a
-base that is itself a strided view is not: a backward through an op that read it after the write
-raises (tensor.run_backward), as does a backward through a view taken before its base was
-written (tensor._inputs_then)."""
+GhostNet's shortcut) is rebased, and so is its dense base (torch's CopySlices, _copy_slices), and so
+are the strided views that the written view was made from by view ops, as views of that dense base
+(monodepth2's `pix_coords = p.view(...).permute(0, 2, 3, 1); pix_coords[..., 0] /= w - 1`,
+_rebase_as_views); another strided base (a view beside the written one's chain) is not: a backward
+through an op that read it after the write raises (tensor.run_backward), as does a backward through
+a view taken before its base was written (tensor._inputs_then)."""
 import math
 import warnings
 import numbers
@@ -83,6 +85,40 @@ def _copy_slices(base, view, view_entries):
     return True
 
 
+def _strided_chain(t):
+    """(the strided views that t was made from by view ops, nearest first, up to the first flat one; that flat
+    tensor, or None where the chain ends without one)."""
+    chain, v = [], t
+    while v._entry is not None:
+        x = next((x for x in v._entry.inputs
+                  if x.memory is not v.memory and memory_root(x.memory) is memory_root(v.memory)), None)
+        if x is None:
+            return chain, None
+        if is_flat(x.memory):
+            return chain, x
+        chain.append(x)
+        v = x
+    return chain, None
+
+
+def _rebase_as_views(chain, flat, view_entries):
+    """After flat (a dense base, just rebased by _copy_slices) took the write, each strided view in chain (the
+    written view's own bases between it and flat) takes a node that views flat's new identity, as torch's views
+    regenerate their grad_fn from their base after an in-place write: its gradient goes into flat's region."""
+    B = flat.memory
+    for c in chain:
+        shape, strides = tuple(c.memory.shape), c.memory.stride()
+        offset = c.memory.storage_offset() - B.storage_offset()
+
+        def backward(g, shape=shape, strides=strides, offset=offset):
+            out = torch.empty_strided(B.shape, B.stride(), dtype=g.dtype, device=g.device).zero_()
+            _copy_(out.as_strided(shape, strides, out.storage_offset() + offset), g)
+            return (out,)
+        old = Tensor(c.memory, c.requires_grad)
+        old._entry, old._views_through = c._entry, view_entries
+        rebase(c, old, record("as_strided", c.memory, (flat,), backward))
+
+
 def inplace(self, name, compute, others=(), keeps_self=False):
     """Write compute(x) (a tnet.Tensor of self's shape) into self's memory and return self. x is
     self, or, where the write is recorded, a Tensor with self's node before it (a copy of its
@@ -96,6 +132,7 @@ def inplace(self, name, compute, others=(), keeps_self=False):
         if self.requires_grad and self._entry is None:
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         bases, view_entries = _bases(self)
+        chain, flat = _strided_chain(self)
         if any(b.requires_grad and b._entry is None for b in bases):
             raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
         x = Tensor(self.memory.clone() if keeps_self else self.memory, self.requires_grad)
@@ -112,8 +149,15 @@ def inplace(self, name, compute, others=(), keeps_self=False):
         bump_version(self)
     if recording and out._entry is not None:
         rebase(self, x, out)
+        rebased = set()
         for base in bases:
-            if not _copy_slices(base, self, view_entries):  # not rebased: its later readers' gradients would miss the write's
+            if _copy_slices(base, self, view_entries):
+                rebased.add(id(base))
+        if flat is not None and id(flat) in rebased:
+            _rebase_as_views(chain, flat, view_entries)
+            rebased.update(id(c) for c in chain)
+        for base in bases:
+            if id(base) not in rebased:  # not rebased: its later readers' gradients would miss the write's
                 base.__dict__["_stale_after"] = out._entry.seq
     if "_low" in self.__dict__:  # a parameter's 16-bit copies read under autocast
         amp.refresh_low_copies(self)
@@ -532,8 +576,11 @@ def setitem(self, index, value):
 def _stored_back(self, items, value):
     """Whether self[items] = value stores back the view that an in-place op just wrote, as Python's `x[:, 2:] +=
     x[:, :2]` does (x.__setitem__(i, x[i].__iadd__(...))): the same memory, whose write self's latest node (the
-    write's copy_slices) already records. Recorded again, the copy would read that view after its own write."""
+    write's copy_slices, or a strided self's view of its dense base whose copy_slices does, _rebase_as_views)
+    already records. Recorded again, the copy would read that view after its own write."""
     entry = self._entry
+    if entry is not None and entry.op == "as_strided":
+        entry = entry.inputs[0]._entry
     if not isinstance(value, Tensor) or entry is None or entry.op != "copy_slices" or entry.inputs[-1] is not value:
         return False
     part, memory = self.memory[items], value.memory
