@@ -55,7 +55,7 @@ class _Event:
     def __init__(self):
         self.done = True
 
-    def record(self):
+    def record(self, stream=None):
         self.done = False
 
     def query(self):
@@ -74,10 +74,11 @@ def _flag_copies():
     return copies
 
 
-def test_flag_copies_raise_once_the_gpu_has_run_the_launch():
+def test_flag_copies_raise_once_the_gpu_has_run_the_launch(monkeypatch):
     """A GPU's flags read without a sync: a copy is read only once its event has passed, in launch order,
     and raises the error of the launch that set the flag, which is cleared then; wait() reads them all; a host
     RING launches ahead waits for the oldest copy; forget() drops a flag's copies."""
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: None)  # the stand-in events take any stream
     copies, flag = _flag_copies(), torch.zeros(2, dtype=torch.int64)
     copies.copy(flag, lambda v: IndexError(f"first {v}"))
     flag.copy_(torch.tensor([1, 12]))  # the second launch meets 12

@@ -91,8 +91,8 @@ class _FlagCopies:
             self.events[self.queue[0][0]].synchronize()
             self.raise_passed()
         slot, self.next = self.next, (self.next + 1) % self.RING
-        self.hosts[slot].copy_(flag, non_blocking=True)
-        self.events[slot].record()
+        self.hosts[slot].copy_(flag, non_blocking=True)  # on flag's device's current stream: the event goes there too
+        self.events[slot].record(torch.cuda.current_stream(flag.device))
         self.queue.append((slot, flag, error))
 
 
