@@ -112,3 +112,133 @@ def beta_tcvae(m, state=None):
 
 def test_beta_tcvae():
     compare(beta_tcvae)
+
+
+# (b) lucidrains/slot-attention (slot_attention/slot_attention.py) with google-research's object-centric autoencoder
+# (slot_attention/model.py, ported in PyTorch as in evelinehong/slot-attention-pytorch's model.py): slots drawn as
+# mu + sigma * noise (the noise from numpy), dots.softmax(dim=1) + eps renormalised over the inputs, einsum updates,
+# a GRUCell over slots.reshape(-1, d), build_grid by np.meshgrid through torch.from_numpy, a spatial broadcast by
+# repeat, recons and masks split from one tensor, masks softmaxed over the slots, an MSE loss
+def slot_attention(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    init_ = m.nn.init
+    torch.manual_seed(0)
+    rng = np.random.default_rng(5)
+
+    class SlotAttention(nn.Module):
+        def __init__(self, num_slots, dim, iters=3, eps=1e-8, hidden_dim=128):
+            super().__init__()
+            self.num_slots = num_slots
+            self.iters = iters
+            self.eps = eps
+            self.scale = dim ** -0.5
+            self.slots_mu = nn.Parameter(torch.randn(1, 1, dim))
+            self.slots_logsigma = nn.Parameter(torch.zeros(1, 1, dim))
+            init_.xavier_uniform_(self.slots_logsigma)
+            self.to_q = nn.Linear(dim, dim)
+            self.to_k = nn.Linear(dim, dim)
+            self.to_v = nn.Linear(dim, dim)
+            self.gru = nn.GRUCell(dim, dim)
+            hidden_dim = max(dim, hidden_dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, hidden_dim), nn.ReLU(inplace=True), nn.Linear(hidden_dim, dim))
+            self.norm_input = nn.LayerNorm(dim)
+            self.norm_slots = nn.LayerNorm(dim)
+            self.norm_pre_ff = nn.LayerNorm(dim)
+
+        def forward(self, inputs, noise, num_slots=None):
+            b, n, d, device, dtype = *inputs.shape, inputs.device, inputs.dtype
+            n_s = num_slots if num_slots is not None else self.num_slots
+            mu = self.slots_mu.expand(b, n_s, -1)
+            sigma = self.slots_logsigma.exp().expand(b, n_s, -1)
+            slots = mu + sigma * noise.to(device=device, dtype=dtype)
+            inputs = self.norm_input(inputs)
+            k, v = self.to_k(inputs), self.to_v(inputs)
+            for _ in range(self.iters):
+                slots_prev = slots
+                slots = self.norm_slots(slots)
+                q = self.to_q(slots)
+                dots = torch.einsum("bid,bjd->bij", q, k) * self.scale
+                attn = dots.softmax(dim=1) + self.eps
+                attn = attn / attn.sum(dim=-1, keepdim=True)
+                updates = torch.einsum("bjd,bij->bid", v, attn)
+                slots = self.gru(updates.reshape(-1, d), slots_prev.reshape(-1, d))
+                slots = slots.reshape(b, -1, d)
+                slots = slots + self.mlp(self.norm_pre_ff(slots))
+            return slots
+
+    def build_grid(resolution):
+        ranges = [np.linspace(0., 1., num=res) for res in resolution]
+        grid = np.meshgrid(*ranges, sparse=False, indexing="ij")
+        grid = np.stack(grid, axis=-1)
+        grid = np.reshape(grid, [resolution[0], resolution[1], -1])
+        grid = np.expand_dims(grid, axis=0)
+        grid = grid.astype(np.float32)
+        return torch.from_numpy(np.concatenate([grid, 1.0 - grid], axis=-1))
+
+    class SoftPositionEmbed(nn.Module):
+        def __init__(self, hidden_size, resolution):
+            super().__init__()
+            self.embedding = nn.Linear(4, hidden_size, bias=True)
+            self.grid = build_grid(resolution)
+
+        def forward(self, inputs):
+            grid = self.embedding(self.grid)
+            return inputs + grid
+
+    class SlotAttentionAutoEncoder(nn.Module):
+        def __init__(self, resolution, num_slots, num_iterations, hid_dim):
+            super().__init__()
+            self.hid_dim, self.resolution, self.num_slots = hid_dim, resolution, num_slots
+            self.conv1 = nn.Conv2d(3, hid_dim, 5, padding=2)
+            self.conv2 = nn.Conv2d(hid_dim, hid_dim, 5, padding=2)
+            self.encoder_pos = SoftPositionEmbed(hid_dim, resolution)
+            self.decoder_initial_size = (4, 4)
+            self.decoder_pos = SoftPositionEmbed(hid_dim, self.decoder_initial_size)
+            self.conv5 = nn.ConvTranspose2d(hid_dim, hid_dim, 5, stride=(2, 2), padding=2, output_padding=1)
+            self.conv6 = nn.ConvTranspose2d(hid_dim, 4, 3, stride=(1, 1), padding=1)
+            self.fc1 = nn.Linear(hid_dim, hid_dim)
+            self.fc2 = nn.Linear(hid_dim, hid_dim)
+            self.layer_norm = nn.LayerNorm(hid_dim)
+            self.slot_attention = SlotAttention(num_slots=num_slots, dim=hid_dim, iters=num_iterations, eps=1e-8,
+                                                hidden_dim=32)
+
+        def forward(self, image, noise):
+            x = F.relu(self.conv1(image))
+            x = F.relu(self.conv2(x))
+            x = x.permute(0, 2, 3, 1)
+            x = self.encoder_pos(x)
+            x = torch.flatten(x, 1, 2)
+            x = self.fc2(F.relu(self.fc1(self.layer_norm(x))))
+            slots = self.slot_attention(x, noise)
+            x = slots.reshape((-1, slots.shape[-1])).unsqueeze(1).unsqueeze(2)
+            x = x.repeat((1, self.decoder_initial_size[0], self.decoder_initial_size[1], 1))
+            x = self.decoder_pos(x)
+            x = x.permute(0, 3, 1, 2)
+            x = F.relu(self.conv5(x))
+            x = self.conv6(x)
+            x = x.permute(0, 2, 3, 1)
+            recons, masks = x.reshape(image.shape[0], -1, x.shape[1], x.shape[2], x.shape[3]).split([3, 1], dim=-1)
+            masks = nn.Softmax(dim=1)(masks)
+            recon_combined = torch.sum(recons * masks, dim=1)
+            recon_combined = recon_combined.permute(0, 3, 1, 2)
+            return recon_combined, recons, masks, slots
+
+    model = SlotAttentionAutoEncoder((8, 8), num_slots=3, num_iterations=2, hid_dim=8)
+    init = load(m, model, state)
+    criterion = nn.MSELoss()
+    optimizer = torch.optim.Adam(model.parameters(), lr=4e-4)
+    losses = []
+    for step in range(2):
+        image = torch.tensor(rng.uniform(-1, 1, (2, 3, 8, 8)).astype(np.float32))
+        noise = torch.tensor(normal(rng, 2, 3, 8))
+        recon_combined, recons, masks, slots = model(image, noise)
+        loss = criterion(recon_combined, image)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), masks.max().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_slot_attention():
+    compare(slot_attention)
