@@ -242,3 +242,154 @@ def slot_attention(m, state=None):
 
 def test_slot_attention():
     compare(slot_attention)
+
+
+# (c) pclucas14/pixel-cnn-pp (utils.py's concat_elu, log_sum_exp, log_prob_from_logits, discretized_mix_logistic_loss,
+# to_one_hot, sample_from_discretized_mix_logistic; layers.py's down_shift and right_shift by ZeroPad2d): l[..., nr_mix:]
+# .contiguous().view(xs + [nr_mix * 3]), x.unsqueeze(-1) + zeros(xs + [nr_mix]), means rebuilt by cat of views, the
+# cdf branches chosen by float masks; the sampler's torch.FloatTensor(size) filled by uniform_ (here copy_ of numpy's
+# draw), a Gumbel argmax by max(dim=3), one_hot.scatter_, clamps chained by min then max
+def pixelcnn_pp_mixture(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(7)
+
+    def concat_elu(x):
+        axis = len(x.size()) - 3
+        return F.elu(torch.cat([x, -x], dim=axis))
+
+    def log_sum_exp(x):
+        axis = len(x.size()) - 1
+        m_, _ = torch.max(x, dim=axis)
+        m2, _ = torch.max(x, dim=axis, keepdim=True)
+        return m_ + torch.log(torch.sum(torch.exp(x - m2), dim=axis))
+
+    def log_prob_from_logits(x):
+        axis = len(x.size()) - 1
+        m_, _ = torch.max(x, dim=axis, keepdim=True)
+        return x - m_ - torch.log(torch.sum(torch.exp(x - m_), dim=axis, keepdim=True))
+
+    def discretized_mix_logistic_loss(x, l):
+        x = x.permute(0, 2, 3, 1)
+        l = l.permute(0, 2, 3, 1)
+        xs = [int(y) for y in x.size()]
+        ls = [int(y) for y in l.size()]
+        nr_mix = int(ls[-1] / 10)
+        logit_probs = l[:, :, :, :nr_mix]
+        l = l[:, :, :, nr_mix:].contiguous().view(xs + [nr_mix * 3])
+        means = l[:, :, :, :, :nr_mix]
+        log_scales = torch.clamp(l[:, :, :, :, nr_mix:2 * nr_mix], min=-7.)
+        coeffs = torch.tanh(l[:, :, :, :, 2 * nr_mix:3 * nr_mix])
+        x = x.contiguous()
+        x = x.unsqueeze(-1) + torch.zeros(xs + [nr_mix], requires_grad=False)
+        m2 = (means[:, :, :, 1, :] + coeffs[:, :, :, 0, :] * x[:, :, :, 0, :]).view(xs[0], xs[1], xs[2], 1, nr_mix)
+        m3 = (means[:, :, :, 2, :] + coeffs[:, :, :, 1, :] * x[:, :, :, 0, :] +
+              coeffs[:, :, :, 2, :] * x[:, :, :, 1, :]).view(xs[0], xs[1], xs[2], 1, nr_mix)
+        means = torch.cat((means[:, :, :, 0, :].unsqueeze(3), m2, m3), dim=3)
+        centered_x = x - means
+        inv_stdv = torch.exp(-log_scales)
+        plus_in = inv_stdv * (centered_x + 1. / 255.)
+        cdf_plus = torch.sigmoid(plus_in)
+        min_in = inv_stdv * (centered_x - 1. / 255.)
+        cdf_min = torch.sigmoid(min_in)
+        log_cdf_plus = plus_in - F.softplus(plus_in)
+        log_one_minus_cdf_min = -F.softplus(min_in)
+        cdf_delta = cdf_plus - cdf_min
+        mid_in = inv_stdv * centered_x
+        log_pdf_mid = mid_in - log_scales - 2. * F.softplus(mid_in)
+        inner_inner_cond = (cdf_delta > 1e-5).float()
+        inner_inner_out = inner_inner_cond * torch.log(torch.clamp(cdf_delta, min=1e-12)) + \
+            (1. - inner_inner_cond) * (log_pdf_mid - np.log(127.5))
+        inner_cond = (x > 0.999).float()
+        inner_out = inner_cond * log_one_minus_cdf_min + (1. - inner_cond) * inner_inner_out
+        cond = (x < -0.999).float()
+        log_probs = cond * log_cdf_plus + (1. - cond) * inner_out
+        log_probs = torch.sum(log_probs, dim=3) + log_prob_from_logits(logit_probs)
+        return -torch.sum(log_sum_exp(log_probs))
+
+    def to_one_hot(tensor, n, fill_with=1.):
+        one_hot = torch.FloatTensor(tensor.size() + (n,)).zero_()
+        one_hot.scatter_(len(tensor.size()), tensor.unsqueeze(-1), fill_with)
+        return one_hot
+
+    def sample_from_discretized_mix_logistic(l, nr_mix):
+        l = l.permute(0, 2, 3, 1)
+        ls = [int(y) for y in l.size()]
+        xs = ls[:-1] + [3]
+        logit_probs = l[:, :, :, :nr_mix]
+        l = l[:, :, :, nr_mix:].contiguous().view(xs + [nr_mix * 3])
+        temp = torch.FloatTensor(logit_probs.size())
+        temp.copy_(torch.from_numpy(rng.uniform(1e-5, 1. - 1e-5, tuple(temp.shape)).astype(np.float32)))
+        temp = logit_probs.data - torch.log(- torch.log(temp))
+        _, argmax = temp.max(dim=3)
+        one_hot = to_one_hot(argmax, nr_mix)
+        sel = one_hot.view(xs[:-1] + [1, nr_mix])
+        means = torch.sum(l[:, :, :, :, :nr_mix] * sel, dim=4)
+        log_scales = torch.clamp(torch.sum(l[:, :, :, :, nr_mix:2 * nr_mix] * sel, dim=4), min=-7.)
+        coeffs = torch.sum(torch.tanh(l[:, :, :, :, 2 * nr_mix:3 * nr_mix]) * sel, dim=4)
+        u = torch.FloatTensor(means.size())
+        u.copy_(torch.from_numpy(rng.uniform(1e-5, 1. - 1e-5, tuple(u.shape)).astype(np.float32)))
+        x = means + torch.exp(log_scales) * (torch.log(u) - torch.log(1. - u))
+        x0 = torch.clamp(torch.clamp(x[:, :, :, 0], min=-1.), max=1.)
+        x1 = torch.clamp(torch.clamp(x[:, :, :, 1] + coeffs[:, :, :, 0] * x0, min=-1.), max=1.)
+        x2 = torch.clamp(torch.clamp(x[:, :, :, 2] + coeffs[:, :, :, 1] * x0 + coeffs[:, :, :, 2] * x1, min=-1.),
+                         max=1.)
+        out = torch.cat([x0.view(xs[:-1] + [1]), x1.view(xs[:-1] + [1]), x2.view(xs[:-1] + [1])], dim=3)
+        return out.permute(0, 3, 1, 2)
+
+    def down_shift(x, pad=None):
+        xs = [int(y) for y in x.size()]
+        x = x[:, :, :xs[2] - 1, :]
+        pad = nn.ZeroPad2d((0, 0, 1, 0)) if pad is None else pad
+        return pad(x)
+
+    def right_shift(x, pad=None):
+        xs = [int(y) for y in x.size()]
+        x = x[:, :, :, :xs[3] - 1]
+        pad = nn.ZeroPad2d((1, 0, 0, 0)) if pad is None else pad
+        return pad(x)
+
+    class TinyShiftedNet(nn.Module):  # stands in for PixelCNN's stacks: causal by shifts, not its exact layout
+        def __init__(self, nr_filters=6, nr_logistic_mix=2):
+            super().__init__()
+            self.u_init = nn.Conv2d(3, nr_filters, (2, 3), padding=(1, 1))
+            self.ul_init = nn.Conv2d(3, nr_filters, (1, 3), padding=(0, 1))
+            self.nin = nn.Conv2d(2 * nr_filters, nr_filters, 1)
+            self.nin_out = nn.Conv2d(2 * nr_filters, 10 * nr_logistic_mix, 1)
+
+        def forward(self, x):
+            u = down_shift(self.u_init(x)[:, :, :x.shape[2], :])
+            ul = right_shift(self.ul_init(x)) + u
+            ul = ul + self.nin(concat_elu(ul))
+            return self.nin_out(F.elu(torch.cat([ul, -ul], 1)))
+
+    model = TinyShiftedNet()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-4)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.999995)
+    losses = []
+    for step in range(2):
+        input = torch.tensor(np.round(rng.uniform(-1, 1, (2, 3, 6, 6)) * 127.5).astype(np.float32) / 127.5)
+        input[0, 0, 0, :2] = 1.0  # the x > 0.999 and x < -0.999 branches
+        input[1, 1, 2, 3:] = -1.0
+        output = model(input)
+        loss = discretized_mix_logistic_loss(input, output)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        losses += [loss.item() / (np.prod(input.size()) * np.log(2.))]
+    model.eval()
+    with torch.no_grad():
+        data = torch.zeros(1, 3, 6, 6)
+        for i in range(2):
+            for j in range(6):
+                out = model(data)
+                out_sample = sample_from_discretized_mix_logistic(out, 2)
+                data[:, :, i, j] = out_sample.data[:, :, i, j]
+    losses += [data.sum().item(), data.abs().sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_pixelcnn_pp_mixture():
+    compare(pixelcnn_pp_mixture)
