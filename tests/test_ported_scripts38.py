@@ -393,3 +393,142 @@ def pixelcnn_pp_mixture(m, state=None):
 
 def test_pixelcnn_pp_mixture():
     compare(pixelcnn_pp_mixture)
+
+
+# (d) toshikwa/fqf-iqn-qrdqn.pytorch (fqf_iqn_qrdqn/network.py's CosineEmbeddingNetwork and QuantileNetwork,
+# fqf_iqn_qrdqn/model/iqn.py, fqf_iqn_qrdqn/agent/iqn_agent.py's calculate_loss, fqf_iqn_qrdqn/utils.py): cosines of
+# taus.view(B, N, 1) * pi * arange(1, n + 1, dtype=taus.dtype).view(1, 1, n), state x tau embeddings, quantiles
+# gathered at actions[..., None].expand(B, N, 1), double-Q next actions by argmax(keepdim=True), a target network
+# frozen by requires_grad = False, the quantile Huber loss by torch.where and (td.detach() < 0).float(), PER weights
+def iqn_quantile_huber(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(9)
+
+    class CosineEmbeddingNetwork(nn.Module):
+        def __init__(self, num_cosines=64, embedding_dim=7 * 7 * 64):
+            super(CosineEmbeddingNetwork, self).__init__()
+            self.net = nn.Sequential(nn.Linear(num_cosines, embedding_dim), nn.ReLU())
+            self.num_cosines = num_cosines
+            self.embedding_dim = embedding_dim
+
+        def forward(self, taus):
+            batch_size = taus.shape[0]
+            N = taus.shape[1]
+            i_pi = np.pi * torch.arange(start=1, end=self.num_cosines + 1, dtype=taus.dtype,
+                                        device=taus.device).view(1, 1, self.num_cosines)
+            cosines = torch.cos(taus.view(batch_size, N, 1) * i_pi).view(batch_size * N, self.num_cosines)
+            return self.net(cosines).view(batch_size, N, self.embedding_dim)
+
+    class QuantileNetwork(nn.Module):
+        def __init__(self, num_actions, embedding_dim):
+            super(QuantileNetwork, self).__init__()
+            self.net = nn.Sequential(nn.Linear(embedding_dim, 16), nn.ReLU(), nn.Linear(16, num_actions))
+            self.num_actions = num_actions
+            self.embedding_dim = embedding_dim
+
+        def forward(self, state_embeddings, tau_embeddings):
+            assert state_embeddings.shape[0] == tau_embeddings.shape[0]
+            assert state_embeddings.shape[1] == tau_embeddings.shape[2]
+            batch_size = state_embeddings.shape[0]
+            N = tau_embeddings.shape[1]
+            state_embeddings = state_embeddings.view(batch_size, 1, self.embedding_dim)
+            embeddings = (state_embeddings * tau_embeddings).view(batch_size * N, self.embedding_dim)
+            return self.net(embeddings).view(batch_size, N, self.num_actions)
+
+    class IQN(nn.Module):
+        def __init__(self, num_channels, num_actions, K=32, num_cosines=8, embedding_dim=27):
+            super(IQN, self).__init__()
+            self.dqn_net = nn.Sequential(nn.Conv2d(num_channels, 3, kernel_size=3, stride=2), nn.ReLU(),
+                                         nn.Flatten())  # stands in for DQNBase's three convolutions
+            self.cosine_net = CosineEmbeddingNetwork(num_cosines=num_cosines, embedding_dim=embedding_dim)
+            self.quantile_net = QuantileNetwork(num_actions=num_actions, embedding_dim=embedding_dim)
+            self.K, self.num_actions = K, num_actions
+
+        def calculate_state_embeddings(self, states):
+            return self.dqn_net(states)
+
+        def calculate_quantiles(self, taus, states=None, state_embeddings=None):
+            assert states is not None or state_embeddings is not None
+            if state_embeddings is None:
+                state_embeddings = self.dqn_net(states)
+            tau_embeddings = self.cosine_net(taus)
+            return self.quantile_net(state_embeddings, tau_embeddings)
+
+        def calculate_q(self, taus, states=None, state_embeddings=None):
+            batch_size = states.shape[0] if states is not None else state_embeddings.shape[0]
+            if state_embeddings is None:
+                state_embeddings = self.dqn_net(states)
+            quantiles = self.calculate_quantiles(taus, state_embeddings=state_embeddings)
+            assert quantiles.shape == (batch_size, self.K, self.num_actions)
+            return quantiles.mean(dim=1)
+
+    def disable_gradients(network):
+        for param in network.parameters():
+            param.requires_grad = False
+
+    def evaluate_quantile_at_action(s_quantiles, actions):
+        assert s_quantiles.shape[0] == actions.shape[0]
+        batch_size = s_quantiles.shape[0]
+        N = s_quantiles.shape[1]
+        action_index = actions[..., None].expand(batch_size, N, 1)
+        return s_quantiles.gather(dim=2, index=action_index)
+
+    def calculate_huber_loss(td_errors, kappa=1.0):
+        return torch.where(td_errors.abs() <= kappa, 0.5 * td_errors.pow(2), kappa * (td_errors.abs() - 0.5 * kappa))
+
+    def calculate_quantile_huber_loss(td_errors, taus, weights=None, kappa=1.0):
+        assert not taus.requires_grad
+        batch_size, N, N_dash = td_errors.shape
+        element_wise_huber_loss = calculate_huber_loss(td_errors, kappa)
+        assert element_wise_huber_loss.shape == (batch_size, N, N_dash)
+        element_wise_quantile_huber_loss = torch.abs(
+            taus[..., None] - (td_errors.detach() < 0).float()) * element_wise_huber_loss / kappa
+        batch_quantile_huber_loss = element_wise_quantile_huber_loss.sum(dim=1).mean(dim=1, keepdim=True)
+        if weights is not None:
+            return (batch_quantile_huber_loss * weights).mean()
+        return batch_quantile_huber_loss.mean()
+
+    batch_size, N, N_dash, K, gamma_n, kappa = 4, 6, 5, 7, 0.99 ** 3, 1.0
+    online_net = IQN(2, 3, K=K)
+    target_net = IQN(2, 3, K=K)
+    init = load(m, online_net, state)
+    target_net.load_state_dict(online_net.state_dict())
+    disable_gradients(target_net)
+    optim = torch.optim.Adam(online_net.parameters(), lr=5e-5, eps=1e-2 / 32)
+    losses = []
+    for step in range(2):
+        states = torch.tensor(rng.uniform(0, 1, (batch_size, 2, 7, 7)).astype(np.float32))
+        next_states = torch.tensor(rng.uniform(0, 1, (batch_size, 2, 7, 7)).astype(np.float32))
+        actions = torch.tensor(rng.integers(0, 3, (batch_size, 1)))
+        rewards = torch.tensor(rng.standard_normal((batch_size, 1)).astype(np.float32))
+        dones = torch.tensor((rng.random((batch_size, 1)) < 0.3).astype(np.float32))
+        weights = torch.tensor(rng.uniform(0.5, 1, (batch_size, 1)).astype(np.float32))
+        draw = {n: torch.tensor(rng.random((batch_size, n)).astype(np.float32)) for n in (N, N_dash, K)}
+
+        state_embeddings = online_net.calculate_state_embeddings(states)
+        taus = draw[N]
+        current_sa_quantiles = evaluate_quantile_at_action(
+            online_net.calculate_quantiles(taus, state_embeddings=state_embeddings), actions)
+        assert current_sa_quantiles.shape == (batch_size, N, 1)
+        with torch.no_grad():
+            next_q = online_net.calculate_q(draw[K], states=next_states)
+            next_actions = torch.argmax(next_q, dim=1, keepdim=True)
+            next_state_embeddings = target_net.calculate_state_embeddings(next_states)
+            tau_dashes = draw[N_dash]
+            next_sa_quantiles = evaluate_quantile_at_action(target_net.calculate_quantiles(
+                tau_dashes, state_embeddings=next_state_embeddings), next_actions).transpose(1, 2)
+            assert next_sa_quantiles.shape == (batch_size, 1, N_dash)
+            target_sa_quantiles = rewards[..., None] + (1.0 - dones[..., None]) * gamma_n * next_sa_quantiles
+        td_errors = target_sa_quantiles - current_sa_quantiles
+        quantile_huber_loss = calculate_quantile_huber_loss(td_errors, taus, weights, kappa)
+        optim.zero_grad()
+        quantile_huber_loss.backward(retain_graph=False)
+        torch.nn.utils.clip_grad_norm_(online_net.parameters(), 5.0)
+        optim.step()
+        losses += [quantile_huber_loss.item(), next_q.detach().mean().item(), td_errors.detach().abs().sum().item()]
+    return init, losses + summary(online_net.parameters())
+
+
+def test_iqn_quantile_huber():
+    compare(iqn_quantile_huber)
