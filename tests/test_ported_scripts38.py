@@ -532,3 +532,225 @@ def iqn_quantile_huber(m, state=None):
 
 def test_iqn_quantile_huber():
     compare(iqn_quantile_huber)
+
+
+# (e) NVIDIA/waveglow (glow.py): a @torch.jit.script fused_add_tanh_sigmoid_multiply reading n_channels[0] of a
+# torch.IntTensor, Invertible1x1Conv initialised by torch.qr of FloatTensor(c, c).normal_() with a column negated where
+# torch.det(W) < 0, log|det| by torch.logdet, the inverse cached as W.float().inverse()[..., None] for F.conv1d, WN's
+# weight_norm'd dilated Conv1d layers, an upsampling ConvTranspose1d, spect and audio grouped by unfold, early outputs,
+# WaveGlowLoss, then infer() after remove_weightnorm (the sampler's normal_() noise drawn by numpy)
+def waveglow(m, state=None):
+    torch, F = m.torch, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(11)
+
+    @torch.jit.script
+    def fused_add_tanh_sigmoid_multiply(input_a, input_b, n_channels):
+        n_channels_int = n_channels[0]
+        in_act = input_a + input_b
+        t_act = torch.tanh(in_act[:, :n_channels_int, :])
+        s_act = torch.sigmoid(in_act[:, n_channels_int:, :])
+        acts = t_act * s_act
+        return acts
+
+    class WaveGlowLoss(torch.nn.Module):
+        def __init__(self, sigma=1.0):
+            super(WaveGlowLoss, self).__init__()
+            self.sigma = sigma
+
+        def forward(self, model_output):
+            z, log_s_list, log_det_W_list = model_output
+            for i, log_s in enumerate(log_s_list):
+                if i == 0:
+                    log_s_total = torch.sum(log_s)
+                    log_det_W_total = log_det_W_list[i]
+                else:
+                    log_s_total = log_s_total + torch.sum(log_s)
+                    log_det_W_total += log_det_W_list[i]
+            loss = torch.sum(z * z) / (2 * self.sigma * self.sigma) - log_s_total - log_det_W_total
+            return loss / (z.size(0) * z.size(1) * z.size(2))
+
+    class Invertible1x1Conv(torch.nn.Module):
+        def __init__(self, c):
+            super(Invertible1x1Conv, self).__init__()
+            self.conv = torch.nn.Conv1d(c, c, kernel_size=1, stride=1, padding=0, bias=False)
+            W = torch.qr(torch.FloatTensor(c, c).normal_())[0]
+            if torch.det(W) < 0:
+                W[:, 0] = -1 * W[:, 0]
+            W = W.view(c, c, 1)
+            self.conv.weight.data = W
+
+        def forward(self, z, reverse=False):
+            batch_size, group_size, n_of_groups = z.size()
+            W = self.conv.weight.squeeze()
+            if reverse:
+                if not hasattr(self, "W_inverse"):
+                    W_inverse = W.float().inverse()
+                    W_inverse = W_inverse[..., None]
+                    if z.type() == "torch.cuda.HalfTensor":
+                        W_inverse = W_inverse.half()
+                    self.W_inverse = W_inverse
+                return F.conv1d(z, self.W_inverse, bias=None, stride=1, padding=0)
+            log_det_W = batch_size * n_of_groups * torch.logdet(W)
+            z = self.conv(z)
+            return z, log_det_W
+
+    class WN(torch.nn.Module):
+        def __init__(self, n_in_channels, n_mel_channels, n_layers, n_channels, kernel_size):
+            super(WN, self).__init__()
+            assert kernel_size % 2 == 1
+            assert n_channels % 2 == 0
+            self.n_layers = n_layers
+            self.n_channels = n_channels
+            self.in_layers = torch.nn.ModuleList()
+            self.res_skip_layers = torch.nn.ModuleList()
+            start = torch.nn.Conv1d(n_in_channels, n_channels, 1)
+            self.start = torch.nn.utils.weight_norm(start, name="weight")
+            end = torch.nn.Conv1d(n_channels, 2 * n_in_channels, 1)
+            end.weight.data.zero_()
+            end.bias.data.zero_()
+            self.end = end
+            cond_layer = torch.nn.Conv1d(n_mel_channels, 2 * n_channels * n_layers, 1)
+            self.cond_layer = torch.nn.utils.weight_norm(cond_layer, name="weight")
+            for i in range(n_layers):
+                dilation = 2 ** i
+                padding = int((kernel_size * dilation - dilation) / 2)
+                in_layer = torch.nn.Conv1d(n_channels, 2 * n_channels, kernel_size, dilation=dilation, padding=padding)
+                self.in_layers.append(torch.nn.utils.weight_norm(in_layer, name="weight"))
+                res_skip_channels = 2 * n_channels if i < n_layers - 1 else n_channels
+                res_skip_layer = torch.nn.Conv1d(n_channels, res_skip_channels, 1)
+                self.res_skip_layers.append(torch.nn.utils.weight_norm(res_skip_layer, name="weight"))
+
+        def forward(self, forward_input):
+            audio, spect = forward_input
+            audio = self.start(audio)
+            output = torch.zeros_like(audio)
+            n_channels_tensor = torch.IntTensor([self.n_channels])
+            spect = self.cond_layer(spect)
+            for i in range(self.n_layers):
+                spect_offset = i * 2 * self.n_channels
+                acts = fused_add_tanh_sigmoid_multiply(
+                    self.in_layers[i](audio), spect[:, spect_offset:spect_offset + 2 * self.n_channels, :],
+                    n_channels_tensor)
+                res_skip_acts = self.res_skip_layers[i](acts)
+                if i < self.n_layers - 1:
+                    audio = audio + res_skip_acts[:, :self.n_channels, :]
+                    output = output + res_skip_acts[:, self.n_channels:, :]
+                else:
+                    output = output + res_skip_acts
+            return self.end(output)
+
+    class WaveGlow(torch.nn.Module):
+        def __init__(self, n_mel_channels, n_flows, n_group, n_early_every, n_early_size, WN_config):
+            super(WaveGlow, self).__init__()
+            self.upsample = torch.nn.ConvTranspose1d(n_mel_channels, n_mel_channels, 8, stride=4)
+            assert n_group % 2 == 0
+            self.n_flows, self.n_group = n_flows, n_group
+            self.n_early_every, self.n_early_size = n_early_every, n_early_size
+            self.WN = torch.nn.ModuleList()
+            self.convinv = torch.nn.ModuleList()
+            n_half = int(n_group / 2)
+            n_remaining_channels = n_group
+            for k in range(n_flows):
+                if k % self.n_early_every == 0 and k > 0:
+                    n_half = n_half - int(self.n_early_size / 2)
+                    n_remaining_channels = n_remaining_channels - self.n_early_size
+                self.convinv.append(Invertible1x1Conv(n_remaining_channels))
+                self.WN.append(WN(n_half, n_mel_channels * n_group, **WN_config))
+            self.n_remaining_channels = n_remaining_channels
+
+        def forward(self, forward_input):
+            spect, audio = forward_input
+            spect = self.upsample(spect)
+            assert spect.size(2) >= audio.size(1)
+            if spect.size(2) > audio.size(1):
+                spect = spect[:, :, :audio.size(1)]
+            spect = spect.unfold(2, self.n_group, self.n_group).permute(0, 2, 1, 3)
+            spect = spect.contiguous().view(spect.size(0), spect.size(1), -1).permute(0, 2, 1)
+            audio = audio.unfold(1, self.n_group, self.n_group).permute(0, 2, 1)
+            output_audio, log_s_list, log_det_W_list = [], [], []
+            for k in range(self.n_flows):
+                if k % self.n_early_every == 0 and k > 0:
+                    output_audio.append(audio[:, :self.n_early_size, :])
+                    audio = audio[:, self.n_early_size:, :]
+                audio, log_det_W = self.convinv[k](audio)
+                log_det_W_list.append(log_det_W)
+                n_half = int(audio.size(1) / 2)
+                audio_0 = audio[:, :n_half, :]
+                audio_1 = audio[:, n_half:, :]
+                output = self.WN[k]((audio_0, spect))
+                log_s = output[:, n_half:, :]
+                b = output[:, :n_half, :]
+                audio_1 = torch.exp(log_s) * audio_1 + b
+                log_s_list.append(log_s)
+                audio = torch.cat([audio_0, audio_1], 1)
+            output_audio.append(audio)
+            return torch.cat(output_audio, 1), log_s_list, log_det_W_list
+
+        def infer(self, spect, sigma=1.0):
+            spect = self.upsample(spect)
+            time_cutoff = self.upsample.kernel_size[0] - self.upsample.stride[0]
+            spect = spect[:, :, :-time_cutoff]
+            spect = spect.unfold(2, self.n_group, self.n_group).permute(0, 2, 1, 3)
+            spect = spect.contiguous().view(spect.size(0), spect.size(1), -1).permute(0, 2, 1)
+            audio = torch.FloatTensor(spect.size(0), self.n_remaining_channels, spect.size(2))
+            audio.copy_(torch.from_numpy(normal(rng, *audio.shape)))
+            audio = torch.autograd.Variable(sigma * audio)
+            for k in reversed(range(self.n_flows)):
+                n_half = int(audio.size(1) / 2)
+                audio_0 = audio[:, :n_half, :]
+                audio_1 = audio[:, n_half:, :]
+                output = self.WN[k]((audio_0, spect))
+                s = output[:, n_half:, :]
+                b = output[:, :n_half, :]
+                audio_1 = (audio_1 - b) / torch.exp(s)
+                audio = torch.cat([audio_0, audio_1], 1)
+                audio = self.convinv[k](audio, reverse=True)
+                if k % self.n_early_every == 0 and k > 0:
+                    z = torch.FloatTensor(spect.size(0), self.n_early_size, spect.size(2))
+                    z.copy_(torch.from_numpy(normal(rng, *z.shape)))
+                    audio = torch.cat((sigma * z, audio), 1)
+            return audio.permute(0, 2, 1).contiguous().view(audio.size(0), -1).data
+
+        @staticmethod
+        def remove_weightnorm(model):
+            waveglow = model
+            for WN_ in waveglow.WN:
+                WN_.start = torch.nn.utils.remove_weight_norm(WN_.start)
+                WN_.in_layers = remove(WN_.in_layers)
+                WN_.cond_layer = torch.nn.utils.remove_weight_norm(WN_.cond_layer)
+                WN_.res_skip_layers = remove(WN_.res_skip_layers)
+            return waveglow
+
+    def remove(conv_list):
+        new_conv_list = torch.nn.ModuleList()
+        for old_conv in conv_list:
+            old_conv = torch.nn.utils.remove_weight_norm(old_conv)
+            new_conv_list.append(old_conv)
+        return new_conv_list
+
+    model = WaveGlow(n_mel_channels=3, n_flows=4, n_group=4, n_early_every=2, n_early_size=2,
+                     WN_config=dict(n_layers=2, n_channels=4, kernel_size=3))
+    init = load(m, model, state)
+    criterion = WaveGlowLoss(sigma=1.0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    losses = []
+    for step in range(2):
+        mel = torch.tensor(normal(rng, 2, 3, 4))
+        audio = torch.tensor(rng.uniform(-0.5, 0.5, (2, 16)).astype(np.float32))
+        model.zero_grad()
+        outputs = model((mel, audio))
+        loss = criterion(outputs)
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()]
+    model = WaveGlow.remove_weightnorm(model)
+    model.eval()
+    with torch.no_grad():
+        audio = model.infer(torch.tensor(normal(rng, 1, 3, 4)), sigma=0.6)
+    losses += [audio.sum().item(), audio.abs().sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_waveglow():
+    compare(waveglow)
