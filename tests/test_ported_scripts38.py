@@ -754,3 +754,148 @@ def waveglow(m, state=None):
 
 def test_waveglow():
     compare(waveglow)
+
+
+# (f) nutonomy/second.pytorch's PointPillars (second/pytorch/models/pointpillars.py's PFNLayer, PillarFeatureNet,
+# PointPillarsScatter; second/pytorch/core/box_torch_ops.py's get_paddings_indicator): pillar means over
+# num_voxels.type_as(features).view(-1, 1, 1), f_center columns written into zeros_like, a padding mask of
+# actual_num.int() > arange(dtype=torch.int), features *= mask, BatchNorm1d over a permuted copy, max over points then
+# repeat, and the scatter into a BEV canvas by canvas[:, indices] = voxels.t() per sample of a coords[:, 0] == b mask;
+# the voxels are built on the host as the original's numba points_to_voxel builds them
+def pointpillars(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(13)
+    nx = ny = 4
+    vx = vy = 0.5
+    max_points = 5
+
+    def points_to_voxel(points, batch_itt):  # the host side: numpy, as the numba original
+        ij = np.floor(points[:, :2] / [vx, vy]).astype(np.int64)
+        keys, inverse = np.unique(ij, axis=0, return_inverse=True)
+        voxels = np.zeros((len(keys), max_points, points.shape[1]), np.float32)
+        num_points = np.zeros(len(keys), np.int32)
+        for p, k in zip(points, inverse.reshape(-1)):
+            if num_points[k] < max_points:
+                voxels[k, num_points[k]] = p
+                num_points[k] += 1
+        coors = np.stack([np.full(len(keys), batch_itt), np.zeros(len(keys), np.int64), keys[:, 1], keys[:, 0]], 1)
+        return voxels, num_points, coors.astype(np.int32)
+
+    def get_paddings_indicator(actual_num, max_num, axis=0):
+        actual_num = torch.unsqueeze(actual_num, axis + 1)
+        max_num_shape = [1] * len(actual_num.shape)
+        max_num_shape[axis + 1] = -1
+        max_num = torch.arange(max_num, dtype=torch.int, device=actual_num.device).view(max_num_shape)
+        paddings_indicator = actual_num.int() > max_num
+        return paddings_indicator
+
+    class PFNLayer(nn.Module):
+        def __init__(self, in_channels, out_channels, use_norm=True, last_layer=False):
+            super().__init__()
+            self.name = "PFNLayer"
+            self.last_vfe = last_layer
+            if not self.last_vfe:
+                out_channels = out_channels // 2
+            self.units = out_channels
+            self.linear = nn.Linear(in_channels, self.units, bias=False)
+            self.norm = nn.BatchNorm1d(self.units, eps=1e-3, momentum=0.01)
+
+        def forward(self, inputs):
+            x = self.linear(inputs)
+            x = self.norm(x.permute(0, 2, 1).contiguous()).permute(0, 2, 1).contiguous()
+            x = F.relu(x)
+            x_max = torch.max(x, dim=1, keepdim=True)[0]
+            if self.last_vfe:
+                return x_max
+            x_repeat = x_max.repeat(1, inputs.shape[1], 1)
+            return torch.cat([x, x_repeat], dim=2)
+
+    class PillarFeatureNet(nn.Module):
+        def __init__(self, num_input_features=4, num_filters=(8, 8), voxel_size=(vx, vy, 4), pc_range=(0, 0, -3, 2, 2, 1)):
+            super().__init__()
+            num_input_features += 5
+            num_filters = [num_input_features] + list(num_filters)
+            pfn_layers = []
+            for i in range(len(num_filters) - 1):
+                in_filters, out_filters = num_filters[i], num_filters[i + 1]
+                last_layer = i >= len(num_filters) - 2
+                pfn_layers.append(PFNLayer(in_filters, out_filters, True, last_layer=last_layer))
+            self.pfn_layers = nn.ModuleList(pfn_layers)
+            self.vx, self.vy = voxel_size[0], voxel_size[1]
+            self.x_offset = self.vx / 2 + pc_range[0]
+            self.y_offset = self.vy / 2 + pc_range[1]
+
+        def forward(self, features, num_voxels, coors):
+            points_mean = features[:, :, :3].sum(dim=1, keepdim=True) / num_voxels.type_as(features).view(-1, 1, 1)
+            f_cluster = features[:, :, :3] - points_mean
+            f_center = torch.zeros_like(features[:, :, :2])
+            f_center[:, :, 0] = features[:, :, 0] - (coors[:, 3].float().unsqueeze(1) * self.vx + self.x_offset)
+            f_center[:, :, 1] = features[:, :, 1] - (coors[:, 2].float().unsqueeze(1) * self.vy + self.y_offset)
+            features = torch.cat([features, f_cluster, f_center], dim=-1)
+            voxel_count = features.shape[1]
+            mask = get_paddings_indicator(num_voxels, voxel_count, axis=0)
+            mask = torch.unsqueeze(mask, -1).type_as(features)
+            features *= mask
+            for pfn in self.pfn_layers:
+                features = pfn(features)
+            return features.squeeze()
+
+    class PointPillarsScatter(nn.Module):
+        def __init__(self, output_shape, num_input_features=8):
+            super().__init__()
+            self.ny, self.nx = output_shape[2], output_shape[3]
+            self.nchannels = num_input_features
+
+        def forward(self, voxel_features, coords, batch_size):
+            batch_canvas = []
+            for batch_itt in range(batch_size):
+                canvas = torch.zeros(self.nchannels, self.nx * self.ny, dtype=voxel_features.dtype,
+                                     device=voxel_features.device)
+                batch_mask = coords[:, 0] == batch_itt
+                this_coords = coords[batch_mask, :]
+                indices = this_coords[:, 2] * self.nx + this_coords[:, 3]
+                indices = indices.type(torch.long)
+                voxels = voxel_features[batch_mask, :]
+                voxels = voxels.t()
+                canvas[:, indices] = voxels
+                batch_canvas.append(canvas)
+            batch_canvas = torch.stack(batch_canvas, 0)
+            return batch_canvas.view(batch_size, self.nchannels, self.ny, self.nx)
+
+    class TinyPointPillars(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.voxel_feature_extractor = PillarFeatureNet()
+            self.middle_feature_extractor = PointPillarsScatter([1, 1, ny, nx, 8])
+            self.rpn = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8, eps=1e-3, momentum=0.01),
+                                     nn.ReLU(), nn.Conv2d(8, 2, 1))
+
+        def forward(self, example):
+            voxel_features = self.voxel_feature_extractor(example["voxels"], example["num_points"], example["coordinates"])
+            spatial_features = self.middle_feature_extractor(voxel_features, example["coordinates"], 2)
+            return self.rpn(spatial_features)
+
+    model = TinyPointPillars()
+    init = load(m, model, state)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.01)
+    losses = []
+    for step in range(2):
+        parts = [points_to_voxel(np.concatenate([rng.uniform(0, 2, (12, 2)), rng.uniform(-3, 1, (12, 1)),
+                                                 rng.uniform(0, 1, (12, 1))], 1).astype(np.float32), b)
+                 for b in range(2)]
+        example = {"voxels": torch.tensor(np.concatenate([p[0] for p in parts])),
+                   "num_points": torch.tensor(np.concatenate([p[1] for p in parts])),
+                   "coordinates": torch.tensor(np.concatenate([p[2] for p in parts]))}
+        target = torch.tensor((rng.random((2, 2, ny, nx)) < 0.2).astype(np.float32))
+        preds = model(example)
+        loss = F.binary_cross_entropy_with_logits(preds, target, pos_weight=torch.tensor([3.0, 3.0]).view(2, 1, 1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()]
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_pointpillars():
+    compare(pointpillars)
