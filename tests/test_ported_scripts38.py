@@ -10,7 +10,6 @@ tnet, then in torch from tnet's initial weights (state_dict through numpy), and 
 into a few numbers, agree. Numpy draws what a script draws (torch.randn, rand, uniform_ are replaced by numpy's
 draws); shapes are tiny and runs take one or two steps."""
 
-import math
 
 import numpy as np
 
@@ -146,7 +145,7 @@ def slot_attention(m, state=None):
             self.norm_pre_ff = nn.LayerNorm(dim)
 
         def forward(self, inputs, noise, num_slots=None):
-            b, n, d, device, dtype = *inputs.shape, inputs.device, inputs.dtype
+            b, _, d, device, dtype = *inputs.shape, inputs.device, inputs.dtype  # the source names n, unused
             n_s = num_slots if num_slots is not None else self.num_slots
             mu = self.slots_mu.expand(b, n_s, -1)
             sigma = self.slots_logsigma.exp().expand(b, n_s, -1)
