@@ -5,11 +5,13 @@ lucidrains' slot-attention with google-research's soft position embedding and sp
 by np.meshgrid, einsum attention normalised over the slots, a GRUCell over flattened slots, alpha masks split off and
 softmaxed over the slots); pclucas14's pixel-cnn-pp (the discretized mixture of logistics loss by float masks, and
 its sampler: a Gumbel argmax, a one-hot by scatter_ into torch.FloatTensor(size)); toshikwa's fqf-iqn-qrdqn IQN
-(cosine tau embeddings, quantiles gathered at actions, the quantile Huber loss, a frozen target network). Each runs in
+(cosine tau embeddings, quantiles gathered at actions, the quantile Huber loss, a frozen target network); NVIDIA's
+WaveGlow (a jit.script gate, 1x1 convolutions initialised by torch.qr and torch.det, torch.logdet, a cached inverse,
+weight_norm then remove_weight_norm, grouping by unfold); second.pytorch's PointPillars (pillar features under a
+padding mask, a BEV canvas written by canvas[:, indices] = voxels.t()). All ran in tnet unchanged. Each runs in
 tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed
 into a few numbers, agree. Numpy draws what a script draws (torch.randn, rand, uniform_ are replaced by numpy's
 draws); shapes are tiny and runs take one or two steps."""
-
 
 import numpy as np
 
