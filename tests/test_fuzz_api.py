@@ -1789,3 +1789,17 @@ def test_trapezoid_spacing_arguments_as_torch(call):
     lambda m, f, t: m.baddbmm(t([[[1e5, -7e4]]]), m.ones(1, 1, 0), m.ones(1, 0, 2, dtype=torch.bfloat16), beta=2)])
 def test_seeds_256_318_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 319 up
+    # trapezoid's x of another type than Tensor matches none of torch's overloads: TypeError before any shape
+    # (seed 327, case 327: tnet raised IndexError for the 0-d y)
+    lambda m, f, t: m.trapezoid(t(1.0), x=[1]), lambda m, f, t: m.trapezoid(t([1.0, 2.0]), [0.0, 1.0]),
+    lambda m, f, t: m.cumulative_trapezoid(t([1.0, 2.0]), x=(0.0, 1.0)),
+    # copy_ of a number casts torch's wrapped 0-d tensor as any copy, without fill_'s range check (seed 326, case
+    # 339: NaN into int64 raised tnet's RuntimeError)
+    lambda m, f, t: m.zeros(2, 3, dtype=torch.int64)[0].copy_(float("nan")),
+    lambda m, f, t: m.zeros(3, dtype=torch.uint8).copy_(300), lambda m, f, t: m.zeros(3, dtype=torch.uint8).copy_(-1.0),
+    lambda m, f, t: m.zeros(3, dtype=torch.float16).copy_(1e10), lambda m, f, t: m.zeros(3, dtype=torch.int32).copy_(2.7)])
+def test_seeds_319_up_as_torch(call):
+    _same_outcome(call)

@@ -1254,6 +1254,23 @@ def test_embedding_bag_max_takes_a_nan_only_as_a_bags_first_row(padding_idx):
     _same(a.grad.numpy(), b.grad)
 
 
+@pytest.mark.parametrize("flat", [True, False])
+def test_embedding_bag_max_of_minus_inf_rows_is_the_first_kept_row(flat):
+    """A column whose kept rows are all -inf takes the bag's first kept row, and its gradient, past padding rows
+    before it (tnet's gradient went to the left-out padding row, so nowhere: fuzz seed 355 at --bad 0.3, case 315)."""
+    inf = float("inf")
+    w, inp = [[1.0, -inf], [1.0, -inf], [1.0, -inf]], [[0, 2, 1], [2, 0, 0]]
+    a, b = tnet.tensor(w, requires_grad=True), torch.tensor(w, requires_grad=True)
+    args = (sum(inp, []), [0, 3]) if flat else (inp, None)
+    got = F.embedding_bag(tnet.tensor(args[0]), a, tnet.tensor(args[1]) if flat else None, mode="max", padding_idx=0)
+    want = tF.embedding_bag(torch.tensor(args[0]), b, torch.tensor(args[1]) if flat else None, mode="max",
+                            padding_idx=0)
+    _same(got.detach().numpy(), want)
+    got.backward(tnet.ones(2, 2))
+    want.backward(torch.ones(2, 2))
+    _same(a.grad.numpy(), b.grad)
+
+
 def test_prod_over_a_dim_of_size_one_without_zeros_is_g_prod_over_x():
     """Over a dim of size 1, torch's gradient is g * prod / x where the input holds no zero: NaN at an infinite or
     NaN x (tnet passed g there, as torch does only beside a zero: fuzz seed 185 at --bad 0.1, case 683, silent-wrong)."""

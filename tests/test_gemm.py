@@ -457,6 +457,22 @@ def test_add_products_values_and_gradients_as_torch(rng, ieee, name, shapes):
     assert not getattr(tnet, name)(nan_input, *[x for x, _ in inputs[1:]], beta=0).isnan().any()
 
 
+@pytest.mark.parametrize("name,shapes", [("addmm", ((2,), (2, 3), (3, 2))), ("addmv", ((2,), (2, 3), (3,))),
+                                         ("addbmm", ((2, 2), (2, 2, 3), (2, 3, 2))),
+                                         ("baddbmm", ((1, 2, 2), (2, 2, 3), (2, 3, 2))), ("addr", ((2, 2), (2,), (2,)))])
+def test_add_products_beta_0_give_input_g_times_0(name, shapes):
+    # torch's backward scales g by beta even at 0: an inf in g is a NaN in input's gradient
+    grads = []
+    for lib in (torch, tnet):
+        x = lib.ones(*shapes[0], requires_grad=True)
+        y = getattr(lib, name)(x, *(lib.ones(*s) for s in shapes[1:]), beta=0)
+        g = lib.ones(*y.shape)
+        g.view(-1)[0] = math.inf
+        y.backward(g)
+        grads.append(x.grad)
+    torch.testing.assert_close(grads[1].memory, grads[0], equal_nan=True)
+
+
 def test_add_products_in_place_and_empty(rng, ieee):
     x, ref = tnet.tensor(rng.standard_normal((3, 4))), torch.tensor(rng.standard_normal((3, 4)))
     x.memory.copy_(ref)

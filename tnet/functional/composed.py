@@ -299,7 +299,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         rows = where(logical_or(first, logical_not(isnan(rows))), rows, -math.inf)
         if keep is None:
             return max(rows, 1)[0]
-        return where(gt(sum(keep, 1), 0.0), max(where(gt(keep, 0.0), rows, -math.inf), 1)[0], 0.0)
+        top = max(where(gt(keep, 0.0), rows, -math.inf), 1)[0]
+        # a column whose kept rows are all -inf is the bag's first kept row (left-out rows before it would take max's tie)
+        top = where(eq(top, -math.inf), sum(where(first, rows, 0.0), 1), top)
+        return where(gt(sum(keep, 1), 0.0), top, 0.0)
     if keep is not None:  # left out, not times 0: an infinite padding row gives no NaN, as torch's
         rows = where(gt(keep, 0.0), rows, 0.0)
     total = sum(rows if sample is None else mul(rows, unsqueeze(sample, 2)), 1)

@@ -458,10 +458,15 @@ def bmm(input, mat2):
 
 def _scaled_sum(name, input, product, beta, alpha):
     """beta * input + alpha * product, input broadcast to product's shape; beta 0 takes product's
-    values alone (not input's NaN or inf) and gives input a zero gradient, as torch."""
+    values alone (not input's NaN or inf) and gives input torch's gradient g * 0 (NaN where g is inf
+    or NaN: torch's backward scales g by beta whatever beta is)."""
     product = product if alpha == 1 else mul(product, alpha)
-    if beta == 0:  # where: input's values never enter, its gradient is zeros
-        out = where(Tensor(torch.ones((), dtype=torch.bool, device=product.device)), product, input)
+    if beta == 0:
+        with no_grad():
+            out = where(Tensor(torch.ones((), dtype=torch.bool, device=product.device)), product, input)
+        if any(needs_grad(input, product)):
+            out = record_composed(name, out.memory, (input, product), lambda g: (
+                to(mul(g, 0).sum_to_size(input.shape), input.dtype), to(g, product.dtype)), saved=())
     else:
         out = add(input if beta == 1 else mul(input, beta), product)
     check(out.shape == product.shape,

@@ -376,9 +376,15 @@ def zero_(self):
 
 def copy_(self, src, non_blocking=False):
     """self's elements = src's, broadcast to self's shape and cast to self's dtype; src's gradient
-    is summed back to its shape, self's earlier values get none. A number src fills self, as torch's."""
+    is summed back to its shape, self's earlier values get none. A number src is torch's wrapped 0-d tensor
+    (bool, int64 or float64) cast to self's dtype as any copy, without fill_'s range check (1e10 into float16
+    is inf, 300 into uint8 wraps to 44, NaN into int64 is INT64_MIN): cast on the host, by the CPU's rules,
+    then filled in."""
     if isinstance(src, numbers.Number) and not isinstance(src, complex):
-        return fill_(self, src)
+        dtype = torch.bool if isinstance(src, bool) else torch.int64 if isinstance(src, numbers.Integral) else torch.float64
+        if dtype == torch.int64 and not -2 ** 63 <= src < 2 ** 63:
+            raise OverflowError("int too big to convert")
+        return fill_(self, torch.tensor(src, dtype=dtype).to(self.dtype).item())
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' (position 1) must be Tensor, not {type(src).__name__}")
     shape = _pw.broadcast_shape("copy_", self.shape, src.shape)

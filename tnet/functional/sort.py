@@ -510,9 +510,9 @@ def _float_samples(name, y, dim):
 
 def _spacing_args(name, x, dx, dim):
     """trapezoid's x and dx as torch's parser matches its overloads (y, x, *, dim) and (y, *, dx=1, dim): an
-    explicit None for either, or both given, match neither (TypeError); then dx's and dim's types, before any
-    shape. Returns (x, dx), None where not given."""
-    if x is None or dx is None or (x is not ABSENT and dx is not ABSENT):
+    explicit None for either, an x that is no Tensor, or both given, match neither (TypeError); then dx's and
+    dim's types, before any shape. Returns (x, dx), None where not given."""
+    if x is None or dx is None or (x is not ABSENT and (dx is not ABSENT or not isinstance(x, Tensor))):
         got = ", ".join(["Tensor"] + [f"{arg}={type(v).__name__}" for arg, v in (("x", x), ("dx", dx)) if v is not ABSENT])
         raise InputTypeError(f"{name}() received an invalid combination of arguments - got ({got}), but expected one "
                              f"of: (Tensor y, Tensor x, *, int dim = -1), (Tensor y, *, Number dx = 1, int dim = -1)")
