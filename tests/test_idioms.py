@@ -1130,6 +1130,16 @@ def test_safe_globals_pytree_and_numpy_force_as_torchs(tmp_path):
     assert results[0] == results[1]
 
 
+def test_linear_and_conv2d_take_integer_tensors_for_sizes_as_torch():
+    """nn.Linear and nn.Conv2d built from one-element integer tensors (a width computed on the device), as torch's
+    parser takes them; a float tensor is no size (TypeError)."""
+    assert tnet.nn.Linear(tnet.tensor(3), 4).weight.shape == torch.nn.Linear(torch.tensor(3), 4).weight.shape
+    conv = tnet.nn.Conv2d(tnet.tensor(3), tnet.tensor(4), 3, groups=tnet.tensor(1))
+    assert conv.weight.shape == torch.nn.Conv2d(torch.tensor(3), torch.tensor(4), 3).weight.shape
+    with pytest.raises(TypeError):
+        tnet.nn.Linear(tnet.tensor(3.0), 4)
+
+
 def test_integer_tensors_of_one_element_pass_for_ints_as_torchs():
     """torch's argument parser takes an integer tensor of one element (through __index__) where it wants an int:
     YOLOX's topk(cost, k=dynamic_ks[i], largest=False) with an int32 0-d k, torch.zeros(n, 4) of a count n =

@@ -18,8 +18,8 @@ from ..functional.conv import check_conv_args
 from ..functional.inputs import legacy_reduction
 from ..kernels.launch import InputTypeError, check, dense, ntuple, pair, plain_ints, single, triple
 from ..factory import init_generator
-from ..tensor import (Tensor, add_hook, as_storage, check_factory_device, gate, hooks_of, is_grad_enabled, memory_of,
-                      tensor)
+from ..tensor import (Tensor, add_hook, as_int, as_storage, check_factory_device, gate, hooks_of, is_grad_enabled,
+                      memory_of, tensor)
 from . import attention, init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
@@ -1178,7 +1178,8 @@ class Conv2d(_ConvNd):
                  bias=True, padding_mode="zeros", device=None, dtype=None, *, weight_filler=None,
                  bias_filler=None, rng=None, bias_lr_mult=1.0):
         super().__init__()
-        in_channels, out_channels, groups = plain_ints(in_channels), plain_ints(out_channels), plain_ints(groups)
+        # numpy's integers and one-element integer tensors pass for ints, as torch's parser takes them
+        in_channels, out_channels, groups = (as_int(plain_ints(v)) for v in (in_channels, out_channels, groups))
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels)):
             check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
                   lambda: f"Conv2d: {arg} must be a positive int, got {v!r}")
@@ -1243,7 +1244,7 @@ class Linear(Module):
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
                  weight_filler=None, bias_filler=None, rng=None, bias_lr_mult=1.0):
         super().__init__()
-        in_features, out_features = plain_ints(in_features), plain_ints(out_features)
+        in_features, out_features = (as_int(plain_ints(v)) for v in (in_features, out_features))  # as Conv2d's
         for arg, v in (("in_features", in_features), ("out_features", out_features)):
             if not isinstance(v, int) or isinstance(v, bool):  # torch's TypeError (its empty() refuses a float size)
                 raise InputTypeError(f"Linear: {arg} must be an int, got {v!r}")
