@@ -112,9 +112,8 @@ def check_flag(flag, error):
     the flag cleared; on a GPU outside a CUDA graph capture, raised by a later raise_flagged or host read, once
     the GPU has run this launch (_FlagCopies); inside a capture the flag waits on the device for its reader."""
     if not flag.is_cuda:
-        seen, value = flag.tolist()
-        if seen:
-            flag.zero_()
+        value = take_flag(flag)
+        if value is not None:
             raise error(value)
     elif not torch.cuda.is_current_stream_capturing():
         if flag.device not in _FLAG_COPIES:
