@@ -14,7 +14,8 @@ import tnet.functional as F
 from tnet import nn
 from tnet.kernels import pointwise
 from tnet.kernels.launch import is_channels_last
-from helpers import (CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check, cl_randn, config_indices, f64, imports, leaf,
+from helpers import (CONFIG_DTYPES, DEV, LOW, TOL, assert_close, check, cl_randn, config_indices, f64, flag_checked, imports,
+                     leaf,
                      only_ith_config, randn, to_numpy, tol_for)
 
 
@@ -612,6 +613,20 @@ def test_integer_promotion_and_exact_trunc_division_as_torch(da, db, other):
     big = tnet.tensor([2**40 + 7, -(2**40) - 7]).div(3, rounding_mode="trunc")
     assert big.tolist() == torch.tensor([2**40 + 7, -(2**40) - 7]).div(3, rounding_mode="trunc").tolist()
 
+
+@pytest.mark.parametrize("name", ["floor_divide", "fmod", "remainder", "trunc_div"])
+def test_integer_division_by_zero_raises_without_a_host_read(name):
+    """An integer division by 0 raises torch's CPU RuntimeError: by a number at once, by a tensor holding a 0 as
+    check_count raises (on a GPU once the GPU has run the count, without a synchronisation); a tensor free of
+    zeros divides as torch."""
+    op = (lambda a, b: a.div(b, rounding_mode="trunc")) if name == "trunc_div" else (lambda a, b: getattr(a, name)(b))
+    a = tnet.tensor([7, -7, 3])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        op(a, 0)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        flag_checked(lambda: op(a, tnet.tensor([1, 0, 2])))
+    ref = op(torch.tensor([7, -7, 3]), torch.tensor([2, -3, 4]))
+    assert flag_checked(lambda: op(a, tnet.tensor([2, -3, 4]))).tolist() == ref.tolist()
 
 def test_pow_of_minus_zero_by_half_powers_as_torch():
     """torch's pow of a tensor and a number computes ** -0.5 as rsqrt: (-0.0) ** -0.5 is -inf, and so

@@ -23,9 +23,9 @@ import torch
 from .. import amp
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
-from ..kernels.copy import copy_
+from ..kernels.copy import check_count, copy_
 from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, as_int_of, as_value_of, capturing, check, check_type,
-                              is_channels_last, is_flat, not_implemented)
+                              is_channels_last, is_flat, not_implemented, raise_flagged)
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
 from .host import nonzero
@@ -1372,18 +1372,19 @@ def raise_no_integers(name, *values):
 
 
 def _check_int_divisor(a, b):
-    """torch's RuntimeError (on the CPU; CUDA's gives garbage) for an integer division by 0, before the
-    division: where b is an integer tensor, a host read of its count of zeros (skipped inside a CUDA
-    graph capture)."""
+    """torch's RuntimeError (on the CPU; CUDA's gives garbage) for an integer division by 0: a number b at
+    once; an integer tensor b's zeros counted on its device and raised as kernels.copy.check_count raises (on
+    the CPU at once, on a GPU at a later flagging call or host read, without a synchronisation; not inside a
+    CUDA graph capture)."""
     if not (_pw._is_int(a) and _pw._is_int(b)) or isinstance(b, torch.Tensor) and capturing(b):
         return
     if any(isinstance(v, torch.Tensor) and v.numel() == 0 for v in (a, b)):  # no element is divided
         return
-    if isinstance(b, torch.Tensor):
-        zeros = _reduce.reduce(_pw.pointwise("eq", b, 0).reshape(-1), [0]).item()  # b is not empty: see above
-    else:
-        zeros = b == 0
-    check(not zeros, "ZeroDivisionError")
+    if not isinstance(b, torch.Tensor):
+        check(b != 0, "ZeroDivisionError")
+        return
+    raise_flagged(b.device)
+    check_count(_reduce.reduce(_pw.pointwise("eq", b, 0).reshape(-1), [0]), lambda: InputError("ZeroDivisionError"))
 
 
 def fmod(input, other):

@@ -12,9 +12,9 @@ from ..factory import arange
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels import sort as _sort
-from ..kernels.copy import copy_
+from ..kernels.copy import check_count, copy_
 from ..kernels.launch import (DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check,
-                              check_flag, check_float, check_type, is_channels_last, raise_flagged)
+                              check_float, check_type, is_channels_last, raise_flagged)
 from ..tensor import (Tensor, as_int, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record,
                       record_composed)
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
@@ -681,9 +681,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     with no_grad():
         raise_flagged(x.memory.device)  # an earlier call's values outside [0, 1], as far as the GPU has run
         for arg, v in (("input", x), ("target", y)) if not capturing(x.memory) else ():
-            flag = torch.zeros(2, dtype=torch.int64, device=x.memory.device)  # (elements outside, unused)
-            copy_(flag[:1], _count("binary_cross_entropy", eq(clamp(v, 0.0, 1.0), v), None, False, "eq").memory.reshape(1))
-            check_flag(flag, lambda _, arg=arg: InputError(f"all elements of {arg} should be between 0 and 1"))
+            check_count(_count("binary_cross_entropy", eq(clamp(v, 0.0, 1.0), v), None, False, "eq").memory,
+                        lambda arg=arg: InputError(f"all elements of {arg} should be between 0 and 1"))
         log_x, log_1x = clamp_min(log(x), -100.0), clamp_min(log(1.0 - x), -100.0)
         loss = neg(mul(y, log_x) + mul(1.0 - y, log_1x))
         loss = loss if weight is None else mul(loss, weight).to(x.dtype)  # in input's dtype, as torch's in-place product

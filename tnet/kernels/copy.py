@@ -170,6 +170,15 @@ def copy_(dst, src):
     return dst
 
 
+def check_count(count, error):
+    """check_flag for a count of bad elements (an integer tensor of one element, on the device that counted
+    them): error() where it is not 0, raised as check_flag raises, so without a synchronisation on a GPU. Call
+    launch.raise_flagged(device) before the counting launch, as every flagging call does."""
+    flag = torch.zeros(2, dtype=torch.int64, device=count.device)  # (bad elements, unused)
+    copy_(flag[:1], count.reshape(1))
+    check_flag(flag, lambda _: error())
+
+
 def flip_(dst, src, dims):
     """dst[...] = src reversed along `dims` (axes >= 0), cast to dst's dtype; returns dst."""
     check(dst.shape == src.shape, lambda: f"flip_: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
