@@ -36,8 +36,6 @@ def test_special_binary_softmax_and_polygamma_as_torch():
     _same(tnet.special.logsumexp(tnet.tensor(m), 1), torch.special.logsumexp(torch.tensor(m), 1))
     _same(tnet.special.polygamma(1, tnet.tensor(np.abs(m) + 0.5)), torch.special.polygamma(1, torch.tensor(np.abs(m) + 0.5)))
     assert tnet.special.expit is tnet.functional.sigmoid  # tnet.sigmoid is that one with out= (OUT_FUNCTIONS)
-    with pytest.raises(AttributeError):
-        tnet.special.zeta
 
 
 WIDE = np.array([-100, -30, -12.5, -12, -9, -5, -2, -0.5, -1e-3, 0, 1e-3, 0.5, 1, 2, 5, 8, 11.9, 12, 12.1, 20, 40, 80,
@@ -70,6 +68,71 @@ def test_special_erfcx_log_ndtr_ndtri_bessel_as_torch(name):
         x.i0_()
         _same(x, torch.tensor(d).i0())
 
+
+BESSEL = ["bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
+          "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai"]
+
+
+def _against_float64(got, want, tol):
+    """got (float32) against torch's float64 want: the same NaN and infinities, and a relative error
+    ||got - want|| / ||want|| under tol over the finite values."""
+    got, want = got.numpy().astype(np.float64), want.numpy()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite & ~np.isnan(want)], want[~finite & ~np.isnan(want)])
+    assert np.linalg.norm(got[finite] - want[finite]) <= tol * np.linalg.norm(want[finite])
+
+
+@pytest.mark.parametrize("name", BESSEL)
+def test_special_bessel_and_airy_as_torch(name):
+    """The Bessel functions of both kinds, K0 and K1 (scaled too), j0 and Ai against torch's float64, across each
+    method's switch (2, 12, 20; Ai's -8 and 2) and the edges (0, -0, +-inf, NaN, tiny and huge values); no
+    gradient, as torch's; integer input gives float32, a 16-bit one torch's NotImplementedError."""
+    x = np.concatenate([np.linspace(-40, 40, 161), [0, -0.0, 1e-30, 1e-5, 1.99, 2.01, 11.99, 12.01, 19.99, 20.01, -7.99,
+                                                    -8.01, 1e4, -1e4, 1e30, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    ours = getattr(tnet.special, name)(tnet.tensor(x, requires_grad=True))
+    assert ours.dtype == torch.float32 and not ours.requires_grad
+    _against_float64(ours.memory.cpu(), getattr(torch.special, name)(torch.tensor(x, dtype=torch.float64)),
+                     2e-6 if name == "airy_ai" else 1e-6)  # torch's float64 Ai errs near its zeros
+    assert getattr(tnet.special, name)(tnet.tensor([1, 2])).dtype == torch.float32
+    with pytest.raises(NotImplementedError, match="not implemented for 'Half'"):
+        getattr(tnet.special, name)(tnet.tensor([1.0]).half())
+
+
+def test_special_zeta_as_torch():
+    """Hurwitz's zeta against torch's float64, its poles and domain (x = 1, x < 1, q = 0, -1, ..., q < 0 with a
+    non-integer x, x = inf) as torch's; either argument a number; the backward raises, as torch's."""
+    s = np.array([2, 3, 2.5, 1, 0.5, 2, 3, 2.5, 2, np.inf, np.inf, np.inf, 4, 1.5, 2, 3, 1.01, 7, np.nan, 2], np.float32)
+    q = np.array([1, 2, 0.3, 1, 1, -1.5, -2.5, -1.5, 0, 1, 0.5, 2, 1e9, 7, -3, -0.5, 5, 0.1, 1, np.nan], np.float32)
+    _against_float64(tnet.special.zeta(tnet.tensor(s), tnet.tensor(q)).memory.cpu(),
+                     torch.special.zeta(torch.tensor(s, dtype=torch.float64), torch.tensor(q, dtype=torch.float64)), 1e-6)
+    _same(tnet.special.zeta(3.0, tnet.tensor([1, 2])), torch.special.zeta(3.0, torch.tensor([1, 2])))
+    _same(tnet.special.zeta(tnet.tensor([2.0, 4.0]), 2), torch.special.zeta(torch.tensor([2.0, 4.0]), 2))
+    y = tnet.special.zeta(tnet.tensor([2.0, 3.0], requires_grad=True), 1.0)
+    with pytest.raises(NotImplementedError, match="derivative for 'zeta'"):
+        y.sum().backward()
+
+
+@pytest.mark.parametrize("name", ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                                  "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+                                  "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+                                  "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+                                  "laguerre_polynomial_l", "legendre_polynomial_p"])
+def test_special_orthogonal_polynomials_as_torch(name):
+    """Each polynomial against torch's float64 at degrees -2 to 13 (a degree per element: the recurrence runs to the
+    block's largest), the trigonometric forms past degree 6 or 8, the closed values at x = +-1 (x = 0, 1 for the
+    shifted and Laguerre's ones), fractional, NaN and infinite degrees (0, as torch's), and x or n a number."""
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.uniform(-2, 2, 60), [1, -1, 0, 0.5, 0.5, 1, -1, 2, 0.3, 0.3, 0.7, 0.7, 0.25]]).astype(np.float32)
+    n = np.concatenate([rng.integers(-2, 14, 60), [3, 3, 5, np.nan, np.inf, 0, 0, 2.9, 9, 12, 10, 7, -0.5]]).astype(np.float32)
+    ours = getattr(tnet.special, name)(tnet.tensor(x, requires_grad=True), tnet.tensor(n))
+    assert not ours.requires_grad
+    _against_float64(ours.memory.cpu(), getattr(torch.special, name)(torch.tensor(x, dtype=torch.float64),
+                                                                      torch.tensor(n, dtype=torch.float64)), 1e-6)
+    _same(getattr(tnet.special, name)(tnet.tensor(x[:8]), 3), getattr(torch.special, name)(torch.tensor(x[:8]), 3))
+    _same(getattr(tnet.special, name)(0.5, tnet.tensor([0, 1, 2, 4])),
+          getattr(torch.special, name)(0.5, torch.tensor([0, 1, 2, 4])))
+    assert getattr(tnet.special, name)(tnet.tensor([]), 2).shape == (0,)
 
 def test_special_multigammaln_as_torch():
     a = np.array([1.6, 2.0, 3.5, 10.0], np.float32)

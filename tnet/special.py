@@ -1,8 +1,9 @@
-"""torch.special's functions that tnet computes: the element-wise ones of tnet's top level under
-torch.special's names, erfcx, log_ndtr, ndtri and the modified Bessel functions i0, i0e, i1 and i1e
-and the regularized incomplete gamma functions gammainc and gammaincc (kernels/pointwise.py), and a few
-composed of them (ndtr, entr, xlog1py, multigammaln). Others (the other Bessel functions, zeta, the
-orthogonal polynomials, ...) are not there: using one raises AttributeError."""
+"""torch.special's functions: the element-wise ones of tnet's top level under torch.special's names, erfcx,
+log_ndtr, ndtri, the modified Bessel functions i0, i0e, i1 and i1e and the regularized incomplete gamma functions
+gammainc and gammaincc (kernels/pointwise.py), a few composed of them (ndtr, entr, xlog1py, multigammaln), and,
+without gradients as torch's, the Bessel functions of the first and second kind, K0 and K1, Ai, the spherical j0,
+Hurwitz's zeta and the orthogonal polynomials (each a kernel OP of its name: float64 inside for the Bessel and
+Airy functions, whose series cancel; float32 for the polynomials, as torch's)."""
 import math
 import numbers
 
@@ -15,8 +16,10 @@ from .functional.pointwise import (digamma, eq, erf, erfc, erfinv, exp2, expm1, 
 from .functional.pointwise import erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
 from .functional.pointwise import igamma as gammainc, igammac as gammaincc
 from .functional.reduce import logsumexp
-from .kernels.launch import check
-from .tensor import Tensor, tensor
+from .functional.inputs import write_out
+from .kernels import pointwise as _pw
+from .kernels.launch import InputTypeError, check, not_implemented
+from .tensor import Tensor, any_requires_grad, is_grad_enabled, record, tensor
 
 expit = sigmoid
 gammaln = lgamma
@@ -26,7 +29,9 @@ modified_bessel_i0, modified_bessel_i1 = i0, i1  # torch's other names of I0 and
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p", "log_softmax",
            "logit", "logsumexp", "ndtr", "polygamma", "psi", "round", "sinc", "softmax", "xlog1py", "xlogy",
            "erfcx", "i0", "i0e", "i1", "i1e", "log_ndtr", "modified_bessel_i0", "modified_bessel_i1", "multigammaln",
-           "ndtri", "gammainc", "gammaincc"]
+           "ndtri", "gammainc", "gammaincc", *_pw.POLYNOMIALS, "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0",
+           "bessel_y1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+           "scaled_modified_bessel_k1", "spherical_bessel_j0", "zeta"]
 
 
 def multigammaln(input, p):
@@ -66,3 +71,78 @@ def xlog1py(input, other):
                     if isinstance(v, numbers.Real) and isinstance(w, Tensor) else v for v, w in ((input, other), (other, input)))
     return where(eq(input, 0.0), where(eq(other, other), 0.0, other), mul(input, log1p(other)))
 
+
+
+# ---- torch.special's functions of float32 and float64 tensors only (kernels in pointwise.py, each its name's OP)
+
+def _float32_operand(name, v, arg):
+    """v, a tnet Tensor or a real number, as an operand of OP `name`: a float32 tensor's memory (an integer or bool
+    tensor's float32 copy, as torch promotes them), or the number; a 16-bit tensor raises torch's
+    NotImplementedError (its kernels take float32 and float64 only)."""
+    if isinstance(v, Tensor):
+        X = v.memory
+        if X.dtype in (torch.float16, torch.bfloat16):
+            raise not_implemented(f"{name}_{'cuda' if X.is_cuda else 'cpu'}", X.dtype)
+        return X if X.dtype == torch.float32 else _pw.pointwise("add", X, 0, dtype=torch.float32)
+    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+        return float(v)
+    raise InputTypeError(f"special_{name}(): argument '{arg}' must be Tensor or Number, not {type(v).__name__}")
+
+
+def _unary_special(name, text):
+    def fn(input, *, out=None):
+        if not isinstance(input, Tensor):
+            raise InputTypeError(f"special_{name}(): argument 'input' (position 1) must be Tensor, not "
+                                 f"{type(input).__name__}")
+        result = Tensor(_pw.pointwise(name, _float32_operand(name, input, "input")))
+        return result if out is None else write_out(name, out, result, (input,))
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{text}, element-wise, as torch.special.{name}: float32 for integer and bool tensors, "
+                  f"NotImplementedError for 16-bit ones, no gradient (torch's has none).")
+    return fn
+
+
+def _binary_special(name, text, second, backward_raises):
+    def fn(input, other, *, out=None):
+        check(isinstance(input, Tensor) or isinstance(other, Tensor),
+              lambda: f"special_{name}(): at least one of input and {second} must be a Tensor")
+        X, N = _float32_operand(name, input, "input"), _float32_operand(name, other, second)
+        inputs = [v for v in (input, other) if isinstance(v, Tensor)]
+        y = _pw.pointwise(name, X, N)
+        if not (backward_raises and is_grad_enabled() and any_requires_grad(inputs)):
+            result = Tensor(y)
+        else:
+            def backward(g):
+                raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+            result = record(name, y, inputs, backward)
+        return result if out is None else write_out(name, out, result, inputs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{text}, element-wise over input and {second} broadcast (either may be a number), as "
+                  f"torch.special.{name}: float32 for integer and bool tensors, NotImplementedError for 16-bit "
+                  f"ones; " + ("its backward raises NotImplementedError, as torch's." if backward_raises else
+                               "no gradient (torch's has none)."))
+    return fn
+
+
+_UNARY = {
+    "airy_ai": "the Airy function Ai(x) (NaN at +-inf, as torch's)",
+    "bessel_j0": "the Bessel function of the first kind J0(x)",
+    "bessel_j1": "the Bessel function of the first kind J1(x)",
+    "bessel_y0": "the Bessel function of the second kind Y0(x), -inf at 0, NaN below",
+    "bessel_y1": "the Bessel function of the second kind Y1(x), -inf at 0, NaN below",
+    "modified_bessel_k0": "the modified Bessel function of the second kind K0(x), inf at 0, NaN below",
+    "modified_bessel_k1": "the modified Bessel function of the second kind K1(x), inf at 0, NaN below",
+    "scaled_modified_bessel_k0": "exp(x) K0(x)",
+    "scaled_modified_bessel_k1": "exp(x) K1(x)",
+    "spherical_bessel_j0": "the spherical Bessel function j0(x) = sin(x) / x, 1 at 0",
+}
+(airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, modified_bessel_k0, modified_bessel_k1, scaled_modified_bessel_k0,
+ scaled_modified_bessel_k1, spherical_bessel_j0) = (_unary_special(name, text) for name, text in _UNARY.items())
+zeta = _binary_special("zeta", "Hurwitz's zeta function zeta(x, q) = sum over k >= 0 of (q + k)^-x (inf at x = 1 and "
+                               "at q = 0, -1, ...; NaN for x < 1)", "other", backward_raises=True)
+_POLYNOMIAL_TEXT = "{} of degree n (truncated to an integer; 0 below 0) at x"
+(chebyshev_polynomial_t, chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w,
+ shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
+ shifted_chebyshev_polynomial_w, hermite_polynomial_h, hermite_polynomial_he, laguerre_polynomial_l,
+ legendre_polynomial_p) = (
+    _binary_special(name, _POLYNOMIAL_TEXT.format(name.replace("_", " ")), "n", backward_raises=False) for name in _pw.POLYNOMIALS)

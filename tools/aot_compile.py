@@ -104,10 +104,14 @@ def lerp():
 def special():
     """pointwise_kernel's special functions: the regularized incomplete gamma functions and their gradient
     (loops with a run-time bound), the Gamma and Dirichlet draws' gradients (the latter in float64) and
-    reciprocal's gradient; flat, fp32 and bf16."""
+    reciprocal's gradient (fp32 and bf16); torch.special's Bessel and Airy functions (float64 inside), zeta and
+    the orthogonal polynomials (a loop to the block's largest degree), fp32; all flat."""
     from tnet.kernels import pointwise as p
     ops = ("igamma", "igammac", "igamma_backward", "standard_gamma_grad", "dirichlet_grad", "reciprocal_backward")
-    for dtype, op in itertools.product(("*fp32", "*bf16"), ops):
+    fp32_only = ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_k0", "modified_bessel_k1",
+                 "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "spherical_bessel_j0", "airy_ai", "zeta",
+                 *p.POLYNOMIALS)
+    for dtype, op in [*itertools.product(("*fp32", "*bf16"), ops), *(("*fp32", op) for op in fp32_only)]:
         arg_types = {"a_ptr": dtype, "b_ptr": dtype, "c_ptr": dtype, "y_ptr": dtype, "n": "i32", "s0": "fp32",
                      "s1": "fp32", "s2": "fp32", "s3": "fp32", "sizes": ("i32",), "a_strides": ("i32",),
                      "b_strides": ("i32",), "c_strides": ("i32",)}

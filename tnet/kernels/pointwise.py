@@ -31,6 +31,10 @@ from .copy import copy_
 from .launch import (BLOCK_CONFIGS, FLOATS, INTEGERS, InputDtypeError, check, check_float, grid1d, is_channels_last,
                      is_flat, kept, memory_format)
 
+POLYNOMIALS = ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+               "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+               "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+               "legendre_polynomial_p")  # torch.special's, each an OP of (x, n)
 # Operand count of each OP. Backward OPs take the output gradient first. A fourth operand is
 # always a Python number (softplus's threshold, addcmul's value): the kernel's s3.
 ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "sigmoid": 1, "tanh": 1, "silu": 1,
@@ -89,7 +93,12 @@ ARITY = {"neg": 1, "exp": 1, "log": 1, "sqrt": 1, "gelu": 1, "gelu_tanh": 1, "si
          # torch.maximum and minimum, and their gradient (g, x, the other operand, 1 for maximum or -1)
          "maximum": 2, "minimum": 2, "extremum_backward": 4,
          # the regularized incomplete gamma functions P(a, x) and Q(a, x), and their gradient in x (g, a, x, sign)
-         "igamma": 2, "igammac": 2, "igamma_backward": 4}
+         "igamma": 2, "igammac": 2, "igamma_backward": 4,
+         # torch.special's Bessel and Airy functions (no gradients, as torch's), Hurwitz's zeta (x, q) and the
+         # orthogonal polynomials (x, n)
+         "bessel_j0": 1, "bessel_j1": 1, "bessel_y0": 1, "bessel_y1": 1, "modified_bessel_k0": 1,
+         "modified_bessel_k1": 1, "scaled_modified_bessel_k0": 1, "scaled_modified_bessel_k1": 1,
+         "spherical_bessel_j0": 1, "airy_ai": 1, "zeta": 2, **{name: 2 for name in POLYNOMIALS}}
 _INTERPRET = tl.constexpr(INTERPRET)  # the interpreter has no libdevice
 COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOL_OPS = (*COMPARISONS, "logical_not", "logical_and", "logical_or", "logical_xor", "signbit")
@@ -360,7 +369,7 @@ def _bessel_i(x, NU: tl.constexpr, SCALED: tl.constexpr):
         r = tl.where(z <= 12.0, series, asymptotic * half * half)
     if NU == 1:
         r = tl.where(x < 0.0, -r, r)
-    return r
+    return tl.where(x != x, x, r)  # tl.maximum dropped a NaN
 
 
 @triton.jit
@@ -621,6 +630,319 @@ def _hurwitz_zeta(s, q):
     t = t * (s + 9.0) * (s + 10.0) * w2
     total -= t / 1892437580.3183792
     return total
+
+
+# ---- torch.special's Bessel and Airy functions, in float64 inside (their series cancel): power series near 0,
+# asymptotic expansions far out, and between them for K (and so Ai) the trapezoid rule on K's integral, which
+# converges geometrically for such integrands (Trefethen & Weideman, "The exponentially convergent trapezoidal rule")
+
+
+@triton.jit
+def _cos_sin64(z):
+    """cos z and sin z of a float64 z (libdevice's on the GPU, whose argument reduction covers every float)."""
+    if _INTERPRET:
+        return tl.cos(z), tl.sin(z)
+    else:
+        return libdevice.cos(z), libdevice.sin(z)
+
+
+@triton.jit
+def _hankel_pq(z, MU: tl.constexpr):
+    """P and Q of Hankel's expansion of J_nu and Y_nu at z >= 12, mu = 4 nu^2: sum_k (-1)^k a_2k / z^2k and
+    sum_k (-1)^k a_2k+1 / z^(2k+1), a_k = prod_j=1..k (mu - (2j - 1)^2) / (k! 8^k) (11 terms; the Airy function's
+    expansion for x < 0 has the same signs)."""
+    p = tl.zeros_like(z) + 1.0
+    q = tl.zeros_like(z)
+    a = p
+    w = 1.0 / (8.0 * z)
+    for k in tl.static_range(1, 12):
+        a = a * ((MU - (2 * k - 1) * (2 * k - 1)) / k) * w
+        if k % 4 == 1:
+            q += a
+        elif k % 4 == 2:
+            p -= a
+        elif k % 4 == 3:
+            q -= a
+        else:
+            p += a
+    return p, q
+
+
+@triton.jit
+def _bessel_j(x, NU: tl.constexpr):
+    """J_nu(x), nu 0 or 1, of float64 x: up to |x| = 12 its power series (x/2)^nu sum (-x^2/4)^k / (k! (k + nu)!)
+    (40 terms), beyond it Hankel's expansion, sqrt(2 / (pi z)) (P cos chi - Q sin chi), chi = z - (2 nu + 1) pi / 4
+    (cos chi and sin chi from cos z and sin z, so that a large z loses no digits to chi); odd in x for nu = 1."""
+    z = tl.abs(x)
+    t = -0.25 * z * z
+    term = tl.zeros_like(z) + 1.0
+    series = term
+    for k in tl.static_range(1, 41):
+        term = term * t / (k * (k + NU))
+        series += term
+    if NU == 1:
+        series = series * 0.5 * z
+    far = tl.maximum(z, 12.0)
+    p, q = _hankel_pq(far, 4.0 * NU * NU)
+    c, s = _cos_sin64(far)
+    if NU == 0:  # sqrt(2) cos chi and sqrt(2) sin chi
+        cos_chi, sin_chi = c + s, s - c
+    else:
+        cos_chi, sin_chi = s - c, -s - c
+    r = tl.where(z <= 12.0, series, tl.sqrt(0.3183098861837907 / far) * (p * cos_chi - q * sin_chi))
+    if NU == 1:
+        r = tl.where(x < 0.0, -r, r)
+    return tl.where(x != x, x, r)  # tl.maximum dropped a NaN
+
+
+@triton.jit
+def _bessel_y(x, NU: tl.constexpr):
+    """Y_nu(x), nu 0 or 1, of float64 x: -inf at 0, NaN below. Up to 12 its series by J_nu and harmonic numbers H_k:
+    Y0 = 2/pi ((log(x/2) + gamma) J0 + sum_k>=1 (-1)^(k+1) H_k (x^2/4)^k / k!^2),
+    Y1 = -2/(pi x) + 2/pi log(x/2) J1 - 1/pi sum_k>=0 (-1)^k (H_k + H_k+1 - 2 gamma) (x/2)^(2k+1) / (k! (k+1)!);
+    beyond, Hankel's sqrt(2 / (pi z)) (P sin chi + Q cos chi)."""
+    z = tl.where(x > 0.0, x, 1.0)
+    t = -0.25 * z * z
+    log_half = tl.log(0.5 * z)
+    h = tl.zeros_like(z)
+    if NU == 0:
+        term = h + 1.0
+        sums = h
+        for k in tl.static_range(1, 41):
+            term = term * t / (k * k)
+            h += 1.0 / k
+            sums -= term * h
+        series = 0.6366197723675814 * ((log_half + 0.5772156649015329) * _bessel_j(z, 0) + sums)
+    else:
+        term = 0.5 * z
+        h1 = h + 1.0
+        sums = term * (h1 - 1.1544313298030657)
+        for k in tl.static_range(1, 41):
+            term = term * t / (k * (k + 1))
+            h += 1.0 / k
+            h1 += 1.0 / (k + 1)
+            sums += term * (h + h1 - 1.1544313298030657)
+        series = -0.6366197723675814 / z + 0.6366197723675814 * log_half * _bessel_j(z, 1) - sums * 0.3183098861837907
+    far = tl.maximum(z, 12.0)
+    p, q = _hankel_pq(far, 4.0 * NU * NU)
+    c, s = _cos_sin64(far)
+    if NU == 0:
+        cos_chi, sin_chi = c + s, s - c
+    else:
+        cos_chi, sin_chi = s - c, -s - c
+    r = tl.where(z <= 12.0, series, tl.sqrt(0.3183098861837907 / far) * (p * sin_chi + q * cos_chi))
+    return tl.where(x > 0.0, r, tl.where(x == 0.0, float("-inf"), float("nan")))
+
+
+@triton.jit
+def _bessel_k_scaled(z, NU: tl.constexpr):
+    """exp(z) K_nu(z) of float64 z >= about 1.8, any order nu: up to 20 the trapezoid rule, step 0.15 over [0, 5],
+    on exp(z) K_nu(z) = int_0^inf exp(-z (cosh u - 1)) cosh(nu u) du (its error falls as exp(-2 pi^2 / (0.15^2 z))
+    and the cut tail's below float64's digits); beyond, the asymptotic sqrt(pi / (2z)) sum_k a_k / z^k, a_k as in
+    _hankel_pq (11 terms)."""
+    step = tl.exp(tl.zeros_like(z) + 0.15)
+    step_nu = tl.exp(tl.zeros_like(z) + 0.15 * NU)
+    e = tl.zeros_like(z) + 1.0
+    e_nu = e
+    trapezoid = 0.5 * e
+    for k in tl.static_range(1, 34):
+        e = e * step
+        e_nu = e_nu * step_nu
+        trapezoid += tl.exp(-z * (0.5 * (e + 1.0 / e) - 1.0)) * (0.5 * (e_nu + 1.0 / e_nu))
+    far = tl.maximum(z, 20.0)
+    a = tl.zeros_like(z) + 1.0
+    asymptotic = a
+    w = 1.0 / (8.0 * far)
+    for k in tl.static_range(1, 12):
+        a = a * ((4.0 * NU * NU - (2 * k - 1) * (2 * k - 1)) / k) * w
+        asymptotic += a
+    return tl.where(z <= 20.0, 0.15 * trapezoid, tl.sqrt(1.5707963267948966 / far) * asymptotic)
+
+
+@triton.jit
+def _bessel_k(x, NU: tl.constexpr, SCALED: tl.constexpr):
+    """K_nu(x), nu 0 or 1 (times exp(x) if SCALED), of float64 x: inf at 0, NaN below. Up to 2 its series by I_nu,
+    K0 = -(log(x/2) + gamma) I0 + sum_k>=1 H_k (x^2/4)^k / k!^2,
+    K1 = 1/x + log(x/2) I1 - x/4 sum_k>=0 (H_k + H_k+1 - 2 gamma) (x^2/4)^k / (k! (k+1)!) (20 terms); beyond,
+    _bessel_k_scaled."""
+    z = tl.where(x > 0.0, x, 1.0)
+    t = 0.25 * z * z
+    log_half = tl.log(0.5 * z)
+    h = tl.zeros_like(z)
+    term = h + 1.0
+    i_series = term
+    for k in tl.static_range(1, 21):
+        term = term * t / (k * (k + NU))
+        i_series += term
+    term = h + 1.0
+    if NU == 0:
+        sums = h
+        for k in tl.static_range(1, 21):
+            term = term * t / (k * k)
+            h += 1.0 / k
+            sums += term * h
+        series = sums - (log_half + 0.5772156649015329) * i_series
+    else:
+        h1 = h + 1.0
+        sums = h1 - 1.1544313298030657
+        for k in tl.static_range(1, 21):
+            term = term * t / (k * (k + 1))
+            h += 1.0 / k
+            h1 += 1.0 / (k + 1)
+            sums += term * (h + h1 - 1.1544313298030657)
+        series = 1.0 / z + log_half * (0.5 * z * i_series) - 0.25 * z * sums
+    large = _bessel_k_scaled(tl.maximum(z, 2.0), NU)
+    if SCALED:
+        r = tl.where(z <= 2.0, series * tl.exp(z), large)
+    else:
+        r = tl.where(z <= 2.0, series, large * tl.exp(-z))
+    return tl.where(x > 0.0, r, tl.where(x == 0.0, float("inf"), float("nan")))
+
+
+@triton.jit
+def _airy_ai(x):
+    """Ai(x) of float64 x: from -8 to 2 its Maclaurin series Ai(0) f(x) + Ai'(0) g(x),
+    f = sum_k 3^k (1/3)_k x^3k / (3k)!, g = sum_k 3^k (2/3)_k x^(3k+1) / (3k+1)! (40 terms); above 2,
+    sqrt(x / 3) / pi K_1/3(zeta), zeta = 2/3 x^(3/2); below -8 its asymptotic expansion,
+    |x|^(-1/4) / sqrt(pi) (P sin(zeta + pi/4) - Q cos(zeta + pi/4)), P and Q of u_k / zeta^k,
+    u_k = u_k-1 (6k - 5)(6k - 3)(6k - 1) / ((2k - 1) 216 k). NaN at +-inf, as torch's (and at NaN)."""
+    near = tl.minimum(tl.maximum(x, -8.0), 2.0)
+    cube = near * near * near
+    f = tl.zeros_like(x) + 1.0
+    g = near
+    term_f = f
+    term_g = g
+    for k in tl.static_range(1, 41):
+        term_f = term_f * cube / ((3 * k - 1) * (3 * k))
+        term_g = term_g * cube / ((3 * k) * (3 * k + 1))
+        f += term_f
+        g += term_g
+    maclaurin = 0.3550280538878172 * f - 0.2588194037928068 * g
+    right = tl.maximum(x, 2.0)
+    zeta = (2.0 / 3.0) * right * tl.sqrt(right)
+    positive = tl.sqrt(right / 3.0) * 0.3183098861837907 * _bessel_k_scaled(zeta, 1.0 / 3.0) * tl.exp(-zeta)
+    left = tl.maximum(-x, 8.0)
+    zeta = (2.0 / 3.0) * left * tl.sqrt(left)
+    u = tl.zeros_like(x) + 1.0
+    p = u
+    q = tl.zeros_like(x)
+    for k in tl.static_range(1, 16):
+        u = u * (((6 * k - 5) * (6 * k - 3) * (6 * k - 1)) / ((2 * k - 1) * 216 * k)) / zeta
+        if k % 4 == 1:
+            q += u
+        elif k % 4 == 2:
+            p -= u
+        elif k % 4 == 3:
+            q -= u
+        else:
+            p += u
+    c, s = _cos_sin64(zeta)  # sqrt(2) sin(zeta + pi/4) = s + c, sqrt(2) cos(zeta + pi/4) = c - s
+    negative = ((s + c) * p - (c - s) * q) / (tl.sqrt(tl.sqrt(left)) * 2.5066282746310002)  # sqrt(2 pi)
+    r = tl.where(x > 2.0, positive, tl.where(x >= -8.0, maclaurin, negative))
+    return tl.where((tl.abs(x) == float("inf")) | (x != x), float("nan"), r)
+
+
+@triton.jit
+def _spherical_bessel_j0(x):
+    """sin(x) / x of float64 x, 1 at 0 and 0 at +-inf, as torch's."""
+    c, s = _cos_sin64(x)
+    r = tl.where(x == 0.0, 1.0, s / x)
+    return tl.where(tl.abs(x) == float("inf"), 0.0, r)
+
+
+@triton.jit
+def _zeta(s, q):
+    """Hurwitz's zeta(s, q) as torch.special.zeta (Cephes'): inf at s = 1 and at q = 0, -1, ...; NaN for s < 1 and
+    for q < 0 with a non-integer s; at s = inf (and q not an integer <= 0), 1 for q = 1, inf for 0 < q < 1, else NaN. q < 0 through
+    polygamma's reflection to positive arguments (integer s)."""
+    below = q < 0.0
+    whole = tl.floor(q)
+    rest = tl.where(below, tl.ceil(q) - q, 1.0)
+    sign = tl.where(tl.floor(s * 0.5) == s * 0.5, 1.0, -1.0)
+    y = _hurwitz_zeta(s, tl.where(below, q - whole, q))
+    y = tl.where(below, (y + sign * _hurwitz_zeta(s, rest)) - sign * _hurwitz_zeta(s, rest - whole), y)
+    y = tl.where(below & (tl.floor(s) != s), float("nan"), y)
+    y = tl.where(s == float("inf"), tl.where(q == 1.0, 1.0, tl.where((q > 0.0) & (q < 1.0), float("inf"), float("nan"))), y)
+    y = tl.where((q <= 0.0) & (whole == q), float("inf"), y)
+    y = tl.where(s < 1.0, float("nan"), y)
+    return tl.where(s == 1.0, float("inf"), y)
+
+
+@triton.jit
+def _orthogonal_polynomial(x, n, KIND: tl.constexpr, SHIFTED: tl.constexpr):
+    """torch.special's orthogonal polynomial KIND ("t", "u", "v", "w": Chebyshev's, at 2x - 1 for the shifted ones;
+    "h", "he": Hermite's; "l": Laguerre's; "p": Legendre's) of degree trunc(n) at x, as torch's: 0 for a negative
+    degree (and a NaN or infinite one, which torch's integer cast makes negative); the closed values at x = +-1 (x = 0
+    for Laguerre's); Chebyshev's past degree 6 (T) or 8 inside (-1, 1) from their trigonometric forms; else the
+    three-term recurrence, its loop running to the largest degree among the block's lanes that recur."""
+    degree = tl.where(n < 0.0, tl.ceil(n), tl.floor(n))
+    degree = tl.where((n == n) & (tl.abs(n) != float("inf")), degree, -1.0)
+    y = x
+    if SHIFTED:
+        y = x + x - 1.0
+    if KIND == "t":
+        first = y
+    elif KIND == "u" or KIND == "h":
+        first = y + y
+    elif KIND == "v":
+        first = y + y - 1.0
+    elif KIND == "w":
+        first = y + y + 1.0
+    elif KIND == "l":
+        first = 1.0 - y
+    else:  # "he", "p"
+        first = y
+    edge = tl.abs(y) == 1.0
+    if KIND == "l":
+        edge = y == 0.0
+    elif KIND == "h" or KIND == "he":
+        edge = tl.zeros_like(y) != 0.0  # none
+    trig = (degree > (6.0 if KIND == "t" else 8.0)) & (tl.abs(y) < 1.0)
+    if not (KIND == "t" or KIND == "u" or KIND == "v" or KIND == "w"):
+        trig = edge
+    recurs = (degree >= 2.0) & ~edge & ~trig
+    steps = tl.max(tl.where(recurs, degree, 1.0), axis=0).to(tl.int32)
+    before = tl.zeros_like(y) + 1.0
+    last = first
+    for k in range(1, steps):  # last becomes degree k + 1's value where the degree reaches it
+        f = k * 1.0
+        if KIND == "t" or KIND == "u" or KIND == "v" or KIND == "w":
+            following = (y + y) * last - before
+        elif KIND == "h":
+            following = (y + y) * last - (f + f) * before
+        elif KIND == "he":
+            following = y * last - f * before
+        elif KIND == "l":
+            following = ((f + f + 1.0 - y) * last - f * before) / (f + 1.0)
+        else:
+            following = ((f + f + 1.0) * y * last - f * before) / (f + 1.0)
+        more = f + 1.0 <= degree
+        before = tl.where(more, last, before)
+        last = tl.where(more, following, last)
+    r = tl.where(degree == 0.0, 1.0, last)
+    odd = tl.floor(degree * 0.5) != degree * 0.5
+    if KIND == "t" or KIND == "u" or KIND == "v" or KIND == "w":
+        theta = _atan2(tl.sqrt_rn((1.0 - y) * (1.0 + y)), y)
+        if KIND == "t":
+            closed = tl.where((y > 0.0) | ~odd, 1.0, -1.0)
+            trigonometric = tl.cos(degree * theta)
+        elif KIND == "u":
+            closed = tl.where((y > 0.0) | ~odd, degree + 1.0, -(degree + 1.0))
+            sin_theta = tl.sin(theta)
+            trigonometric = tl.where(sin_theta != 0.0, tl.sin((degree + 1.0) * theta) / sin_theta,
+                                     (degree + 1.0) * tl.cos((degree + 1.0) * theta) / y)
+        elif KIND == "v":
+            closed = tl.where(y > 0.0, 1.0, tl.where(odd, -(degree + degree + 1.0), degree + degree + 1.0))
+            trigonometric = tl.cos((degree + 0.5) * theta) / tl.cos(0.5 * theta)
+        else:
+            closed = tl.where(y > 0.0, degree + degree + 1.0, tl.where(odd, -1.0, 1.0))
+            trigonometric = tl.sin((degree + 0.5) * theta) / tl.sin(0.5 * theta)
+        r = tl.where(trig, trigonometric, tl.where(edge, closed, r))
+    elif KIND == "l":
+        r = tl.where(edge, 1.0, r)
+    elif KIND == "p":
+        r = tl.where(edge, tl.where((y > 0.0) | (degree == 0.0) | ~odd, 1.0, -1.0), r)
+    return tl.where(degree < 0.0, 0.0, r)
 
 
 # ---- the regularized incomplete gamma functions (torch.igamma, igammac): torch's algorithm (SciPy's, from
@@ -1276,6 +1598,52 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = _igamma(a, b, True)
     elif OP == "igamma_backward":  # b = the shape, c = x, d = 1 (igamma) or -1 (igammac): torch's formula
         y = a * (d * _exp((b - 1.0) * tl.log(c) - c - _lgamma(b)))
+    elif OP == "bessel_j0":
+        y = _bessel_j(a.to(tl.float64), 0).to(tl.float32)
+    elif OP == "bessel_j1":
+        y = _bessel_j(a.to(tl.float64), 1).to(tl.float32)
+    elif OP == "bessel_y0":
+        y = _bessel_y(a.to(tl.float64), 0).to(tl.float32)
+    elif OP == "bessel_y1":
+        y = _bessel_y(a.to(tl.float64), 1).to(tl.float32)
+    elif OP == "modified_bessel_k0":
+        y = _bessel_k(a.to(tl.float64), 0, False).to(tl.float32)
+    elif OP == "modified_bessel_k1":
+        y = _bessel_k(a.to(tl.float64), 1, False).to(tl.float32)
+    elif OP == "scaled_modified_bessel_k0":
+        y = _bessel_k(a.to(tl.float64), 0, True).to(tl.float32)
+    elif OP == "scaled_modified_bessel_k1":
+        y = _bessel_k(a.to(tl.float64), 1, True).to(tl.float32)
+    elif OP == "spherical_bessel_j0":
+        y = _spherical_bessel_j0(a.to(tl.float64)).to(tl.float32)
+    elif OP == "airy_ai":
+        y = _airy_ai(a.to(tl.float64)).to(tl.float32)
+    elif OP == "zeta":  # a = x, b = q
+        y = _zeta(a, b)
+    elif OP == "chebyshev_polynomial_t":  # a = x, b = n
+        y = _orthogonal_polynomial(a, b, "t", False)
+    elif OP == "chebyshev_polynomial_u":
+        y = _orthogonal_polynomial(a, b, "u", False)
+    elif OP == "chebyshev_polynomial_v":
+        y = _orthogonal_polynomial(a, b, "v", False)
+    elif OP == "chebyshev_polynomial_w":
+        y = _orthogonal_polynomial(a, b, "w", False)
+    elif OP == "shifted_chebyshev_polynomial_t":
+        y = _orthogonal_polynomial(a, b, "t", True)
+    elif OP == "shifted_chebyshev_polynomial_u":
+        y = _orthogonal_polynomial(a, b, "u", True)
+    elif OP == "shifted_chebyshev_polynomial_v":
+        y = _orthogonal_polynomial(a, b, "v", True)
+    elif OP == "shifted_chebyshev_polynomial_w":
+        y = _orthogonal_polynomial(a, b, "w", True)
+    elif OP == "hermite_polynomial_h":
+        y = _orthogonal_polynomial(a, b, "h", False)
+    elif OP == "hermite_polynomial_he":
+        y = _orthogonal_polynomial(a, b, "he", False)
+    elif OP == "laguerre_polynomial_l":
+        y = _orthogonal_polynomial(a, b, "l", False)
+    elif OP == "legendre_polynomial_p":
+        y = _orthogonal_polynomial(a, b, "p", False)
     elif OP == "where":
         y = tl.where(a != 0, b, c)
     else:  # "route": a where the routed coordinate equals the index b, else 0 (a max's gradient)
@@ -1329,8 +1697,8 @@ def pointwise_kernel(a_ptr, b_ptr, c_ptr, y_ptr, n, s0, s1, s2, s3, sizes, a_str
             b = tl.full([BLOCK], 1, COMPUTE) * s1
         elif OP == "route":  # int64 indices
             b = tl.load(b_ptr + off_b, mask=mask)
-        else:
-            b = tl.load(b_ptr + off_b, mask=mask).to(COMPUTE)
+        else:  # 0 off the end: a loop over the block's lanes (the polynomials') sees only real ones
+            b = tl.load(b_ptr + off_b, mask=mask, other=0).to(COMPUTE)
     if ARITY > 2:
         if SCALARS & 4:
             c = tl.full([BLOCK], 1, COMPUTE) * s2
