@@ -1,0 +1,889 @@
+"""Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports alone,
+as test_ported_scripts.py: megvii-research's NAFNet (a LayerNorm2d by a torch.autograd.Function with a hand-written
+backward reading ctx.saved_variables, SimpleGate by chunk, simplified channel attention, zero-initialised beta and
+gamma, padding to the U-Net's multiple and cropping back, PixelShuffle up, basicsr's PSNRLoss in Y); HarryVolek's
+GE2E speaker-verification loss (an LSTM embedder's last frame normalised by torch.norm, utterance centroids that leave
+the utterance out, cos_diff[same_idx, :, same_idx] = ... through two index lists around a slice, an in-place log_, a
+clamped w and b in their own param group, a batch permuted and unpermuted by index lists); jefflai108's CPC CDCK2
+(t_samples a one-element long tensor used as an index and a slice end, rows of torch.empty written by autograd
+outputs, a GRU initialised through _all_weights and __getattr__, nn.Softmax() and nn.LogSoftmax() with the implicit
+dim, a ScheduledOptim writing numpy learning rates into param_groups). Each runs in tnet, then in torch from tnet's
+initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy
+draws what a script draws (torch.randn, rand, randint, bernoulli are replaced by numpy's draws); shapes are tiny and
+runs take one or two steps."""
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) megvii-research/NAFNet (basicsr/models/archs/NAFNet_arch.py, arch_util.py's LayerNormFunction and LayerNorm2d,
+# basicsr/models/losses/losses.py's PSNRLoss with toY, basicsr/models/image_restoration_model.py's optimize_parameters
+# with use_grad_clip): a custom autograd Function's forward and backward, ctx.eps, ctx.saved_variables
+def nafnet(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(1)
+
+    class LayerNormFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, bias, eps):
+            ctx.eps = eps
+            N, C, H, W = x.size()
+            mu = x.mean(1, keepdim=True)
+            var = (x - mu).pow(2).mean(1, keepdim=True)
+            y = (x - mu) / (var + eps).sqrt()
+            ctx.save_for_backward(y, var, weight)
+            y = weight.view(1, C, 1, 1) * y + bias.view(1, C, 1, 1)
+            return y
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            eps = ctx.eps
+            N, C, H, W = grad_output.size()
+            y, var, weight = ctx.saved_variables
+            g = grad_output * weight.view(1, C, 1, 1)
+            mean_g = g.mean(dim=1, keepdim=True)
+            mean_gy = (g * y).mean(dim=1, keepdim=True)
+            gx = 1. / torch.sqrt(var + eps) * (g - y * mean_gy - mean_g)
+            return gx, (grad_output * y).sum(dim=3).sum(dim=2).sum(dim=0), grad_output.sum(dim=3).sum(dim=2).sum(
+                dim=0), None
+
+    class LayerNorm2d(nn.Module):
+        def __init__(self, channels, eps=1e-6):
+            super(LayerNorm2d, self).__init__()
+            self.register_parameter('weight', nn.Parameter(torch.ones(channels)))
+            self.register_parameter('bias', nn.Parameter(torch.zeros(channels)))
+            self.eps = eps
+
+        def forward(self, x):
+            return LayerNormFunction.apply(x, self.weight, self.bias, self.eps)
+
+    class SimpleGate(nn.Module):
+        def forward(self, x):
+            x1, x2 = x.chunk(2, dim=1)
+            return x1 * x2
+
+    class NAFBlock(nn.Module):
+        def __init__(self, c, DW_Expand=2, FFN_Expand=2, drop_out_rate=0.):
+            super().__init__()
+            dw_channel = c * DW_Expand
+            self.conv1 = nn.Conv2d(in_channels=c, out_channels=dw_channel, kernel_size=1, padding=0, stride=1, groups=1,
+                                   bias=True)
+            self.conv2 = nn.Conv2d(in_channels=dw_channel, out_channels=dw_channel, kernel_size=3, padding=1, stride=1,
+                                   groups=dw_channel, bias=True)
+            self.conv3 = nn.Conv2d(in_channels=dw_channel // 2, out_channels=c, kernel_size=1, padding=0, stride=1,
+                                   groups=1, bias=True)
+            self.sca = nn.Sequential(
+                nn.AdaptiveAvgPool2d(1),
+                nn.Conv2d(in_channels=dw_channel // 2, out_channels=dw_channel // 2, kernel_size=1, padding=0, stride=1,
+                          groups=1, bias=True),
+            )
+            self.sg = SimpleGate()
+            ffn_channel = FFN_Expand * c
+            self.conv4 = nn.Conv2d(in_channels=c, out_channels=ffn_channel, kernel_size=1, padding=0, stride=1,
+                                   groups=1, bias=True)
+            self.conv5 = nn.Conv2d(in_channels=ffn_channel // 2, out_channels=c, kernel_size=1, padding=0, stride=1,
+                                   groups=1, bias=True)
+            self.norm1 = LayerNorm2d(c)
+            self.norm2 = LayerNorm2d(c)
+            self.dropout1 = nn.Dropout(drop_out_rate) if drop_out_rate > 0. else nn.Identity()
+            self.dropout2 = nn.Dropout(drop_out_rate) if drop_out_rate > 0. else nn.Identity()
+            self.beta = nn.Parameter(torch.zeros((1, c, 1, 1)), requires_grad=True)
+            self.gamma = nn.Parameter(torch.zeros((1, c, 1, 1)), requires_grad=True)
+
+        def forward(self, inp):
+            x = inp
+            x = self.norm1(x)
+            x = self.conv1(x)
+            x = self.conv2(x)
+            x = self.sg(x)
+            x = x * self.sca(x)
+            x = self.conv3(x)
+            x = self.dropout1(x)
+            y = inp + x * self.beta
+            x = self.conv4(self.norm2(y))
+            x = self.sg(x)
+            x = self.conv5(x)
+            x = self.dropout2(x)
+            return y + x * self.gamma
+
+    class NAFNet(nn.Module):
+        def __init__(self, img_channel=3, width=16, middle_blk_num=1, enc_blk_nums=[], dec_blk_nums=[]):
+            super().__init__()
+            self.intro = nn.Conv2d(in_channels=img_channel, out_channels=width, kernel_size=3, padding=1, stride=1,
+                                   groups=1, bias=True)
+            self.ending = nn.Conv2d(in_channels=width, out_channels=img_channel, kernel_size=3, padding=1, stride=1,
+                                    groups=1, bias=True)
+            self.encoders = nn.ModuleList()
+            self.decoders = nn.ModuleList()
+            self.middle_blks = nn.ModuleList()
+            self.ups = nn.ModuleList()
+            self.downs = nn.ModuleList()
+            chan = width
+            for num in enc_blk_nums:
+                self.encoders.append(nn.Sequential(*[NAFBlock(chan) for _ in range(num)]))
+                self.downs.append(nn.Conv2d(chan, 2 * chan, 2, 2))
+                chan = chan * 2
+            self.middle_blks = nn.Sequential(*[NAFBlock(chan) for _ in range(middle_blk_num)])
+            for num in dec_blk_nums:
+                self.ups.append(nn.Sequential(nn.Conv2d(chan, chan * 2, 1, bias=False), nn.PixelShuffle(2)))
+                chan = chan // 2
+                self.decoders.append(nn.Sequential(*[NAFBlock(chan) for _ in range(num)]))
+            self.padder_size = 2 ** len(self.encoders)
+
+        def forward(self, inp):
+            B, C, H, W = inp.shape
+            inp = self.check_image_size(inp)
+            x = self.intro(inp)
+            encs = []
+            for encoder, down in zip(self.encoders, self.downs):
+                x = encoder(x)
+                encs.append(x)
+                x = down(x)
+            x = self.middle_blks(x)
+            for decoder, up, enc_skip in zip(self.decoders, self.ups, encs[::-1]):
+                x = up(x)
+                x = x + enc_skip
+                x = decoder(x)
+            x = self.ending(x)
+            x = x + inp
+            return x[:, :, :H, :W]
+
+        def check_image_size(self, x):
+            _, _, h, w = x.size()
+            mod_pad_h = (self.padder_size - h % self.padder_size) % self.padder_size
+            mod_pad_w = (self.padder_size - w % self.padder_size) % self.padder_size
+            x = F.pad(x, (0, mod_pad_w, 0, mod_pad_h))
+            return x
+
+    class PSNRLoss(nn.Module):
+        def __init__(self, loss_weight=1.0, reduction='mean', toY=False):
+            super(PSNRLoss, self).__init__()
+            assert reduction == 'mean'
+            self.loss_weight = loss_weight
+            self.scale = 10 / np.log(10)
+            self.toY = toY
+            self.coef = torch.tensor([65.481, 128.553, 24.966]).reshape(1, 3, 1, 1)
+            self.first = True
+
+        def forward(self, pred, target):
+            assert len(pred.size()) == 4
+            if self.toY:
+                if self.first:
+                    self.coef = self.coef.to(pred.device)
+                    self.first = False
+                pred = (pred * self.coef).sum(dim=1).unsqueeze(dim=1) + 16.
+                target = (target * self.coef).sum(dim=1).unsqueeze(dim=1) + 16.
+                pred, target = pred / 255., target / 255.
+            return self.loss_weight * self.scale * torch.log(((pred - target) ** 2).mean(dim=(1, 2, 3)) + 1e-8).mean()
+
+    net_g = NAFNet(img_channel=3, width=4, middle_blk_num=1, enc_blk_nums=[1], dec_blk_nums=[1])
+    init = load(m, net_g, state)
+    cri_pix = PSNRLoss(toY=True)
+    optim_params = [v for k, v in net_g.named_parameters() if v.requires_grad]
+    optimizer_g = torch.optim.AdamW(optim_params, lr=1e-3, weight_decay=0., betas=(0.9, 0.9))
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer_g, T_max=4, eta_min=1e-7)
+    losses = []
+    for step in range(2):
+        gt = torch.tensor(rng.uniform(0, 1, (2, 3, 5, 5)).astype(np.float32))
+        lq = (gt + torch.tensor(normal(rng, 2, 3, 5, 5)) * 0.1).clamp(0, 1)
+        optimizer_g.zero_grad()
+        preds = net_g(lq)
+        if not isinstance(preds, list):
+            preds = [preds]
+        output = preds[-1]
+        l_total = 0
+        for pred in preds:
+            l_total += cri_pix(pred, gt)
+        l_total = l_total + 0. * sum(p.sum() for p in net_g.parameters())
+        l_total.backward()
+        torch.nn.utils.clip_grad_norm_(net_g.parameters(), 0.01)
+        optimizer_g.step()
+        scheduler.step()
+        losses += [l_total.item(), output.mean().item()]
+    return init, losses + summary(net_g.parameters())
+
+
+def test_nafnet():
+    compare(nafnet)
+
+
+# (b) HarryVolek/PyTorch_Speaker_Verification (speech_embedder_net.py's SpeechEmbedder and GE2ELoss, utils.py's
+# get_centroids, get_utterance_centroids, get_cossim and calc_loss, train_speech_embedder.py's loop): the batch
+# permuted by random.sample's list (numpy's here) and put back by its inverse list
+def ge2e_speaker_verification(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(2)
+    N, M, T, n_mels, hidden, proj = 3, 4, 5, 6, 8, 5
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    def get_centroids(embeddings):
+        centroids = embeddings.mean(dim=1)
+        return centroids
+
+    def get_utterance_centroids(embeddings):
+        sum_centroids = embeddings.sum(dim=1)
+        sum_centroids = sum_centroids.reshape(sum_centroids.shape[0], 1, sum_centroids.shape[-1])
+        num_utterances = embeddings.shape[1] - 1
+        centroids = (sum_centroids - embeddings) / num_utterances
+        return centroids
+
+    def get_cossim(embeddings, centroids):
+        num_utterances = embeddings.shape[1]
+        utterance_centroids = get_utterance_centroids(embeddings)
+        utterance_centroids_flat = utterance_centroids.view(utterance_centroids.shape[0] * utterance_centroids.shape[1],
+                                                            -1)
+        embeddings_flat = embeddings.view(embeddings.shape[0] * num_utterances, -1)
+        cos_same = F.cosine_similarity(embeddings_flat, utterance_centroids_flat)
+        centroids_expand = centroids.repeat((num_utterances * embeddings.shape[0], 1))
+        embeddings_expand = embeddings_flat.unsqueeze(1).repeat(1, embeddings.shape[0], 1)
+        embeddings_expand = embeddings_expand.view(embeddings_expand.shape[0] * embeddings_expand.shape[1],
+                                                   embeddings_expand.shape[-1])
+        cos_diff = F.cosine_similarity(embeddings_expand, centroids_expand)
+        cos_diff = cos_diff.view(embeddings.size(0), num_utterances, centroids.size(0))
+        same_idx = list(range(embeddings.size(0)))
+        cos_diff[same_idx, :, same_idx] = cos_same.view(embeddings.shape[0], num_utterances)
+        cos_diff = cos_diff + 1e-6
+        return cos_diff
+
+    def calc_loss(sim_matrix):
+        same_idx = list(range(sim_matrix.size(0)))
+        pos = sim_matrix[same_idx, :, same_idx]
+        neg = (torch.exp(sim_matrix).sum(dim=2) + 1e-6).log_()
+        per_embedding_loss = -1 * (pos - neg)
+        loss = per_embedding_loss.sum()
+        return loss, per_embedding_loss
+
+    class SpeechEmbedder(nn.Module):
+        def __init__(self):
+            super(SpeechEmbedder, self).__init__()
+            self.LSTM_stack = nn.LSTM(n_mels, hidden, num_layers=2, batch_first=True)
+            for name, param in self.LSTM_stack.named_parameters():
+                if 'bias' in name:
+                    nn.init.constant_(param, 0.0)
+                elif 'weight' in name:
+                    nn.init.xavier_normal_(param)
+            self.projection = nn.Linear(hidden, proj)
+
+        def forward(self, x):
+            x, _ = self.LSTM_stack(x.float())
+            x = x[:, x.size(1) - 1]
+            x = self.projection(x.float())
+            x = x / torch.norm(x, dim=1).unsqueeze(1)
+            return x
+
+    class GE2ELoss(nn.Module):
+        def __init__(self, device):
+            super(GE2ELoss, self).__init__()
+            self.w = nn.Parameter(torch.tensor(10.0).to(device), requires_grad=True)
+            self.b = nn.Parameter(torch.tensor(-5.0).to(device), requires_grad=True)
+            self.device = device
+
+        def forward(self, embeddings):
+            torch.clamp(self.w, 1e-6)
+            centroids = get_centroids(embeddings)
+            cossim = get_cossim(embeddings, centroids)
+            sim_matrix = self.w * cossim.to(self.device) + self.b
+            loss, _ = calc_loss(sim_matrix)
+            return loss
+
+    embedder_net = SpeechEmbedder().to(device)
+    ge2e_loss = GE2ELoss(device)
+    init = load(m, embedder_net, state)
+    optimizer = torch.optim.SGD([{'params': embedder_net.parameters()}, {'params': ge2e_loss.parameters()}], lr=0.01)
+    embedder_net.train()
+    losses = []
+    for step in range(2):
+        mel_db_batch = torch.tensor(normal(rng, N, M, T, n_mels)).to(device)
+        mel_db_batch = torch.reshape(mel_db_batch, (N * M, mel_db_batch.size(2), mel_db_batch.size(3)))
+        perm = [int(i) for i in rng.permutation(N * M)]
+        unperm = list(perm)
+        for i, j in enumerate(perm):
+            unperm[j] = i
+        mel_db_batch = mel_db_batch[perm]
+        optimizer.zero_grad()
+        embeddings = embedder_net(mel_db_batch)
+        embeddings = embeddings[unperm]
+        embeddings = torch.reshape(embeddings, (N, M, embeddings.size(1)))
+        loss = ge2e_loss(embeddings)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(embedder_net.parameters(), 3.0)
+        torch.nn.utils.clip_grad_norm_(ge2e_loss.parameters(), 1.0)
+        optimizer.step()
+        losses += [loss.item()]
+    return init, losses + summary(embedder_net.parameters()) + summary(ge2e_loss.parameters())
+
+
+def test_ge2e_speaker_verification():
+    compare(ge2e_speaker_verification)
+
+
+# (c) jefflai108/Contrastive-Predictive-Coding-PyTorch (src/model/model.py's CDCK2, src/training_v1.py's train,
+# main.py's ScheduledOptim): the encoder's strides 5, 4, 2 (the original's 160 shortened to 40), InfoNCE over
+# torch.mm(encode_samples[i], torch.transpose(pred[i], 0, 1)), the diagonal of its log-softmax
+def cpc_cdck2(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(3)
+    width, gru_size, down = 12, 8, 40
+
+    class CDCK2(nn.Module):
+        def __init__(self, timestep, batch_size, seq_len):
+            super(CDCK2, self).__init__()
+            self.batch_size = batch_size
+            self.seq_len = seq_len
+            self.timestep = timestep
+            self.encoder = nn.Sequential(
+                nn.Conv1d(1, width, kernel_size=10, stride=5, padding=3, bias=False),
+                nn.BatchNorm1d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv1d(width, width, kernel_size=8, stride=4, padding=2, bias=False),
+                nn.BatchNorm1d(width),
+                nn.ReLU(inplace=True),
+                nn.Conv1d(width, width, kernel_size=4, stride=2, padding=1, bias=False),
+                nn.BatchNorm1d(width),
+                nn.ReLU(inplace=True),
+            )
+            self.gru = nn.GRU(width, gru_size, num_layers=1, bidirectional=False, batch_first=True)
+            self.Wk = nn.ModuleList([nn.Linear(gru_size, width) for i in range(timestep)])
+            self.softmax = nn.Softmax()
+            self.lsoftmax = nn.LogSoftmax()
+
+            def _weights_init(m):
+                if isinstance(m, nn.Linear):
+                    nn.init.kaiming_normal_(m.weight, mode='fan_out', nonlinearity='relu')
+                if isinstance(m, nn.Conv1d):
+                    nn.init.kaiming_normal_(m.weight, mode='fan_out', nonlinearity='relu')
+                elif isinstance(m, nn.BatchNorm1d):
+                    nn.init.constant_(m.weight, 1)
+                    nn.init.constant_(m.bias, 0)
+
+            for layer_p in self.gru._all_weights:
+                for p in layer_p:
+                    if 'weight' in p:
+                        nn.init.kaiming_normal_(self.gru.__getattr__(p), mode='fan_out', nonlinearity='relu')
+            self.apply(_weights_init)
+
+        def init_hidden(self, batch_size, use_gpu=True):
+            if use_gpu:
+                return torch.zeros(1, batch_size, gru_size).cuda()
+            else:
+                return torch.zeros(1, batch_size, gru_size)
+
+        def forward(self, x, hidden):
+            batch = x.size()[0]
+            t_samples = torch.from_numpy(rng.integers(self.seq_len / down - self.timestep, size=(1,))).long()
+            z = self.encoder(x)
+            z = z.transpose(1, 2)
+            nce = 0
+            encode_samples = torch.empty((self.timestep, batch, width)).float()
+            for i in np.arange(1, self.timestep + 1):
+                encode_samples[i - 1] = z[:, t_samples + i, :].view(batch, width)
+            forward_seq = z[:, :t_samples + 1, :]
+            output, hidden = self.gru(forward_seq, hidden)
+            c_t = output[:, t_samples, :].view(batch, gru_size)
+            pred = torch.empty((self.timestep, batch, width)).float()
+            for i in np.arange(0, self.timestep):
+                linear = self.Wk[i]
+                pred[i] = linear(c_t)
+            for i in np.arange(0, self.timestep):
+                total = torch.mm(encode_samples[i], torch.transpose(pred[i], 0, 1))
+                correct = torch.sum(torch.eq(torch.argmax(self.softmax(total), dim=0), torch.arange(0, batch)))
+                nce += torch.sum(torch.diag(self.lsoftmax(total)))
+            nce /= -1. * batch * self.timestep
+            accuracy = 1. * correct.item() / batch
+            return accuracy, nce, hidden
+
+    class ScheduledOptim(object):
+        def __init__(self, optimizer, n_warmup_steps):
+            self.optimizer = optimizer
+            self.d_model = 128
+            self.n_warmup_steps = n_warmup_steps
+            self.n_current_steps = 0
+            self.delta = 1
+
+        def state_dict(self):
+            self.optimizer.state_dict()
+
+        def step(self):
+            self.optimizer.step()
+
+        def zero_grad(self):
+            self.optimizer.zero_grad()
+
+        def increase_delta(self):
+            self.delta *= 2
+
+        def update_learning_rate(self):
+            self.n_current_steps += self.delta
+            new_lr = np.power(self.d_model, -0.5) * np.min([
+                np.power(self.n_current_steps, -0.5),
+                np.power(self.n_warmup_steps, -1.5) * self.n_current_steps])
+            for param_group in self.optimizer.param_groups:
+                param_group['lr'] = new_lr
+            return new_lr
+
+    use_cuda = torch.cuda.is_available()
+    batch_size, seq_len = 4, 240
+    model = CDCK2(timestep=2, batch_size=batch_size, seq_len=seq_len)
+    init = load(m, model, state)
+    optimizer = ScheduledOptim(torch.optim.Adam(filter(lambda p: p.requires_grad, model.parameters()), betas=(0.9, 0.98),
+                                                eps=1e-09, weight_decay=1e-4, amsgrad=True), 50)
+    model.train()
+    losses = []
+    for batch_idx in range(2):
+        data = torch.tensor(normal(rng, batch_size, 1, seq_len))
+        optimizer.zero_grad()
+        hidden = model.init_hidden(len(data), use_gpu=use_cuda)
+        acc, loss, hidden = model(data, hidden)
+        loss.backward()
+        optimizer.step()
+        lr = optimizer.update_learning_rate()
+        losses += [loss.item(), acc, lr]
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_cpc_cdck2():
+    compare(cpc_cdck2)
+
+
+# (d) jankrepl/mildlyoverfitted's PonderNet (github_adventures/pondernet/utils.py's ParityDataset, PonderNet,
+# ReconstructionLoss, RegularizationLoss; train.py's loop): a halting step by torch.maximum of long tensors built from
+# n * (halting_step == 0) * a Bernoulli draw, a geometric prior's buffer filled by a loop, KLDivLoss(batchmean) of
+# p.log(), and evaluation with allow_halting that breaks out once (halting_step > 0).sum() == batch_size, then picks
+# y[halting_step - 1, torch.arange(batch_size)]
+def pondernet(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(4)
+    n_elems, max_steps = 6, 5
+
+    def parity_batch(batch_size):
+        x = np.zeros((batch_size, n_elems), np.float32)
+        for row in x:
+            n_non_zero = rng.integers(1, n_elems + 1)
+            row[:n_non_zero] = rng.integers(0, 2, n_non_zero) * 2 - 1
+            rng.shuffle(row)
+        x = torch.from_numpy(x)
+        y = (x == 1.0).sum(dim=1) % 2
+        return x, y
+
+    class PonderNet(nn.Module):
+        def __init__(self, n_elems, n_hidden=64, max_steps=20, allow_halting=False):
+            super().__init__()
+            self.max_steps = max_steps
+            self.n_hidden = n_hidden
+            self.allow_halting = allow_halting
+            self.cell = nn.GRUCell(n_elems, n_hidden)
+            self.output_layer = nn.Linear(n_hidden, 1)
+            self.lambda_layer = nn.Linear(n_hidden, 1)
+
+        def forward(self, x):
+            batch_size, _ = x.shape
+            device = x.device
+            h = x.new_zeros(batch_size, self.n_hidden)
+            un_halted_prob = x.new_ones(batch_size)
+            y_list = []
+            p_list = []
+            halting_step = torch.zeros(batch_size, dtype=torch.long, device=device)
+            for n in range(1, self.max_steps + 1):
+                if n == self.max_steps:
+                    lambda_n = x.new_ones(batch_size)
+                else:
+                    lambda_n = torch.sigmoid(self.lambda_layer(h))[:, 0]
+                y_list.append(self.output_layer(h)[:, 0])
+                p_list.append(un_halted_prob * lambda_n)
+                draw = torch.from_numpy(rng.random(batch_size).astype(np.float32))  # torch.bernoulli(lambda_n)'s
+                halting_step = torch.maximum(n * (halting_step == 0) * (draw < lambda_n).to(torch.long), halting_step)
+                un_halted_prob = un_halted_prob * (1 - lambda_n)
+                h = self.cell(x, h)
+                if self.allow_halting and (halting_step > 0).sum() == batch_size:
+                    break
+            y = torch.stack(y_list)
+            p = torch.stack(p_list)
+            return y, p, halting_step
+
+    class ReconstructionLoss(nn.Module):
+        def __init__(self, loss_func):
+            super().__init__()
+            self.loss_func = loss_func
+
+        def forward(self, p, y_pred, y_true):
+            max_steps, _ = p.shape
+            total_loss = p.new_tensor(0.0)
+            for n in range(max_steps):
+                loss_per_sample = p[n] * self.loss_func(y_pred[n], y_true)
+                total_loss = total_loss + loss_per_sample.mean()
+            return total_loss
+
+    class RegularizationLoss(nn.Module):
+        def __init__(self, lambda_p, max_steps=20):
+            super().__init__()
+            p_g = torch.zeros((max_steps,))
+            not_halted = 1.0
+            for k in range(max_steps):
+                p_g[k] = not_halted * lambda_p
+                not_halted = not_halted * (1 - lambda_p)
+            self.register_buffer("p_g", p_g)
+            self.kl_div = nn.KLDivLoss(reduction="batchmean")
+
+        def forward(self, p):
+            steps, batch_size = p.shape
+            p = p.transpose(0, 1)
+            p_g_batch = self.p_g[None, :steps].expand_as(p)
+            return self.kl_div(p.log(), p_g_batch)
+
+    module = PonderNet(n_elems=n_elems, n_hidden=8, max_steps=max_steps, allow_halting=False)
+    init = load(m, module, state)
+    loss_rec_inst = ReconstructionLoss(nn.BCEWithLogitsLoss(reduction="none"))
+    loss_reg_inst = RegularizationLoss(lambda_p=0.2, max_steps=max_steps)
+    optimizer = torch.optim.Adam(module.parameters(), lr=3e-3, weight_decay=1e-5)
+    beta = 0.01
+    losses = []
+    for step in range(2):
+        x_batch, y_true_batch = parity_batch(6)
+        y_true_batch = y_true_batch.to(torch.float32)
+        y_pred_batch, p, halting_step = module(x_batch)
+        loss_rec = loss_rec_inst(p, y_pred_batch, y_true_batch)
+        loss_reg = loss_reg_inst(p)
+        loss_overall = loss_rec + beta * loss_reg
+        optimizer.zero_grad()
+        loss_overall.backward()
+        torch.nn.utils.clip_grad_norm_(module.parameters(), 1)
+        optimizer.step()
+        losses += [loss_rec.item(), loss_reg.item(), halting_step.to(torch.float32).mean().item()]
+    module.allow_halting = True
+    module.eval()
+    with torch.no_grad():
+        x, y_true = parity_batch(5)
+        y_pred, p, halting_step = module(x)
+        y_halted = y_pred[halting_step - 1, torch.arange(5)]
+        accuracy = ((y_halted > 0) == y_true).to(torch.float32).mean()
+        p_halted = p.gather(dim=0, index=(halting_step - 1)[None, :])[0]
+    losses += [accuracy.item(), y_halted.sum().item(), p_halted.sum().item(), float(y_pred.shape[0])]
+    return init, losses + summary(module.parameters())
+
+
+def test_pondernet():
+    compare(pondernet)
+
+
+# (e) JiahuiYu/slimmable_networks (models/slimmable_ops.py's SwitchableBatchNorm2d, SlimmableConv2d, SlimmableLinear;
+# models/s_mobilenet_v2.py's InvertedResidual; train.py's sandwich rule with inplace distillation and
+# utils/loss_ops.py's CrossEntropyLossSoft on torch.nn.modules.loss._Loss): weights sliced to the width in forward and
+# given to nn.functional.conv2d, depthwise groups_list, model.apply(lambda m: setattr(m, 'width_mult', w)), gradients
+# of four widths summed before one step
+def slimmable_networks(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(5)
+
+    class FLAGS:
+        width_mult_list = [0.25, 0.5, 0.75, 1.0]
+
+    def make_divisible(v, divisor=2, min_value=1):
+        if min_value is None:
+            min_value = divisor
+        new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+        if new_v < 0.9 * v:
+            new_v += divisor
+        return new_v
+
+    class SwitchableBatchNorm2d(nn.Module):
+        def __init__(self, num_features_list):
+            super(SwitchableBatchNorm2d, self).__init__()
+            self.num_features_list = num_features_list
+            self.num_features = max(num_features_list)
+            bns = []
+            for i in num_features_list:
+                bns.append(nn.BatchNorm2d(i))
+            self.bn = nn.ModuleList(bns)
+            self.width_mult = max(FLAGS.width_mult_list)
+            self.ignore_model_profiling = True
+
+        def forward(self, input):
+            idx = FLAGS.width_mult_list.index(self.width_mult)
+            y = self.bn[idx](input)
+            return y
+
+    class SlimmableConv2d(nn.Conv2d):
+        def __init__(self, in_channels_list, out_channels_list, kernel_size, stride=1, padding=0, dilation=1,
+                     groups_list=[1], bias=True):
+            super(SlimmableConv2d, self).__init__(max(in_channels_list), max(out_channels_list), kernel_size,
+                                                  stride=stride, padding=padding, dilation=dilation,
+                                                  groups=max(groups_list), bias=bias)
+            self.in_channels_list = in_channels_list
+            self.out_channels_list = out_channels_list
+            self.groups_list = groups_list
+            if self.groups_list == [1]:
+                self.groups_list = [1 for _ in range(len(in_channels_list))]
+            self.width_mult = max(FLAGS.width_mult_list)
+
+        def forward(self, input):
+            idx = FLAGS.width_mult_list.index(self.width_mult)
+            self.in_channels = self.in_channels_list[idx]
+            self.out_channels = self.out_channels_list[idx]
+            self.groups = self.groups_list[idx]
+            weight = self.weight[:self.out_channels, :self.in_channels, :, :]
+            if self.bias is not None:
+                bias = self.bias[:self.out_channels]
+            else:
+                bias = self.bias
+            y = nn.functional.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+            return y
+
+    class SlimmableLinear(nn.Linear):
+        def __init__(self, in_features_list, out_features_list, bias=True):
+            super(SlimmableLinear, self).__init__(max(in_features_list), max(out_features_list), bias=bias)
+            self.in_features_list = in_features_list
+            self.out_features_list = out_features_list
+            self.width_mult = max(FLAGS.width_mult_list)
+
+        def forward(self, input):
+            idx = FLAGS.width_mult_list.index(self.width_mult)
+            self.in_features = self.in_features_list[idx]
+            self.out_features = self.out_features_list[idx]
+            weight = self.weight[:self.out_features, :self.in_features]
+            if self.bias is not None:
+                bias = self.bias[:self.out_features]
+            else:
+                bias = self.bias
+            return nn.functional.linear(input, weight, bias)
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, inp, outp, stride, expand_ratio):
+            super(InvertedResidual, self).__init__()
+            assert stride in [1, 2]
+            self.residual_connection = stride == 1 and inp == outp
+            layers = []
+            expand_inp = [i * expand_ratio for i in inp]
+            if expand_ratio != 1:
+                layers += [SlimmableConv2d(inp, expand_inp, 1, 1, 0, bias=False), SwitchableBatchNorm2d(expand_inp),
+                           nn.ReLU6(inplace=True)]
+            layers += [SlimmableConv2d(expand_inp, expand_inp, 3, stride, 1, groups_list=expand_inp, bias=False),
+                       SwitchableBatchNorm2d(expand_inp), nn.ReLU6(inplace=True),
+                       SlimmableConv2d(expand_inp, outp, 1, 1, 0, bias=False), SwitchableBatchNorm2d(outp)]
+            self.body = nn.Sequential(*layers)
+
+        def forward(self, x):
+            if self.residual_connection:
+                res = self.body(x)
+                res += x
+            else:
+                res = self.body(x)
+            return res
+
+    class Model(nn.Module):
+        def __init__(self, num_classes=5):
+            super(Model, self).__init__()
+            channels = [make_divisible(8 * w) for w in FLAGS.width_mult_list]
+            self.features = nn.Sequential(
+                SlimmableConv2d([3 for _ in range(len(channels))], channels, 3, 2, 1, bias=False),
+                SwitchableBatchNorm2d(channels), nn.ReLU6(inplace=True),
+                InvertedResidual(channels, channels, 1, 2),
+                nn.AdaptiveAvgPool2d(1))
+            self.classifier = nn.Sequential(nn.Dropout(0.0), SlimmableLinear(channels, [num_classes] * len(channels)))
+
+        def forward(self, x):
+            x = self.features(x)
+            x = x.view(x.size(0), -1)
+            return self.classifier(x)
+
+    class CrossEntropyLossSoft(torch.nn.modules.loss._Loss):
+        def forward(self, output, target):
+            output_log_prob = torch.nn.functional.log_softmax(output, dim=1)
+            target = target.unsqueeze(1)
+            output_log_prob = output_log_prob.unsqueeze(2)
+            cross_entropy_loss = -torch.bmm(target, output_log_prob)
+            return cross_entropy_loss
+
+    model = Model()
+    init = load(m, model, state)
+    criterion = torch.nn.CrossEntropyLoss(reduction='none')
+    soft_criterion = CrossEntropyLossSoft(reduction='none')
+    optimizer = torch.optim.SGD(model.parameters(), 0.1, momentum=0.9, nesterov=True, weight_decay=4e-5)
+    max_width, min_width = max(FLAGS.width_mult_list), min(FLAGS.width_mult_list)
+    losses = []
+    for step in range(2):
+        input = torch.tensor(normal(rng, 4, 3, 6, 6))
+        target = torch.tensor(rng.integers(0, 5, 4))
+        optimizer.zero_grad()
+        widths_train = [max_width, min_width, float(rng.choice([0.5, 0.75]))]
+        for width_mult in widths_train:
+            model.apply(lambda m: setattr(m, 'width_mult', width_mult))
+            if width_mult == max_width:
+                output = model(input)
+                loss = torch.mean(criterion(output, target))
+                soft_target = torch.nn.functional.softmax(output, dim=1)
+                loss.backward()
+                soft_target = soft_target.detach()
+            else:
+                output = model(input)
+                loss = torch.mean(soft_criterion(output, soft_target))
+                loss.backward()
+            losses += [loss.item()]
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        for width_mult in sorted(FLAGS.width_mult_list, reverse=True):
+            model.apply(lambda m: setattr(m, 'width_mult', width_mult))
+            losses += [model(input).sum().item()]
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_slimmable_networks():
+    compare(slimmable_networks)
+
+
+# (f) facebookresearch/DeepSDF (networks/deep_sdf_decoder.py's Decoder with weight_norm, latent_in and tanh;
+# train_deep_sdf.py's auto-decoder loop): latent codes in nn.Embedding(max_norm=code_bound) initialised by
+# torch.nn.init.normal_(lat_vecs.weight.data, ...), two param groups whose lr a StepLearningRateSchedule writes, the
+# batch torch.chunk'ed into batch_split parts whose losses backward one by one, clamped SDFs, code regularisation
+def deepsdf(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(6)
+    latent_size, num_scenes, num_samp_per_scene = 4, 5, 6
+
+    class Decoder(nn.Module):
+        def __init__(self, latent_size, dims, dropout=None, dropout_prob=0.0, norm_layers=(), latent_in=(),
+                     weight_norm=False, xyz_in_all=None, use_tanh=False, latent_dropout=False):
+            super(Decoder, self).__init__()
+            dims = [latent_size + 3] + dims + [1]
+            self.num_layers = len(dims)
+            self.norm_layers = norm_layers
+            self.latent_in = latent_in
+            self.latent_dropout = latent_dropout
+            if self.latent_dropout:
+                self.lat_dp = nn.Dropout(0.2)
+            self.xyz_in_all = xyz_in_all
+            self.weight_norm = weight_norm
+            for layer in range(0, self.num_layers - 1):
+                if layer + 1 in latent_in:
+                    out_dim = dims[layer + 1] - dims[0]
+                else:
+                    out_dim = dims[layer + 1]
+                    if self.xyz_in_all and layer != self.num_layers - 2:
+                        out_dim -= 3
+                if weight_norm and layer in self.norm_layers:
+                    setattr(self, "lin" + str(layer), nn.utils.weight_norm(nn.Linear(dims[layer], out_dim)))
+                else:
+                    setattr(self, "lin" + str(layer), nn.Linear(dims[layer], out_dim))
+                if (not weight_norm) and self.norm_layers is not None and layer in self.norm_layers:
+                    setattr(self, "bn" + str(layer), nn.LayerNorm(out_dim))
+            self.use_tanh = use_tanh
+            if use_tanh:
+                self.tanh = nn.Tanh()
+            self.relu = nn.ReLU()
+            self.dropout_prob = dropout_prob
+            self.dropout = dropout
+            self.th = nn.Tanh()
+
+        def forward(self, input):
+            xyz = input[:, -3:]
+            if input.shape[1] > 3 and self.latent_dropout:
+                latent_vecs = input[:, :-3]
+                latent_vecs = F.dropout(latent_vecs, p=0.2, training=self.training)
+                x = torch.cat([latent_vecs, xyz], 1)
+            else:
+                x = input
+            for layer in range(0, self.num_layers - 1):
+                lin = getattr(self, "lin" + str(layer))
+                if layer in self.latent_in:
+                    x = torch.cat([x, input], 1)
+                elif layer != 0 and self.xyz_in_all:
+                    x = torch.cat([x, xyz], 1)
+                x = lin(x)
+                if layer == self.num_layers - 2 and self.use_tanh:
+                    x = self.tanh(x)
+                if layer < self.num_layers - 2:
+                    if self.norm_layers is not None and layer in self.norm_layers and not self.weight_norm:
+                        bn = getattr(self, "bn" + str(layer))
+                        x = bn(x)
+                    x = self.relu(x)
+                    if self.dropout is not None and layer in self.dropout:
+                        x = F.dropout(x, p=self.dropout_prob, training=self.training)
+            if hasattr(self, "th"):
+                x = self.th(x)
+            return x
+
+    class StepLearningRateSchedule:
+        def __init__(self, initial, interval, factor):
+            self.initial, self.interval, self.factor = initial, interval, factor
+
+        def get_learning_rate(self, epoch):
+            return self.initial * (self.factor ** (epoch // self.interval))
+
+    class SDFSamples(m.data.Dataset):
+        def __init__(self):
+            self.samples = [np.concatenate([rng.uniform(-1, 1, (num_samp_per_scene, 3)),
+                                            rng.uniform(-0.2, 0.2, (num_samp_per_scene, 1))], 1).astype(np.float32)
+                            for _ in range(num_scenes)]
+
+        def __len__(self):
+            return len(self.samples)
+
+        def __getitem__(self, idx):
+            return torch.from_numpy(self.samples[idx]), idx
+
+    def adjust_learning_rate(lr_schedules, optimizer, epoch):
+        for i, param_group in enumerate(optimizer.param_groups):
+            param_group["lr"] = lr_schedules[i].get_learning_rate(epoch)
+
+    decoder = Decoder(latent_size, dims=[8, 8, 8, 8], dropout=[0, 1, 2, 3], dropout_prob=0.0,
+                      norm_layers=[0, 1, 2, 3], latent_in=[2], weight_norm=True, xyz_in_all=False, use_tanh=False,
+                      latent_dropout=False)
+    code_bound, clamp_dist, batch_split, code_reg_lambda, grad_clip = 1.0, 0.1, 2, 1e-4, 1.0
+    minT, maxT = -clamp_dist, clamp_dist
+    lat_vecs = torch.nn.Embedding(num_scenes, latent_size, max_norm=code_bound)
+    torch.nn.init.normal_(lat_vecs.weight.data, 0.0, 1.2 / np.sqrt(latent_size))
+    init = load(m, nn.ModuleDict({"decoder": decoder, "lat_vecs": lat_vecs}), state)
+    sdf_loader = m.data.DataLoader(SDFSamples(), batch_size=3, shuffle=False, num_workers=0, drop_last=True)
+    lr_schedules = [StepLearningRateSchedule(5e-3, 1, 0.5), StepLearningRateSchedule(1e-2, 1, 0.5)]
+    loss_l1 = torch.nn.L1Loss(reduction="sum")
+    optimizer_all = torch.optim.Adam([
+        {"params": decoder.parameters(), "lr": lr_schedules[0].get_learning_rate(0)},
+        {"params": lat_vecs.parameters(), "lr": lr_schedules[1].get_learning_rate(0)},
+    ])
+    losses = []
+    for epoch in range(1, 3):
+        decoder.train()
+        adjust_learning_rate(lr_schedules, optimizer_all, epoch)
+        for sdf_data, indices in sdf_loader:
+            sdf_data = sdf_data.reshape(-1, 4)
+            num_sdf_samples = sdf_data.shape[0]
+            sdf_data.requires_grad = False
+            xyz = sdf_data[:, 0:3]
+            sdf_gt = sdf_data[:, 3].unsqueeze(1)
+            sdf_gt = torch.clamp(sdf_gt, minT, maxT)
+            xyz = torch.chunk(xyz, batch_split)
+            indices = torch.chunk(indices.unsqueeze(-1).repeat(1, num_samp_per_scene).view(-1), batch_split)
+            sdf_gt = torch.chunk(sdf_gt, batch_split)
+            batch_loss = 0.0
+            optimizer_all.zero_grad()
+            for i in range(batch_split):
+                batch_vecs = lat_vecs(indices[i])
+                input = torch.cat([batch_vecs, xyz[i]], dim=1)
+                pred_sdf = decoder(input)
+                pred_sdf = torch.clamp(pred_sdf, minT, maxT)
+                chunk_loss = loss_l1(pred_sdf, sdf_gt[i]) / num_sdf_samples
+                l2_size_loss = torch.sum(torch.norm(batch_vecs, dim=1))
+                reg_loss = (code_reg_lambda * min(1, epoch / 100) * l2_size_loss) / num_sdf_samples
+                chunk_loss = chunk_loss + reg_loss
+                chunk_loss.backward()
+                batch_loss += chunk_loss.item()
+            torch.nn.utils.clip_grad_norm_(decoder.parameters(), grad_clip)
+            optimizer_all.step()
+            losses += [batch_loss]
+    norms = lat_vecs.weight.detach().norm(dim=1)
+    return init, losses + [norms.max().item()] + summary(decoder.parameters()) + summary(lat_vecs.parameters())
+
+
+def test_deepsdf():
+    compare(deepsdf)
