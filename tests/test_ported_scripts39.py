@@ -328,7 +328,7 @@ def test_ge2e_speaker_verification():
 # main.py's ScheduledOptim): the encoder's strides 5, 4, 2 (the original's 160 shortened to 40), InfoNCE over
 # torch.mm(encode_samples[i], torch.transpose(pred[i], 0, 1)), the diagonal of its log-softmax
 def cpc_cdck2(m, state=None):
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, nn = m.torch, m.nn
     torch.manual_seed(0)
     rng = np.random.default_rng(3)
     width, gru_size, down = 12, 8, 40
@@ -887,3 +887,289 @@ def deepsdf(m, state=None):
 
 def test_deepsdf():
     compare(deepsdf)
+
+
+# (g) nmhkahn/MemN2N-pytorch (memn2n/model.py's MemN2N with adjacent weight tying, position_encoding and AttrProxy;
+# memn2n/trainer.py's loop): hop embeddings registered by add_module("C{}".format(hop)) and read back through
+# getattr, C.weight.data.normal_(0, 0.1), a FloatTensor built from a numpy array in a Variable, the answer by
+# u[-1] @ C.weight.transpose(0, 1), the deprecated CrossEntropyLoss(size_average=False) and nn.utils.clip_grad_norm,
+# the learning rate halved by writing param_groups
+def memn2n(m, state=None):
+    torch, nn = m.torch, m.nn
+    from_autograd = m.torch.autograd
+    torch.manual_seed(0)
+    rng = np.random.default_rng(7)
+    num_vocab, embedding_dim, sentence_size, memory_size = 12, 6, 4, 5
+
+    def position_encoding(sentence_size, embedding_dim):
+        encoding = np.ones((embedding_dim, sentence_size), dtype=np.float32)
+        ls = sentence_size + 1
+        le = embedding_dim + 1
+        for i in range(1, le):
+            for j in range(1, ls):
+                encoding[i - 1, j - 1] = (i - (le - 1) / 2) * (j - (ls - 1) / 2)
+        encoding = 1 + 4 * encoding / embedding_dim / sentence_size
+        encoding[:, -1] = 1.0
+        return np.transpose(encoding)
+
+    class AttrProxy(object):
+        def __init__(self, module, prefix):
+            self.module = module
+            self.prefix = prefix
+
+        def __getitem__(self, i):
+            return getattr(self.module, self.prefix + str(i))
+
+    class MemN2N(nn.Module):
+        def __init__(self, settings):
+            super(MemN2N, self).__init__()
+            use_cuda = settings["use_cuda"]
+            num_vocab = settings["num_vocab"]
+            embedding_dim = settings["embedding_dim"]
+            sentence_size = settings["sentence_size"]
+            self.max_hops = settings["max_hops"]
+            for hop in range(self.max_hops + 1):
+                C = nn.Embedding(num_vocab, embedding_dim, padding_idx=0)
+                C.weight.data.normal_(0, 0.1)
+                self.add_module("C{}".format(hop), C)
+            self.C = AttrProxy(self, "C")
+            self.softmax = nn.Softmax(dim=1)
+            self.encoding = from_autograd.Variable(torch.FloatTensor(position_encoding(sentence_size, embedding_dim)),
+                                                   requires_grad=False)
+            if use_cuda:
+                self.encoding = self.encoding.cuda()
+
+        def forward(self, story, query):
+            story_size = story.size()
+            u = list()
+            query_embed = self.C[0](query)
+            encoding = self.encoding.unsqueeze(0).expand_as(query_embed)
+            u.append(torch.sum(query_embed * encoding, 1))
+            for hop in range(self.max_hops):
+                embed_A = self.C[hop](story.view(story.size(0), -1))
+                embed_A = embed_A.view(story_size + (embed_A.size(-1),))
+                encoding = self.encoding.unsqueeze(0).unsqueeze(1).expand_as(embed_A)
+                m_A = torch.sum(embed_A * encoding, 2)
+                u_temp = u[-1].unsqueeze(1).expand_as(m_A)
+                prob = self.softmax(torch.sum(m_A * u_temp, 2))
+                embed_C = self.C[hop + 1](story.view(story.size(0), -1))
+                embed_C = embed_C.view(story_size + (embed_C.size(-1),))
+                m_C = torch.sum(embed_C * encoding, 2)
+                prob = prob.unsqueeze(2).expand_as(m_C)
+                o_k = torch.sum(m_C * prob, 1)
+                u_k = u[-1] + o_k
+                u.append(u_k)
+            a_hat = u[-1] @ self.C[self.max_hops].weight.transpose(0, 1)
+            return a_hat, self.softmax(a_hat)
+
+    settings = {"use_cuda": False, "num_vocab": num_vocab, "embedding_dim": embedding_dim,
+                "sentence_size": sentence_size, "max_hops": 3}
+    mem_n2n = MemN2N(settings)
+    init = load(m, mem_n2n, state)
+    ce_fn = nn.CrossEntropyLoss(size_average=False)
+    opt = torch.optim.SGD(mem_n2n.parameters(), lr=0.01)
+    losses = []
+    for epoch in range(3):
+        story = np.zeros((3, memory_size, sentence_size), np.int64)
+        for b in range(3):  # padded sentences, word 0 the pad, as the bAbI loader leaves them
+            for s_ in range(rng.integers(2, memory_size + 1)):
+                n = rng.integers(1, sentence_size + 1)
+                story[b, s_, :n] = rng.integers(1, num_vocab, n)
+        query = np.zeros((3, sentence_size), np.int64)
+        query[:, :3] = rng.integers(1, num_vocab, (3, 3))
+        answer = rng.integers(1, num_vocab, 3)
+        story = from_autograd.Variable(torch.LongTensor(story))
+        query = from_autograd.Variable(torch.LongTensor(query))
+        answer = from_autograd.Variable(torch.LongTensor(answer))
+        opt.zero_grad()
+        loss = ce_fn(mem_n2n(story, query)[0], answer)
+        loss.backward()
+        nn.utils.clip_grad_norm(mem_n2n.parameters(), 40.0)
+        opt.step()
+        if epoch % 2 == 1:
+            for pg in opt.param_groups:
+                pg["lr"] = pg["lr"] / 2
+        losses += [loss.item()]
+    return init, losses + summary(mem_n2n.parameters())
+
+
+def test_memn2n():
+    compare(memn2n)
+
+
+# (h) salesforce/pytorch-qrnn (torchqrnn/qrnn.py's QRNNLayer with window=2 and save_prev_x, forget_mult.py's
+# CPUForgetMult; the awd-lstm-lm style language model around it): f * x split into time steps, h + (1 - forgets[i])
+# * prev_h, torch.stack of the steps, the previous input kept by self.prevX = Xm1[-1:].detach(), Y.chunk(3, dim=2),
+# output gates by torch.sigmoid, hidden states repackaged between batches, Xm1 built from X[:1, :, :] * 0
+def qrnn_language_model(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(8)
+    ntoken, ninp, nhid, bptt, bsz = 11, 6, 7, 4, 3
+
+    class CPUForgetMult(torch.nn.Module):
+        def __init__(self):
+            super(CPUForgetMult, self).__init__()
+
+        def forward(self, f, x, hidden_init=None):
+            result = []
+            forgets = f.split(1, dim=0)
+            prev_h = hidden_init
+            for i, h in enumerate((f * x).split(1, dim=0)):
+                if prev_h is not None:
+                    h = h + (1 - forgets[i]) * prev_h
+                h = h.view(h.size()[1:])
+                result.append(h)
+                prev_h = h
+            return torch.stack(result)
+
+    class QRNNLayer(nn.Module):
+        def __init__(self, input_size, hidden_size=None, save_prev_x=False, zoneout=0, window=1, output_gate=True,
+                     use_cuda=True):
+            super(QRNNLayer, self).__init__()
+            assert window in [1, 2], "This QRNN implementation currently only handles convolutional window of size 1 or size 2"
+            self.window = window
+            self.input_size = input_size
+            self.hidden_size = hidden_size if hidden_size else input_size
+            self.zoneout = zoneout
+            self.save_prev_x = save_prev_x
+            self.prevX = None
+            self.output_gate = output_gate
+            self.use_cuda = use_cuda
+            self.linear = nn.Linear(self.window * self.input_size,
+                                    3 * self.hidden_size if self.output_gate else 2 * self.hidden_size)
+
+        def reset(self):
+            self.prevX = None
+
+        def forward(self, X, hidden=None):
+            seq_len, batch_size, _ = X.size()
+            source = None
+            if self.window == 1:
+                source = X
+            elif self.window == 2:
+                Xm1 = []
+                Xm1.append(self.prevX if self.prevX is not None else X[:1, :, :] * 0)
+                if len(X) > 1:
+                    Xm1.append(X[:-1, :, :])
+                Xm1 = torch.cat(Xm1, 0)
+                source = torch.cat([X, Xm1], 2)
+            Y = self.linear(source)
+            if self.output_gate:
+                Y = Y.view(seq_len, batch_size, 3 * self.hidden_size)
+                Z, F, O = Y.chunk(3, dim=2)
+            else:
+                Y = Y.view(seq_len, batch_size, 2 * self.hidden_size)
+                Z, F = Y.chunk(2, dim=2)
+            Z = torch.nn.functional.tanh(Z)
+            F = torch.nn.functional.sigmoid(F)
+            if self.zoneout:
+                if self.training:
+                    mask = F.new_empty(F.size(), requires_grad=False).bernoulli_(1 - self.zoneout)
+                    F = F * mask
+                else:
+                    F *= 1 - self.zoneout
+            Z = Z.contiguous()
+            F = F.contiguous()
+            C = CPUForgetMult()(F, Z, hidden)
+            if self.output_gate:
+                H = torch.sigmoid(O) * C
+            else:
+                H = C
+            if self.window > 1 and self.save_prev_x:
+                self.prevX = Xm1[-1:, :, :].detach()
+            return H, C[-1:, :, :]
+
+    class QRNN(torch.nn.Module):
+        def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False, dropout=0,
+                     bidirectional=False, layers=None, **kwargs):
+            assert bidirectional is False, 'Bidirectional QRNN is not yet supported'
+            assert batch_first is False, 'Batch first mode is not yet supported'
+            assert bias is True, 'Removing underlying bias is not yet supported'
+            super(QRNN, self).__init__()
+            self.layers = torch.nn.ModuleList(layers if layers else [
+                QRNNLayer(input_size if l == 0 else hidden_size, hidden_size, **kwargs) for l in range(num_layers)])
+            self.input_size = input_size
+            self.hidden_size = hidden_size
+            self.num_layers = len(layers) if layers else num_layers
+            self.bias = bias
+            self.batch_first = batch_first
+            self.dropout = dropout
+            self.bidirectional = bidirectional
+
+        def reset(self):
+            [layer.reset() for layer in self.layers]
+
+        def forward(self, input, hidden=None):
+            next_hidden = []
+            for i, layer in enumerate(self.layers):
+                input, hn = layer(input, None if hidden is None else hidden[i])
+                next_hidden.append(hn)
+                if self.dropout != 0 and i < len(self.layers) - 1:
+                    input = torch.nn.functional.dropout(input, p=self.dropout, training=self.training, inplace=False)
+            next_hidden = torch.cat(next_hidden, 0).view(self.num_layers, *next_hidden[0].size()[-2:])
+            return input, next_hidden
+
+    class RNNModel(nn.Module):
+        def __init__(self, ntoken, ninp, nhid, nlayers):
+            super(RNNModel, self).__init__()
+            self.encoder = nn.Embedding(ntoken, ninp)
+            self.rnns = [QRNNLayer(input_size=ninp if l == 0 else nhid, hidden_size=nhid if l != nlayers - 1 else ninp,
+                                   save_prev_x=True, zoneout=0, window=2 if l == 0 else 1, output_gate=True)
+                         for l in range(nlayers)]
+            self.rnns = torch.nn.ModuleList(self.rnns)
+            self.decoder = nn.Linear(ninp, ntoken)
+            self.decoder.weight = self.encoder.weight
+            self.init_weights()
+            self.nlayers = nlayers
+
+        def reset(self):
+            [r.reset() for r in self.rnns]
+
+        def init_weights(self):
+            initrange = 0.1
+            self.encoder.weight.data.uniform_(-initrange, initrange)
+            self.decoder.bias.data.fill_(0)
+
+        def forward(self, input, hidden):
+            raw_output = self.encoder(input)
+            new_hidden = []
+            for l, rnn in enumerate(self.rnns):
+                raw_output, new_h = rnn(raw_output, hidden[l])
+                new_hidden.append(new_h)
+            return self.decoder(raw_output), new_hidden
+
+        def init_hidden(self, bsz):
+            weight = next(self.parameters()).data
+            return [weight.new(1, bsz, nhid if l != self.nlayers - 1 else ninp).zero_() for l in range(self.nlayers)]
+
+    def repackage_hidden(h):
+        if isinstance(h, torch.Tensor):
+            return h.detach()
+        else:
+            return tuple(repackage_hidden(v) for v in h)
+
+    model = RNNModel(ntoken, ninp, nhid, nlayers=2)
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0, weight_decay=1.2e-6)
+    train_data = torch.tensor(rng.integers(0, ntoken, (3 * bptt + 1, bsz)))
+    model.train()
+    model.reset()
+    hidden = model.init_hidden(bsz)
+    losses = []
+    for i in range(0, 3 * bptt, bptt):
+        data, targets = train_data[i:i + bptt], train_data[i + 1:i + 1 + bptt].view(-1)
+        hidden = repackage_hidden(hidden)
+        optimizer.zero_grad()
+        output, hidden = model(data, hidden)
+        loss = criterion(output.view(-1, ntoken), targets)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.25)
+        optimizer.step()
+        losses += [loss.item()]
+    return init, losses + summary(model.parameters()) + [model.rnns[0].prevX.sum().item()]
+
+
+def test_qrnn_language_model():
+    compare(qrnn_language_model)
