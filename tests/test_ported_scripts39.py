@@ -1,16 +1,33 @@
 """Public code the earlier files leave out, written from memory in its sources' styles and ported by its imports alone,
 as test_ported_scripts.py: megvii-research's NAFNet (a LayerNorm2d by a torch.autograd.Function with a hand-written
-backward reading ctx.saved_variables, SimpleGate by chunk, simplified channel attention, zero-initialised beta and
-gamma, padding to the U-Net's multiple and cropping back, PixelShuffle up, basicsr's PSNRLoss in Y); HarryVolek's
-GE2E speaker-verification loss (an LSTM embedder's last frame normalised by torch.norm, utterance centroids that leave
-the utterance out, cos_diff[same_idx, :, same_idx] = ... through two index lists around a slice, an in-place log_, a
-clamped w and b in their own param group, a batch permuted and unpermuted by index lists); jefflai108's CPC CDCK2
-(t_samples a one-element long tensor used as an index and a slice end, rows of torch.empty written by autograd
-outputs, a GRU initialised through _all_weights and __getattr__, nn.Softmax() and nn.LogSoftmax() with the implicit
-dim, a ScheduledOptim writing numpy learning rates into param_groups). Each runs in tnet, then in torch from tnet's
-initial weights (state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy
-draws what a script draws (torch.randn, rand, randint, bernoulli are replaced by numpy's draws); shapes are tiny and
-runs take one or two steps."""
+backward reading ctx.saved_variables, SimpleGate by chunk, simplified channel attention, padding to the U-Net's
+multiple and cropping back, basicsr's PSNRLoss in Y); HarryVolek's GE2E speaker-verification loss (utterance centroids
+that leave the utterance out, cos_diff[same_idx, :, same_idx] = ... through two index lists around a slice, an in-place
+log_, w and b in their own param group); jefflai108's CPC (a one-element long tensor as an index and a slice end, rows
+of torch.empty written by autograd outputs, a GRU initialised through _all_weights, softmax's implicit dim, numpy
+learning rates written into param_groups); jankrepl's PonderNet (halting steps by torch.maximum of long tensors, a
+loop that breaks on a tensor condition, y[halting_step - 1, torch.arange(n)]); JiahuiYu's slimmable networks (weights
+sliced to the width in forward, in_channels set on a Conv2d, a soft cross-entropy on nn.modules.loss._Loss, four
+widths' gradients in one step); facebookresearch's DeepSDF (an auto-decoder's Embedding(max_norm=), weight-normed
+layers with the latent fed in again, chunked backward); nmhkahn's MemN2N (embeddings by add_module and an AttrProxy,
+size_average=False, the deprecated clip_grad_norm); salesforce's QRNN (ForgetMult by split and stack, the previous
+input kept across batches, a tied decoder); gitabcworld's Matching Networks (cosine attention by bmm and rsqrt, a
+bidirectional LSTM's state cut by isinstance(h, Variable), a one-hot by scatter_); yaringal's concrete dropout
+(learnt rates, regularisers written into torch.empty(5) by tuple unpacking, MC samples); DmitryUlyanov's deep image
+prior (`torch.nn.Module.add = add_module`, Concat cropping to the smaller branch, ReflectionPad2d, Module.type(dtype),
+a fall back to saved parameters by .data.copy_).
+
+What failed in tnet, fixed there the way torch behaves:
+- a layer's in_channels, out_channels, kernel_size, in_features and out_features were read-only properties (read from
+  the weight), so SlimmableConv2d's `self.in_channels = ...` raised AttributeError; they are plain attributes in torch:
+  now assignable, read from the weight until set (nn.SizeFromWeight; tests/test_modules.py).
+- torch.autograd.Variable was a function, so Matching Networks' `isinstance(h, Variable)` raised TypeError; it is a
+  class whose isinstance holds for every tensor, as torch's, with Variable._execution_engine.queue_callback
+  (tests/test_idioms.py).
+
+Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
+weights summed into a few numbers, agree. Numpy draws what a script draws (torch.randn, rand_like, randint, bernoulli,
+uniform_ and normal_ are replaced by numpy's draws); shapes are tiny and runs take one to three steps."""
 
 import numpy as np
 
@@ -1173,3 +1190,545 @@ def qrnn_language_model(m, state=None):
 
 def test_qrnn_language_model():
     compare(qrnn_language_model)
+
+
+# (i) gitabcworld/MatchingNetworks (models/MatchingNetwork.py, Classifier.py, DistanceNetwork.py,
+# AttentionalClassify.py, BidirectionalLSTM.py; datasets/omniglotNShot.py's batches; option/experiments' loop):
+# init.xavier_uniform and init.constant (the deprecated names), cosine similarities by bmm and
+# sum_support.clamp(eps, float("inf")).rsqrt(), nn.Softmax() with its implicit dim, support labels one-hot by
+# FloatTensor(...).zero_().scatter_(2, y.data, 1), the NHWC batch put to NCHW by view (as the original does), a full
+# context embedding by a bidirectional LSTM whose hidden state repackage_hidden cuts through isinstance(h, Variable)
+def matching_networks(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    init_ = m.nn.init
+    Variable = m.torch.autograd.Variable
+    torch.manual_seed(0)
+    rng = np.random.default_rng(9)
+    classes_per_set, samples_per_class, batch_size, image_size = 3, 1, 2, 8
+
+    def convLayer(in_planes, out_planes, useDropout=False):
+        seq = nn.Sequential(
+            nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=1, padding=1, bias=True),
+            nn.BatchNorm2d(out_planes),
+            nn.ReLU(True),
+            nn.MaxPool2d(kernel_size=2, stride=2))
+        if useDropout:
+            seq.add_module('dropout', nn.Dropout(0.1))
+        return seq
+
+    class Classifier(nn.Module):
+        def __init__(self, layer_size=64, num_channels=1, keep_prob=1.0, image_size=28):
+            super(Classifier, self).__init__()
+            self.layer1 = convLayer(num_channels, layer_size, keep_prob < 1.0)
+            self.layer2 = convLayer(layer_size, layer_size, keep_prob < 1.0)
+            self.layer3 = convLayer(layer_size, layer_size, keep_prob < 1.0)
+            finalSize = int(np.floor(image_size / (2 * 2 * 2)))
+            self.outSize = finalSize * finalSize * layer_size
+            self.weights_init(self.layer1)
+            self.weights_init(self.layer2)
+            self.weights_init(self.layer3)
+
+        def weights_init(self, module):
+            for m_ in module.modules():
+                if isinstance(m_, nn.Conv2d):
+                    init_.xavier_uniform(m_.weight, gain=np.sqrt(2))
+                    init_.constant(m_.bias, 0)
+                elif isinstance(m_, nn.BatchNorm2d):
+                    m_.weight.data.fill_(1)
+                    m_.bias.data.zero_()
+
+        def forward(self, image_input):
+            x = self.layer1(image_input)
+            x = self.layer2(x)
+            x = self.layer3(x)
+            x = x.view(x.size()[0], -1)
+            return x
+
+    class DistanceNetwork(nn.Module):
+        def __init__(self):
+            super(DistanceNetwork, self).__init__()
+
+        def forward(self, support_set, input_image):
+            eps = 1e-10
+            similarities = []
+            for support_image in support_set:
+                sum_support = torch.sum(torch.pow(support_image, 2), 1)
+                support_magnitude = sum_support.clamp(eps, float("inf")).rsqrt()
+                dot_product = input_image.unsqueeze(1).bmm(support_image.unsqueeze(2)).squeeze()
+                cosine_similarity = dot_product * support_magnitude
+                similarities.append(cosine_similarity)
+            similarities = torch.stack(similarities)
+            return similarities
+
+    class AttentionalClassify(nn.Module):
+        def __init__(self):
+            super(AttentionalClassify, self).__init__()
+
+        def forward(self, similarities, support_set_y):
+            softmax = nn.Softmax()
+            softmax_similarities = softmax(similarities)
+            preds = softmax_similarities.unsqueeze(1).bmm(support_set_y).squeeze()
+            return preds
+
+    class BidirectionalLSTM(nn.Module):
+        def __init__(self, layer_sizes, batch_size, vector_dim, use_cuda):
+            super(BidirectionalLSTM, self).__init__()
+            self.batch_size = batch_size
+            self.hidden_size = layer_sizes[0]
+            self.vector_dim = vector_dim
+            self.num_layers = len(layer_sizes)
+            self.use_cuda = use_cuda
+            self.lstm = nn.LSTM(input_size=self.vector_dim, num_layers=self.num_layers, hidden_size=self.hidden_size,
+                                bidirectional=True)
+            self.hidden = self.init_hidden(self.use_cuda)
+
+        def init_hidden(self, use_cuda):
+            return (Variable(torch.zeros(self.lstm.num_layers * 2, self.batch_size, self.lstm.hidden_size),
+                             requires_grad=False),
+                    Variable(torch.zeros(self.lstm.num_layers * 2, self.batch_size, self.lstm.hidden_size),
+                             requires_grad=False))
+
+        def repackage_hidden(self, h):
+            if isinstance(h, Variable):
+                return Variable(h.data)
+            else:
+                return tuple(self.repackage_hidden(v) for v in h)
+
+        def forward(self, inputs):
+            self.hidden = self.repackage_hidden(self.hidden)
+            output, self.hidden = self.lstm(inputs, self.hidden)
+            return output
+
+    class MatchingNetwork(nn.Module):
+        def __init__(self, keep_prob, batch_size=100, num_channels=1, learning_rate=0.001, fce=False,
+                     num_classes_per_set=5, num_samples_per_class=1, nClasses=0, image_size=28, use_cuda=True):
+            super(MatchingNetwork, self).__init__()
+            self.batch_size = batch_size
+            self.fce = fce
+            self.g = Classifier(layer_size=8, num_channels=num_channels, keep_prob=keep_prob, image_size=image_size)
+            if fce:
+                self.lstm = BidirectionalLSTM(layer_sizes=[4], batch_size=self.batch_size, vector_dim=self.g.outSize,
+                                              use_cuda=use_cuda)
+            self.dn = DistanceNetwork()
+            self.classify = AttentionalClassify()
+
+        def forward(self, support_set_images, support_set_labels_one_hot, target_image, target_label):
+            encoded_images = []
+            for i in np.arange(support_set_images.size(1)):
+                gen_encode = self.g(support_set_images[:, i, :, :, :])
+                encoded_images.append(gen_encode)
+            for i in np.arange(target_image.size(1)):
+                gen_encode = self.g(target_image[:, i, :, :, :])
+                encoded_images.append(gen_encode)
+                outputs = torch.stack(encoded_images)
+                if self.fce:
+                    outputs = self.lstm(outputs)
+                similarities = self.dn(support_set=outputs[:-1], input_image=outputs[-1])
+                similarities = similarities.t()
+                preds = self.classify(similarities, support_set_y=support_set_labels_one_hot)
+                values, indices = preds.max(1)
+                if i == 0:
+                    accuracy = torch.mean((indices.squeeze() == target_label[:, i]).float())
+                    crossentropy_loss = F.cross_entropy(preds, target_label[:, i].long())
+                else:
+                    accuracy = accuracy + torch.mean((indices.squeeze() == target_label[:, i]).float())
+                    crossentropy_loss = crossentropy_loss + F.cross_entropy(preds, target_label[:, i].long())
+                encoded_images.pop()
+            return accuracy / target_image.size(1), crossentropy_loss / target_image.size(1)
+
+    def get_batch():  # omniglotNShot's sample_new_batch: NHWC images, labels 0..classes_per_set-1
+        n_support = classes_per_set * samples_per_class
+        x_support_set = rng.random((batch_size, n_support, image_size, image_size, 1)).astype(np.float32)
+        y_support_set = np.stack([rng.permutation(classes_per_set) for _ in range(batch_size)])
+        x_target = rng.random((batch_size, 2, image_size, image_size, 1)).astype(np.float32)
+        y_target = rng.integers(0, classes_per_set, (batch_size, 2))
+        return x_support_set, y_support_set, x_target, y_target
+
+    matchingNet = MatchingNetwork(batch_size=batch_size, keep_prob=1.0, num_channels=1, fce=True,
+                                  num_classes_per_set=classes_per_set, num_samples_per_class=samples_per_class,
+                                  nClasses=0, image_size=image_size, use_cuda=False)
+    init = load(m, matchingNet, state)
+    optimizer = torch.optim.Adam(matchingNet.parameters(), lr=1e-3, weight_decay=1e-6)
+    losses = []
+    for i in range(2):
+        x_support_set, y_support_set, x_target, y_target = get_batch()
+        x_support_set = Variable(torch.from_numpy(x_support_set)).float()
+        y_support_set = Variable(torch.from_numpy(y_support_set), requires_grad=False).long()
+        x_target = Variable(torch.from_numpy(x_target)).float()
+        y_target = Variable(torch.from_numpy(y_target), requires_grad=False).long()
+        y_support_set = y_support_set.unsqueeze(2)
+        sequence_length = y_support_set.size()[1]
+        batch_size_ = y_support_set.size()[0]
+        y_support_set_one_hot = torch.FloatTensor(batch_size_, sequence_length, classes_per_set).zero_()
+        y_support_set_one_hot.scatter_(2, y_support_set.data, 1)
+        y_support_set_one_hot = Variable(y_support_set_one_hot)
+        size = x_support_set.size()
+        x_support_set = x_support_set.view(size[0], size[1], size[4], size[2], size[3])
+        size = x_target.size()
+        x_target = x_target.view(size[0], size[1], size[4], size[2], size[3])
+        acc, c_loss_value = matchingNet(x_support_set, y_support_set_one_hot, x_target, y_target)
+        optimizer.zero_grad()
+        c_loss_value.backward()
+        optimizer.step()
+        losses += [c_loss_value.item(), acc.item()]
+    # the conv biases before batch norm have a zero gradient but for rounding, which Adam's steps normalise to lr
+    return init, losses + summary(p for n, p in matchingNet.named_parameters() if not n.endswith("0.bias")) + \
+        summary(matchingNet.buffers())
+
+
+def test_matching_networks():
+    compare(matching_networks)
+
+
+# (j) yaringal/ConcreteDropout (concrete-dropout-pytorch.ipynb): a learnt dropout rate, p_logit a Parameter of
+# torch.empty(1).uniform_(init_min, init_max), the relaxed Bernoulli mask from a uniform draw (torch.rand_like's,
+# numpy's here), x /= retain_prob on a non-leaf, the regularisers summed over layer.parameters() from a python 0,
+# five regularisation terms written into torch.empty(5) by tuple unpacking, the heteroscedastic loss, MC samples at
+# evaluation and the dropout rates read back through modules() and hasattr(module, 'p_logit')
+def concrete_dropout(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(10)
+    nb_features, N = 8, 10
+    l = 1e-4
+    wr = l ** 2. / N
+    dr = 2. / N
+
+    class ConcreteDropout(nn.Module):
+        def __init__(self, weight_regularizer=1e-6, dropout_regularizer=1e-5, init_min=0.1, init_max=0.1):
+            super(ConcreteDropout, self).__init__()
+            self.weight_regularizer = weight_regularizer
+            self.dropout_regularizer = dropout_regularizer
+            init_min = np.log(init_min) - np.log(1. - init_min)
+            init_max = np.log(init_max) - np.log(1. - init_max)
+            self.p_logit = nn.Parameter(torch.empty(1).uniform_(init_min, init_max))
+
+        def forward(self, x, layer):
+            p = torch.sigmoid(self.p_logit)
+            out = layer(self._concrete_dropout(x, p))
+            sum_of_square = 0
+            for param in layer.parameters():
+                sum_of_square += torch.sum(torch.pow(param, 2))
+            weights_regularizer = self.weight_regularizer * sum_of_square / (1 - p)
+            dropout_regularizer = p * torch.log(p)
+            dropout_regularizer += (1. - p) * torch.log(1. - p)
+            input_dimensionality = x[0].numel()
+            dropout_regularizer *= self.dropout_regularizer * input_dimensionality
+            regularization = weights_regularizer + dropout_regularizer
+            return out, regularization
+
+        def _concrete_dropout(self, x, p):
+            eps = 1e-7
+            temp = 0.1
+            unif_noise = torch.from_numpy(rng.random(tuple(x.shape)).astype(np.float32))  # torch.rand_like(x)'s
+            drop_prob = (torch.log(p + eps) - torch.log(1 - p + eps) + torch.log(unif_noise + eps)
+                         - torch.log(1 - unif_noise + eps))
+            drop_prob = torch.sigmoid(drop_prob / temp)
+            random_tensor = 1 - drop_prob
+            retain_prob = 1 - p
+            x = torch.mul(x, random_tensor)
+            x /= retain_prob
+            return x
+
+    class Model(nn.Module):
+        def __init__(self, weight_regularizer, dropout_regularizer):
+            super(Model, self).__init__()
+            self.linear1 = nn.Linear(1, nb_features)
+            self.linear2 = nn.Linear(nb_features, nb_features)
+            self.linear3 = nn.Linear(nb_features, nb_features)
+            self.linear4_mu = nn.Linear(nb_features, 1)
+            self.linear4_logvar = nn.Linear(nb_features, 1)
+            self.conc_drop1 = ConcreteDropout(weight_regularizer=weight_regularizer,
+                                              dropout_regularizer=dropout_regularizer)
+            self.conc_drop2 = ConcreteDropout(weight_regularizer=weight_regularizer,
+                                              dropout_regularizer=dropout_regularizer)
+            self.conc_drop3 = ConcreteDropout(weight_regularizer=weight_regularizer,
+                                              dropout_regularizer=dropout_regularizer)
+            self.conc_drop_mu = ConcreteDropout(weight_regularizer=weight_regularizer,
+                                                dropout_regularizer=dropout_regularizer)
+            self.conc_drop_logvar = ConcreteDropout(weight_regularizer=weight_regularizer,
+                                                    dropout_regularizer=dropout_regularizer)
+            self.relu = nn.ReLU()
+
+        def forward(self, x):
+            regularization = torch.empty(5, device=x.device)
+            x1, regularization[0] = self.conc_drop1(x, nn.Sequential(self.linear1, self.relu))
+            x2, regularization[1] = self.conc_drop2(x1, nn.Sequential(self.linear2, self.relu))
+            x3, regularization[2] = self.conc_drop3(x2, nn.Sequential(self.linear3, self.relu))
+            mean, regularization[3] = self.conc_drop_mu(x3, self.linear4_mu)
+            log_var, regularization[4] = self.conc_drop_logvar(x3, self.linear4_logvar)
+            return mean, log_var, regularization.sum()
+
+    def heteroscedastic_loss(true, mean, log_var):
+        precision = torch.exp(-log_var)
+        return torch.mean(torch.sum(precision * (true - mean) ** 2 + log_var, 1), 0)
+
+    def gen_data(N):
+        X = rng.standard_normal((N, 1))
+        w, b = 2., 8.
+        Y = X.dot(np.array([[w]])) + b + 1.0 * rng.standard_normal((N, 1))
+        return X.astype(np.float32), Y.astype(np.float32)
+
+    X, Y = gen_data(N)
+    model = Model(wr, dr)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters())
+    losses = []
+    batch_size = 10
+    for i in range(2):
+        old_batch = 0
+        for batch in range(int(np.ceil(X.shape[0] / batch_size))):
+            batch = (batch + 1)
+            _x = X[old_batch: batch_size * batch]
+            _y = Y[old_batch: batch_size * batch]
+            x = torch.FloatTensor(_x)
+            y = torch.FloatTensor(_y)
+            mean, log_var, regularization = model(x)
+            loss = heteroscedastic_loss(y, mean, log_var) + regularization
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            old_batch = batch_size * batch
+            losses += [loss.item()]
+    model.eval()
+    X_val, _ = gen_data(4)
+    MC_samples = [model(torch.FloatTensor(X_val)) for _ in range(3)]
+    means = torch.stack([tup[0] for tup in MC_samples]).view(3, X_val.shape[0]).cpu().data.numpy()
+    logvar = torch.stack([tup[1] for tup in MC_samples]).view(3, X_val.shape[0]).cpu().data.numpy()
+    ps = np.array([torch.sigmoid(module.p_logit).cpu().data.numpy()[0] for module in model.modules()
+                   if hasattr(module, 'p_logit')])
+    losses += [float(means.mean()), float(np.exp(logvar).mean())] + [float(p) for p in ps]
+    return init, losses + summary(model.parameters())
+
+
+def test_concrete_dropout():
+    compare(concrete_dropout)
+
+
+# (k) DmitryUlyanov/deep-image-prior (denoising.ipynb; models/skip.py, models/common.py's Concat, conv, bn, act and
+# the `torch.nn.Module.add = add_module` patch; utils/common_utils.py's get_noise, fill_noise, get_params, optimize):
+# a Sequential nested by adding a Concat(1, skip, deeper) before its branches are filled, Concat cropping the larger
+# branch to the smaller's centre, ReflectionPad2d, bilinear nn.Upsample, .type(dtype) on a model, a loss module and
+# tensors, the input re-noised by noise.normal_() (numpy's draw here) at each step, an exponential average of the
+# output, PSNR on the host, and the fall back to the last parameters by net_param.data.copy_
+def deep_image_prior(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(11)
+    dtype = torch.cuda.FloatTensor if torch.cuda.is_available() else torch.FloatTensor
+
+    def add_module(self, module):
+        self.add_module(str(len(self) + 1), module)
+
+    torch.nn.Module.add = add_module
+
+    class Concat(nn.Module):
+        def __init__(self, dim, *args):
+            super(Concat, self).__init__()
+            self.dim = dim
+            for idx, module in enumerate(args):
+                self.add_module(str(idx), module)
+
+        def forward(self, input):
+            inputs = []
+            for module in self._modules.values():
+                inputs.append(module(input))
+            inputs_shapes2 = [x.shape[2] for x in inputs]
+            inputs_shapes3 = [x.shape[3] for x in inputs]
+            if np.all(np.array(inputs_shapes2) == min(inputs_shapes2)) and \
+                    np.all(np.array(inputs_shapes3) == min(inputs_shapes3)):
+                inputs_ = inputs
+            else:
+                target_shape2 = min(inputs_shapes2)
+                target_shape3 = min(inputs_shapes3)
+                inputs_ = []
+                for inp in inputs:
+                    diff2 = (inp.size(2) - target_shape2) // 2
+                    diff3 = (inp.size(3) - target_shape3) // 2
+                    inputs_.append(inp[:, :, diff2: diff2 + target_shape2, diff3:diff3 + target_shape3])
+            return torch.cat(inputs_, dim=self.dim)
+
+        def __len__(self):
+            return len(self._modules)
+
+    def act(act_fun='LeakyReLU'):
+        if isinstance(act_fun, str):
+            if act_fun == 'LeakyReLU':
+                return nn.LeakyReLU(0.2, inplace=True)
+            elif act_fun == 'ELU':
+                return nn.ELU()
+            elif act_fun == 'none':
+                return nn.Sequential()
+            else:
+                assert False
+        else:
+            return act_fun()
+
+    def bn(num_features):
+        return nn.BatchNorm2d(num_features)
+
+    def conv(in_f, out_f, kernel_size, stride=1, bias=True, pad='zero', downsample_mode='stride'):
+        downsampler = None
+        if stride != 1 and downsample_mode != 'stride':
+            if downsample_mode == 'avg':
+                downsampler = nn.AvgPool2d(stride, stride)
+            elif downsample_mode == 'max':
+                downsampler = nn.MaxPool2d(stride, stride)
+            else:
+                assert False
+            stride = 1
+        padder = None
+        to_pad = int((kernel_size - 1) / 2)
+        if pad == 'reflection':
+            padder = nn.ReflectionPad2d(to_pad)
+            to_pad = 0
+        convolver = nn.Conv2d(in_f, out_f, kernel_size, stride, padding=to_pad, bias=bias)
+        layers = filter(lambda x: x is not None, [padder, convolver, downsampler])
+        return nn.Sequential(*layers)
+
+    def skip(num_input_channels=2, num_output_channels=3, num_channels_down=[16, 32, 64, 128, 128],
+             num_channels_up=[16, 32, 64, 128, 128], num_channels_skip=[4, 4, 4, 4, 4], filter_size_down=3,
+             filter_size_up=3, filter_skip_size=1, need_sigmoid=True, need_bias=True, pad='zero',
+             upsample_mode='nearest', downsample_mode='stride', act_fun='LeakyReLU', need1x1_up=True):
+        assert len(num_channels_down) == len(num_channels_up) == len(num_channels_skip)
+        n_scales = len(num_channels_down)
+        if not (isinstance(upsample_mode, list) or isinstance(upsample_mode, tuple)):
+            upsample_mode = [upsample_mode] * n_scales
+        if not (isinstance(downsample_mode, list) or isinstance(downsample_mode, tuple)):
+            downsample_mode = [downsample_mode] * n_scales
+        if not (isinstance(filter_size_down, list) or isinstance(filter_size_down, tuple)):
+            filter_size_down = [filter_size_down] * n_scales
+        if not (isinstance(filter_size_up, list) or isinstance(filter_size_up, tuple)):
+            filter_size_up = [filter_size_up] * n_scales
+        last_scale = n_scales - 1
+        model = nn.Sequential()
+        model_tmp = model
+        input_depth = num_input_channels
+        for i in range(len(num_channels_down)):
+            deeper = nn.Sequential()
+            skip = nn.Sequential()
+            if num_channels_skip[i] != 0:
+                model_tmp.add(Concat(1, skip, deeper))
+            else:
+                model_tmp.add(deeper)
+            model_tmp.add(bn(num_channels_skip[i] + (num_channels_up[i + 1] if i < last_scale else
+                                                     num_channels_down[i])))
+            if num_channels_skip[i] != 0:
+                skip.add(conv(input_depth, num_channels_skip[i], filter_skip_size, bias=need_bias, pad=pad))
+                skip.add(bn(num_channels_skip[i]))
+                skip.add(act(act_fun))
+            deeper.add(conv(input_depth, num_channels_down[i], filter_size_down[i], 2, bias=need_bias, pad=pad,
+                            downsample_mode=downsample_mode[i]))
+            deeper.add(bn(num_channels_down[i]))
+            deeper.add(act(act_fun))
+            deeper.add(conv(num_channels_down[i], num_channels_down[i], filter_size_down[i], bias=need_bias, pad=pad))
+            deeper.add(bn(num_channels_down[i]))
+            deeper.add(act(act_fun))
+            deeper_main = nn.Sequential()
+            if i == len(num_channels_down) - 1:
+                k = num_channels_down[i]
+            else:
+                deeper.add(deeper_main)
+                k = num_channels_up[i + 1]
+            deeper.add(nn.Upsample(scale_factor=2, mode=upsample_mode[i]))
+            model_tmp.add(conv(num_channels_skip[i] + k, num_channels_up[i], filter_size_up[i], 1, bias=need_bias,
+                               pad=pad))
+            model_tmp.add(bn(num_channels_up[i]))
+            model_tmp.add(act(act_fun))
+            if need1x1_up:
+                model_tmp.add(conv(num_channels_up[i], num_channels_up[i], 1, bias=need_bias, pad=pad))
+                model_tmp.add(bn(num_channels_up[i]))
+                model_tmp.add(act(act_fun))
+            input_depth = num_channels_down[i]
+            model_tmp = deeper_main
+        model.add(conv(num_channels_up[0], num_output_channels, 1, bias=need_bias, pad=pad))
+        if need_sigmoid:
+            model.add(nn.Sigmoid())
+        return model
+
+    def fill_noise(x, noise_type):
+        if noise_type == 'u':
+            x.copy_(torch.from_numpy(rng.random(tuple(x.shape)).astype(np.float32)))  # x.uniform_()'s
+        elif noise_type == 'n':
+            x.copy_(torch.from_numpy(normal(rng, *x.shape)))  # x.normal_()'s
+        else:
+            assert False
+
+    def get_noise(input_depth, method, spatial_size, noise_type='u', var=1. / 10):
+        if isinstance(spatial_size, int):
+            spatial_size = (spatial_size, spatial_size)
+        if method == 'noise':
+            shape = [1, input_depth, spatial_size[0], spatial_size[1]]
+            net_input = torch.zeros(shape)
+            fill_noise(net_input, noise_type)
+            net_input *= var
+        else:
+            assert False
+        return net_input
+
+    def compare_psnr(image_true, image_test):
+        return 10 * np.log10(1. / np.mean((image_true - image_test) ** 2))
+
+    try:
+        img_np = rng.random((3, 7, 7)).astype(np.float32)
+        img_noisy_np = np.clip(img_np + rng.normal(0, 25 / 255., img_np.shape), 0, 1).astype(np.float32)
+        INPUT, pad, input_depth, reg_noise_std, exp_weight, LR = 'noise', 'reflection', 4, 1. / 30., 0.99, 0.01
+        net = skip(input_depth, 3, num_channels_down=[4, 4], num_channels_up=[4, 4], num_channels_skip=[2, 2],
+                   upsample_mode='bilinear', need_sigmoid=True, need_bias=True, pad=pad, act_fun='LeakyReLU')
+        net = net.type(dtype)
+        init = load(m, net, state)
+        net_input = get_noise(input_depth, INPUT, (img_np.shape[1], img_np.shape[2])).type(dtype).detach()
+        s = sum([np.prod(list(p.size())) for p in net.parameters()])
+        mse = torch.nn.MSELoss().type(dtype)
+        img_noisy_torch = torch.from_numpy(img_noisy_np)[None, :].type(dtype)
+        net_input_saved = net_input.detach().clone()
+        noise = net_input.detach().clone()
+        run = {"i": 0, "out_avg": None, "psrn_noisy_last": 0, "last_net": None}
+        losses = [float(s)]
+
+        def closure():
+            net_input = net_input_saved + (noise.copy_(torch.from_numpy(normal(rng, *noise.shape))) * reg_noise_std)
+            out = net(net_input)
+            if run["out_avg"] is None:
+                run["out_avg"] = out.detach()
+            else:
+                run["out_avg"] = run["out_avg"] * exp_weight + out.detach() * (1 - exp_weight)
+            total_loss = mse(out, img_noisy_torch)
+            total_loss.backward()
+            psrn_noisy = compare_psnr(img_noisy_np, out.detach().cpu().numpy()[0])
+            psrn_gt_sm = compare_psnr(img_np, run["out_avg"].detach().cpu().numpy()[0])
+            losses.extend([total_loss.item(), psrn_noisy, psrn_gt_sm])
+            if psrn_noisy - run["psrn_noisy_last"] < -5:
+                for new_param, net_param in zip(run["last_net"], net.parameters()):
+                    net_param.data.copy_(new_param)
+                return total_loss * 0
+            else:
+                run["last_net"] = [x.detach().cpu() for x in net.parameters()]
+                run["psrn_noisy_last"] = psrn_noisy
+            run["i"] += 1
+            return total_loss
+
+        def optimize(optimizer_type, parameters, closure, LR, num_iter):
+            if optimizer_type == 'adam':
+                optimizer = torch.optim.Adam(parameters, lr=LR)
+                for j in range(num_iter):
+                    optimizer.zero_grad()
+                    closure()
+                    optimizer.step()
+            else:
+                assert False
+
+        p = [x for x in net.parameters()]
+        optimize('adam', p, closure, LR, 3)
+        for new_param, net_param in zip(run["last_net"], net.parameters()):  # the closure's fall back, once
+            net_param.data.copy_(new_param)
+    finally:
+        del torch.nn.Module.add
+    # the weights alone: many biases here have a zero gradient but for rounding (a conv's before a batch norm, a batch
+    # norm's before a reflection-padded conv and a batch norm), which Adam's steps normalise to +-lr, and the batch
+    # norms' running means take them in
+    return init, losses + summary(p for p in net.parameters() if p.dim() > 1)
+
+
+def test_deep_image_prior():
+    compare(deep_image_prior)
