@@ -20,7 +20,7 @@ a fall back to saved parameters by .data.copy_).
 What failed in tnet, fixed there the way torch behaves:
 - a layer's in_channels, out_channels, kernel_size, in_features and out_features were read-only properties (read from
   the weight), so SlimmableConv2d's `self.in_channels = ...` raised AttributeError; they are plain attributes in torch:
-  now assignable, read from the weight until set (nn.SizeFromWeight; tests/test_modules.py).
+  now assignable, read from the weight until set (nn._SizeFromWeight; tests/test_modules.py).
 - torch.autograd.Variable was a function, so Matching Networks' `isinstance(h, Variable)` raised TypeError; it is a
   class whose isinstance holds for every tensor, as torch's, with Variable._execution_engine.queue_callback
   (tests/test_idioms.py).
