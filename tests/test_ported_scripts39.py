@@ -15,7 +15,9 @@ input kept across batches, a tied decoder); gitabcworld's Matching Networks (cos
 bidirectional LSTM's state cut by isinstance(h, Variable), a one-hot by scatter_); yaringal's concrete dropout
 (learnt rates, regularisers written into torch.empty(5) by tuple unpacking, MC samples); DmitryUlyanov's deep image
 prior (`torch.nn.Module.add = add_module`, Concat cropping to the smaller branch, ReflectionPad2d, Module.type(dtype),
-a fall back to saved parameters by .data.copy_).
+a fall back to saved parameters by .data.copy_); zalandoresearch's pytorch-ts DeepVAR (lagged subsequences by negative
+slices, a mean scaler against a 0-d buffer, a LowRankMultivariateNormal under AffineTransform(event_dim=1) in a
+TransformedDistribution subclass with mean and variance properties).
 
 What failed in tnet, fixed there the way torch behaves:
 - a layer's in_channels, out_channels, kernel_size, in_features and out_features were read-only properties (read from
@@ -1204,7 +1206,7 @@ def matching_networks(m, state=None):
     Variable = m.torch.autograd.Variable
     torch.manual_seed(0)
     rng = np.random.default_rng(9)
-    classes_per_set, samples_per_class, batch_size, image_size = 3, 1, 2, 8
+    classes_per_set, samples_per_class, batch_size, image_size = 2, 1, 2, 8
 
     def convLayer(in_planes, out_planes, useDropout=False):
         seq = nn.Sequential(
@@ -1732,3 +1734,241 @@ def deep_image_prior(m, state=None):
 
 def test_deep_image_prior():
     compare(deep_image_prior)
+
+
+# (l) zalandoresearch/pytorch-ts's DeepVAR (pts/model/deepvar/deepvar_network.py's DeepVARTrainingNetwork;
+# pts/modules/distribution_output.py's LowRankMultivariateNormalOutput, PtArgProj and AffineTransformed;
+# pts/modules/scaler.py's MeanScaler; pts/model/utils.py's weighted_average): lagged subsequences by negative slices,
+# a per-series scale by torch.max against a 0-d buffer and torch.where to a default scale, a low-rank multivariate
+# normal under an AffineTransform(event_dim=1) in a TransformedDistribution subclass whose mean and variance are
+# properties, observed-value weights by min(dim=-1, keepdim=True), inv_softplus on the host
+def deepvar(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    distributions = m.torch.distributions
+    LowRankMultivariateNormal, TransformedDistribution = (distributions.LowRankMultivariateNormal,
+                                                          distributions.TransformedDistribution)
+    AffineTransform = distributions.AffineTransform
+    torch.manual_seed(0)
+    rng = np.random.default_rng(12)
+    B, target_dim, rank, context_length, prediction_length, lags_seq, n_time_feat = 3, 3, 2, 4, 2, [2, 1], 2
+    history_length = context_length + max(lags_seq)
+
+    def inv_softplus(y):
+        if y < 20.0:
+            return np.log(np.exp(y) - 1.0)
+        return y
+
+    def weighted_average(x, weights=None, dim=None):
+        if weights is not None:
+            weighted_tensor = torch.where(weights != 0, x * weights, torch.zeros_like(x))
+            sum_weights = torch.clamp(weights.sum(dim=dim) if dim else weights.sum(), min=1.0)
+            return (weighted_tensor.sum(dim=dim) if dim else weighted_tensor.sum()) / sum_weights
+        else:
+            return x.mean(dim=dim)
+
+    class MeanScaler(nn.Module):
+        def __init__(self, minimum_scale=1e-10, keepdim=False):
+            super().__init__()
+            self.keepdim = keepdim
+            self.register_buffer("minimum_scale", torch.tensor(minimum_scale))
+
+        def compute_scale(self, data, observed_indicator):
+            num_observed = observed_indicator.sum(dim=1)
+            sum_observed = (data.abs() * observed_indicator).sum(dim=1)
+            total_observed = num_observed.sum(dim=0)
+            denominator = torch.max(total_observed, torch.ones_like(total_observed))
+            default_scale = sum_observed.sum(dim=0) / denominator
+            scale = sum_observed / torch.max(num_observed, torch.ones_like(num_observed))
+            scale = torch.where(sum_observed > torch.zeros_like(sum_observed), scale,
+                                default_scale * torch.ones_like(num_observed))
+            return torch.max(scale, self.minimum_scale).detach()
+
+        def forward(self, data, observed_indicator):
+            scale = self.compute_scale(data, observed_indicator)
+            if self.keepdim:
+                scale = scale.unsqueeze(1)
+                return data / scale, scale
+            return data / scale.unsqueeze(1), scale
+
+    class AffineTransformed(TransformedDistribution):
+        def __init__(self, base_distribution, loc=None, scale=None, event_dim=0):
+            self.scale = 1.0 if scale is None else scale
+            self.loc = 0.0 if loc is None else loc
+            super().__init__(base_distribution, [AffineTransform(self.loc, self.scale, event_dim=event_dim)])
+
+        @property
+        def mean(self):
+            return self.base_dist.mean * self.scale + self.loc
+
+        @property
+        def variance(self):
+            return self.base_dist.variance * self.scale ** 2
+
+        @property
+        def stddev(self):
+            return self.variance.sqrt()
+
+    class PtArgProj(nn.Module):
+        def __init__(self, in_features, args_dim, domain_map, dtype=np.float32, prefix=None, **kwargs):
+            super().__init__(**kwargs)
+            self.args_dim = args_dim
+            self.proj = nn.ModuleList([nn.Linear(in_features, dim) for dim in args_dim.values()])
+            self.domain_map = domain_map
+
+        def forward(self, x):
+            params_unbounded = [proj(x) for proj in self.proj]
+            return self.domain_map(*params_unbounded)
+
+    class LowRankMultivariateNormalOutput:
+        def __init__(self, dim, rank, sigma_init=1.0, sigma_minimum=1e-3):
+            self.distr_cls = LowRankMultivariateNormal
+            self.dim = dim
+            self.rank = rank
+            self.sigma_init = sigma_init
+            self.sigma_minimum = sigma_minimum
+            self.args_dim = {"loc": dim, "cov_factor": dim * rank, "cov_diag": dim}
+
+        def get_args_proj(self, in_features):
+            return PtArgProj(in_features=in_features, args_dim=self.args_dim, domain_map=self.domain_map)
+
+        def domain_map(self, loc, cov_factor, cov_diag):
+            diag_bias = inv_softplus(self.sigma_init ** 2) if self.sigma_init > 0.0 else 0.0
+            shape = cov_factor.shape[:-1] + (self.dim, self.rank)
+            cov_factor = cov_factor.reshape(shape)
+            cov_diag = F.softplus(cov_diag + diag_bias) + self.sigma_minimum ** 2
+            return loc, cov_factor, cov_diag
+
+        def distribution(self, distr_args, loc=None, scale=None):
+            distr = self.distr_cls(*distr_args)
+            if loc is None and scale is None:
+                return distr
+            return AffineTransformed(distr, loc=loc, scale=scale, event_dim=1)
+
+    class DeepVARTrainingNetwork(nn.Module):
+        def __init__(self, input_size, num_layers, num_cells, cell_type, history_length, context_length,
+                     prediction_length, distr_output, dropout_rate, lags_seq, target_dim, scaling=True, **kwargs):
+            super().__init__(**kwargs)
+            self.num_layers = num_layers
+            self.num_cells = num_cells
+            self.cell_type = cell_type
+            self.history_length = history_length
+            self.context_length = context_length
+            self.prediction_length = prediction_length
+            self.dropout_rate = dropout_rate
+            self.scaling = scaling
+            assert len(set(lags_seq)) == len(lags_seq), "no duplicated lags allowed!"
+            lags_seq.sort()
+            self.lags_seq = lags_seq
+            self.distr_output = distr_output
+            self.target_dim = target_dim
+            self.embed_dim = 1
+            self.embed = nn.Embedding(num_embeddings=self.target_dim, embedding_dim=self.embed_dim)
+            rnn = {"LSTM": nn.LSTM, "GRU": nn.GRU}[self.cell_type]
+            self.rnn = rnn(input_size=input_size, hidden_size=num_cells, num_layers=num_layers, dropout=dropout_rate,
+                           batch_first=True)
+            self.proj_dist_args = distr_output.get_args_proj(num_cells)
+            self.scaler = MeanScaler(keepdim=True)
+
+        @staticmethod
+        def get_lagged_subsequences(sequence, sequence_length, indices, subsequences_length=1):
+            assert max(indices) + subsequences_length <= sequence_length, (
+                f"lags cannot go further than history length, found lag {max(indices)} "
+                f"while history length is only {sequence_length}")
+            assert all(lag_index >= 0 for lag_index in indices)
+            lagged_values = []
+            for lag_index in indices:
+                begin_index = -lag_index - subsequences_length
+                end_index = -lag_index if lag_index > 0 else None
+                lagged_values.append(sequence[:, begin_index:end_index, ...].unsqueeze(1))
+            return torch.cat(lagged_values, dim=1).permute(0, 2, 3, 1)
+
+        def unroll(self, lags, scale, time_feat, target_dimension_indicator, unroll_length, begin_state=None):
+            lags_scaled = lags / scale.unsqueeze(-1)
+            input_lags = lags_scaled.reshape((-1, unroll_length, len(self.lags_seq) * self.target_dim))
+            index_embeddings = self.embed(target_dimension_indicator)
+            repeated_index_embeddings = (index_embeddings.unsqueeze(1).expand(-1, unroll_length, -1, -1)
+                                         .reshape((-1, unroll_length, self.target_dim * self.embed_dim)))
+            inputs = torch.cat((input_lags, repeated_index_embeddings, time_feat), dim=-1)
+            outputs, state = self.rnn(inputs, begin_state)
+            return outputs, state, lags_scaled, inputs
+
+        def unroll_encoder(self, past_time_feat, past_target_cdf, past_observed_values, past_is_pad,
+                           future_time_feat, future_target_cdf, target_dimension_indicator):
+            past_observed_values = torch.min(past_observed_values, 1 - past_is_pad.unsqueeze(-1))
+            if future_time_feat is None or future_target_cdf is None:
+                time_feat = past_time_feat[:, -self.context_length:, ...]
+                sequence = past_target_cdf
+                sequence_length = self.history_length
+                subsequences_length = self.context_length
+            else:
+                time_feat = torch.cat((past_time_feat[:, -self.context_length:, ...], future_time_feat), dim=1)
+                sequence = torch.cat((past_target_cdf, future_target_cdf), dim=1)
+                sequence_length = self.history_length + self.prediction_length
+                subsequences_length = self.context_length + self.prediction_length
+            lags = self.get_lagged_subsequences(sequence=sequence, sequence_length=sequence_length,
+                                                indices=self.lags_seq, subsequences_length=subsequences_length)
+            _, scale = self.scaler(past_target_cdf[:, -self.context_length:, ...],
+                                   past_observed_values[:, -self.context_length:, ...])
+            outputs, states, lags_scaled, inputs = self.unroll(
+                lags=lags, scale=scale, time_feat=time_feat, target_dimension_indicator=target_dimension_indicator,
+                unroll_length=subsequences_length, begin_state=None)
+            return outputs, states, scale, lags_scaled, inputs
+
+        def distr(self, rnn_outputs, scale):
+            distr_args = self.proj_dist_args(rnn_outputs)
+            return self.distr_output.distribution(distr_args, scale=scale), distr_args
+
+        def forward(self, target_dimension_indicator, past_time_feat, past_target_cdf, past_observed_values,
+                    past_is_pad, future_time_feat, future_target_cdf, future_observed_values):
+            rnn_outputs, _, scale, lags_scaled, inputs = self.unroll_encoder(
+                past_time_feat=past_time_feat, past_target_cdf=past_target_cdf,
+                past_observed_values=past_observed_values, past_is_pad=past_is_pad,
+                future_time_feat=future_time_feat, future_target_cdf=future_target_cdf,
+                target_dimension_indicator=target_dimension_indicator)
+            target = torch.cat((past_target_cdf[:, -self.context_length:, ...], future_target_cdf), dim=1)
+            distr, distr_args = self.distr(rnn_outputs=rnn_outputs, scale=scale)
+            likelihoods = -distr.log_prob(target).unsqueeze(-1)
+            past_observed_values = torch.min(past_observed_values, 1 - past_is_pad.unsqueeze(-1))
+            observed_values = torch.cat((past_observed_values[:, -self.context_length:, ...],
+                                         future_observed_values), dim=1)
+            loss_weights, _ = observed_values.min(dim=-1, keepdim=True)
+            loss = weighted_average(likelihoods, weights=loss_weights, dim=1)
+            return (loss.mean(), likelihoods, distr_args, distr)
+
+    input_size = len(lags_seq) * target_dim + target_dim + n_time_feat
+    net = DeepVARTrainingNetwork(input_size=input_size, num_layers=2, num_cells=6, cell_type="LSTM",
+                                 history_length=history_length, context_length=context_length,
+                                 prediction_length=prediction_length,
+                                 distr_output=LowRankMultivariateNormalOutput(dim=target_dim, rank=rank),
+                                 dropout_rate=0.0, lags_seq=lags_seq, target_dim=target_dim)
+    init = load(m, net, state)
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-3, weight_decay=1e-8)
+    losses = []
+    for step in range(2):
+        level = rng.uniform(1, 5, (B, 1, target_dim))
+        series = (level * (1 + 0.3 * rng.standard_normal((B, history_length + prediction_length, target_dim))))
+        observed = (rng.random(series.shape) > 0.1).astype(np.float32)
+        observed[0, :, 1] = 0.0  # a series never observed: the default scale
+        is_pad = np.zeros((B, history_length), np.float32)
+        is_pad[1, :2] = 1.0
+        time_feat = rng.standard_normal((B, history_length + prediction_length, n_time_feat))
+        batch = {"target_dimension_indicator": torch.arange(target_dim).repeat(B, 1),
+                 "past_time_feat": torch.tensor(time_feat[:, :history_length], dtype=torch.float32),
+                 "past_target_cdf": torch.tensor(series[:, :history_length], dtype=torch.float32),
+                 "past_observed_values": torch.tensor(observed[:, :history_length]),
+                 "past_is_pad": torch.tensor(is_pad),
+                 "future_time_feat": torch.tensor(time_feat[:, history_length:], dtype=torch.float32),
+                 "future_target_cdf": torch.tensor(series[:, history_length:], dtype=torch.float32),
+                 "future_observed_values": torch.tensor(observed[:, history_length:])}
+        optimizer.zero_grad()
+        loss, likelihoods, distr_args, distr = net(**batch)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 10.0)
+        optimizer.step()
+        losses += [loss.item(), likelihoods.max().item(), distr.mean.sum().item(), distr.variance.sum().item(),
+                   distr.stddev.max().item()]
+    return init, losses + summary(net.parameters())
+
+
+def test_deepvar():
+    compare(deepvar)
