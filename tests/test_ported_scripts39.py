@@ -17,7 +17,9 @@ bidirectional LSTM's state cut by isinstance(h, Variable), a one-hot by scatter_
 prior (`torch.nn.Module.add = add_module`, Concat cropping to the smaller branch, ReflectionPad2d, Module.type(dtype),
 a fall back to saved parameters by .data.copy_); zalandoresearch's pytorch-ts DeepVAR (lagged subsequences by negative
 slices, a mean scaler against a 0-d buffer, a LowRankMultivariateNormal under AffineTransform(event_dim=1) in a
-TransformedDistribution subclass with mean and variance properties).
+TransformedDistribution subclass with mean and variance properties); coetaur0's ESIM (Embedding(_weight=), a 0-d max
+length as a size and a slice end, sequences sorted and restored by index_select around pack_padded_sequence, masked
+softmax attention, LSTM biases written through .data slices, ReduceLROnPlateau on accuracy).
 
 What failed in tnet, fixed there the way torch behaves:
 - a layer's in_channels, out_channels, kernel_size, in_features and out_features were read-only properties (read from
@@ -1972,3 +1974,212 @@ def deepvar(m, state=None):
 
 def test_deepvar():
     compare(deepvar)
+
+
+# (m) coetaur0/ESIM (esim/model.py's ESIM, esim/layers.py's RNNDropout, Seq2SeqEncoder and SoftmaxAttention,
+# esim/utils.py's sort_by_seq_lens, get_mask, masked_softmax, weighted_sum, replace_masked and correct_predictions;
+# scripts/training/train_snli.py's loop with ReduceLROnPlateau on accuracy, the training batches' here): Embedding(_weight=embeddings),
+# issubclass(rnn_type, nn.RNNBase), a 0-d max length as a size and a slice end, mask[batch == 0] = 0.0, lengths.new_tensor
+# of a tensor, sorting and restoring by index_select, an LSTM's forget-gate bias written through .data[h:2 * h] = 1.0
+def esim(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(13)
+    vocab_size, embedding_dim, hidden_size, batch = 12, 5, 4, 3
+
+    def sort_by_seq_lens(batch, sequences_lengths, descending=True):
+        sorted_seq_lens, sorting_index = sequences_lengths.sort(0, descending=descending)
+        sorted_batch = batch.index_select(0, sorting_index)
+        idx_range = sequences_lengths.new_tensor(torch.arange(0, len(sequences_lengths)))
+        _, reverse_mapping = sorting_index.sort(0, descending=False)
+        restoration_index = idx_range.index_select(0, reverse_mapping)
+        return sorted_batch, sorted_seq_lens, sorting_index, restoration_index
+
+    def get_mask(sequences_batch, sequences_lengths):
+        batch_size = sequences_batch.size()[0]
+        max_length = torch.max(sequences_lengths)
+        mask = torch.ones(batch_size, max_length, dtype=torch.float)
+        mask[sequences_batch[:, :max_length] == 0] = 0.0
+        return mask
+
+    def masked_softmax(tensor, mask):
+        tensor_shape = tensor.size()
+        reshaped_tensor = tensor.view(-1, tensor_shape[-1])
+        while mask.dim() < tensor.dim():
+            mask = mask.unsqueeze(1)
+        mask = mask.expand_as(tensor).contiguous().float()
+        reshaped_mask = mask.view(-1, mask.size()[-1])
+        result = nn.functional.softmax(reshaped_tensor * reshaped_mask, dim=-1)
+        result = result * reshaped_mask
+        result = result / (result.sum(dim=-1, keepdim=True) + 1e-13)
+        return result.view(*tensor_shape)
+
+    def weighted_sum(tensor, weights, mask):
+        weighted_sum = weights.bmm(tensor)
+        while mask.dim() < weighted_sum.dim():
+            mask = mask.unsqueeze(1)
+        mask = mask.transpose(-1, -2)
+        mask = mask.expand_as(weighted_sum).contiguous().float()
+        return weighted_sum * mask
+
+    def replace_masked(tensor, mask, value):
+        mask = mask.unsqueeze(1).transpose(2, 1)
+        reverse_mask = 1.0 - mask
+        values_to_add = value * reverse_mask
+        return tensor * mask + values_to_add
+
+    def correct_predictions(output_probabilities, targets):
+        _, out_classes = output_probabilities.max(dim=1)
+        correct = (out_classes == targets).sum()
+        return correct.item()
+
+    class RNNDropout(nn.Dropout):
+        def forward(self, sequences_batch):
+            ones = sequences_batch.data.new_ones(sequences_batch.shape[0], sequences_batch.shape[-1])
+            dropout_mask = nn.functional.dropout(ones, self.p, self.training, inplace=False)
+            return dropout_mask.unsqueeze(1) * sequences_batch
+
+    class Seq2SeqEncoder(nn.Module):
+        def __init__(self, rnn_type, input_size, hidden_size, num_layers=1, bias=True, dropout=0.0,
+                     bidirectional=False):
+            assert issubclass(rnn_type, nn.RNNBase), "rnn_type must be a class inheriting from torch.nn.RNNBase"
+            super(Seq2SeqEncoder, self).__init__()
+            self.rnn_type = rnn_type
+            self.input_size = input_size
+            self.hidden_size = hidden_size
+            self.num_layers = num_layers
+            self.bias = bias
+            self.dropout = dropout
+            self.bidirectional = bidirectional
+            self._encoder = rnn_type(input_size, hidden_size, num_layers=num_layers, bias=bias, batch_first=True,
+                                     dropout=dropout, bidirectional=bidirectional)
+
+        def forward(self, sequences_batch, sequences_lengths):
+            sorted_batch, sorted_lengths, _, restoration_idx = sort_by_seq_lens(sequences_batch, sequences_lengths)
+            packed_batch = nn.utils.rnn.pack_padded_sequence(sorted_batch, sorted_lengths, batch_first=True)
+            outputs, _ = self._encoder(packed_batch, None)
+            outputs, _ = nn.utils.rnn.pad_packed_sequence(outputs, batch_first=True)
+            reordered_outputs = outputs.index_select(0, restoration_idx)
+            return reordered_outputs
+
+    class SoftmaxAttention(nn.Module):
+        def forward(self, premise_batch, premise_mask, hypothesis_batch, hypothesis_mask):
+            similarity_matrix = premise_batch.bmm(hypothesis_batch.transpose(2, 1).contiguous())
+            prem_hyp_attn = masked_softmax(similarity_matrix, hypothesis_mask)
+            hyp_prem_attn = masked_softmax(similarity_matrix.transpose(1, 2).contiguous(), premise_mask)
+            attended_premises = weighted_sum(hypothesis_batch, prem_hyp_attn, premise_mask)
+            attended_hypotheses = weighted_sum(premise_batch, hyp_prem_attn, hypothesis_mask)
+            return attended_premises, attended_hypotheses
+
+    def _init_esim_weights(module):
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight.data)
+            nn.init.constant_(module.bias.data, 0.0)
+        elif isinstance(module, nn.LSTM):
+            nn.init.xavier_uniform_(module.weight_ih_l0.data)
+            nn.init.orthogonal_(module.weight_hh_l0.data)
+            nn.init.constant_(module.bias_ih_l0.data, 0.0)
+            nn.init.constant_(module.bias_hh_l0.data, 0.0)
+            hidden_size = module.bias_hh_l0.data.shape[0] // 4
+            module.bias_hh_l0.data[hidden_size:(2 * hidden_size)] = 1.0
+            if module.bidirectional:
+                nn.init.xavier_uniform_(module.weight_ih_l0_reverse.data)
+                nn.init.orthogonal_(module.weight_hh_l0_reverse.data)
+                nn.init.constant_(module.bias_ih_l0_reverse.data, 0.0)
+                nn.init.constant_(module.bias_hh_l0_reverse.data, 0.0)
+                module.bias_hh_l0_reverse.data[hidden_size:(2 * hidden_size)] = 1.0
+
+    class ESIM(nn.Module):
+        def __init__(self, vocab_size, embedding_dim, hidden_size, embeddings=None, padding_idx=0, dropout=0.5,
+                     num_classes=3, device="cpu"):
+            super(ESIM, self).__init__()
+            self.vocab_size = vocab_size
+            self.embedding_dim = embedding_dim
+            self.hidden_size = hidden_size
+            self.num_classes = num_classes
+            self.dropout = dropout
+            self.device = device
+            self._word_embedding = nn.Embedding(self.vocab_size, self.embedding_dim, padding_idx=padding_idx,
+                                                _weight=embeddings)
+            if self.dropout:
+                self._rnn_dropout = RNNDropout(p=self.dropout)
+            self._encoding = Seq2SeqEncoder(nn.LSTM, self.embedding_dim, self.hidden_size, bidirectional=True)
+            self._attention = SoftmaxAttention()
+            self._projection = nn.Sequential(nn.Linear(4 * 2 * self.hidden_size, self.hidden_size), nn.ReLU())
+            self._composition = Seq2SeqEncoder(nn.LSTM, self.hidden_size, self.hidden_size, bidirectional=True)
+            self._classification = nn.Sequential(nn.Dropout(p=self.dropout),
+                                                 nn.Linear(2 * 4 * self.hidden_size, self.hidden_size), nn.Tanh(),
+                                                 nn.Dropout(p=self.dropout),
+                                                 nn.Linear(self.hidden_size, self.num_classes))
+            self.apply(_init_esim_weights)
+
+        def forward(self, premises, premises_lengths, hypotheses, hypotheses_lengths):
+            premises_mask = get_mask(premises, premises_lengths).to(self.device)
+            hypotheses_mask = get_mask(hypotheses, hypotheses_lengths).to(self.device)
+            embedded_premises = self._word_embedding(premises)
+            embedded_hypotheses = self._word_embedding(hypotheses)
+            if self.dropout:
+                embedded_premises = self._rnn_dropout(embedded_premises)
+                embedded_hypotheses = self._rnn_dropout(embedded_hypotheses)
+            encoded_premises = self._encoding(embedded_premises, premises_lengths)
+            encoded_hypotheses = self._encoding(embedded_hypotheses, hypotheses_lengths)
+            attended_premises, attended_hypotheses = self._attention(encoded_premises, premises_mask,
+                                                                     encoded_hypotheses, hypotheses_mask)
+            enhanced_premises = torch.cat([encoded_premises, attended_premises, encoded_premises - attended_premises,
+                                           encoded_premises * attended_premises], dim=-1)
+            enhanced_hypotheses = torch.cat([encoded_hypotheses, attended_hypotheses,
+                                             encoded_hypotheses - attended_hypotheses,
+                                             encoded_hypotheses * attended_hypotheses], dim=-1)
+            projected_premises = self._projection(enhanced_premises)
+            projected_hypotheses = self._projection(enhanced_hypotheses)
+            if self.dropout:
+                projected_premises = self._rnn_dropout(projected_premises)
+                projected_hypotheses = self._rnn_dropout(projected_hypotheses)
+            v_ai = self._composition(projected_premises, premises_lengths)
+            v_bj = self._composition(projected_hypotheses, hypotheses_lengths)
+            v_a_avg = torch.sum(v_ai * premises_mask.unsqueeze(1).transpose(2, 1), dim=1) / \
+                torch.sum(premises_mask, dim=1, keepdim=True)
+            v_b_avg = torch.sum(v_bj * hypotheses_mask.unsqueeze(1).transpose(2, 1), dim=1) / \
+                torch.sum(hypotheses_mask, dim=1, keepdim=True)
+            v_a_max, _ = replace_masked(v_ai, premises_mask, -1e7).max(dim=1)
+            v_b_max, _ = replace_masked(v_bj, hypotheses_mask, -1e7).max(dim=1)
+            v = torch.cat([v_a_avg, v_a_max, v_b_avg, v_b_max], dim=1)
+            logits = self._classification(v)
+            probabilities = nn.functional.softmax(logits, dim=-1)
+            return logits, probabilities
+
+    def padded(lengths, width):
+        out = np.zeros((len(lengths), width), np.int64)
+        for i, n in enumerate(lengths):
+            out[i, :n] = rng.integers(1, vocab_size, n)
+        return out
+
+    embeddings = torch.tensor(normal(rng, vocab_size, embedding_dim) * 0.5)
+    model = ESIM(vocab_size, embedding_dim, hidden_size, embeddings=embeddings, dropout=0.0, num_classes=3)
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss()
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(parameters, lr=4e-4)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="max", factor=0.5, patience=0)
+    losses = []
+    for epoch in range(2):
+        model.train()
+        premises_lengths, hypotheses_lengths = rng.integers(1, 4, batch), rng.integers(1, 3, batch)
+        premises = torch.tensor(padded(premises_lengths, 4))
+        hypotheses = torch.tensor(padded(hypotheses_lengths, 3))
+        premises_lengths, hypotheses_lengths = torch.tensor(premises_lengths), torch.tensor(hypotheses_lengths)
+        labels = torch.tensor(rng.integers(0, 3, batch))
+        optimizer.zero_grad()
+        logits, probs = model(premises, premises_lengths, hypotheses, hypotheses_lengths)
+        loss = criterion(logits, labels)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        optimizer.step()
+        accuracy = correct_predictions(probs, labels) / batch  # train()'s running accuracy, in place of validate()'s
+        scheduler.step(accuracy)
+        losses += [loss.item(), accuracy, optimizer.param_groups[0]["lr"], probs.max().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_esim():
+    compare(esim)
