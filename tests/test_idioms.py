@@ -954,6 +954,26 @@ def test_inference_tensors_and_variable_as_torch():
     assert outcomes[0] == outcomes[1], outcomes
 
 
+def test_variable_is_a_class_every_tensor_is_an_instance_of():
+    """torch.autograd.Variable is a class whose isinstance holds for every tensor (old scripts' repackage_hidden and
+    `if isinstance(x, Variable): x = x.data`; tnet's function raised TypeError: isinstance() arg 2 must be a type),
+    never type(t); Variable(t) still gives a tensor, and Variable._execution_engine.queue_callback runs its callback
+    once the backward under way has finished."""
+    rows = []
+    for lib in (tnet, torch):
+        Variable = lib.autograd.Variable
+        w = lib.ones(2, requires_grad=True)
+        v = Variable(w * 2)
+        order = []
+        w.register_hook(lambda g: Variable._execution_engine.queue_callback(lambda: order.append("callback")) or
+                        order.append("hook"))
+        (w * 3).sum().backward()
+        rows.append([isinstance(w, Variable), isinstance(v, Variable), isinstance(lib.nn.Parameter(lib.ones(1)), Variable),
+                     isinstance(2.0, Variable), type(w) == Variable, isinstance(v, lib.Tensor),
+                     isinstance(Variable, type), order])
+    assert rows[0] == rows[1] == [True, True, True, False, False, True, True, ["hook", "callback"]], rows
+
+
 def test_numpy_ufuncs_on_a_tensor_give_a_tensor_as_torchs():
     """np.sqrt(loss), np.exp(x), np.maximum(x, c), np.argmax(x): numpy's functions on a tensor give a
     tensor (a 0-d one from a 0-d tensor), as torch's __array_wrap__; np.array(x) stays an array."""

@@ -230,6 +230,20 @@ def test_layer_size_attributes():
     assert (lazy.in_channels, lazy.kernel_size, lazy_fc.in_features) == (5, (2, 2), 6)
 
 
+
+def test_layer_size_attributes_take_assignment():
+    """torch's size attributes are plain attributes a script may set: slimmable networks' SlimmableConv2d sets
+    in_channels, out_channels and groups before convolving a slice of its weight (it raised AttributeError: property
+    has no setter); the value set is read back, as torch's, and a layer not written to still reads its weight."""
+    import torch
+    for lib in (tnet, torch):
+        c, t, fc = lib.nn.Conv2d(4, 6, 3), lib.nn.ConvTranspose2d(4, 6, 3), lib.nn.Linear(7, 2)
+        c.in_channels, c.out_channels, c.kernel_size = 2, 3, (1, 1)
+        t.in_channels, t.out_channels, fc.in_features, fc.out_features = 1, 5, 3, 1
+        assert (c.in_channels, c.out_channels, c.kernel_size, t.in_channels, t.out_channels) == (2, 3, (1, 1), 1, 5)
+        assert (fc.in_features, fc.out_features, lib.nn.Linear(7, 2).in_features) == (3, 1, 7)
+        assert tuple(c.weight.shape) == (6, 4, 3, 3)
+
 def test_conv_argument_attributes_are_tuples():
     """stride, padding, dilation (and output_padding) as torch keeps them: tuples, or padding's string
     (EfficientNet's same-padding convs take len(self.stride))."""

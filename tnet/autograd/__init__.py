@@ -1,11 +1,13 @@
 """torch.autograd's functions, custom Functions, and the names that old training scripts use."""
 import warnings
+from types import SimpleNamespace
 
 from torch.autograd import profiler  # torch's profiler (instrumentation, no math): profiler.profile, record_function
 
 from ..functional import isnan
 from ..functional.copy import stack
-from ..tensor import Tensor, backward_checks, enable_grad, inference_mode, no_grad, run_backward, set_grad_enabled
+from ..tensor import (Tensor, backward_checks, enable_grad, inference_mode, no_grad, queue_callback, run_backward,
+                      set_grad_enabled)
 from . import function, grad_mode, graph  # torch's submodules, for their import paths
 from .function import Function, FunctionCtx, once_differentiable
 
@@ -15,14 +17,24 @@ __all__ = ["Function", "FunctionCtx", "Variable", "backward", "detect_anomaly", 
            "set_grad_enabled"]
 
 
-def Variable(tensor, requires_grad=False, volatile=False):
+class _VariableMeta(type):
+    def __instancecheck__(cls, other):  # torch's VariableMeta: every tensor is a Variable
+        return isinstance(other, Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
     """torch.autograd.Variable (deprecated in torch): as torch's, a new leaf on the tensor's memory,
     cut from its history, that requires grad only where asked; the tensor given is left as it was
     (`Variable(x, requires_grad=True)` does not make x require grad, and `Variable(h)` of a
-    recorded h is a detached leaf)."""
-    out = tensor.detach()
-    out.requires_grad = bool(requires_grad)
-    return out
+    recorded h is a detached leaf). A class, as torch's: old scripts ask isinstance(h, Variable), true of
+    every tensor (type(h) is Tensor, never Variable). Variable._execution_engine.queue_callback(fn): fn runs once the
+    backward under way has finished (DDP-style hooks queue their reductions there), as torch's."""
+    _execution_engine = SimpleNamespace(queue_callback=queue_callback)
+
+    def __new__(cls, tensor, requires_grad=False, volatile=False):
+        out = tensor.detach()
+        out.requires_grad = bool(requires_grad)
+        return out
 
 
 def _tensors(v):

@@ -1134,12 +1134,32 @@ def _check_conv_layer(in_channels, out_channels, groups, padding=0, stride=(1,),
           lambda: f"padding_mode must be one of {valid_padding_modes}, but got padding_mode='{padding_mode}'")
 
 
+class _SizeFromWeight:
+    """A layer's size attribute (in_channels, out_features, kernel_size), a plain attribute in torch that a script
+    may overwrite (slimmable networks set in_channels and out_channels, then convolve a slice of the weight); until
+    it is set, read from the weight, which a lazy layer shapes at its first call."""
+
+    def __init__(self, read):
+        self.read = read
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, layer, owner=None):
+        if layer is None:
+            return self
+        return vars(layer)[self.name] if self.name in vars(layer) else self.read(layer)
+
+    def __set__(self, layer, value):
+        vars(layer)[self.name] = value
+
+
 class _ConvNd(Module):
     """The base of tnet's convolutions, as torch's (isinstance checks): their default init, and
     torch's size attributes, read from the weight (a lazy layer's change at its first call)."""
-    in_channels = property(lambda self: self.weight.shape[1] * self.groups)
-    out_channels = property(lambda self: self.weight.shape[0])
-    kernel_size = property(lambda self: tuple(self.weight.shape[2:]))
+    in_channels = _SizeFromWeight(lambda self: self.weight.shape[1] * self.groups)
+    out_channels = _SizeFromWeight(lambda self: self.weight.shape[0])
+    kernel_size = _SizeFromWeight(lambda self: tuple(self.weight.shape[2:]))
     transposed = False
     output_padding = property(lambda self: (0,) * len(self.kernel_size))  # a transposed layer holds its own
 
@@ -1260,8 +1280,8 @@ class Linear(Module):
         """Draw the weight and bias anew, as at construction (torch's init or the fillers given)."""
         _torch_default_init(self)
 
-    in_features = property(lambda self: self.weight.shape[1])  # torch's attributes, read from the weight
-    out_features = property(lambda self: self.weight.shape[0])
+    in_features = _SizeFromWeight(lambda self: self.weight.shape[1])  # torch's attributes, read from the weight
+    out_features = _SizeFromWeight(lambda self: self.weight.shape[0])
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -1370,8 +1390,8 @@ class _ConvTransposeNd(_ConvNd):
     """torch.nn.ConvTranspose1d's, 2d's and 3d's arguments in torch's order and torch's default init (drawn
     from rng, tnet's init stream by default); the weight is [in_channels, out_channels/groups, *kernel],
     as torch's (channels-last in 2-D); padding_mode 'zeros' only."""
-    in_channels = property(lambda self: self.weight.shape[0])
-    out_channels = property(lambda self: self.weight.shape[1] * self.groups)
+    in_channels = _SizeFromWeight(lambda self: self.weight.shape[0])
+    out_channels = _SizeFromWeight(lambda self: self.weight.shape[1] * self.groups)
     dims = 2
     transposed, output_padding = True, None  # output_padding: set by __init__
 
