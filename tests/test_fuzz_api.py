@@ -208,7 +208,7 @@ def _same_outcome(fn, rtol=1e-5):
     lambda m, f, t: m.div(t([4, -7]), 0), lambda m, f, t: t([[]]).long() // t([[]]).long(),
     lambda m, f, t: m.zeros(5, 0, 1, dtype=torch.bool) % 0, lambda m, f, t: m.zeros(2, 0).long() // t([0])])
 def test_integer_division_by_zero_raises_as_torch(call):
-    _same_outcome(call)
+    _same_outcome(lambda m, f, t: flag_checked(lambda: call(m, f, t)))  # a GPU's check of a tensor divisor comes later
 
 
 @pytest.mark.parametrize("x, y", [([1.5], [1.0]), ([float("nan")], [1.0]), ([0.5], [-0.1]), ([0.0, 1.0, 0.3], [1.0, 0.0, 0.5]),

@@ -121,6 +121,18 @@ def check_flag(flag, error):
         _FLAG_COPIES[flag.device].copy(flag, error)
 
 
+def clear_flags():
+    """Clear, unread, every flag with a pending copy and drop the copies (after a GPU synchronisation), so that an
+    error one piece of work left unread (a test's) is not raised in the next. Every flag a launch set has one until
+    it is read: check_flag copies it after each launch."""
+    for copies in _FLAG_COPIES.values():
+        if copies.queue:
+            copies.events[copies.queue[-1][0]].synchronize()
+        for _, flag, _ in copies.queue:
+            flag.zero_()
+        copies.queue.clear()
+
+
 def take_flag(flag):
     """The value flag holds, or None if unset, read on the host now (a synchronisation); clears it and drops
     its pending copies."""
