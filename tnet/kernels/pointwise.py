@@ -892,14 +892,15 @@ def _orthogonal_polynomial(x, n, KIND: tl.constexpr, SHIFTED: tl.constexpr):
         first = 1.0 - y
     else:  # "he", "p"
         first = y
-    edge = tl.abs(y) == 1.0
+    none = tl.zeros_like(y) != 0.0
+    edge = tl.abs(y) == 1.0  # where the closed values serve
     if KIND == "l":
         edge = y == 0.0
     elif KIND == "h" or KIND == "he":
-        edge = tl.zeros_like(y) != 0.0  # none
-    trig = (degree > (6.0 if KIND == "t" else 8.0)) & (tl.abs(y) < 1.0)
-    if not (KIND == "t" or KIND == "u" or KIND == "v" or KIND == "w"):
-        trig = edge
+        edge = none
+    trig = none  # where the trigonometric forms serve
+    if KIND == "t" or KIND == "u" or KIND == "v" or KIND == "w":
+        trig = (degree > (6.0 if KIND == "t" else 8.0)) & (tl.abs(y) < 1.0)
     recurs = (degree >= 2.0) & ~edge & ~trig
     steps = tl.max(tl.where(recurs, degree, 1.0), axis=0).to(tl.int32)
     before = tl.zeros_like(y) + 1.0
