@@ -233,10 +233,14 @@ def batch_norm_apply_kernel(x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, y_ptr, R, C
     rows = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     offs, mask = _offsets(rows, cols, R, C, L)
-    mean, _, scale, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
+    mean, invstd, _, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    # (x - mean) * scale rather than x * scale + shift: the latter cancels when |mean| >> std
-    y = (x - mean[None, :]) * scale[None, :] + shift[None, :]
+    # (x - mean) first, not x * scale + shift: the latter cancels when |mean| >> std; then invstd,
+    # then w, as torch's CUDA: invstd * w overflows where y does not (w = 3e38)
+    y = (x - mean[None, :]) * invstd[None, :]
+    if HAS_W:
+        y *= tl.load(w_ptr + cols, mask=cols < C, other=0.0).to(tl.float32)[None, :]
+    y += shift[None, :]
     if ACT:
         y *= _gelu_cdf(y)[0]
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
