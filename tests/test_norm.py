@@ -372,17 +372,26 @@ def test_batch_norm_whose_sum_overflows_has_torchs_finite_mean(monkeypatch, rows
 
 @pytest.mark.parametrize("training", [True, False])
 def test_batch_norm_of_a_huge_weight_scales_the_normalised_value(training):
-    """y = ((x - mean) * invstd) * w + b, as torch's CUDA: invstd * w first overflows to inf at w = 3e38 where y is
-    finite (fuzz seed 386, case 1401: tnet -inf, torch's CPU NaN from its folded x * (invstd w) + (b - mean invstd w))."""
+    """y = ((x - mean) * invstd) * w + b and eval's dx = (g * w) * invstd, as torch's CUDA: invstd * w first overflows
+    to inf at w = 3e38 where y and dx are finite (fuzz seed 386, case 1401: tnet -inf, torch's CPU NaN from its folded
+    x * (invstd w) + (b - mean invstd w); seed 408, case 800: dx)."""
     x = np.array([[0.1026, 0.2297], [0.5632, 0.0532]], np.float32)
     w, b = np.array([3e38, 0.063], np.float32), np.array([1.7, 2.0], np.float32)
-    rm, rv = np.array([0.3329, 0.0], np.float32), np.array([0.053, 1.0], np.float32)
+    rm, rv = np.array([0.3329, 0.0], np.float32), np.array([0.25, 1.0], np.float32)
     got = F.batch_norm(tnet.tensor(x), tnet.tensor(rm), tnet.tensor(rv), tnet.tensor(w), tnet.tensor(b),
                        training=training).memory.cpu().double()
     mean, var = (x.mean(0), x.var(0)) if training else (rm, rv)
     want = (x - mean) / np.sqrt(var.astype(np.float64) + 1e-5) * w + b
     assert np.isfinite(got.numpy()).all(), got
     assert_close(got, want, TOL["ieee"], "y")
+    if not training:
+        a = tnet.tensor(x, requires_grad=True)
+        y = F.batch_norm(a, tnet.tensor(rm), tnet.tensor(rv), tnet.tensor(w), tnet.tensor(b))
+        y.backward(tnet.full((2, 2), 0.25))
+        want = np.full((2, 2), 0.25) * w / np.sqrt(rv.astype(np.float64) + 1e-5)
+        assert np.isfinite(a.grad.numpy()).all(), a.grad
+        assert_close(a.grad.memory.cpu().double(), want, TOL["ieee"], "dx")
+
 
 def _bn_grads(x, w, b, g, lib):
     """(y, dx, dw, db) of training-mode batch norm of x with weight w and bias b for the output

@@ -304,8 +304,10 @@ def batch_norm_backward_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, 
         dz = _dz(dy, xc, scale, shift, ACT)
     else:
         dz = dy
-    if RUNNING:
-        dx = dz * scale[None, :]
+    if RUNNING:  # (dz * w) * invstd, as torch's CUDA: invstd * w overflows where dx does not (w = 3e38)
+        if HAS_W:
+            dz *= tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)[None, :]
+        dx = dz * invstd[None, :]
     else:
         mean_dz = tl.load(sum_dz_ptr + cols, mask=cmask, other=0.0) / R
         mean_dzx = tl.load(sum_dzx_ptr + cols, mask=cmask, other=0.0) * invstd / R  # per unit of x - mean
