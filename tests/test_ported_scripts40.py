@@ -1,0 +1,1493 @@
+"""CIFAR/MNIST model-zoo code the earlier files leave out, written from memory in its sources' styles and ported by
+its imports alone, as test_ported_scripts.py: weiaicunzai/pytorch-cifar100's less common models (RiR's two streams
+passed as a tuple through nn.Sequential blocks named with spaces, ShuffleNet's ChannelShuffle and group pointwise
+convolutions fused by add or cat, ShuffleNetV2's channel_split views, MobileNet's width multiplier, MobileNetV2's
+in-place residual add, SEResNet's excitation by expand_as, PreActResNet); bearpaw/pytorch-classification's DenseNet
+(init by m.weight.data.normal_(0, math.sqrt(2. / n))) and CIFAR AlexNet; huyvnphan/PyTorch_CIFAR10's GoogLeNet with
+transform_input, its WarmupCosineLR (an _LRScheduler subclass whose get_lr reads self._get_lr_called_within_step)
+stepped per iteration, and its Lightning module's step; gram-ai/capsule-networks (routing priors by a 5-D broadcast
+matmul, a softmax over a transposed dimension, one-hot targets by torch.eye(...).index_select); akamaster's trainer
+(DataParallel, MultiStepLR(last_epoch=start_epoch - 1) resuming from initial_lr, a checkpoint dict of the state_dict
+and best_prec1); erykml's LeNet-5 (tanh and AvgPool2d, logits and probabilities, a running loss over a DataLoader).
+Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
+weights summed into a few numbers, agree. Numpy draws the batches; shapes are tiny and runs take two steps; where a
+repository hard-codes dropout, its probability is a parameter set to 0 here (tnet draws other masks).
+
+Fixed in tnet on the way: LRScheduler had no _get_lr_called_within_step (WarmupCosineLR's get_lr raised
+AttributeError); it is now True while step() calls get_lr, as torch's (test_lr_scheduler.py). Found and documented
+(README's porting section): an element-wise product of a transposed tensor is contiguous in tnet, where torch's keeps
+the transposed layout, so the capsule network's .view, which torch refuses, works in tnet."""
+import math
+
+import numpy as np
+import pytest
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def train_steps(m, model, rng, shape, steps=2, classes=10, **sgd):
+    """weiaicunzai's train.py loop without its warm-up (test_ported_scripts34 runs that): SGD with nesterov momentum
+    and weight decay, MultiStepLR(milestones, gamma=0.2) stepped each epoch, then an eval pass counting
+    preds.eq(labels).sum() under torch.no_grad()."""
+    torch, nn, optim = m.torch, m.nn, m.optim
+    loss_function = nn.CrossEntropyLoss()
+    optimizer = optim.SGD(model.parameters(), lr=sgd.get("lr", 0.05), momentum=0.9, weight_decay=5e-4, nesterov=True)
+    train_scheduler = optim.lr_scheduler.MultiStepLR(optimizer, milestones=[1], gamma=0.2)
+    losses = []
+    for epoch in range(steps):
+        model.train()
+        images = torch.tensor(normal(rng, *shape))
+        labels = torch.tensor(rng.integers(0, classes, shape[0]))
+        optimizer.zero_grad()
+        outputs = model(images)
+        loss = loss_function(outputs, labels)
+        loss.backward()
+        optimizer.step()
+        train_scheduler.step()
+        losses += [loss.item(), optimizer.param_groups[0]['lr']]
+    model.eval()
+    correct = 0.0
+    with torch.no_grad():
+        images = torch.tensor(normal(rng, *shape))
+        labels = torch.tensor(rng.integers(0, classes, shape[0]))
+        outputs = model(images)
+        _, preds = outputs.max(1)
+        correct += preds.eq(labels).sum()
+    return losses + [float(correct), outputs.sum().item()]
+
+
+# (a) weiaicunzai/pytorch-cifar100's models/rir.py (ResNet in ResNet): ResnetInit's residual and transient streams,
+# each fed by its own and the other's convolution, a shortcut on the residual stream only; RiRBlock's layers added by
+# add_module("generalized layers{}".format(index), ...) and called with a tuple; the two streams concatenated
+# before a strided conv; _weight_init by the deprecated torch.nn.init.kaiming_normal and m.bias.data.fill_(0.01)
+def rir(m, state=None, base=4, num_classes=10, drop=0.0):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(1)
+
+    class ResnetInit(nn.Module):
+        def __init__(self, in_channel, out_channel, stride):
+            super(ResnetInit, self).__init__()
+            self.residual_stream_conv = nn.Conv2d(in_channel, out_channel, 3, padding=1, stride=stride)
+            self.transient_stream_conv = nn.Conv2d(in_channel, out_channel, 3, padding=1, stride=stride)
+            self.residual_stream_conv_across = nn.Conv2d(in_channel, out_channel, 3, padding=1, stride=stride)
+            self.transient_stream_conv_across = nn.Conv2d(in_channel, out_channel, 3, padding=1, stride=stride)
+            self.residual_bn_relu = nn.Sequential(nn.BatchNorm2d(out_channel), nn.ReLU(inplace=True))
+            self.transient_bn_relu = nn.Sequential(nn.BatchNorm2d(out_channel), nn.ReLU(inplace=True))
+            self.short_cut = nn.Sequential()
+            if in_channel != out_channel or stride != 1:
+                self.short_cut = nn.Sequential(nn.Conv2d(in_channel, out_channel, kernel_size=1, stride=stride))
+
+        def forward(self, x):
+            x_residual, x_transient = x
+            residual_r_r = self.residual_stream_conv(x_residual)
+            residual_r_t = self.residual_stream_conv_across(x_residual)
+            residual_shortcut = self.short_cut(x_residual)
+            transient_t_t = self.transient_stream_conv(x_transient)
+            transient_t_r = self.transient_stream_conv_across(x_transient)
+            x_residual = self.residual_bn_relu(residual_r_r + transient_t_r + residual_shortcut)
+            x_transient = self.transient_bn_relu(residual_r_t + transient_t_t)
+            return x_residual, x_transient
+
+    class RiRBlock(nn.Module):
+        def __init__(self, in_channel, out_channel, layer_num, stride, layer=ResnetInit):
+            super().__init__()
+            self.resnetinit = self._make_layers(in_channel, out_channel, layer_num, stride)
+
+        def forward(self, x):
+            x_residual, x_transient = self.resnetinit(x)
+            return (x_residual, x_transient)
+
+        def _make_layers(self, in_channel, out_channel, layer_num, stride, layer=ResnetInit):
+            strides = [stride] + [1] * (layer_num - 1)
+            layers = nn.Sequential()
+            for index, s in enumerate(strides):
+                layers.add_module("generalized layers{}".format(index), layer(in_channel, out_channel, s))
+                in_channel = out_channel
+            return layers
+
+    class ResnetInResneet(nn.Module):
+        def __init__(self, num_classes=100):
+            super().__init__()
+            self.residual_pre_conv = nn.Sequential(nn.Conv2d(3, base, 3, padding=1), nn.BatchNorm2d(base),
+                                                   nn.ReLU(inplace=True))
+            self.transient_pre_conv = nn.Sequential(nn.Conv2d(3, base, 3, padding=1), nn.BatchNorm2d(base),
+                                                    nn.ReLU(inplace=True))
+            self.rir1 = RiRBlock(base, base, 2, 1)
+            self.rir2 = RiRBlock(base, base * 2, 1, 2)
+            self.conv1 = nn.Sequential(
+                nn.Conv2d(base * 4, num_classes, kernel_size=3, stride=2),  # without this convolution, loss will soon be nan
+                nn.BatchNorm2d(num_classes),
+                nn.ReLU(inplace=True),
+            )
+            self.classifier = nn.Sequential(
+                nn.Linear(num_classes, 12),
+                nn.ReLU(),
+                nn.Dropout(drop),
+                nn.Linear(12, num_classes),
+            )
+            self._weight_init()
+
+        def forward(self, x):
+            x_residual = self.residual_pre_conv(x)
+            x_transient = self.transient_pre_conv(x)
+            x_residual, x_transient = self.rir1((x_residual, x_transient))
+            x_residual, x_transient = self.rir2((x_residual, x_transient))
+            h = torch.cat([x_residual, x_transient], 1)
+            h = self.conv1(h)
+            h = h.view(h.size()[0], -1)
+            h = self.classifier(h)
+            return h
+
+        def _weight_init(self):
+            for m_ in self.modules():
+                if isinstance(m_, nn.Conv2d):
+                    torch.nn.init.kaiming_normal(m_.weight)
+                    m_.bias.data.fill_(0.01)
+
+    net = ResnetInResneet(num_classes)
+    assert "rir1.resnetinit.generalized layers1.short_cut" in dict(net.named_modules())
+    init = load(m, net, state)
+    return init, train_steps(m, net, rng, (2, 3, 8, 8)) + summary(net.parameters()) + summary(net.buffers())
+
+
+def test_weiaicunzai_rir():
+    compare(rir)
+
+
+# (b) weiaicunzai/pytorch-cifar100's models/shufflenet.py (ShuffleNet v1): ChannelShuffle by x.data.size(), view into
+# (groups, channels_per_group), transpose(1, 2).contiguous() and view back; PointwiseConv2d of groups; a unit that
+# adds (torch.add) its shortcut, or at stride 2 concatenates an AvgPool2d(3, stride=2, padding=1) of it; the stage
+# builder passing its own list as stage= (as the source does)
+def shufflenet(m, state=None, out_channels=(8, 24, 48), groups=2):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(2)
+
+    class BasicConv2d(nn.Module):
+        def __init__(self, input_channels, output_channels, kernel_size, **kwargs):
+            super().__init__()
+            self.conv = nn.Conv2d(input_channels, output_channels, kernel_size, **kwargs)
+            self.bn = nn.BatchNorm2d(output_channels)
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            x = self.conv(x)
+            x = self.bn(x)
+            x = self.relu(x)
+            return x
+
+    class ChannelShuffle(nn.Module):
+        def __init__(self, groups):
+            super().__init__()
+            self.groups = groups
+
+        def forward(self, x):
+            batchsize, channels, height, width = x.data.size()
+            channels_per_group = int(channels / self.groups)
+            x = x.view(batchsize, self.groups, channels_per_group, height, width)
+            x = x.transpose(1, 2).contiguous()
+            x = x.view(batchsize, -1, height, width)
+            return x
+
+    class DepthwiseConv2d(nn.Module):
+        def __init__(self, input_channels, output_channels, kernel_size, **kwargs):
+            super().__init__()
+            self.depthwise = nn.Sequential(nn.Conv2d(input_channels, output_channels, kernel_size, **kwargs),
+                                           nn.BatchNorm2d(output_channels))
+
+        def forward(self, x):
+            return self.depthwise(x)
+
+    class PointwiseConv2d(nn.Module):
+        def __init__(self, input_channels, output_channels, **kwargs):
+            super().__init__()
+            self.pointwise = nn.Sequential(nn.Conv2d(input_channels, output_channels, 1, **kwargs),
+                                           nn.BatchNorm2d(output_channels))
+
+        def forward(self, x):
+            return self.pointwise(x)
+
+    class ShuffleNetUnit(nn.Module):
+        def __init__(self, input_channels, output_channels, stage, stride, groups):
+            super().__init__()
+            self.bottlneck = nn.Sequential(PointwiseConv2d(input_channels, int(output_channels / 4), groups=groups),
+                                           nn.ReLU(inplace=True))
+            if stage == 2:
+                self.bottlneck = nn.Sequential(PointwiseConv2d(input_channels, int(output_channels / 4), groups=groups),
+                                               nn.ReLU(inplace=True))
+            self.channel_shuffle = ChannelShuffle(groups)
+            self.depthwise = DepthwiseConv2d(int(output_channels / 4), int(output_channels / 4), 3,
+                                             groups=int(output_channels / 4), stride=stride, padding=1)
+            self.expand = PointwiseConv2d(int(output_channels / 4), output_channels, groups=groups)
+            self.relu = nn.ReLU(inplace=True)
+            self.fusion = self._add
+            self.shortcut = nn.Sequential()
+            if stride != 1 or input_channels != output_channels:
+                self.shortcut = nn.AvgPool2d(3, stride=2, padding=1)
+                self.expand = PointwiseConv2d(int(output_channels / 4), output_channels - input_channels, groups=groups)
+                self.fusion = self._cat
+
+        def _add(self, x, y):
+            return torch.add(x, y)
+
+        def _cat(self, x, y):
+            return torch.cat([x, y], dim=1)
+
+        def forward(self, x):
+            shortcut = self.shortcut(x)
+            shuffled = self.bottlneck(x)
+            shuffled = self.channel_shuffle(shuffled)
+            shuffled = self.depthwise(shuffled)
+            shuffled = self.expand(shuffled)
+            output = self.fusion(shortcut, shuffled)
+            output = self.relu(output)
+            return output
+
+    class ShuffleNet(nn.Module):
+        def __init__(self, num_blocks, num_classes=100, groups=3):
+            super().__init__()
+            self.conv1 = BasicConv2d(3, out_channels[0], 3, padding=1, stride=1)
+            self.input_channels = out_channels[0]
+            self.stage2 = self._make_stage(ShuffleNetUnit, num_blocks[0], out_channels[1], stride=2, stage=2,
+                                           groups=groups)
+            self.stage3 = self._make_stage(ShuffleNetUnit, num_blocks[1], out_channels[2], stride=2, stage=3,
+                                           groups=groups)
+            self.avg = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(out_channels[2], num_classes)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = self.stage2(x)
+            x = self.stage3(x)
+            x = self.avg(x)
+            x = x.view(x.size(0), -1)
+            x = self.fc(x)
+            return x
+
+        def _make_stage(self, block, num_blocks, output_channels, stride, stage, groups):
+            strides = [stride] + [1] * (num_blocks - 1)
+            stage = []
+            for stride in strides:
+                stage.append(block(self.input_channels, output_channels, stride=stride, stage=stage, groups=groups))
+                self.input_channels = output_channels
+            return nn.Sequential(*stage)
+
+    net = ShuffleNet([2, 1], num_classes=10, groups=groups)
+    init = load(m, net, state)
+    return init, train_steps(m, net, rng, (2, 3, 16, 16)) + summary(net.parameters())
+
+
+def test_weiaicunzai_shufflenet():
+    compare(shufflenet)
+
+
+# (c) weiaicunzai/pytorch-cifar100's models/shufflenetv2.py: channel_split by torch.split (two channel views of the
+# input, the residual's 1x1 convolution reading a non-contiguous half), channel_shuffle over 2 groups after the cat,
+# the stride-2 unit's depthwise shortcut, F.adaptive_avg_pool2d(x, 1); widths from a ratio table, cut here
+def shufflenetv2(m, state=None, out_channels=(8, 16, 32)):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(3)
+
+    def channel_split(x, split):
+        """split a tensor into two pieces along channel dimension
+        Args:
+            x: input tensor
+            split:(int) channel size for each pieces
+        """
+        assert x.size(1) == split * 2
+        return torch.split(x, split, dim=1)
+
+    def channel_shuffle(x, groups):
+        batch_size, channels, height, width = x.size()
+        channels_per_group = int(channels // groups)
+        x = x.view(batch_size, groups, channels_per_group, height, width)
+        x = x.transpose(1, 2).contiguous()
+        x = x.view(batch_size, -1, height, width)
+        return x
+
+    class ShuffleUnit(nn.Module):
+        def __init__(self, in_channels, out_channels, stride):
+            super().__init__()
+            self.stride = stride
+            self.in_channels = in_channels
+            self.out_channels = out_channels
+            if stride != 1 or in_channels != out_channels:
+                self.residual = nn.Sequential(
+                    nn.Conv2d(in_channels, in_channels, 1),
+                    nn.BatchNorm2d(in_channels),
+                    nn.ReLU(inplace=True),
+                    nn.Conv2d(in_channels, in_channels, 3, stride=stride, padding=1, groups=in_channels),
+                    nn.BatchNorm2d(in_channels),
+                    nn.Conv2d(in_channels, int(out_channels / 2), 1),
+                    nn.BatchNorm2d(int(out_channels / 2)),
+                    nn.ReLU(inplace=True)
+                )
+                self.shortcut = nn.Sequential(
+                    nn.Conv2d(in_channels, in_channels, 3, stride=stride, padding=1, groups=in_channels),
+                    nn.BatchNorm2d(in_channels),
+                    nn.Conv2d(in_channels, int(out_channels / 2), 1),
+                    nn.BatchNorm2d(int(out_channels / 2)),
+                    nn.ReLU(inplace=True)
+                )
+            else:
+                self.shortcut = nn.Sequential()
+                in_channels = int(in_channels / 2)
+                self.residual = nn.Sequential(
+                    nn.Conv2d(in_channels, in_channels, 1),
+                    nn.BatchNorm2d(in_channels),
+                    nn.ReLU(inplace=True),
+                    nn.Conv2d(in_channels, in_channels, 3, stride=stride, padding=1, groups=in_channels),
+                    nn.BatchNorm2d(in_channels),
+                    nn.Conv2d(in_channels, in_channels, 1),
+                    nn.BatchNorm2d(in_channels),
+                    nn.ReLU(inplace=True)
+                )
+
+        def forward(self, x):
+            if self.stride == 1 and self.out_channels == self.in_channels:
+                shortcut, residual = channel_split(x, int(self.in_channels / 2))
+            else:
+                shortcut = x
+                residual = x
+            shortcut = self.shortcut(shortcut)
+            residual = self.residual(residual)
+            x = torch.cat([shortcut, residual], dim=1)
+            x = channel_shuffle(x, 2)
+            return x
+
+    class ShuffleNetV2(nn.Module):
+        def __init__(self, ratio=1, class_num=100):
+            super().__init__()
+            self.pre = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.BatchNorm2d(6))
+            self.stage2 = self._make_stage(6, out_channels[0], 1)
+            self.stage3 = self._make_stage(out_channels[0], out_channels[1], 1)
+            self.conv5 = nn.Sequential(nn.Conv2d(out_channels[1], out_channels[2], 1), nn.BatchNorm2d(out_channels[2]),
+                                       nn.ReLU(inplace=True))
+            self.fc = nn.Linear(out_channels[2], class_num)
+
+        def forward(self, x):
+            x = self.pre(x)
+            x = self.stage2(x)
+            x = self.stage3(x)
+            x = self.conv5(x)
+            x = F.adaptive_avg_pool2d(x, 1)
+            x = x.view(x.size(0), -1)
+            x = self.fc(x)
+            return x
+
+        def _make_stage(self, in_channels, out_channels, repeat):
+            layers = []
+            layers.append(ShuffleUnit(in_channels, out_channels, 2))
+            while repeat:
+                layers.append(ShuffleUnit(out_channels, out_channels, 1))
+                repeat -= 1
+            return nn.Sequential(*layers)
+
+    net = ShuffleNetV2(class_num=10)
+    init = load(m, net, state)
+    return init, train_steps(m, net, rng, (2, 3, 16, 16)) + summary(net.parameters())
+
+
+def test_weiaicunzai_shufflenetv2():
+    compare(shufflenetv2)
+
+
+# (d) weiaicunzai/pytorch-cifar100's models/mobilenet.py (DepthSeperabelConv2d's depthwise and pointwise Sequentials,
+# channels int(c * alpha) of a width_multiplier, bias=False through **kwargs) and models/mobilenetv2.py
+# (LinearBottleNeck's ReLU6, `residual += x` in place on a BatchNorm's output, the stem's 1x1 conv with padding=1 that
+# grows the map, a 1x1 conv as the classifier after F.adaptive_avg_pool2d); channel counts cut
+def mobilenets(m, state=None, arch="mobilenet", alpha=1 / 16):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(4)
+
+    class DepthSeperabelConv2d(nn.Module):
+        def __init__(self, input_channels, output_channels, kernel_size, **kwargs):
+            super().__init__()
+            self.depthwise = nn.Sequential(
+                nn.Conv2d(input_channels, input_channels, kernel_size, groups=input_channels, **kwargs),
+                nn.BatchNorm2d(input_channels),
+                nn.ReLU(inplace=True)
+            )
+            self.pointwise = nn.Sequential(
+                nn.Conv2d(input_channels, output_channels, 1),
+                nn.BatchNorm2d(output_channels),
+                nn.ReLU(inplace=True)
+            )
+
+        def forward(self, x):
+            x = self.depthwise(x)
+            x = self.pointwise(x)
+            return x
+
+    class BasicConv2d(nn.Module):
+        def __init__(self, input_channels, output_channels, kernel_size, **kwargs):
+            super().__init__()
+            self.conv = nn.Conv2d(input_channels, output_channels, kernel_size, **kwargs)
+            self.bn = nn.BatchNorm2d(output_channels)
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            x = self.conv(x)
+            x = self.bn(x)
+            x = self.relu(x)
+            return x
+
+    class MobileNet(nn.Module):
+        def __init__(self, width_multiplier=1, class_num=100):
+            super().__init__()
+            alpha = width_multiplier
+            self.stem = nn.Sequential(
+                BasicConv2d(3, int(32 * alpha), 3, padding=1, bias=False),
+                DepthSeperabelConv2d(int(32 * alpha), int(64 * alpha), 3, padding=1, bias=False)
+            )
+            self.conv1 = nn.Sequential(
+                DepthSeperabelConv2d(int(64 * alpha), int(128 * alpha), 3, stride=2, padding=1, bias=False),
+                DepthSeperabelConv2d(int(128 * alpha), int(128 * alpha), 3, padding=1, bias=False)
+            )
+            self.conv2 = nn.Sequential(
+                DepthSeperabelConv2d(int(128 * alpha), int(256 * alpha), 3, stride=2, padding=1, bias=False),
+                DepthSeperabelConv2d(int(256 * alpha), int(256 * alpha), 3, padding=1, bias=False)
+            )
+            self.conv3 = nn.Sequential(
+                DepthSeperabelConv2d(int(256 * alpha), int(512 * alpha), 3, stride=2, padding=1, bias=False),
+                DepthSeperabelConv2d(int(512 * alpha), int(512 * alpha), 3, padding=1, bias=False),
+                DepthSeperabelConv2d(int(512 * alpha), int(512 * alpha), 3, padding=1, bias=False),
+            )
+            self.fc = nn.Linear(int(512 * alpha), class_num)
+            self.avg = nn.AdaptiveAvgPool2d(1)
+
+        def forward(self, x):
+            x = self.stem(x)
+            x = self.conv1(x)
+            x = self.conv2(x)
+            x = self.conv3(x)
+            x = self.avg(x)
+            x = x.view(x.size(0), -1)
+            x = self.fc(x)
+            return x
+
+    class LinearBottleNeck(nn.Module):
+        def __init__(self, in_channels, out_channels, stride, t=6, class_num=100):
+            super().__init__()
+            self.residual = nn.Sequential(
+                nn.Conv2d(in_channels, in_channels * t, 1),
+                nn.BatchNorm2d(in_channels * t),
+                nn.ReLU6(inplace=True),
+                nn.Conv2d(in_channels * t, in_channels * t, 3, stride=stride, padding=1, groups=in_channels * t),
+                nn.BatchNorm2d(in_channels * t),
+                nn.ReLU6(inplace=True),
+                nn.Conv2d(in_channels * t, out_channels, 1),
+                nn.BatchNorm2d(out_channels)
+            )
+            self.stride = stride
+            self.in_channels = in_channels
+            self.out_channels = out_channels
+
+        def forward(self, x):
+            residual = self.residual(x)
+            if self.stride == 1 and self.in_channels == self.out_channels:
+                residual += x
+            return residual
+
+    class MobileNetV2(nn.Module):
+        def __init__(self, class_num=100):
+            super().__init__()
+            self.pre = nn.Sequential(nn.Conv2d(3, 8, 1, padding=1), nn.BatchNorm2d(8), nn.ReLU6(inplace=True))
+            self.stage1 = LinearBottleNeck(8, 4, 1, 1)
+            self.stage2 = self._make_stage(2, 4, 6, 2, 6)
+            self.stage3 = self._make_stage(2, 6, 8, 2, 3)
+            self.conv1 = nn.Sequential(nn.Conv2d(8, 32, 1), nn.BatchNorm2d(32), nn.ReLU6(inplace=True))
+            self.conv2 = nn.Conv2d(32, class_num, 1)
+
+        def forward(self, x):
+            x = self.pre(x)
+            x = self.stage1(x)
+            x = self.stage2(x)
+            x = self.stage3(x)
+            x = self.conv1(x)
+            x = F.adaptive_avg_pool2d(x, 1)
+            x = self.conv2(x)
+            x = x.view(x.size(0), -1)
+            return x
+
+        def _make_stage(self, repeat, in_channels, out_channels, stride, t):
+            layers = []
+            layers.append(LinearBottleNeck(in_channels, out_channels, stride, t))
+            while repeat - 1:
+                layers.append(LinearBottleNeck(out_channels, out_channels, 1, t))
+                repeat -= 1
+            return nn.Sequential(*layers)
+
+    net = MobileNet(alpha, class_num=10) if arch == "mobilenet" else MobileNetV2(class_num=10)
+    init = load(m, net, state)
+    return init, train_steps(m, net, rng, (2, 3, 16, 16)) + summary(net.parameters())
+
+
+@pytest.mark.parametrize("arch", ["mobilenet", "mobilenetv2"])
+def test_weiaicunzai_mobilenets(arch):
+    compare(mobilenets, arch=arch)
+
+
+# (e) weiaicunzai/pytorch-cifar100's models/senet.py (BasicResidualSEBlock and BottleneckResidualSEBlock: squeeze by
+# AdaptiveAvgPool2d(1) and view, excitation Linear-ReLU-Linear-Sigmoid viewed to (N, C, 1, 1), residual *
+# excitation.expand_as(residual) + shortcut, F.relu) and models/preactresnet.py (PreActBasic and PreActBottleNeck:
+# BatchNorm-ReLU before each conv, a conv shortcut, `while block_num - 1` building the stages)
+def se_preact(m, state=None, arch="seresnet", block="basic"):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(5)
+
+    class BasicResidualSEBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, in_channels, out_channels, stride, r=4):
+            super().__init__()
+            self.residual = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(out_channels, out_channels * self.expansion, 3, padding=1),
+                nn.BatchNorm2d(out_channels * self.expansion),
+                nn.ReLU(inplace=True)
+            )
+            self.shortcut = nn.Sequential()
+            if stride != 1 or in_channels != out_channels * self.expansion:
+                self.shortcut = nn.Sequential(
+                    nn.Conv2d(in_channels, out_channels * self.expansion, 1, stride=stride),
+                    nn.BatchNorm2d(out_channels * self.expansion)
+                )
+            self.squeeze = nn.AdaptiveAvgPool2d(1)
+            self.excitation = nn.Sequential(
+                nn.Linear(out_channels * self.expansion, out_channels * self.expansion // r),
+                nn.ReLU(inplace=True),
+                nn.Linear(out_channels * self.expansion // r, out_channels * self.expansion),
+                nn.Sigmoid()
+            )
+
+        def forward(self, x):
+            shortcut = self.shortcut(x)
+            residual = self.residual(x)
+            squeeze = self.squeeze(residual)
+            squeeze = squeeze.view(squeeze.size(0), -1)
+            excitation = self.excitation(squeeze)
+            excitation = excitation.view(residual.size(0), residual.size(1), 1, 1)
+            x = residual * excitation.expand_as(residual) + shortcut
+            return F.relu(x)
+
+    class BottleneckResidualSEBlock(nn.Module):
+        expansion = 4
+
+        def __init__(self, in_channels, out_channels, stride, r=4):
+            super().__init__()
+            self.residual = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(out_channels, out_channels, 3, stride=stride, padding=1),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(out_channels, out_channels * self.expansion, 1),
+                nn.BatchNorm2d(out_channels * self.expansion),
+                nn.ReLU(inplace=True)
+            )
+            self.squeeze = nn.AdaptiveAvgPool2d(1)
+            self.excitation = nn.Sequential(
+                nn.Linear(out_channels * self.expansion, out_channels * self.expansion // r),
+                nn.ReLU(inplace=True),
+                nn.Linear(out_channels * self.expansion // r, out_channels * self.expansion),
+                nn.Sigmoid()
+            )
+            self.shortcut = nn.Sequential()
+            if stride != 1 or in_channels != out_channels * self.expansion:
+                self.shortcut = nn.Sequential(
+                    nn.Conv2d(in_channels, out_channels * self.expansion, 1, stride=stride),
+                    nn.BatchNorm2d(out_channels * self.expansion)
+                )
+
+        def forward(self, x):
+            shortcut = self.shortcut(x)
+            residual = self.residual(x)
+            squeeze = self.squeeze(residual)
+            squeeze = squeeze.view(squeeze.size(0), -1)
+            excitation = self.excitation(squeeze)
+            excitation = excitation.view(residual.size(0), residual.size(1), 1, 1)
+            x = residual * excitation.expand_as(residual) + shortcut
+            return F.relu(x)
+
+    class SEResNet(nn.Module):
+        def __init__(self, block, block_num, class_num=100):
+            super().__init__()
+            self.in_channels = 8
+            self.pre = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True))
+            self.stage1 = self._make_stage(block, block_num[0], 8, 1)
+            self.stage2 = self._make_stage(block, block_num[1], 16, 2)
+            self.linear = nn.Linear(self.in_channels, class_num)
+
+        def forward(self, x):
+            x = self.pre(x)
+            x = self.stage1(x)
+            x = self.stage2(x)
+            x = F.adaptive_avg_pool2d(x, 1)
+            x = x.view(x.size(0), -1)
+            x = self.linear(x)
+            return x
+
+        def _make_stage(self, block, num, out_channels, stride):
+            layers = []
+            layers.append(block(self.in_channels, out_channels, stride))
+            self.in_channels = out_channels * block.expansion
+            while num - 1:
+                layers.append(block(self.in_channels, out_channels, 1))
+                num -= 1
+            return nn.Sequential(*layers)
+
+    class PreActBasic(nn.Module):
+        expansion = 1
+
+        def __init__(self, in_channels, out_channels, stride):
+            super().__init__()
+            self.residual = nn.Sequential(
+                nn.BatchNorm2d(in_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(in_channels, out_channels, kernel_size=3, stride=stride, padding=1),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(out_channels, out_channels * PreActBasic.expansion, kernel_size=3, padding=1)
+            )
+            self.shortcut = nn.Sequential()
+            if stride != 1 or in_channels != out_channels * PreActBasic.expansion:
+                self.shortcut = nn.Conv2d(in_channels, out_channels * PreActBasic.expansion, 1, stride=stride)
+
+        def forward(self, x):
+            res = self.residual(x)
+            shortcut = self.shortcut(x)
+            return res + shortcut
+
+    class PreActBottleNeck(nn.Module):
+        expansion = 4
+
+        def __init__(self, in_channels, out_channels, stride):
+            super().__init__()
+            self.residual = nn.Sequential(
+                nn.BatchNorm2d(in_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(in_channels, out_channels, 1, stride=stride),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(out_channels, out_channels, 3, padding=1),
+                nn.BatchNorm2d(out_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(out_channels, out_channels * PreActBottleNeck.expansion, 1)
+            )
+            self.shortcut = nn.Sequential()
+            if stride != 1 or in_channels != out_channels * PreActBottleNeck.expansion:
+                self.shortcut = nn.Conv2d(in_channels, out_channels * PreActBottleNeck.expansion, 1, stride=stride)
+
+        def forward(self, x):
+            res = self.residual(x)
+            shortcut = self.shortcut(x)
+            return res + shortcut
+
+    class PreActResNet(nn.Module):
+        def __init__(self, block, num_block, class_num=100):
+            super().__init__()
+            self.input_channels = 8
+            self.pre = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(inplace=True))
+            self.stage1 = self._make_layers(block, num_block[0], 8, 1)
+            self.stage2 = self._make_layers(block, num_block[1], 16, 2)
+            self.linear = nn.Linear(self.input_channels, class_num)
+
+        def _make_layers(self, block, block_num, out_channels, stride):
+            layers = []
+            layers.append(block(self.input_channels, out_channels, stride))
+            self.input_channels = out_channels * block.expansion
+            while block_num - 1:
+                layers.append(block(self.input_channels, out_channels, 1))
+                self.input_channels = out_channels * block.expansion
+                block_num -= 1
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            x = self.pre(x)
+            x = self.stage1(x)
+            x = self.stage2(x)
+            x = F.adaptive_avg_pool2d(x, 1)
+            x = x.view(x.size(0), -1)
+            x = self.linear(x)
+            return x
+
+    blocks = {("seresnet", "basic"): BasicResidualSEBlock, ("seresnet", "bottleneck"): BottleneckResidualSEBlock,
+              ("preactresnet", "basic"): PreActBasic, ("preactresnet", "bottleneck"): PreActBottleNeck}
+    net = (SEResNet if arch == "seresnet" else PreActResNet)(blocks[arch, block], [2, 1], class_num=10)
+    init = load(m, net, state)
+    return init, train_steps(m, net, rng, (2, 3, 12, 12)) + summary(net.parameters())
+
+
+@pytest.mark.parametrize("arch,block", [("seresnet", "basic"), ("seresnet", "bottleneck"), ("preactresnet", "basic"),
+                                        ("preactresnet", "bottleneck")])
+def test_weiaicunzai_seresnet_preactresnet(arch, block):
+    compare(se_preact, arch=arch, block=block)
+
+
+# (f) bearpaw/pytorch-classification's models/cifar/densenet.py (Bottleneck's torch.cat((x, out), 1), Transition's
+# F.avg_pool2d(out, 2), compressionRate by math.floor(self.inplanes // compressionRate), AvgPool2d(8) over a 32x32
+# input's last map, the init loop's m.weight.data.normal_(0, math.sqrt(2. / n)) with n = k * k * out_channels and
+# BatchNorm's weight.data.fill_(1), bias.data.zero_()) and models/cifar/alexnet.py (an 11x11 stride-4 conv on 32x32,
+# three MaxPool2d(2, 2), one Linear; its widths cut by 4), trained by cifar.py's adjust_learning_rate over a global state dict
+def bearpaw_densenet_alexnet(m, state=None, arch="densenet"):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(6)
+
+    class Bottleneck(nn.Module):
+        def __init__(self, inplanes, expansion=4, growthRate=12, dropRate=0):
+            super(Bottleneck, self).__init__()
+            planes = expansion * growthRate
+            self.bn1 = nn.BatchNorm2d(inplanes)
+            self.conv1 = nn.Conv2d(inplanes, planes, kernel_size=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.conv2 = nn.Conv2d(planes, growthRate, kernel_size=3, padding=1, bias=False)
+            self.relu = nn.ReLU(inplace=True)
+            self.dropRate = dropRate
+
+        def forward(self, x):
+            out = self.bn1(x)
+            out = self.relu(out)
+            out = self.conv1(out)
+            out = self.bn2(out)
+            out = self.relu(out)
+            out = self.conv2(out)
+            if self.dropRate > 0:
+                out = F.dropout(out, p=self.dropRate, training=self.training)
+            out = torch.cat((x, out), 1)
+            return out
+
+    class Transition(nn.Module):
+        def __init__(self, inplanes, outplanes):
+            super(Transition, self).__init__()
+            self.bn1 = nn.BatchNorm2d(inplanes)
+            self.conv1 = nn.Conv2d(inplanes, outplanes, kernel_size=1, bias=False)
+            self.relu = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            out = self.bn1(x)
+            out = self.relu(out)
+            out = self.conv1(out)
+            out = F.avg_pool2d(out, 2)
+            return out
+
+    class DenseNet(nn.Module):
+        def __init__(self, depth=22, block=Bottleneck, dropRate=0, num_classes=10, growthRate=12, compressionRate=2):
+            super(DenseNet, self).__init__()
+            assert (depth - 4) % 3 == 0, 'depth should be 3n+4'
+            n = (depth - 4) // 6
+            self.growthRate = growthRate
+            self.dropRate = dropRate
+            # self.inplanes is a global variable used across multiple
+            # helper functions
+            self.inplanes = growthRate * 2
+            self.conv1 = nn.Conv2d(3, self.inplanes, kernel_size=3, padding=1, bias=False)
+            self.dense1 = self._make_denseblock(block, n)
+            self.trans1 = self._make_transition(compressionRate)
+            self.dense2 = self._make_denseblock(block, n)
+            self.trans2 = self._make_transition(compressionRate)
+            self.dense3 = self._make_denseblock(block, n)
+            self.bn = nn.BatchNorm2d(self.inplanes)
+            self.relu = nn.ReLU(inplace=True)
+            self.avgpool = nn.AvgPool2d(8)
+            self.fc = nn.Linear(self.inplanes, num_classes)
+
+            # Weight initialization
+            for m_ in self.modules():
+                if isinstance(m_, nn.Conv2d):
+                    n = m_.kernel_size[0] * m_.kernel_size[1] * m_.out_channels
+                    m_.weight.data.normal_(0, math.sqrt(2. / n))
+                elif isinstance(m_, nn.BatchNorm2d):
+                    m_.weight.data.fill_(1)
+                    m_.bias.data.zero_()
+
+        def _make_denseblock(self, block, blocks):
+            layers = []
+            for i in range(blocks):
+                # Currently we fix the expansion ratio as the default value
+                layers.append(block(self.inplanes, growthRate=self.growthRate, dropRate=self.dropRate))
+                self.inplanes += self.growthRate
+            return nn.Sequential(*layers)
+
+        def _make_transition(self, compressionRate):
+            inplanes = self.inplanes
+            outplanes = int(math.floor(self.inplanes // compressionRate))
+            self.inplanes = outplanes
+            return Transition(inplanes, outplanes)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = self.trans1(self.dense1(x))
+            x = self.trans2(self.dense2(x))
+            x = self.dense3(x)
+            x = self.bn(x)
+            x = self.relu(x)
+            x = self.avgpool(x)
+            x = x.view(x.size(0), -1)
+            x = self.fc(x)
+            return x
+
+    class AlexNet(nn.Module):
+        def __init__(self, num_classes=10):
+            super(AlexNet, self).__init__()
+            self.features = nn.Sequential(
+                nn.Conv2d(3, 16, kernel_size=11, stride=4, padding=5),
+                nn.ReLU(inplace=True),
+                nn.MaxPool2d(kernel_size=2, stride=2),
+                nn.Conv2d(16, 48, kernel_size=5, padding=2),
+                nn.ReLU(inplace=True),
+                nn.MaxPool2d(kernel_size=2, stride=2),
+                nn.Conv2d(48, 96, kernel_size=3, padding=1),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(96, 64, kernel_size=3, padding=1),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(64, 64, kernel_size=3, padding=1),
+                nn.ReLU(inplace=True),
+                nn.MaxPool2d(kernel_size=2, stride=2),
+            )
+            self.classifier = nn.Linear(64, num_classes)
+
+        def forward(self, x):
+            x = self.features(x)
+            x = x.view(x.size(0), -1)
+            x = self.classifier(x)
+            return x
+
+    model = DenseNet(depth=10, growthRate=4, compressionRate=2) if arch == "densenet" else AlexNet()
+    init = load(m, model, state)
+    state_ = {'lr': 0.1, 'schedule': [1], 'gamma': 0.1}
+    optimizer = optim.SGD(model.parameters(), lr=state_['lr'], momentum=0.9, weight_decay=1e-4)
+    criterion = nn.CrossEntropyLoss()
+
+    def adjust_learning_rate(optimizer, epoch):
+        if epoch in state_['schedule']:
+            state_['lr'] *= state_['gamma']
+            for param_group in optimizer.param_groups:
+                param_group['lr'] = state_['lr']
+
+    losses = []
+    for epoch in range(2):
+        adjust_learning_rate(optimizer, epoch)
+        model.train()
+        inputs = torch.tensor(normal(rng, 2, 3, 32, 32))
+        targets = torch.tensor(rng.integers(0, 10, 2))
+        outputs = model(inputs)
+        loss = criterion(outputs, targets)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), outputs.data.sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+@pytest.mark.parametrize("arch", ["densenet", "alexnet"])
+def test_bearpaw_densenet_alexnet(arch):
+    compare(bearpaw_densenet_alexnet, arch=arch)
+
+
+# (g) huyvnphan/PyTorch_CIFAR10: cifar10_models/googlenet.py (torchvision's GoogLeNet with a 3x3 stride-1 stem,
+# BasicConv2d's BatchNorm2d(eps=0.001) and F.relu(x, inplace=True), Inception's pool branch MaxPool2d(3, stride=1,
+# padding=1, ceil_mode=True), transform_input by torch.unsqueeze(x[:, 0], 1) * (0.229 / 0.5) + ...), schedule.py's
+# WarmupCosineLR(_LRScheduler) (warns unless self._get_lr_called_within_step; warm-up, then cosine in its recursive
+# form) stepped per iteration, module.py's CIFAR10Module whose forward takes the batch and returns loss and
+# accuracy * 100, and the SGD(nesterov=True) of its configure_optimizers; widths cut by 8 and stages left out
+def huyvnphan_googlenet(m, state=None, dropout=0.0):
+    import warnings
+    torch, nn, F = m.torch, m.nn, m.F
+    _LRScheduler = m.lr_scheduler._LRScheduler
+    torch.manual_seed(0)
+    rng = np.random.default_rng(7)
+
+    class BasicConv2d(nn.Module):
+        def __init__(self, in_channels, out_channels, **kwargs):
+            super(BasicConv2d, self).__init__()
+            self.conv = nn.Conv2d(in_channels, out_channels, bias=False, **kwargs)
+            self.bn = nn.BatchNorm2d(out_channels, eps=0.001)
+
+        def forward(self, x):
+            x = self.conv(x)
+            x = self.bn(x)
+            return F.relu(x, inplace=True)
+
+    class Inception(nn.Module):
+        def __init__(self, in_channels, ch1x1, ch3x3red, ch3x3, ch5x5red, ch5x5, pool_proj):
+            super(Inception, self).__init__()
+            self.branch1 = BasicConv2d(in_channels, ch1x1, kernel_size=1)
+            self.branch2 = nn.Sequential(BasicConv2d(in_channels, ch3x3red, kernel_size=1),
+                                         BasicConv2d(ch3x3red, ch3x3, kernel_size=3, padding=1))
+            self.branch3 = nn.Sequential(BasicConv2d(in_channels, ch5x5red, kernel_size=1),
+                                         BasicConv2d(ch5x5red, ch5x5, kernel_size=3, padding=1))
+            self.branch4 = nn.Sequential(nn.MaxPool2d(kernel_size=3, stride=1, padding=1, ceil_mode=True),
+                                         BasicConv2d(in_channels, pool_proj, kernel_size=1))
+
+        def forward(self, x):
+            branch1 = self.branch1(x)
+            branch2 = self.branch2(x)
+            branch3 = self.branch3(x)
+            branch4 = self.branch4(x)
+            outputs = [branch1, branch2, branch3, branch4]
+            return torch.cat(outputs, 1)
+
+    class GoogLeNet(nn.Module):
+        ## CIFAR10: aux_logits True->False
+        def __init__(self, num_classes=10, aux_logits=False, transform_input=False):
+            super(GoogLeNet, self).__init__()
+            self.aux_logits = aux_logits
+            self.transform_input = transform_input
+            ## CIFAR10: out_channels 64->192, kernel_size 7->3, stride 2->1, padding 3->1
+            self.conv1 = BasicConv2d(3, 24, kernel_size=3, stride=1, padding=1)
+            self.inception3a = Inception(24, 8, 12, 16, 2, 4, 4)
+            self.inception3b = Inception(32, 16, 16, 24, 4, 12, 8)
+            ## CIFAR10: padding 0->1, ciel_model True->False
+            self.maxpool3 = nn.MaxPool2d(3, stride=2, padding=1, ceil_mode=False)
+            self.inception4a = Inception(60, 24, 12, 26, 2, 6, 8)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.dropout = nn.Dropout(dropout)
+            self.fc = nn.Linear(64, num_classes)
+
+        def forward(self, x):
+            if self.transform_input:
+                x_ch0 = torch.unsqueeze(x[:, 0], 1) * (0.229 / 0.5) + (0.485 - 0.5) / 0.5
+                x_ch1 = torch.unsqueeze(x[:, 1], 1) * (0.224 / 0.5) + (0.456 - 0.5) / 0.5
+                x_ch2 = torch.unsqueeze(x[:, 2], 1) * (0.225 / 0.5) + (0.406 - 0.5) / 0.5
+                x = torch.cat((x_ch0, x_ch1, x_ch2), 1)
+            x = self.conv1(x)
+            x = self.inception3a(x)
+            x = self.inception3b(x)
+            x = self.maxpool3(x)
+            x = self.inception4a(x)
+            x = self.avgpool(x)
+            x = x.view(x.size(0), -1)
+            x = self.dropout(x)
+            x = self.fc(x)
+            return x
+
+    class WarmupCosineLR(_LRScheduler):
+        """
+        Sets the learning rate of each parameter group to follow a linear warmup schedule
+        between warmup_start_lr and base_lr followed by a cosine annealing schedule between
+        base_lr and eta_min.
+        """
+        def __init__(self, optimizer, warmup_epochs, max_epochs, warmup_start_lr=1e-8, eta_min=1e-8, last_epoch=-1):
+            self.warmup_epochs = warmup_epochs
+            self.max_epochs = max_epochs
+            self.warmup_start_lr = warmup_start_lr
+            self.eta_min = eta_min
+            super(WarmupCosineLR, self).__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            if not self._get_lr_called_within_step:
+                warnings.warn("To get the last learning rate computed by the scheduler, "
+                              "please use `get_last_lr()`.", UserWarning)
+            if self.last_epoch == 0:
+                return [self.warmup_start_lr] * len(self.base_lrs)
+            elif self.last_epoch < self.warmup_epochs:
+                return [group["lr"] + (base_lr - self.warmup_start_lr) / (self.warmup_epochs - 1)
+                        for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)]
+            elif self.last_epoch == self.warmup_epochs:
+                return self.base_lrs
+            elif (self.last_epoch - 1 - self.max_epochs) % (2 * (self.max_epochs - self.warmup_epochs)) == 0:
+                return [group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / (self.max_epochs - self.warmup_epochs))) / 2
+                        for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)]
+            return [(1 + math.cos(math.pi * (self.last_epoch - self.warmup_epochs) / (self.max_epochs - self.warmup_epochs)))
+                    / (1 + math.cos(math.pi * (self.last_epoch - self.warmup_epochs - 1) / (self.max_epochs - self.warmup_epochs)))
+                    * (group["lr"] - self.eta_min) + self.eta_min for group in self.optimizer.param_groups]
+
+    class CIFAR10Module(nn.Module):  # a pl.LightningModule in the repository; its Trainer's loop written out below
+        def __init__(self, hparams):
+            super().__init__()
+            self.hparams = hparams
+            self.criterion = torch.nn.CrossEntropyLoss()
+            self.model = GoogLeNet(transform_input=True)
+
+        def accuracy(self, predictions, labels):
+            return (torch.argmax(predictions, dim=1) == labels).float().mean()
+
+        def forward(self, batch):
+            images, labels = batch
+            predictions = self.model(images)
+            loss = self.criterion(predictions, labels)
+            accuracy = self.accuracy(predictions, labels)
+            return loss, accuracy * 100
+
+        def training_step(self, batch, batch_nb):
+            loss, accuracy = self.forward(batch)
+            return loss
+
+        def configure_optimizers(self, steps_per_epoch):
+            optimizer = torch.optim.SGD(self.model.parameters(), lr=self.hparams["learning_rate"],
+                                        weight_decay=self.hparams["weight_decay"], momentum=0.9, nesterov=True)
+            total_steps = self.hparams["max_epochs"] * steps_per_epoch
+            scheduler = {"scheduler": WarmupCosineLR(optimizer, warmup_epochs=total_steps * 0.3, max_epochs=total_steps),
+                         "interval": "step", "name": "learning_rate"}
+            return [optimizer], [scheduler]
+
+    module = CIFAR10Module({"learning_rate": 1e-2, "weight_decay": 1e-2, "max_epochs": 5})
+    init = load(m, module.model, state)
+    [optimizer], [scheduler] = module.configure_optimizers(steps_per_epoch=2)
+    losses = []
+    for batch_nb in range(2):
+        module.train()
+        batch = (torch.tensor(normal(rng, 2, 3, 16, 16)), torch.tensor(rng.integers(0, 10, 2)))
+        optimizer.zero_grad()
+        loss = module.training_step(batch, batch_nb)
+        loss.backward()
+        optimizer.step()
+        scheduler["scheduler"].step()
+        losses += [loss.item()]
+    module.eval()
+    with torch.no_grad():
+        loss, accuracy = module((torch.tensor(normal(rng, 2, 3, 16, 16)), torch.tensor(rng.integers(0, 10, 2))))
+    losses += [loss.item(), accuracy.item()]
+    for _ in range(8):  # the rest of the schedule, past warm-up and through the cosine
+        scheduler["scheduler"].step()
+        losses += scheduler["scheduler"].get_last_lr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        losses += scheduler["scheduler"].get_lr()
+    assert [str(w.message) for w in caught] == ["To get the last learning rate computed by the scheduler, "
+                                                "please use `get_last_lr()`."]
+    return init, losses + summary(module.parameters())
+
+
+def test_huyvnphan_googlenet_warmup_cosine():
+    compare(huyvnphan_googlenet)
+
+
+# (h) gram-ai/capsule-networks' capsule_network.py: CapsuleLayer's primary capsules (a ModuleList of convolutions
+# viewed to (B, -1, 1) and concatenated on the last dimension) and digit capsules (route_weights an nn.Parameter of
+# torch.randn, priors = x[None, :, :, None, :] @ self.route_weights[:, None, :, :, :], logits of
+# Variable(torch.zeros(*priors.size())), its own softmax over a transposed dimension, squash by (tensor ** 2).sum),
+# CapsuleNet's forward masking by torch.eye(NUM_CLASSES).index_select(dim=0, index=max_length_indices.data) when no y is
+# given, CapsuleLoss's margin terms with F.relu(..., inplace=True) ** 2 and nn.MSELoss(size_average=False), the
+# processor's augmentation (a random shift written into torch.zeros(*x.size())) on uint8 images / 255; sizes and
+# NUM_CLASSES cut. The source's (x * y[:, :, None]).view(x.size(0), -1) is a reshape here, as its forks write it:
+# torch's product keeps the transposed x's layout, which view refuses (tnet's product is contiguous: README)
+def capsule_network(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Variable = m.torch.autograd.Variable
+    torch.manual_seed(0)
+    rng = np.random.default_rng(8)
+    NUM_CLASSES = 4
+    NUM_ROUTING_ITERATIONS = 3
+    cuda = torch.cuda.is_available()
+
+    def softmax(input, dim=1):
+        transposed_input = input.transpose(dim, len(input.size()) - 1)
+        softmaxed_output = F.softmax(transposed_input.contiguous().view(-1, transposed_input.size(-1)), dim=-1)
+        return softmaxed_output.view(*transposed_input.size()).transpose(dim, len(input.size()) - 1)
+
+    def augmentation(x, max_shift=2):
+        _, _, height, width = x.size()
+        h_shift, w_shift = rng.integers(-max_shift, max_shift + 1, size=2)
+        source_height_slice = slice(max(0, h_shift), h_shift + height)
+        source_width_slice = slice(max(0, w_shift), w_shift + width)
+        target_height_slice = slice(max(0, -h_shift), -h_shift + height)
+        target_width_slice = slice(max(0, -w_shift), -w_shift + width)
+        shifted_image = torch.zeros(*x.size())
+        shifted_image[:, :, source_height_slice, source_width_slice] = x[:, :, target_height_slice, target_width_slice]
+        return shifted_image.float()
+
+    class CapsuleLayer(nn.Module):
+        def __init__(self, num_capsules, num_route_nodes, in_channels, out_channels, kernel_size=None, stride=None,
+                     num_iterations=NUM_ROUTING_ITERATIONS):
+            super(CapsuleLayer, self).__init__()
+            self.num_route_nodes = num_route_nodes
+            self.num_iterations = num_iterations
+            self.num_capsules = num_capsules
+            if num_route_nodes != -1:
+                self.route_weights = nn.Parameter(torch.randn(num_capsules, num_route_nodes, in_channels, out_channels))
+            else:
+                self.capsules = nn.ModuleList(
+                    [nn.Conv2d(in_channels, out_channels, kernel_size=kernel_size, stride=stride, padding=0) for _ in
+                     range(num_capsules)])
+
+        def squash(self, tensor, dim=-1):
+            squared_norm = (tensor ** 2).sum(dim=dim, keepdim=True)
+            scale = squared_norm / (1 + squared_norm)
+            return scale * tensor / torch.sqrt(squared_norm)
+
+        def forward(self, x):
+            if self.num_route_nodes != -1:
+                priors = x[None, :, :, None, :] @ self.route_weights[:, None, :, :, :]
+                logits = Variable(torch.zeros(*priors.size()))
+                if cuda:
+                    logits = logits.cuda()
+                for i in range(self.num_iterations):
+                    probs = softmax(logits, dim=2)
+                    outputs = self.squash((probs * priors).sum(dim=2, keepdim=True))
+                    if i != self.num_iterations - 1:
+                        delta_logits = (priors * outputs).sum(dim=-1, keepdim=True)
+                        logits = logits + delta_logits
+            else:
+                outputs = [capsule(x).view(x.size(0), -1, 1) for capsule in self.capsules]
+                outputs = torch.cat(outputs, dim=-1)
+                outputs = self.squash(outputs)
+            return outputs
+
+    class CapsuleNet(nn.Module):
+        def __init__(self):
+            super(CapsuleNet, self).__init__()
+            self.conv1 = nn.Conv2d(in_channels=1, out_channels=8, kernel_size=3, stride=1)
+            self.primary_capsules = CapsuleLayer(num_capsules=2, num_route_nodes=-1, in_channels=8, out_channels=2,
+                                                 kernel_size=3, stride=2)
+            self.digit_capsules = CapsuleLayer(num_capsules=NUM_CLASSES, num_route_nodes=2 * 2 * 2, in_channels=2,
+                                               out_channels=4)
+            self.decoder = nn.Sequential(
+                nn.Linear(4 * NUM_CLASSES, 8),
+                nn.ReLU(inplace=True),
+                nn.Linear(8, 16),
+                nn.ReLU(inplace=True),
+                nn.Linear(16, 64),
+                nn.Sigmoid()
+            )
+
+        def forward(self, x, y=None):
+            x = F.relu(self.conv1(x), inplace=True)
+            x = self.primary_capsules(x)
+            x = self.digit_capsules(x).squeeze().transpose(0, 1)
+            classes = (x ** 2).sum(dim=-1) ** 0.5
+            classes = F.softmax(classes, dim=-1)
+            if y is None:
+                # In all batches, get the most active capsule.
+                _, max_length_indices = classes.max(dim=1)
+                y = Variable(torch.eye(NUM_CLASSES))
+                y = (y.cuda() if cuda else y).index_select(dim=0, index=max_length_indices.data)
+            reconstructions = self.decoder((x * y[:, :, None]).reshape(x.size(0), -1))
+            return classes, reconstructions
+
+    class CapsuleLoss(nn.Module):
+        def __init__(self):
+            super(CapsuleLoss, self).__init__()
+            self.reconstruction_loss = nn.MSELoss(size_average=False)
+
+        def forward(self, images, labels, classes, reconstructions):
+            left = F.relu(0.9 - classes, inplace=True) ** 2
+            right = F.relu(classes - 0.1, inplace=True) ** 2
+            margin_loss = labels * left + 0.5 * (1. - labels) * right
+            margin_loss = margin_loss.sum()
+            assert torch.numel(images) == torch.numel(reconstructions)
+            images = images.view(reconstructions.size()[0], -1)
+            reconstruction_loss = self.reconstruction_loss(reconstructions, images)
+            return (margin_loss + 0.0005 * reconstruction_loss) / images.size(0)
+
+    model = CapsuleNet()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters())
+    capsule_loss = CapsuleLoss()
+
+    def processor(sample):
+        data, labels, training = sample
+        data = augmentation(data.unsqueeze(1).float() / 255.0)
+        labels = torch.LongTensor(labels)
+        labels = torch.eye(NUM_CLASSES).index_select(dim=0, index=labels)
+        data = Variable(data)
+        labels = Variable(labels)
+        if training:
+            classes, reconstructions = model(data, labels)
+        else:
+            classes, reconstructions = model(data)
+        loss = capsule_loss(data, labels, classes, reconstructions)
+        return loss, classes
+
+    losses = []
+    for training in (True, True, False):
+        model.train(training)
+        sample = (torch.tensor(rng.integers(0, 256, (2, 8, 8)).astype(np.uint8)), rng.integers(0, NUM_CLASSES, 2), training)
+        optimizer.zero_grad()
+        loss, classes = processor(sample)
+        if training:
+            loss.backward()
+            optimizer.step()
+        losses += [loss.item(), classes.max(dim=1)[0].sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_gram_ai_capsule_network():
+    compare(capsule_network)
+
+
+# (i) akamaster/pytorch_resnet_cifar10: resnet.py (_weights_init by init.kaiming_normal_ through self.apply, option A's
+# LambdaLayer of F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, planes//4, planes//4), "constant", 0), option B's conv shortcut,
+# `out += self.shortcut(x)`, F.avg_pool2d(out, out.size()[3]), the model_names list from resnet.__dict__ and test()'s
+# parameter count by np.prod(x.data.numpy().shape)) and trainer.py (torch.nn.DataParallel, MultiStepLR(milestones,
+# last_epoch=args.start_epoch - 1), the resnet110 warm-up lr written into param_groups, output.float(), accuracy by
+# topk and pred.t(), checkpoints of {'epoch', 'state_dict', 'best_prec1'}); resuming at start_epoch 1 raises the
+# KeyError for a missing initial_lr in both libraries, and the script goes on once it is set by hand
+def akamaster_trainer(m, state=None, option="A"):
+    import types
+    torch, nn, F = m.torch, m.nn, m.F
+    init_ = m.nn.init
+    torch.manual_seed(0)
+    rng = np.random.default_rng(9)
+
+    def _weights_init(m_):
+        if isinstance(m_, nn.Linear) or isinstance(m_, nn.Conv2d):
+            init_.kaiming_normal_(m_.weight)
+
+    class LambdaLayer(nn.Module):
+        def __init__(self, lambd):
+            super(LambdaLayer, self).__init__()
+            self.lambd = lambd
+
+        def forward(self, x):
+            return self.lambd(x)
+
+    class BasicBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, in_planes, planes, stride=1, option='A'):
+            super(BasicBlock, self).__init__()
+            self.conv1 = nn.Conv2d(in_planes, planes, kernel_size=3, stride=stride, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=1, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.shortcut = nn.Sequential()
+            if stride != 1 or in_planes != planes:
+                if option == 'A':
+                    """
+                    For CIFAR10 ResNet paper uses option A.
+                    """
+                    self.shortcut = LambdaLayer(lambda x: F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, planes // 4, planes // 4),
+                                                                "constant", 0))
+                elif option == 'B':
+                    self.shortcut = nn.Sequential(
+                        nn.Conv2d(in_planes, self.expansion * planes, kernel_size=1, stride=stride, bias=False),
+                        nn.BatchNorm2d(self.expansion * planes)
+                    )
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            out += self.shortcut(x)
+            out = F.relu(out)
+            return out
+
+    class ResNet(nn.Module):
+        def __init__(self, block, num_blocks, num_classes=10):
+            super(ResNet, self).__init__()
+            self.in_planes = 4
+            self.conv1 = nn.Conv2d(3, 4, kernel_size=3, stride=1, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.layer1 = self._make_layer(block, 4, num_blocks[0], stride=1)
+            self.layer2 = self._make_layer(block, 8, num_blocks[1], stride=2)
+            self.layer3 = self._make_layer(block, 16, num_blocks[2], stride=2)
+            self.linear = nn.Linear(16, num_classes)
+            self.apply(_weights_init)
+
+        def _make_layer(self, block, planes, num_blocks, stride):
+            strides = [stride] + [1] * (num_blocks - 1)
+            layers = []
+            for stride in strides:
+                layers.append(block(self.in_planes, planes, stride, option=option))
+                self.in_planes = planes * block.expansion
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            out = F.relu(self.bn1(self.conv1(x)))
+            out = self.layer1(out)
+            out = self.layer2(out)
+            out = self.layer3(out)
+            out = F.avg_pool2d(out, out.size()[3])
+            out = out.view(out.size(0), -1)
+            out = self.linear(out)
+            return out
+
+    def resnet8():
+        return ResNet(BasicBlock, [1, 1, 1])
+
+    resnet = types.SimpleNamespace(resnet8=resnet8, ResNet=ResNet, BasicBlock=BasicBlock)
+    model_names = sorted(name for name in resnet.__dict__
+                         if name.islower() and not name.startswith("__") and name.startswith("resnet")
+                         and callable(resnet.__dict__[name]))
+    args = types.SimpleNamespace(arch=model_names[0], lr=0.1, momentum=0.9, weight_decay=1e-4, start_epoch=0, epochs=2)
+
+    def accuracy(output, target, topk=(1,)):
+        maxk = max(topk)
+        batch_size = target.size(0)
+        _, pred = output.topk(maxk, 1, True, True)
+        pred = pred.t()
+        correct = pred.eq(target.view(1, -1).expand_as(pred))
+        res = []
+        for k in topk:
+            correct_k = correct[:k].view(-1).float().sum(0)
+            res.append(correct_k.mul_(100.0 / batch_size))
+        return res
+
+    model = torch.nn.DataParallel(resnet.__dict__[args.arch]())
+    if torch.cuda.is_available():
+        model.cuda()
+    init = load(m, model, state)
+    total_params = 0
+    for x in filter(lambda p: p.requires_grad, model.parameters()):
+        total_params += np.prod(x.data.numpy().shape)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(model.parameters(), args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+    lr_scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[1], last_epoch=args.start_epoch - 1)
+    for param_group in optimizer.param_groups:  # trainer.py's warm-up for resnet1202 and resnet110
+        param_group['lr'] = args.lr * 0.1
+    losses, best_prec1, checkpoint = [float(total_params)], 0, None
+    for epoch in range(args.start_epoch, args.epochs):
+        model.train()
+        input = torch.tensor(normal(rng, 4, 3, 16, 16))
+        target = torch.tensor(rng.integers(0, 10, 4))
+        output = model(input)
+        loss = criterion(output, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        output = output.float()
+        loss = loss.float()
+        prec1 = accuracy(output.data, target)[0]
+        lr_scheduler.step()
+        losses += [loss.item(), prec1.item(), optimizer.param_groups[0]['lr']]
+        is_best = prec1.item() > best_prec1
+        best_prec1 = max(prec1.item(), best_prec1)
+        checkpoint = {'epoch': epoch + 1, 'state_dict': model.state_dict(), 'best_prec1': best_prec1}
+    resumed = torch.nn.DataParallel(resnet.__dict__[args.arch]())
+    resumed.load_state_dict(checkpoint['state_dict'])
+    args.start_epoch = checkpoint['epoch'] - 1
+    optimizer = torch.optim.SGD(resumed.parameters(), args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
+    with pytest.raises(KeyError, match="initial_lr"):
+        torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[1], last_epoch=args.start_epoch - 1)
+    for group in optimizer.param_groups:
+        group.setdefault('initial_lr', group['lr'])
+    lr_scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[1], last_epoch=args.start_epoch - 1)
+    resumed.eval()
+    with torch.no_grad():
+        output = resumed(torch.tensor(normal(rng, 4, 3, 16, 16)))
+    losses += [output.sum().item(), optimizer.param_groups[0]['lr'], float(is_best)]
+    return init, losses + summary(resumed.parameters()) + summary(resumed.buffers())
+
+
+@pytest.mark.parametrize("option", ["A", "B"])
+def test_akamaster_trainer(option):
+    compare(akamaster_trainer, option=option)
+
+
+# (j) erykml's LeNet-5 for MNIST (the "Implementing Yann LeCun's LeNet-5 in PyTorch" post): nn.Tanh and
+# nn.AvgPool2d(kernel_size=2), a 5x5 conv down to 120 channels of 1x1, torch.flatten(x, 1), forward returning
+# (logits, F.softmax(logits, dim=1)); train()/validate() over DataLoaders with running_loss += loss.item() *
+# X.size(0) divided by len(train_loader.dataset), get_accuracy's torch.max(y_prob, 1) and correct_pred.float() / n,
+# DEVICE = 'cuda' if torch.cuda.is_available() else 'cpu', Adam(lr=0.001); on 32x32 images
+def erykml_lenet5(m, state=None):
+    torch, nn, F, data = m.torch, m.nn, m.F, m.data
+    rng = np.random.default_rng(10)
+    DEVICE = 'cuda' if torch.cuda.is_available() else 'cpu'
+    RANDOM_SEED = 42
+    LEARNING_RATE = 0.001
+    BATCH_SIZE = 4
+    N_EPOCHS = 2
+    N_CLASSES = 10
+
+    class LeNet5(nn.Module):
+        def __init__(self, n_classes):
+            super(LeNet5, self).__init__()
+            self.feature_extractor = nn.Sequential(
+                nn.Conv2d(in_channels=1, out_channels=6, kernel_size=5, stride=1),
+                nn.Tanh(),
+                nn.AvgPool2d(kernel_size=2),
+                nn.Conv2d(in_channels=6, out_channels=16, kernel_size=5, stride=1),
+                nn.Tanh(),
+                nn.AvgPool2d(kernel_size=2),
+                nn.Conv2d(in_channels=16, out_channels=120, kernel_size=5, stride=1),
+                nn.Tanh()
+            )
+            self.classifier = nn.Sequential(
+                nn.Linear(in_features=120, out_features=84),
+                nn.Tanh(),
+                nn.Linear(in_features=84, out_features=n_classes),
+            )
+
+        def forward(self, x):
+            x = self.feature_extractor(x)
+            x = torch.flatten(x, 1)
+            logits = self.classifier(x)
+            probs = F.softmax(logits, dim=1)
+            return logits, probs
+
+    def get_accuracy(model, data_loader, device):
+        correct_pred = 0
+        n = 0
+        with torch.no_grad():
+            model.eval()
+            for X, y_true in data_loader:
+                X = X.to(device)
+                y_true = y_true.to(device)
+                _, y_prob = model(X)
+                _, predicted_labels = torch.max(y_prob, 1)
+                n += y_true.size(0)
+                correct_pred += (predicted_labels == y_true).sum()
+        return correct_pred.float() / n
+
+    def train(train_loader, model, criterion, optimizer, device):
+        model.train()
+        running_loss = 0
+        for X, y_true in train_loader:
+            optimizer.zero_grad()
+            X = X.to(device)
+            y_true = y_true.to(device)
+            y_hat, _ = model(X)
+            loss = criterion(y_hat, y_true)
+            running_loss += loss.item() * X.size(0)
+            loss.backward()
+            optimizer.step()
+        epoch_loss = running_loss / len(train_loader.dataset)
+        return model, optimizer, epoch_loss
+
+    def validate(valid_loader, model, criterion, device):
+        model.eval()
+        running_loss = 0
+        for X, y_true in valid_loader:
+            X = X.to(device)
+            y_true = y_true.to(device)
+            y_hat, _ = model(X)
+            loss = criterion(y_hat, y_true)
+            running_loss += loss.item() * X.size(0)
+        epoch_loss = running_loss / len(valid_loader.dataset)
+        return model, epoch_loss
+
+    def training_loop(model, criterion, optimizer, train_loader, valid_loader, epochs, device, print_every=1):
+        train_losses, valid_losses, accuracies = [], [], []
+        for epoch in range(0, epochs):
+            model, optimizer, train_loss = train(train_loader, model, criterion, optimizer, device)
+            train_losses.append(train_loss)
+            with torch.no_grad():
+                model, valid_loss = validate(valid_loader, model, criterion, device)
+                valid_losses.append(valid_loss)
+            if epoch % print_every == (print_every - 1):
+                train_acc = get_accuracy(model, train_loader, device=device)
+                valid_acc = get_accuracy(model, valid_loader, device=device)
+                accuracies += [train_acc.item(), valid_acc.item()]
+        return model, optimizer, (train_losses, valid_losses, accuracies)
+
+    def dataset(n):
+        images = rng.random((n, 1, 32, 32)).astype(np.float32)
+        return data.TensorDataset(torch.tensor(images), torch.tensor(rng.integers(0, N_CLASSES, n)))
+
+    train_loader = data.DataLoader(dataset=dataset(4), batch_size=BATCH_SIZE, shuffle=False)
+    valid_loader = data.DataLoader(dataset=dataset(2), batch_size=BATCH_SIZE, shuffle=False)
+    torch.manual_seed(RANDOM_SEED)
+    model = LeNet5(N_CLASSES).to(DEVICE)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+    criterion = nn.CrossEntropyLoss()
+    model, _, (train_losses, valid_losses, accuracies) = training_loop(
+        model, criterion, optimizer, train_loader, valid_loader, N_EPOCHS, DEVICE)
+    return init, train_losses + valid_losses + accuracies + summary(model.parameters())
+
+
+def test_erykml_lenet5():
+    compare(erykml_lenet5)
