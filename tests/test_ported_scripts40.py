@@ -1491,3 +1491,463 @@ def erykml_lenet5(m, state=None):
 
 def test_erykml_lenet5():
     compare(erykml_lenet5)
+
+
+# (k) weiaicunzai/pytorch-cifar100's models/googlenet.py (Inception's b3 of two stacked 3x3 convolutions with the
+# source's nn.BatchNorm2d(n5x5, n5x5), which passes n5x5 as eps; a 3-conv prelayer; one MaxPool2d(3, stride=2,
+# padding=1) called twice; nn.Dropout2d before the view) and models/densenet.py (features filled by add_module with
+# "dense_block_layer_{}" and "transition_layer_{}", out_channels = int(reduction * inner_channels), a Transition of
+# BatchNorm, 1x1 conv and AvgPool2d(2, stride=2)); widths cut
+def weiaicunzai_googlenet_densenet(m, state=None, arch="googlenet", dropout=0.0):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(11)
+
+    class Inception(nn.Module):
+        def __init__(self, input_channels, n1x1, n3x3_reduce, n3x3, n5x5_reduce, n5x5, pool_proj):
+            super().__init__()
+            self.b1 = nn.Sequential(
+                nn.Conv2d(input_channels, n1x1, kernel_size=1),
+                nn.BatchNorm2d(n1x1),
+                nn.ReLU(inplace=True)
+            )
+            self.b2 = nn.Sequential(
+                nn.Conv2d(input_channels, n3x3_reduce, kernel_size=1),
+                nn.BatchNorm2d(n3x3_reduce),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(n3x3_reduce, n3x3, kernel_size=3, padding=1),
+                nn.BatchNorm2d(n3x3),
+                nn.ReLU(inplace=True)
+            )
+            self.b3 = nn.Sequential(
+                nn.Conv2d(input_channels, n5x5_reduce, kernel_size=1),
+                nn.BatchNorm2d(n5x5_reduce),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(n5x5_reduce, n5x5, kernel_size=3, padding=1),
+                nn.BatchNorm2d(n5x5, n5x5),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(n5x5, n5x5, kernel_size=3, padding=1),
+                nn.BatchNorm2d(n5x5),
+                nn.ReLU(inplace=True)
+            )
+            self.b4 = nn.Sequential(
+                nn.MaxPool2d(3, stride=1, padding=1),
+                nn.Conv2d(input_channels, pool_proj, kernel_size=1),
+                nn.BatchNorm2d(pool_proj),
+                nn.ReLU(inplace=True)
+            )
+
+        def forward(self, x):
+            return torch.cat([self.b1(x), self.b2(x), self.b3(x), self.b4(x)], dim=1)
+
+    class GoogleNet(nn.Module):
+        def __init__(self, num_class=100):
+            super().__init__()
+            self.prelayer = nn.Sequential(
+                nn.Conv2d(3, 8, kernel_size=3, padding=1, bias=False),
+                nn.BatchNorm2d(8),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(8, 8, kernel_size=3, padding=1, bias=False),
+                nn.BatchNorm2d(8),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(8, 24, kernel_size=3, padding=1, bias=False),
+                nn.BatchNorm2d(24),
+                nn.ReLU(inplace=True),
+            )
+            self.a3 = Inception(24, 8, 12, 16, 2, 4, 4)
+            self.b3 = Inception(32, 16, 16, 24, 4, 12, 8)
+            self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.dropout = nn.Dropout2d(p=dropout)
+            self.linear = nn.Linear(60, num_class)
+
+        def forward(self, x):
+            x = self.prelayer(x)
+            x = self.maxpool(x)
+            x = self.a3(x)
+            x = self.b3(x)
+            x = self.maxpool(x)
+            x = self.avgpool(x)
+            x = self.dropout(x)
+            x = x.view(x.size()[0], -1)
+            x = self.linear(x)
+            return x
+
+    class Bottleneck(nn.Module):
+        def __init__(self, in_channels, growth_rate):
+            super().__init__()
+            inner_channel = 4 * growth_rate
+            self.bottle_neck = nn.Sequential(
+                nn.BatchNorm2d(in_channels),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(in_channels, inner_channel, kernel_size=1, bias=False),
+                nn.BatchNorm2d(inner_channel),
+                nn.ReLU(inplace=True),
+                nn.Conv2d(inner_channel, growth_rate, kernel_size=3, padding=1, bias=False)
+            )
+
+        def forward(self, x):
+            return torch.cat([x, self.bottle_neck(x)], 1)
+
+    class Transition(nn.Module):
+        def __init__(self, in_channels, out_channels):
+            super().__init__()
+            self.down_sample = nn.Sequential(
+                nn.BatchNorm2d(in_channels),
+                nn.Conv2d(in_channels, out_channels, 1, bias=False),
+                nn.AvgPool2d(2, stride=2)
+            )
+
+        def forward(self, x):
+            return self.down_sample(x)
+
+    class DenseNet(nn.Module):
+        def __init__(self, block, nblocks, growth_rate=12, reduction=0.5, num_class=100):
+            super().__init__()
+            self.growth_rate = growth_rate
+            inner_channels = 2 * growth_rate
+            self.conv1 = nn.Conv2d(3, inner_channels, kernel_size=3, padding=1, bias=False)
+            self.features = nn.Sequential()
+            for index in range(len(nblocks) - 1):
+                self.features.add_module("dense_block_layer_{}".format(index),
+                                         self._make_dense_layers(block, inner_channels, nblocks[index]))
+                inner_channels += growth_rate * nblocks[index]
+                out_channels = int(reduction * inner_channels)  # int() will automatic floor the value
+                self.features.add_module("transition_layer_{}".format(index), Transition(inner_channels, out_channels))
+                inner_channels = out_channels
+            self.features.add_module("dense_block{}".format(len(nblocks) - 1),
+                                     self._make_dense_layers(block, inner_channels, nblocks[len(nblocks) - 1]))
+            inner_channels += growth_rate * nblocks[len(nblocks) - 1]
+            self.features.add_module('bn', nn.BatchNorm2d(inner_channels))
+            self.features.add_module('relu', nn.ReLU(inplace=True))
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.linear = nn.Linear(inner_channels, num_class)
+
+        def forward(self, x):
+            output = self.conv1(x)
+            output = self.features(output)
+            output = self.avgpool(output)
+            output = output.view(output.size()[0], -1)
+            output = self.linear(output)
+            return output
+
+        def _make_dense_layers(self, block, in_channels, nblocks):
+            dense_block = nn.Sequential()
+            for index in range(nblocks):
+                dense_block.add_module('bottle_neck_layer_{}'.format(index), block(in_channels, self.growth_rate))
+                in_channels += self.growth_rate
+            return dense_block
+
+    if arch == "googlenet":
+        net = GoogleNet(num_class=10)
+        assert net.a3.b3[4].eps == 4 and net.a3.b3[4].num_features == 4
+    else:
+        net = DenseNet(Bottleneck, [2, 1, 1], growth_rate=4, num_class=10)
+    init = load(m, net, state)
+    return init, train_steps(m, net, rng, (2, 3, 12, 12)) + summary(net.parameters()) + summary(net.buffers())
+
+
+@pytest.mark.parametrize("arch", ["googlenet", "densenet"])
+def test_weiaicunzai_googlenet_densenet(arch):
+    compare(weiaicunzai_googlenet_densenet, arch=arch)
+
+
+# (l) chenyaofo/pytorch-cifar-models: resnet.py (conv3x3 and conv1x1 helpers, BasicBlock's downsample argument,
+# kaiming_normal_(mode='fan_out', nonlinearity='relu') and constant_ init, the cifar10_resnet20-style entry points made
+# by functools.partial(_resnet, arch=..., layers=..., model_urls=..., num_classes=...) and setattr on the module),
+# vgg.py (cfgs with 'M', make_layers(cfg, batch_norm=True), typing.cast, Linear init normal_(0, 0.01)) and
+# mobilenetv2.py (torchvision's _make_divisible, ConvBNActivation subclassing nn.Sequential and aliased ConvBNReLU,
+# InvertedResidual's use_res_connect, the first stride changed to 1 for CIFAR, adaptive_avg_pool2d then torch.flatten);
+# widths cut, their hard-coded dropouts a parameter set to 0
+def chenyaofo_cifar_models(m, state=None, arch="cifar10_resnet20", dropout=0.0):
+    import functools
+    import types
+    from typing import List, Optional, Union, cast
+    torch, nn = m.torch, m.nn
+    Tensor = m.torch.Tensor
+    torch.manual_seed(0)
+    rng = np.random.default_rng(12)
+
+    def conv3x3(in_planes, out_planes, stride=1):
+        """3x3 convolution with padding"""
+        return nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=1, bias=False)
+
+    def conv1x1(in_planes, out_planes, stride=1):
+        """1x1 convolution"""
+        return nn.Conv2d(in_planes, out_planes, kernel_size=1, stride=stride, bias=False)
+
+    class BasicBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None):
+            super(BasicBlock, self).__init__()
+            self.conv1 = conv3x3(inplanes, planes, stride)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = conv3x3(planes, planes)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.downsample = downsample
+            self.stride = stride
+
+        def forward(self, x):
+            identity = x
+            out = self.conv1(x)
+            out = self.bn1(out)
+            out = self.relu(out)
+            out = self.conv2(out)
+            out = self.bn2(out)
+            if self.downsample is not None:
+                identity = self.downsample(x)
+            out += identity
+            out = self.relu(out)
+            return out
+
+    class CifarResNet(nn.Module):
+        def __init__(self, block, layers, num_classes=10):
+            super(CifarResNet, self).__init__()
+            self.inplanes = 4
+            self.conv1 = conv3x3(3, 4)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.relu = nn.ReLU(inplace=True)
+            self.layer1 = self._make_layer(block, 4, layers[0])
+            self.layer2 = self._make_layer(block, 8, layers[1], stride=2)
+            self.layer3 = self._make_layer(block, 16, layers[2], stride=2)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(16 * block.expansion, num_classes)
+            for m_ in self.modules():
+                if isinstance(m_, nn.Conv2d):
+                    nn.init.kaiming_normal_(m_.weight, mode='fan_out', nonlinearity='relu')
+                elif isinstance(m_, nn.BatchNorm2d):
+                    nn.init.constant_(m_.weight, 1)
+                    nn.init.constant_(m_.bias, 0)
+
+        def _make_layer(self, block, planes, blocks, stride=1):
+            downsample = None
+            if stride != 1 or self.inplanes != planes * block.expansion:
+                downsample = nn.Sequential(
+                    conv1x1(self.inplanes, planes * block.expansion, stride),
+                    nn.BatchNorm2d(planes * block.expansion),
+                )
+            layers = []
+            layers.append(block(self.inplanes, planes, stride, downsample))
+            self.inplanes = planes * block.expansion
+            for _ in range(1, blocks):
+                layers.append(block(self.inplanes, planes))
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = self.bn1(x)
+            x = self.relu(x)
+            x = self.layer1(x)
+            x = self.layer2(x)
+            x = self.layer3(x)
+            x = self.avgpool(x)
+            x = x.view(x.size(0), -1)
+            x = self.fc(x)
+            return x
+
+    def _resnet(arch, layers, model_urls, progress=True, pretrained=False, **kwargs):
+        model = CifarResNet(BasicBlock, layers, **kwargs)
+        if pretrained:
+            raise RuntimeError("no downloads here")  # load_state_dict_from_url(model_urls[arch], progress=progress)
+        return model
+
+    class VGG(nn.Module):
+        def __init__(self, features: nn.Module, num_classes: int = 10, init_weights: bool = True) -> None:
+            super(VGG, self).__init__()
+            self.features = features
+            self.classifier = nn.Sequential(
+                nn.Linear(32, 32),
+                nn.ReLU(True),
+                nn.Dropout(dropout),
+                nn.Linear(32, 32),
+                nn.ReLU(True),
+                nn.Dropout(dropout),
+                nn.Linear(32, num_classes),
+            )
+            if init_weights:
+                self._initialize_weights()
+
+        def forward(self, x: Tensor) -> Tensor:
+            x = self.features(x)
+            x = torch.flatten(x, 1)
+            x = self.classifier(x)
+            return x
+
+        def _initialize_weights(self) -> None:
+            for m_ in self.modules():
+                if isinstance(m_, nn.Conv2d):
+                    nn.init.kaiming_normal_(m_.weight, mode='fan_out', nonlinearity='relu')
+                    if m_.bias is not None:
+                        nn.init.constant_(m_.bias, 0)
+                elif isinstance(m_, nn.BatchNorm2d):
+                    nn.init.constant_(m_.weight, 1)
+                    nn.init.constant_(m_.bias, 0)
+                elif isinstance(m_, nn.Linear):
+                    nn.init.normal_(m_.weight, 0, 0.01)
+                    nn.init.constant_(m_.bias, 0)
+
+    def make_layers(cfg: List[Union[str, int]], batch_norm: bool = False) -> nn.Sequential:
+        layers: List[nn.Module] = []
+        in_channels = 3
+        for v in cfg:
+            if v == 'M':
+                layers += [nn.MaxPool2d(kernel_size=2, stride=2)]
+            else:
+                v = cast(int, v)
+                conv2d = nn.Conv2d(in_channels, v, kernel_size=3, padding=1)
+                if batch_norm:
+                    layers += [conv2d, nn.BatchNorm2d(v), nn.ReLU(inplace=True)]
+                else:
+                    layers += [conv2d, nn.ReLU(inplace=True)]
+                in_channels = v
+        return nn.Sequential(*layers)
+
+    cfgs = {'vgg11': [4, 'M', 8, 'M', 16, 16, 'M', 32, 32, 'M']}
+
+    def _vgg(arch, cfg, batch_norm, model_urls, progress=True, pretrained=False, **kwargs):
+        if pretrained:
+            kwargs['init_weights'] = False
+        model = VGG(make_layers(cfgs[cfg], batch_norm=batch_norm), **kwargs)
+        return model
+
+    def _make_divisible(v: float, divisor: int, min_value: Optional[int] = None) -> int:
+        if min_value is None:
+            min_value = divisor
+        new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+        # Make sure that round down does not go down by more than 10%.
+        if new_v < 0.9 * v:
+            new_v += divisor
+        return new_v
+
+    class ConvBNActivation(nn.Sequential):
+        def __init__(self, in_planes, out_planes, kernel_size=3, stride=1, groups=1, norm_layer=None,
+                     activation_layer=None, dilation=1):
+            padding = (kernel_size - 1) // 2 * dilation
+            if norm_layer is None:
+                norm_layer = nn.BatchNorm2d
+            if activation_layer is None:
+                activation_layer = nn.ReLU6
+            super(ConvBNReLU, self).__init__(
+                nn.Conv2d(in_planes, out_planes, kernel_size, stride, padding, dilation=dilation, groups=groups,
+                          bias=False),
+                norm_layer(out_planes),
+                activation_layer(inplace=True)
+            )
+            self.out_channels = out_planes
+
+    ConvBNReLU = ConvBNActivation
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, inp, oup, stride, expand_ratio, norm_layer=None):
+            super(InvertedResidual, self).__init__()
+            self.stride = stride
+            assert stride in [1, 2]
+            if norm_layer is None:
+                norm_layer = nn.BatchNorm2d
+            hidden_dim = int(round(inp * expand_ratio))
+            self.use_res_connect = self.stride == 1 and inp == oup
+            layers: List[nn.Module] = []
+            if expand_ratio != 1:
+                # pw
+                layers.append(ConvBNReLU(inp, hidden_dim, kernel_size=1, norm_layer=norm_layer))
+            layers.extend([
+                # dw
+                ConvBNReLU(hidden_dim, hidden_dim, stride=stride, groups=hidden_dim, norm_layer=norm_layer),
+                # pw-linear
+                nn.Conv2d(hidden_dim, oup, 1, 1, 0, bias=False),
+                norm_layer(oup),
+            ])
+            self.conv = nn.Sequential(*layers)
+            self.out_channels = oup
+            self._is_cn = stride > 1
+
+        def forward(self, x: Tensor) -> Tensor:
+            if self.use_res_connect:
+                return x + self.conv(x)
+            else:
+                return self.conv(x)
+
+    class MobileNetV2(nn.Module):
+        def __init__(self, num_classes=10, width_mult=1.0, inverted_residual_setting=None, round_nearest=8, block=None,
+                     norm_layer=None):
+            super(MobileNetV2, self).__init__()
+            if block is None:
+                block = InvertedResidual
+            if norm_layer is None:
+                norm_layer = nn.BatchNorm2d
+            input_channel = 32
+            last_channel = 64  # 1280 in the source
+            if inverted_residual_setting is None:
+                inverted_residual_setting = [
+                    # t, c, n, s
+                    [1, 16, 1, 1],
+                    [6, 24, 2, 1],  # NOTE: change stride 2 -> 1 for CIFAR10/100
+                    [6, 32, 1, 2],
+                ]
+            if len(inverted_residual_setting) == 0 or len(inverted_residual_setting[0]) != 4:
+                raise ValueError("inverted_residual_setting should be non-empty "
+                                 "or a 4-element list, got {}".format(inverted_residual_setting))
+            input_channel = _make_divisible(input_channel * width_mult, round_nearest)
+            self.last_channel = _make_divisible(last_channel * max(1.0, width_mult), round_nearest)
+            features: List[nn.Module] = [ConvBNReLU(3, input_channel, stride=1, norm_layer=norm_layer)]
+            for t, c, n, s in inverted_residual_setting:
+                output_channel = _make_divisible(c * width_mult, round_nearest)
+                for i in range(n):
+                    stride = s if i == 0 else 1
+                    features.append(block(input_channel, output_channel, stride, expand_ratio=t, norm_layer=norm_layer))
+                    input_channel = output_channel
+            features.append(ConvBNReLU(input_channel, self.last_channel, kernel_size=1, norm_layer=norm_layer))
+            self.features = nn.Sequential(*features)
+            self.classifier = nn.Sequential(
+                nn.Dropout(dropout),
+                nn.Linear(self.last_channel, num_classes),
+            )
+            for m_ in self.modules():
+                if isinstance(m_, nn.Conv2d):
+                    nn.init.kaiming_normal_(m_.weight, mode='fan_out')
+                    if m_.bias is not None:
+                        nn.init.zeros_(m_.bias)
+                elif isinstance(m_, (nn.BatchNorm2d, nn.GroupNorm)):
+                    nn.init.ones_(m_.weight)
+                    nn.init.zeros_(m_.bias)
+                elif isinstance(m_, nn.Linear):
+                    nn.init.normal_(m_.weight, 0, 0.01)
+                    nn.init.zeros_(m_.bias)
+
+        def _forward_impl(self, x: Tensor) -> Tensor:
+            x = self.features(x)
+            # Cannot use "squeeze" as batch-size can be 1
+            x = nn.functional.adaptive_avg_pool2d(x, (1, 1))
+            x = torch.flatten(x, 1)
+            x = self.classifier(x)
+            return x
+
+        def forward(self, x: Tensor) -> Tensor:
+            return self._forward_impl(x)
+
+    def _mobilenet_v2(arch, model_urls, progress=True, pretrained=False, **kwargs):
+        return MobileNetV2(**kwargs)
+
+    thismodule = types.SimpleNamespace()
+    for dataset in ["cifar10", "cifar100"]:
+        num_classes = 10 if dataset == "cifar10" else 100
+        for layers, model_name in zip([[1] * 3, [2] * 3], ["resnet20", "resnet32"]):  # [3] * 3 ... in the source
+            method_name = f"{dataset}_{model_name}"
+            setattr(thismodule, method_name, functools.partial(_resnet, arch=method_name, layers=layers,
+                                                               model_urls={}, num_classes=num_classes))
+        setattr(thismodule, f"{dataset}_vgg11_bn", functools.partial(_vgg, arch=f"{dataset}_vgg11_bn", cfg="vgg11",
+                                                                     batch_norm=True, model_urls={},
+                                                                     num_classes=num_classes))
+        setattr(thismodule, f"{dataset}_mobilenetv2_x0_25",
+                functools.partial(_mobilenet_v2, arch=f"{dataset}_mobilenetv2_x0_25", model_urls={}, width_mult=0.25,
+                                  num_classes=num_classes))
+    net = getattr(thismodule, arch)()
+    init = load(m, net, state)
+    return init, train_steps(m, net, rng, (2, 3, 16, 16)) + summary(net.parameters()) + summary(net.buffers())
+
+
+@pytest.mark.parametrize("arch", ["cifar10_resnet20", "cifar10_vgg11_bn", "cifar10_mobilenetv2_x0_25"])
+def test_chenyaofo_cifar_models(arch):
+    compare(chenyaofo_cifar_models, arch=arch)
