@@ -1224,9 +1224,11 @@ def test_gram_ai_capsule_network():
 # `out += self.shortcut(x)`, F.avg_pool2d(out, out.size()[3]), the model_names list from resnet.__dict__ and test()'s
 # parameter count by np.prod(x.data.numpy().shape)) and trainer.py (torch.nn.DataParallel, MultiStepLR(milestones,
 # last_epoch=args.start_epoch - 1), the resnet110 warm-up lr written into param_groups, output.float(), accuracy by
-# topk and pred.t(), checkpoints of {'epoch', 'state_dict', 'best_prec1'}); resuming at start_epoch 1 raises the
-# KeyError for a missing initial_lr in both libraries, and the script goes on once it is set by hand
-def akamaster_trainer(m, state=None, option="A"):
+# topk and pred.t(), save_checkpoint's torch.save of {'epoch', 'state_dict', 'best_prec1'} and the resume's torch.load
+# of it); resuming at start_epoch 1 raises the KeyError for a missing initial_lr in both libraries, and the script goes
+# on once it is set by hand
+def akamaster_trainer(m, state=None, option="A", save_dir=None):
+    import os
     import types
     torch, nn, F = m.torch, m.nn, m.F
     init_ = m.nn.init
@@ -1312,7 +1314,14 @@ def akamaster_trainer(m, state=None, option="A"):
     model_names = sorted(name for name in resnet.__dict__
                          if name.islower() and not name.startswith("__") and name.startswith("resnet")
                          and callable(resnet.__dict__[name]))
-    args = types.SimpleNamespace(arch=model_names[0], lr=0.1, momentum=0.9, weight_decay=1e-4, start_epoch=0, epochs=2)
+    args = types.SimpleNamespace(arch=model_names[0], lr=0.1, momentum=0.9, weight_decay=1e-4, start_epoch=0, epochs=2,
+                                 save_dir=save_dir, save_every=1, resume=os.path.join(save_dir, 'checkpoint.th'))
+
+    def save_checkpoint(state, is_best, filename='checkpoint.pth.tar'):
+        """
+        Save the training model
+        """
+        torch.save(state, filename)
 
     def accuracy(output, target, topk=(1,)):
         maxk = max(topk)
@@ -1338,7 +1347,7 @@ def akamaster_trainer(m, state=None, option="A"):
     lr_scheduler = torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[1], last_epoch=args.start_epoch - 1)
     for param_group in optimizer.param_groups:  # trainer.py's warm-up for resnet1202 and resnet110
         param_group['lr'] = args.lr * 0.1
-    losses, best_prec1, checkpoint = [float(total_params)], 0, None
+    losses, best_prec1 = [float(total_params)], 0
     for epoch in range(args.start_epoch, args.epochs):
         model.train()
         input = torch.tensor(normal(rng, 4, 3, 16, 16))
@@ -1355,10 +1364,23 @@ def akamaster_trainer(m, state=None, option="A"):
         losses += [loss.item(), prec1.item(), optimizer.param_groups[0]['lr']]
         is_best = prec1.item() > best_prec1
         best_prec1 = max(prec1.item(), best_prec1)
-        checkpoint = {'epoch': epoch + 1, 'state_dict': model.state_dict(), 'best_prec1': best_prec1}
+        if epoch > 0 and epoch % args.save_every == 0:
+            save_checkpoint({
+                'epoch': epoch + 1,
+                'state_dict': model.state_dict(),
+                'best_prec1': best_prec1,
+            }, is_best, filename=os.path.join(args.save_dir, 'checkpoint.th'))
+        save_checkpoint({
+            'state_dict': model.state_dict(),
+            'best_prec1': best_prec1,
+        }, is_best, filename=os.path.join(args.save_dir, 'model.th'))
     resumed = torch.nn.DataParallel(resnet.__dict__[args.arch]())
-    resumed.load_state_dict(checkpoint['state_dict'])
-    args.start_epoch = checkpoint['epoch'] - 1
+    if os.path.isfile(args.resume):
+        checkpoint = torch.load(args.resume)
+        args.start_epoch = checkpoint['epoch'] - 1
+        best_prec1 = checkpoint['best_prec1']
+        resumed.load_state_dict(checkpoint['state_dict'])
+    assert sorted(torch.load(os.path.join(args.save_dir, 'model.th'))) == ['best_prec1', 'state_dict']
     optimizer = torch.optim.SGD(resumed.parameters(), args.lr, momentum=args.momentum, weight_decay=args.weight_decay)
     with pytest.raises(KeyError, match="initial_lr"):
         torch.optim.lr_scheduler.MultiStepLR(optimizer, milestones=[1], last_epoch=args.start_epoch - 1)
@@ -1368,13 +1390,13 @@ def akamaster_trainer(m, state=None, option="A"):
     resumed.eval()
     with torch.no_grad():
         output = resumed(torch.tensor(normal(rng, 4, 3, 16, 16)))
-    losses += [output.sum().item(), optimizer.param_groups[0]['lr'], float(is_best)]
+    losses += [output.sum().item(), optimizer.param_groups[0]['lr'], float(is_best), best_prec1]
     return init, losses + summary(resumed.parameters()) + summary(resumed.buffers())
 
 
 @pytest.mark.parametrize("option", ["A", "B"])
-def test_akamaster_trainer(option):
-    compare(akamaster_trainer, option=option)
+def test_akamaster_trainer(option, tmp_path):
+    compare(akamaster_trainer, option=option, save_dir=str(tmp_path))
 
 
 # (j) erykml's LeNet-5 for MNIST (the "Implementing Yann LeCun's LeNet-5 in PyTorch" post): nn.Tanh and
@@ -1951,3 +1973,442 @@ def chenyaofo_cifar_models(m, state=None, arch="cifar10_resnet20", dropout=0.0):
 @pytest.mark.parametrize("arch", ["cifar10_resnet20", "cifar10_vgg11_bn", "cifar10_mobilenetv2_x0_25"])
 def test_chenyaofo_cifar_models(arch):
     compare(chenyaofo_cifar_models, arch=arch)
+
+
+# (m) osmr/imgclsmob's pytorchcv: common.py (get_activation_layer taking a function, a name or a module; ConvBlock with
+# its activation=(lambda: nn.ReLU(inplace=True)) default, nn.ZeroPad2d for a 4-tuple padding, conv1x1_block and
+# conv3x3_block; SEBlock with use_conv 1x1 convolutions or Linear layers and w.unsqueeze(2).unsqueeze(3)), resnet.py's
+# ResUnit (resize_identity, identity_conv), preresnet.py's PreConvBlock returning (x, x_pre_activ) so that the
+# identity convolution reads the pre-activation, and resnet_cifar.py's, seresnet_cifar.py's and preresnet_cifar.py's
+# networks (features.add_module("stage{}".format(i + 1), ...), AvgPool2d(kernel_size=8, stride=1) as final_pool,
+# _init_params by kaiming_uniform_ over named_modules(), get_resnet_cifar's channels = [[ci] * li for ...]); widths cut
+def osmr_cifar(m, state=None, arch="resnet", use_conv=True):
+    from inspect import isfunction
+    torch, nn = m.torch, m.nn
+    init = m.nn.init
+    torch.manual_seed(0)
+    rng = np.random.default_rng(13)
+
+    def get_activation_layer(activation):
+        assert (activation is not None)
+        if isfunction(activation):
+            return activation()
+        elif isinstance(activation, str):
+            if activation == "relu":
+                return nn.ReLU(inplace=True)
+            elif activation == "relu6":
+                return nn.ReLU6(inplace=True)
+            elif activation == "sigmoid":
+                return nn.Sigmoid()
+            else:
+                raise NotImplementedError()
+        else:
+            assert (isinstance(activation, nn.Module))
+            return activation
+
+    def conv1x1(in_channels, out_channels, stride=1, groups=1, bias=False):
+        return nn.Conv2d(in_channels=in_channels, out_channels=out_channels, kernel_size=1, stride=stride,
+                         groups=groups, bias=bias)
+
+    def conv3x3(in_channels, out_channels, stride=1, padding=1, dilation=1, groups=1, bias=False):
+        return nn.Conv2d(in_channels=in_channels, out_channels=out_channels, kernel_size=3, stride=stride,
+                         padding=padding, dilation=dilation, groups=groups, bias=bias)
+
+    class ConvBlock(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation=1, groups=1, bias=False,
+                     use_bn=True, bn_eps=1e-5, activation=(lambda: nn.ReLU(inplace=True))):
+            super(ConvBlock, self).__init__()
+            self.activate = (activation is not None)
+            self.use_bn = use_bn
+            self.use_pad = (isinstance(padding, (list, tuple)) and (len(padding) == 4))
+            if self.use_pad:
+                self.pad = nn.ZeroPad2d(padding=padding)
+                padding = 0
+            self.conv = nn.Conv2d(in_channels=in_channels, out_channels=out_channels, kernel_size=kernel_size,
+                                  stride=stride, padding=padding, dilation=dilation, groups=groups, bias=bias)
+            if self.use_bn:
+                self.bn = nn.BatchNorm2d(num_features=out_channels, eps=bn_eps)
+            if self.activate:
+                self.activ = get_activation_layer(activation)
+
+        def forward(self, x):
+            if self.use_pad:
+                x = self.pad(x)
+            x = self.conv(x)
+            if self.use_bn:
+                x = self.bn(x)
+            if self.activate:
+                x = self.activ(x)
+            return x
+
+    def conv1x1_block(in_channels, out_channels, stride=1, padding=0, groups=1, bias=False, use_bn=True, bn_eps=1e-5,
+                      activation=(lambda: nn.ReLU(inplace=True))):
+        return ConvBlock(in_channels=in_channels, out_channels=out_channels, kernel_size=1, stride=stride,
+                         padding=padding, groups=groups, bias=bias, use_bn=use_bn, bn_eps=bn_eps, activation=activation)
+
+    def conv3x3_block(in_channels, out_channels, stride=1, padding=1, dilation=1, groups=1, bias=False, use_bn=True,
+                      bn_eps=1e-5, activation=(lambda: nn.ReLU(inplace=True))):
+        return ConvBlock(in_channels=in_channels, out_channels=out_channels, kernel_size=3, stride=stride,
+                         padding=padding, dilation=dilation, groups=groups, bias=bias, use_bn=use_bn, bn_eps=bn_eps,
+                         activation=activation)
+
+    class SEBlock(nn.Module):
+        def __init__(self, channels, reduction=16, mid_channels=None, round_mid=False, use_conv=True,
+                     mid_activation=(lambda: nn.ReLU(inplace=True)), out_activation=(lambda: nn.Sigmoid())):
+            super(SEBlock, self).__init__()
+            self.use_conv = use_conv
+            if mid_channels is None:
+                mid_channels = channels // reduction
+            self.pool = nn.AdaptiveAvgPool2d(output_size=1)
+            if use_conv:
+                self.conv1 = conv1x1(in_channels=channels, out_channels=mid_channels, bias=True)
+            else:
+                self.fc1 = nn.Linear(in_features=channels, out_features=mid_channels)
+            self.activ = get_activation_layer(mid_activation)
+            if use_conv:
+                self.conv2 = conv1x1(in_channels=mid_channels, out_channels=channels, bias=True)
+            else:
+                self.fc2 = nn.Linear(in_features=mid_channels, out_features=channels)
+            self.sigmoid = get_activation_layer(out_activation)
+
+        def forward(self, x):
+            w = self.pool(x)
+            if not self.use_conv:
+                w = w.view(x.size(0), -1)
+            w = self.conv1(w) if self.use_conv else self.fc1(w)
+            w = self.activ(w)
+            w = self.conv2(w) if self.use_conv else self.fc2(w)
+            w = self.sigmoid(w)
+            if not self.use_conv:
+                w = w.unsqueeze(2).unsqueeze(3)
+            x = x * w
+            return x
+
+    class ResBlock(nn.Module):
+        def __init__(self, in_channels, out_channels, stride, bias=False, use_bn=True):
+            super(ResBlock, self).__init__()
+            self.conv1 = conv3x3_block(in_channels=in_channels, out_channels=out_channels, stride=stride, bias=bias,
+                                       use_bn=use_bn)
+            self.conv2 = conv3x3_block(in_channels=out_channels, out_channels=out_channels, bias=bias, use_bn=use_bn,
+                                       activation=None)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = self.conv2(x)
+            return x
+
+    class ResUnit(nn.Module):
+        def __init__(self, in_channels, out_channels, stride, bias=False, use_bn=True, bottleneck=False,
+                     conv1_stride=False, use_se=False):
+            super(ResUnit, self).__init__()
+            self.resize_identity = (in_channels != out_channels) or (stride != 1)
+            self.use_se = use_se
+            self.body = ResBlock(in_channels=in_channels, out_channels=out_channels, stride=stride, bias=bias,
+                                 use_bn=use_bn)
+            if self.use_se:  # seresnet_cifar.py's SEResUnit
+                self.se = SEBlock(channels=out_channels, reduction=4, use_conv=use_conv)
+            if self.resize_identity:
+                self.identity_conv = conv1x1_block(in_channels=in_channels, out_channels=out_channels, stride=stride,
+                                                   bias=bias, use_bn=use_bn, activation=None)
+            self.activ = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            if self.resize_identity:
+                identity = self.identity_conv(x)
+            else:
+                identity = x
+            x = self.body(x)
+            if self.use_se:
+                x = self.se(x)
+            x = x + identity
+            x = self.activ(x)
+            return x
+
+    class PreConvBlock(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation=1, bias=False,
+                     use_bn=True, return_preact=False, activate=True):
+            super(PreConvBlock, self).__init__()
+            self.return_preact = return_preact
+            self.activate = activate
+            self.use_bn = use_bn
+            if self.use_bn:
+                self.bn = nn.BatchNorm2d(num_features=in_channels)
+            if self.activate:
+                self.activ = nn.ReLU(inplace=True)
+            self.conv = nn.Conv2d(in_channels=in_channels, out_channels=out_channels, kernel_size=kernel_size,
+                                  stride=stride, padding=padding, dilation=dilation, bias=bias)
+
+        def forward(self, x):
+            if self.use_bn:
+                x = self.bn(x)
+            if self.activate:
+                x = self.activ(x)
+            if self.return_preact:
+                x_pre_activ = x
+            x = self.conv(x)
+            if self.return_preact:
+                return x, x_pre_activ
+            else:
+                return x
+
+    def pre_conv3x3_block(in_channels, out_channels, stride=1, padding=1, dilation=1, bias=False, use_bn=True,
+                          return_preact=False, activate=True):
+        return PreConvBlock(in_channels=in_channels, out_channels=out_channels, kernel_size=3, stride=stride,
+                            padding=padding, dilation=dilation, bias=bias, use_bn=use_bn, return_preact=return_preact,
+                            activate=activate)
+
+    class PreResBlock(nn.Module):
+        def __init__(self, in_channels, out_channels, stride, bias=False, use_bn=True):
+            super(PreResBlock, self).__init__()
+            self.conv1 = pre_conv3x3_block(in_channels=in_channels, out_channels=out_channels, stride=stride, bias=bias,
+                                           use_bn=use_bn, return_preact=True)
+            self.conv2 = pre_conv3x3_block(in_channels=out_channels, out_channels=out_channels, bias=bias,
+                                           use_bn=use_bn)
+
+        def forward(self, x):
+            x, x_pre_activ = self.conv1(x)
+            x = self.conv2(x)
+            return x, x_pre_activ
+
+    class PreResUnit(nn.Module):
+        def __init__(self, in_channels, out_channels, stride, bias=False, use_bn=True, bottleneck=False,
+                     conv1_stride=False):
+            super(PreResUnit, self).__init__()
+            self.resize_identity = (in_channels != out_channels) or (stride != 1)
+            self.body = PreResBlock(in_channels=in_channels, out_channels=out_channels, stride=stride, bias=bias,
+                                    use_bn=use_bn)
+            if self.resize_identity:
+                self.identity_conv = conv1x1(in_channels=in_channels, out_channels=out_channels, stride=stride,
+                                             bias=bias)
+
+        def forward(self, x):
+            identity = x
+            x, x_pre_activ = self.body(x)
+            if self.resize_identity:
+                identity = self.identity_conv(x_pre_activ)
+            x = x + identity
+            return x
+
+    class PreResActivation(nn.Module):
+        def __init__(self, in_channels, bn_eps=1e-5):
+            super(PreResActivation, self).__init__()
+            self.bn = nn.BatchNorm2d(num_features=in_channels, eps=bn_eps)
+            self.activ = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            x = self.bn(x)
+            x = self.activ(x)
+            return x
+
+    class CIFARResNet(nn.Module):
+        def __init__(self, channels, init_block_channels, bottleneck, in_channels=3, in_size=(32, 32), num_classes=10,
+                     preact=False, use_se=False):
+            super(CIFARResNet, self).__init__()
+            self.in_size = in_size
+            self.num_classes = num_classes
+            self.features = nn.Sequential()
+            if preact:
+                self.features.add_module("init_block", conv3x3(in_channels=in_channels,
+                                                               out_channels=init_block_channels))
+            else:
+                self.features.add_module("init_block", conv3x3_block(in_channels=in_channels,
+                                                                     out_channels=init_block_channels))
+            in_channels = init_block_channels
+            for i, channels_per_stage in enumerate(channels):
+                stage = nn.Sequential()
+                for j, out_channels in enumerate(channels_per_stage):
+                    stride = 2 if (j == 0) and (i != 0) else 1
+                    if preact:
+                        unit = PreResUnit(in_channels=in_channels, out_channels=out_channels, stride=stride,
+                                          bottleneck=bottleneck, conv1_stride=False)
+                    else:
+                        unit = ResUnit(in_channels=in_channels, out_channels=out_channels, stride=stride,
+                                       bottleneck=bottleneck, conv1_stride=False, use_se=use_se)
+                    stage.add_module("unit{}".format(j + 1), unit)
+                    in_channels = out_channels
+                self.features.add_module("stage{}".format(i + 1), stage)
+            if preact:
+                self.features.add_module("post_activ", PreResActivation(in_channels=in_channels))
+            self.features.add_module("final_pool", nn.AvgPool2d(kernel_size=8, stride=1))
+            self.output = nn.Linear(in_features=in_channels, out_features=num_classes)
+            self._init_params()
+
+        def _init_params(self):
+            for name, module in self.named_modules():
+                if isinstance(module, nn.Conv2d):
+                    init.kaiming_uniform_(module.weight)
+                    if module.bias is not None:
+                        init.constant_(module.bias, 0)
+
+        def forward(self, x):
+            x = self.features(x)
+            x = x.view(x.size(0), -1)
+            x = self.output(x)
+            return x
+
+    def get_resnet_cifar(num_classes, blocks, bottleneck, model_name=None, pretrained=False, **kwargs):
+        assert (num_classes in [10, 100])
+        assert ((blocks - 2) % 6 == 0)
+        layers = [(blocks - 2) // 6] * 3
+        channels_per_layers = [8, 16, 32]  # [16, 32, 64] in the source
+        init_block_channels = 8
+        channels = [[ci] * li for (ci, li) in zip(channels_per_layers, layers)]
+        net = CIFARResNet(channels=channels, init_block_channels=init_block_channels, bottleneck=bottleneck,
+                          num_classes=num_classes, **kwargs)
+        assert not pretrained
+        return net
+
+    kwargs = {"resnet": {}, "seresnet": {"use_se": True}, "preresnet": {"preact": True}}[arch]
+    net = get_resnet_cifar(num_classes=10, blocks=8, bottleneck=False, model_name=f"{arch}8_cifar10", **kwargs)
+    assert [name for name, _ in net.features.named_children()][-1] == "final_pool"
+    init_ = load(m, net, state)
+    return init_, train_steps(m, net, rng, (2, 3, 32, 32)) + summary(net.parameters()) + summary(net.buffers())
+
+
+@pytest.mark.parametrize("arch,use_conv", [("resnet", True), ("seresnet", True), ("seresnet", False),
+                                           ("preresnet", True)])
+def test_osmr_cifar(arch, use_conv):
+    compare(osmr_cifar, arch=arch, use_conv=use_conv)
+
+
+# (n) activatedgeek/LeNet-5 (lenet.py, run.py): C1, C2, C3, F4 and F5 modules each an nn.Sequential of an OrderedDict,
+# two C2 branches summed by `output += x` on a max-pooled map, F5 ending in nn.LogSoftmax(dim=-1) fed to
+# nn.CrossEntropyLoss (as the source does), Adam(lr=2e-3), loss.detach().cpu().item() into a list, the test pass's
+# output.detach().max(1)[1] and pred.eq(labels.view_as(pred)).sum(), avg_loss /= len(data_test), over DataLoaders
+def activatedgeek_lenet5(m, state=None):
+    from collections import OrderedDict
+    torch, nn, optim, data = m.torch, m.nn, m.optim, m.data
+    torch.manual_seed(0)
+    rng = np.random.default_rng(14)
+
+    class C1(nn.Module):
+        def __init__(self):
+            super(C1, self).__init__()
+            self.c1 = nn.Sequential(OrderedDict([
+                ('c1', nn.Conv2d(1, 6, kernel_size=(5, 5))),
+                ('relu1', nn.ReLU()),
+                ('s1', nn.MaxPool2d(kernel_size=(2, 2), stride=2))
+            ]))
+
+        def forward(self, img):
+            output = self.c1(img)
+            return output
+
+    class C2(nn.Module):
+        def __init__(self):
+            super(C2, self).__init__()
+            self.c2 = nn.Sequential(OrderedDict([
+                ('c2', nn.Conv2d(6, 16, kernel_size=(5, 5))),
+                ('relu2', nn.ReLU()),
+                ('s2', nn.MaxPool2d(kernel_size=(2, 2), stride=2))
+            ]))
+
+        def forward(self, img):
+            output = self.c2(img)
+            return output
+
+    class C3(nn.Module):
+        def __init__(self):
+            super(C3, self).__init__()
+            self.c3 = nn.Sequential(OrderedDict([
+                ('c3', nn.Conv2d(16, 120, kernel_size=(5, 5))),
+                ('relu3', nn.ReLU())
+            ]))
+
+        def forward(self, img):
+            output = self.c3(img)
+            return output
+
+    class F4(nn.Module):
+        def __init__(self):
+            super(F4, self).__init__()
+            self.f4 = nn.Sequential(OrderedDict([
+                ('f4', nn.Linear(120, 84)),
+                ('relu4', nn.ReLU())
+            ]))
+
+        def forward(self, img):
+            output = self.f4(img)
+            return output
+
+    class F5(nn.Module):
+        def __init__(self):
+            super(F5, self).__init__()
+            self.f5 = nn.Sequential(OrderedDict([
+                ('f5', nn.Linear(84, 10)),
+                ('sig5', nn.LogSoftmax(dim=-1))
+            ]))
+
+        def forward(self, img):
+            output = self.f5(img)
+            return output
+
+    class LeNet5(nn.Module):
+        """
+        Input - 1x32x32
+        Output - 10
+        """
+        def __init__(self):
+            super(LeNet5, self).__init__()
+            self.c1 = C1()
+            self.c2_1 = C2()
+            self.c2_2 = C2()
+            self.c3 = C3()
+            self.f4 = F4()
+            self.f5 = F5()
+
+        def forward(self, img):
+            output = self.c1(img)
+            x = self.c2_1(output)
+            output = self.c2_2(output)
+            output += x
+            output = self.c3(output)
+            output = output.view(img.size(0), -1)
+            output = self.f4(output)
+            output = self.f5(output)
+            return output
+
+    def dataset(n):
+        return data.TensorDataset(torch.tensor(rng.random((n, 1, 32, 32)).astype(np.float32)),
+                                  torch.tensor(rng.integers(0, 10, n)))
+
+    data_train, data_test = dataset(4), dataset(3)
+    data_train_loader = data.DataLoader(data_train, batch_size=2, shuffle=False, num_workers=0)
+    data_test_loader = data.DataLoader(data_test, batch_size=2, num_workers=0)
+    net = LeNet5()
+    init = load(m, net, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = optim.Adam(net.parameters(), lr=2e-3)
+    cur_batch_win = None
+    loss_list, batch_list = [], []
+
+    def train(epoch):
+        net.train()
+        for i, (images, labels) in enumerate(data_train_loader):
+            optimizer.zero_grad()
+            output = net(images)
+            loss = criterion(output, labels)
+            loss_list.append(loss.detach().cpu().item())
+            batch_list.append(i + 1)
+            loss.backward()
+            optimizer.step()
+        return cur_batch_win
+
+    def test():
+        net.eval()
+        total_correct = 0
+        avg_loss = 0.0
+        for i, (images, labels) in enumerate(data_test_loader):
+            output = net(images)
+            avg_loss += criterion(output, labels).sum()
+            pred = output.detach().max(1)[1]
+            total_correct += pred.eq(labels.view_as(pred)).sum()
+        avg_loss /= len(data_test)
+        return avg_loss.detach().cpu().item(), float(total_correct) / len(data_test)
+
+    train(1)
+    return init, loss_list + list(test()) + summary(net.parameters())
+
+
+def test_activatedgeek_lenet5():
+    compare(activatedgeek_lenet5)
