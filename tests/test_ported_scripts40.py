@@ -2,21 +2,31 @@
 its imports alone, as test_ported_scripts.py: weiaicunzai/pytorch-cifar100's less common models (RiR's two streams
 passed as a tuple through nn.Sequential blocks named with spaces, ShuffleNet's ChannelShuffle and group pointwise
 convolutions fused by add or cat, ShuffleNetV2's channel_split views, MobileNet's width multiplier, MobileNetV2's
-in-place residual add, SEResNet's excitation by expand_as, PreActResNet); bearpaw/pytorch-classification's DenseNet
-(init by m.weight.data.normal_(0, math.sqrt(2. / n))) and CIFAR AlexNet; huyvnphan/PyTorch_CIFAR10's GoogLeNet with
-transform_input, its WarmupCosineLR (an _LRScheduler subclass whose get_lr reads self._get_lr_called_within_step)
-stepped per iteration, and its Lightning module's step; gram-ai/capsule-networks (routing priors by a 5-D broadcast
-matmul, a softmax over a transposed dimension, one-hot targets by torch.eye(...).index_select); akamaster's trainer
-(DataParallel, MultiStepLR(last_epoch=start_epoch - 1) resuming from initial_lr, a checkpoint dict of the state_dict
-and best_prec1); erykml's LeNet-5 (tanh and AvgPool2d, logits and probabilities, a running loss over a DataLoader).
-Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
-weights summed into a few numbers, agree. Numpy draws the batches; shapes are tiny and runs take two steps; where a
-repository hard-codes dropout, its probability is a parameter set to 0 here (tnet draws other masks).
+in-place residual add, SEResNet's excitation by expand_as, PreActResNet, GoogLeNet's nn.BatchNorm2d(n, n) that passes
+n as eps, DenseNet's add_module names); bearpaw/pytorch-classification's DenseNet (init by m.weight.data.normal_(0,
+math.sqrt(2. / n))) and CIFAR AlexNet; huyvnphan/PyTorch_CIFAR10's GoogLeNet with transform_input, its WarmupCosineLR
+(an _LRScheduler subclass whose get_lr reads self._get_lr_called_within_step) stepped per iteration, and its
+Lightning module's step; chenyaofo/pytorch-cifar-models' entry points made by functools.partial (resnet20, vgg11_bn,
+mobilenetv2); osmr's pytorchcv CIFAR ResNet, SE-ResNet and PreResNet (ConvBlock's activation lambdas, PreConvBlock's
+pre-activation returned beside the output); gram-ai/capsule-networks (routing priors by a 5-D broadcast matmul, a
+softmax over a transposed dimension, one-hot targets by torch.eye(...).index_select); akamaster's trainer
+(DataParallel, checkpoints through torch.save and torch.load, MultiStepLR(last_epoch=start_epoch - 1) resuming from
+initial_lr); erykml's and activatedgeek's LeNet-5s (tanh and AvgPool2d; OrderedDict stages, two summed C2 branches)
+and the 1998 paper's (C3's connection table, trainable subsampling, RBF outputs, the MAP criterion). Each runs in
+tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into
+a few numbers, agree. Numpy draws the batches; shapes are tiny and runs take two steps; where a repository hard-codes
+dropout, its probability is a parameter set to 0 here (tnet draws other masks).
 
-Fixed in tnet on the way: LRScheduler had no _get_lr_called_within_step (WarmupCosineLR's get_lr raised
-AttributeError); it is now True while step() calls get_lr, as torch's (test_lr_scheduler.py). Found and documented
-(README's porting section): an element-wise product of a transposed tensor is contiguous in tnet, where torch's keeps
-the transposed layout, so the capsule network's .view, which torch refuses, works in tnet."""
+Fixed in tnet on the way (each with its unit test):
+- LRScheduler had no _get_lr_called_within_step (WarmupCosineLR's get_lr raised AttributeError); it is now True
+  while step() calls get_lr, as torch's (test_lr_scheduler.py).
+- softmax, log_softmax, softmin and gumbel_softmax over a dim not the last returned a permuted view of their rows,
+  and kthvalue a slice of its sort: .view(...) of them raised where torch's contiguous results take it
+  (test_softmax.py, test_sort_scan.py; found while checking the capsule routing's softmax over dim 2).
+- conv1d's and conv_transpose1d's [N, C, L] outputs keep NLC memory, which .view(N, -1) refused; view now copies
+  them as it does a channels-last activation (test_copy.py).
+Found and documented (README's porting section): an element-wise product of a transposed tensor is contiguous in
+tnet, where torch's keeps the transposed layout, so the capsule network's .view, which torch refuses, works in tnet."""
 import math
 
 import numpy as np
@@ -2412,3 +2422,99 @@ def activatedgeek_lenet5(m, state=None):
 
 def test_activatedgeek_lenet5():
     compare(activatedgeek_lenet5)
+
+
+# (o) the 1998 paper's LeNet-5 as paper-faithful reproductions write it: the scaled tanh 1.7159 * tanh(2/3 x),
+# trainable subsampling layers (a 2x2 sum by F.avg_pool2d(x, 2) * 4 times a per-channel Parameter of torch.Tensor(c)
+# plus a bias, initialised by uniform_(-2.4 / fan_in, 2.4 / fan_in)), C3's partial connection table as a ModuleList
+# of convolutions over x[:, m] for each list m of input maps, concatenated, an RBF output layer of fixed +-1 bitmaps
+# in a buffer ((x.unsqueeze(1) - weight) ** 2).sum(-1), the MAP criterion (the correct class's penalty plus
+# log(e^-j + sum e^-y_i)) and prediction by argmin; SGD with momentum 0 as in the paper, on 32x32 images
+def lenet5_1998(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(15)
+    C3_MAPPING = [[0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 5], [0, 4, 5], [0, 1, 5], [0, 1, 2, 3], [1, 2, 3, 4],
+                  [2, 3, 4, 5], [0, 3, 4, 5], [0, 1, 4, 5], [0, 1, 2, 5], [0, 1, 3, 4], [1, 2, 4, 5], [0, 2, 3, 5],
+                  [0, 1, 2, 3, 4, 5]]
+
+    class ScaledTanh(nn.Module):
+        def forward(self, x):
+            return 1.7159 * torch.tanh(2. / 3. * x)
+
+    class Subsampling(nn.Module):
+        def __init__(self, channels):
+            super().__init__()
+            self.weight = nn.Parameter(torch.Tensor(channels))
+            self.bias = nn.Parameter(torch.Tensor(channels))
+            self.reset_parameters()
+
+        def reset_parameters(self):
+            fan_in = 4
+            nn.init.uniform_(self.weight, -2.4 / fan_in, 2.4 / fan_in)
+            nn.init.uniform_(self.bias, -2.4 / fan_in, 2.4 / fan_in)
+
+        def forward(self, x):
+            x = F.avg_pool2d(x, 2) * 4
+            return x * self.weight.view(1, -1, 1, 1) + self.bias.view(1, -1, 1, 1)
+
+    class C3(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.convs = nn.ModuleList([nn.Conv2d(len(m_), 1, 5) for m_ in C3_MAPPING])
+
+        def forward(self, x):
+            return torch.cat([conv(x[:, m_]) for conv, m_ in zip(self.convs, C3_MAPPING)], dim=1)
+
+    class RBF(nn.Module):
+        def __init__(self, bitmaps):
+            super().__init__()
+            self.register_buffer('weight', bitmaps)
+
+        def forward(self, x):
+            return ((x.unsqueeze(1) - self.weight.unsqueeze(0)) ** 2).sum(-1)
+
+    class LeNet5(nn.Module):
+        def __init__(self, bitmaps):
+            super().__init__()
+            self.c1 = nn.Conv2d(1, 6, 5)
+            self.s2 = Subsampling(6)
+            self.c3 = C3()
+            self.s4 = Subsampling(16)
+            self.c5 = nn.Conv2d(16, 120, 5)
+            self.f6 = nn.Linear(120, 84)
+            self.act = ScaledTanh()
+            self.output = RBF(bitmaps)
+
+        def forward(self, x):
+            x = self.act(self.s2(self.c1(x)))
+            x = self.act(self.s4(self.c3(x)))
+            x = self.act(self.c5(x))
+            x = x.view(-1, 120)
+            x = self.act(self.f6(x))
+            return self.output(x)
+
+    def map_loss(output, target, j=0.1):
+        correct = output.gather(1, target.unsqueeze(1)).squeeze(1)
+        return (correct + torch.log(math.exp(-j) + torch.exp(-output).sum(1))).mean()
+
+    bitmaps = torch.tensor(np.where(rng.random((10, 84)) < 0.5, -1.0, 1.0).astype(np.float32))
+    model = LeNet5(bitmaps)
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    losses = []
+    for step in range(2):
+        images = torch.tensor(rng.random((2, 1, 32, 32)).astype(np.float32) * 1.275 - 0.1)  # the paper's [-0.1, 1.175]
+        labels = torch.tensor(rng.integers(0, 10, 2))
+        optimizer.zero_grad()
+        output = model(images)
+        loss = map_loss(output, labels)
+        loss.backward()
+        optimizer.step()
+        pred = output.detach().argmin(1)
+        losses += [loss.item(), pred.eq(labels).sum().item(), output.sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_lenet5_1998():
+    compare(lenet5_1998)
