@@ -12,7 +12,8 @@ pre-activation returned beside the output); gram-ai/capsule-networks (routing pr
 softmax over a transposed dimension, one-hot targets by torch.eye(...).index_select); akamaster's trainer
 (DataParallel, checkpoints through torch.save and torch.load, MultiStepLR(last_epoch=start_epoch - 1) resuming from
 initial_lr); erykml's and activatedgeek's LeNet-5s (tanh and AvgPool2d; OrderedDict stages, two summed C2 branches)
-and the 1998 paper's (C3's connection table, trainable subsampling, RBF outputs, the MAP criterion). Each runs in
+and the 1998 paper's (C3's connection table, trainable subsampling, RBF outputs, the MAP criterion); ResNeSt's
+split attention, Res2Net's hierarchical splits and octave convolutions in small CIFAR networks. Each runs in
 tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into
 a few numbers, agree. Numpy draws the batches; shapes are tiny and runs take two steps; where a repository hard-codes
 dropout, its probability is a parameter set to 0 here (tnet draws other masks).
@@ -2518,3 +2519,241 @@ def lenet5_1998(m, state=None):
 
 def test_lenet5_1998():
     compare(lenet5_1998)
+
+
+# (p) multi-branch blocks of CIFAR-sized ResNets as their repositories write them: zhanghang1989/ResNeSt's
+# SplAtConv2d (a grouped conv of channels * radix, torch.split by rchannel // self.radix, gap = sum(splited) from
+# Python's 0, the torch.__version__ < '1.5' branch, rSoftMax's view(batch, cardinality, radix, -1).transpose(1, 2)
+# softmaxed over dim 1 then reshaped, out.contiguous()); Res2Net's Bottle2neck (torch.split(out, self.width, 1), the
+# hierarchical sp = sp + spx[i] through a ModuleList of 3x3 convolutions, the 'stage' block's AvgPool2d on the last
+# split); d-li14/octconv.pytorch's OctaveConv (high and low frequency maps passed as a tuple, nn.Conv2d's stride,
+# padding, dilation, groups and bias passed by position, AvgPool2d((2, 2), stride=2) and nn.Upsample(scale_factor=2,
+# mode='nearest') between them) inside Conv_BN_ACT; each in a two-block network on 8x8 images, widths cut
+def multi_branch_blocks(m, state=None, arch="resnest"):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(16)
+
+    class rSoftMax(nn.Module):
+        def __init__(self, radix, cardinality):
+            super().__init__()
+            self.radix = radix
+            self.cardinality = cardinality
+
+        def forward(self, x):
+            batch = x.size(0)
+            if self.radix > 1:
+                x = x.view(batch, self.cardinality, self.radix, -1).transpose(1, 2)
+                x = F.softmax(x, dim=1)
+                x = x.reshape(batch, -1)
+            else:
+                x = torch.sigmoid(x)
+            return x
+
+    class SplAtConv2d(nn.Module):
+        """Split-Attention Conv2d"""
+        def __init__(self, in_channels, channels, kernel_size, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1,
+                     bias=True, radix=2, reduction_factor=4, norm_layer=None, **kwargs):
+            super(SplAtConv2d, self).__init__()
+            inter_channels = max(in_channels * radix // reduction_factor, 8)  # 32 in the source
+            self.radix = radix
+            self.cardinality = groups
+            self.channels = channels
+            self.conv = nn.Conv2d(in_channels, channels * radix, kernel_size, stride, padding, dilation,
+                                  groups=groups * radix, bias=bias, **kwargs)
+            self.use_bn = norm_layer is not None
+            if self.use_bn:
+                self.bn0 = norm_layer(channels * radix)
+            self.relu = nn.ReLU(inplace=True)
+            self.fc1 = nn.Conv2d(channels, inter_channels, 1, groups=self.cardinality)
+            if self.use_bn:
+                self.bn1 = norm_layer(inter_channels)
+            self.fc2 = nn.Conv2d(inter_channels, channels * radix, 1, groups=self.cardinality)
+            self.rsoftmax = rSoftMax(radix, groups)
+
+        def forward(self, x):
+            x = self.conv(x)
+            if self.use_bn:
+                x = self.bn0(x)
+            x = self.relu(x)
+            batch, rchannel = x.shape[:2]
+            if self.radix > 1:
+                if torch.__version__ < '1.5':
+                    splited = torch.split(x, int(rchannel // self.radix), dim=1)
+                else:
+                    splited = torch.split(x, rchannel // self.radix, dim=1)
+                gap = sum(splited)
+            else:
+                gap = x
+            gap = F.adaptive_avg_pool2d(gap, 1)
+            gap = self.fc1(gap)
+            if self.use_bn:
+                gap = self.bn1(gap)
+            gap = self.relu(gap)
+            atten = self.fc2(gap)
+            atten = self.rsoftmax(atten).view(batch, -1, 1, 1)
+            if self.radix > 1:
+                if torch.__version__ < '1.5':
+                    attens = torch.split(atten, int(rchannel // self.radix), dim=1)
+                else:
+                    attens = torch.split(atten, rchannel // self.radix, dim=1)
+                out = sum([att * split for (att, split) in zip(attens, splited)])
+            else:
+                out = atten * x
+            return out.contiguous()
+
+    class Bottle2neck(nn.Module):
+        expansion = 4
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None, baseWidth=26, scale=4, stype='normal'):
+            super(Bottle2neck, self).__init__()
+            width = int(math.floor(planes * (baseWidth / 64.0)))
+            self.conv1 = nn.Conv2d(inplanes, width * scale, kernel_size=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(width * scale)
+            if scale == 1:
+                self.nums = 1
+            else:
+                self.nums = scale - 1
+            if stype == 'stage':
+                self.pool = nn.AvgPool2d(kernel_size=3, stride=stride, padding=1)
+            convs = []
+            bns = []
+            for i in range(self.nums):
+                convs.append(nn.Conv2d(width, width, kernel_size=3, stride=stride, padding=1, bias=False))
+                bns.append(nn.BatchNorm2d(width))
+            self.convs = nn.ModuleList(convs)
+            self.bns = nn.ModuleList(bns)
+            self.conv3 = nn.Conv2d(width * scale, planes * self.expansion, kernel_size=1, bias=False)
+            self.bn3 = nn.BatchNorm2d(planes * self.expansion)
+            self.relu = nn.ReLU(inplace=True)
+            self.downsample = downsample
+            self.stype = stype
+            self.scale = scale
+            self.width = width
+
+        def forward(self, x):
+            residual = x
+            out = self.conv1(x)
+            out = self.bn1(out)
+            out = self.relu(out)
+            spx = torch.split(out, self.width, 1)
+            for i in range(self.nums):
+                if i == 0 or self.stype == 'stage':
+                    sp = spx[i]
+                else:
+                    sp = sp + spx[i]
+                sp = self.convs[i](sp)
+                sp = self.relu(self.bns[i](sp))
+                if i == 0:
+                    out = sp
+                else:
+                    out = torch.cat((out, sp), 1)
+            if self.scale != 1 and self.stype == 'normal':
+                out = torch.cat((out, spx[self.nums]), 1)
+            elif self.scale != 1 and self.stype == 'stage':
+                out = torch.cat((out, self.pool(spx[self.nums])), 1)
+            out = self.conv3(out)
+            out = self.bn3(out)
+            if self.downsample is not None:
+                residual = self.downsample(x)
+            out += residual
+            out = self.relu(out)
+            return out
+
+    class OctaveConv(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, alpha_in=0.5, alpha_out=0.5, stride=1, padding=0,
+                     dilation=1, groups=1, bias=False):
+            super(OctaveConv, self).__init__()
+            self.downsample = nn.AvgPool2d(kernel_size=(2, 2), stride=2)
+            self.upsample = nn.Upsample(scale_factor=2, mode='nearest')
+            assert stride == 1 or stride == 2, "Stride should be 1 or 2."
+            self.stride = stride
+            self.is_dw = groups == in_channels
+            assert 0 <= alpha_in <= 1 and 0 <= alpha_out <= 1, "Alphas should be in the interval from 0 to 1."
+            self.alpha_in, self.alpha_out = alpha_in, alpha_out
+            self.conv_l2l = None if alpha_in == 0 or alpha_out == 0 else \
+                nn.Conv2d(int(alpha_in * in_channels), int(alpha_out * out_channels),
+                          kernel_size, 1, padding, dilation, math.ceil(alpha_in * groups), bias)
+            self.conv_l2h = None if alpha_in == 0 or alpha_out == 1 or self.is_dw else \
+                nn.Conv2d(int(alpha_in * in_channels), out_channels - int(alpha_out * out_channels),
+                          kernel_size, 1, padding, dilation, groups, bias)
+            self.conv_h2l = None if alpha_in == 1 or alpha_out == 0 or self.is_dw else \
+                nn.Conv2d(in_channels - int(alpha_in * in_channels), int(alpha_out * out_channels),
+                          kernel_size, 1, padding, dilation, groups, bias)
+            self.conv_h2h = None if alpha_in == 1 or alpha_out == 1 else \
+                nn.Conv2d(in_channels - int(alpha_in * in_channels), out_channels - int(alpha_out * out_channels),
+                          kernel_size, 1, padding, dilation, math.ceil(groups - alpha_in * groups), bias)
+
+        def forward(self, x):
+            x_h, x_l = x if type(x) is tuple else (x, None)
+            x_h = self.downsample(x_h) if self.stride == 2 else x_h
+            x_h2h = self.conv_h2h(x_h)
+            x_h2l = self.conv_h2l(self.downsample(x_h)) if self.alpha_out > 0 and not self.is_dw else None
+            if x_l is not None:
+                x_l2l = self.downsample(x_l) if self.stride == 2 else x_l
+                x_l2l = self.conv_l2l(x_l2l) if self.alpha_out > 0 else None
+                if self.is_dw:
+                    return x_h2h, x_l2l
+                else:
+                    x_l2h = self.conv_l2h(x_l)
+                    x_l2h = self.upsample(x_l2h) if self.stride == 1 else x_l2h
+                    x_h = x_l2h + x_h2h
+                    x_l = x_h2l + x_l2l if x_h2l is not None and x_l2l is not None else None
+                    return x_h, x_l
+            else:
+                return x_h2h, x_h2l
+
+    class Conv_BN_ACT(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, alpha_in=0.5, alpha_out=0.5, stride=1, padding=0,
+                     dilation=1, groups=1, bias=False, norm_layer=nn.BatchNorm2d, activation_layer=nn.ReLU):
+            super(Conv_BN_ACT, self).__init__()
+            self.conv = OctaveConv(in_channels, out_channels, kernel_size, alpha_in, alpha_out, stride, padding,
+                                   dilation, groups, bias)
+            self.bn_h = None if alpha_out == 1 else norm_layer(int(out_channels * (1 - alpha_out)))
+            self.bn_l = None if alpha_out == 0 else norm_layer(int(out_channels * alpha_out))
+            self.act = activation_layer(inplace=True)
+
+        def forward(self, x):
+            x_h, x_l = self.conv(x)
+            x_h = self.act(self.bn_h(x_h))
+            x_l = self.act(self.bn_l(x_l)) if x_l is not None else None
+            return x_h, x_l
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True))
+            if arch == "resnest":
+                self.blocks = nn.Sequential(SplAtConv2d(8, 8, 3, padding=1, groups=1, bias=False, radix=2,
+                                                        norm_layer=nn.BatchNorm2d),
+                                            SplAtConv2d(8, 8, 3, stride=2, padding=1, groups=2, bias=False, radix=2,
+                                                        norm_layer=nn.BatchNorm2d))
+                out = 8
+            elif arch == "res2net":
+                down = nn.Sequential(nn.Conv2d(8, 16, 1, stride=2, bias=False), nn.BatchNorm2d(16))
+                self.blocks = nn.Sequential(Bottle2neck(8, 4, stride=2, downsample=down, baseWidth=32, scale=4,
+                                                        stype='stage'),
+                                            Bottle2neck(16, 4, baseWidth=32, scale=4))
+                out = 16
+            else:
+                self.blocks = nn.Sequential(Conv_BN_ACT(8, 8, 3, alpha_in=0, alpha_out=0.5, padding=1),
+                                            Conv_BN_ACT(8, 8, 3, padding=1),
+                                            Conv_BN_ACT(8, 8, 3, alpha_out=0, padding=1))
+                out = 8
+            self.fc = nn.Linear(out, 10)
+
+        def forward(self, x):
+            x = self.blocks(self.stem(x))
+            if isinstance(x, tuple):
+                x = x[0]
+            x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+            return self.fc(x)
+
+    net = Net()
+    init = load(m, net, state)
+    return init, train_steps(m, net, rng, (2, 3, 8, 8)) + summary(net.parameters()) + summary(net.buffers())
+
+
+@pytest.mark.parametrize("arch", ["resnest", "res2net", "octconv"])
+def test_multi_branch_blocks(arch):
+    compare(multi_branch_blocks, arch=arch)
