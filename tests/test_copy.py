@@ -257,6 +257,23 @@ def test_t_view_flatten_with_gradients(rng):
         assert x.grad.memory.is_contiguous()
 
 
+@pytest.mark.parametrize("op", ["conv1d", "conv_transpose1d", "conv1d then dropout"])
+def test_view_of_a_1d_convolution_output_as_torchs(rng, op):
+    """conv1d's and conv_transpose1d's [N, C, L] outputs keep NLC memory (channels innermost); .view(N, -1), as 1-D
+    CNNs flatten them, gives torch's values and gradients (a copy, as for a channels-last activation: it raised)."""
+    x, xr = leaf(rng, 2, 3, 9)
+    w, wr = leaf(rng, *((4, 3, 3) if op != "conv_transpose1d" else (3, 4, 3)))
+
+    def run(m, F_, x, w):
+        y = F_.conv_transpose1d(x, w) if op == "conv_transpose1d" else F_.conv1d(x, w)
+        y = F_.dropout(y, 0.5, training=False) if op.endswith("dropout") else y
+        return y.view(y.size(0), -1) * m.arange(y[0].numel(), dtype=y.dtype)  # each element its own weight
+    check(lambda x, w: run(tnet, tnet.nn.functional, x, w), lambda x, w: run(torch, torch.nn.functional, x, w),
+          [(x, xr), (w, wr)], rng, tol=TOL["ieee"])
+    with pytest.raises(RuntimeError, match="view size is not compatible"):  # dim 1 not innermost: not NLC, raises
+        tnet.ones(3, 2, 4).transpose(0, 1).view(-1)
+
+
 def test_view_and_t_errors_like_torch():
     x = tnet.ones(3, 4)
     with pytest.raises(RuntimeError, match="view size is not compatible"):

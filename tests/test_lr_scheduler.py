@@ -107,7 +107,7 @@ def test_state_dict_resumes(rng):
         sched.step()
         ref_sched.step()
     state = sched.state_dict()
-    assert set(state) == set(ref_sched.state_dict()) - {"_get_lr_called_within_step"}
+    assert set(state) == set(ref_sched.state_dict())
     assert "optimizer" not in state and state["last_epoch"] == 5
     _, _, opt2, _ = make("SGD", {"momentum": 0.9}, rng)
     resumed = OneCycleLR(opt2, **kwargs)
@@ -118,6 +118,31 @@ def test_state_dict_resumes(rng):
         resumed.step()
         assert resumed.get_last_lr() == sched.get_last_lr() and momenta(opt2) == momenta(opt)
     assert opt2.param_groups[0]["lr"] == opt.param_groups[0]["lr"]
+
+
+def test_get_lr_sees_whether_step_called_it(rng):
+    """_get_lr_called_within_step, True while step() (the constructor's first too, the deprecated
+    step(epoch), CosineAnnealingWarmRestarts' own step) calls get_lr and False after, as torch's:
+    warm-up subclasses (huyvnphan/PyTorch_CIFAR10's WarmupCosineLR) read it to warn a direct call."""
+    def seen(lib, opt):
+        calls = []
+
+        class Warmup(lib.optim.lr_scheduler._LRScheduler):
+            def get_lr(self):
+                calls.append(self._get_lr_called_within_step)
+                return self.base_lrs
+
+        sched = Warmup(opt)
+        sched.step()
+        sched.get_lr()
+        with pytest.warns(UserWarning):
+            sched.step(3)
+        restarts = lib.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2)
+        restarts.step()
+        return calls + [sched._get_lr_called_within_step, restarts._get_lr_called_within_step]
+
+    _, _, opt, ref = make("SGD", {}, rng)
+    assert seen(tnet, opt) == seen(torch, ref) == [True, True, False, True, False, False]
 
 
 def test_lambda_lr_keeps_tnets_checkpoints(tmp_path, rng):

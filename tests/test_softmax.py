@@ -268,6 +268,21 @@ def test_softmax_any_dim(rng, name, shape, dim, channels_last):
     check_op(lambda t: getattr(F, name)(t, dim), lambda t: getattr(torch, name)(t, ref_dim), [x], TOL["ieee"], rng)
 
 
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin", "gumbel_softmax"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_softmax_over_any_dim_is_contiguous_as_torchs(name, dim):
+    """The result and the input's gradient are contiguous, as torch's, whichever dim: a permuted view of the rows
+    refused the .view(...) that torch's takes (a capsule network's F.softmax(b_ij) over dim 1, then view). A
+    channels-last activation's softmax over dim 1 stays channels-last: its rows are that memory's (no copy)."""
+    x = tnet.randn(3, 4, 5, requires_grad=True)
+    y = getattr(F, name)(x, dim=dim)
+    assert y.stride() == torch.empty(3, 4, 5).stride() and y.view(-1).shape == (60,)
+    y.backward(tnet.ones(3, 4, 5))
+    assert x.grad.stride() == x.stride()
+    z = tnet.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    assert F.softmax(z, dim=1).stride() == z.stride()
+
+
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
 def test_implicit_dim_warns_as_torch(name):
     """Without dim, torch's implicit choice with torch's warning, pointing at the caller (nn.Softmax() in older

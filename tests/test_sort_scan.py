@@ -239,6 +239,17 @@ def test_quantiles_medians_and_modes_as_torchs(rng, name, op):
     check(lambda x: op(tnet, x), lambda x: op(torch, x), [(x, xr)], rng)
 
 
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_kthvalue_is_contiguous_as_torchs(rng, keepdim):
+    """kthvalue over a dim not the last: values and indices contiguous, as torch's (a slice of the sort had
+    its strides, and .view refused them)."""
+    a = rng.standard_normal((3, 4, 5))
+    out, ref = tnet.tensor(a).kthvalue(2, 1, keepdim), torch.tensor(a, dtype=torch.float32).kthvalue(2, 1, keepdim)
+    for o, r in zip(out, ref):
+        assert o.stride() == r.stride() and o.is_contiguous()
+        same(o, r)
+
+
 def test_nan_quantiles_medians_and_modes_as_torchs():
     nan = float("nan")
     data = [[1.0, nan, 3.0, 2.0], [nan, nan, nan, nan], [4.0, 4.0, 1.0, 2.0], [2.0, 1.0, 2.0, 1.0]]

@@ -355,11 +355,11 @@ def sizes_or_keyword(name, args, keyword, value):
 
 
 def _nhwc_memory(x):
-    """Whether x is 4-D with its channels (dim 1) innermost in memory: a channels-last activation
-    or a slice of one, where torch's twin is NCHW. Expanded channels (stride 0) are none: their view
-    raises, as torch's."""
-    return (x.dim() == 4 and x.shape[1] > 1 and any(x.shape[d] > 1 for d in (2, 3)) and
-            all(0 < x.stride(1) < x.stride(d) for d in (2, 3) if x.shape[d] > 1))
+    """Whether x is 4-D, or 3-D, with its channels (dim 1) innermost in memory: a channels-last activation, conv1d's
+    or conv_transpose1d's [N, C, L] output (NLC memory), or a slice of one, where torch's twin is row-major.
+    Expanded channels (stride 0) are none: their view raises, as torch's."""
+    return (x.dim() in (3, 4) and x.shape[1] > 1 and any(x.shape[d] > 1 for d in range(2, x.dim())) and
+            all(0 < x.stride(1) < x.stride(d) for d in range(2, x.dim()) if x.shape[d] > 1))
 
 
 def _nchw_copy(x):
@@ -378,8 +378,8 @@ def _reshaped_back(g, y):
 
 def view(x, *shape, size=None, dtype=None):
     """The same memory under another shape (torch's view rule: RuntimeError where the strides do
-    not allow it; use reshape). A channels-last activation is viewed as torch's NCHW tensor: where
-    its NHWC memory cannot be, it is copied to NCHW first (view may copy a channels-last activation).
+    not allow it; use reshape). A channels-last activation (or conv1d's NLC output) is viewed as torch's NCHW
+    tensor: where its memory cannot be, it is copied to NCHW first (view may copy a channels-last activation).
     x.view(dtype): the same bytes read as another dtype (the last dim scaled by the sizes' ratio),
     off the tape, as torch's."""
     check_tensors("view", x=x)

@@ -13,7 +13,7 @@ from ..kernels import reduce as _reduce
 from ..kernels import softmax as _softmax
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, check, check_type
-from ..tensor import Tensor, dim_index, record
+from ..tensor import Tensor, dim_index, in_layout, record
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
 from .pointwise import exp, mul, ne, neg, sub, where
 from .reduce import mean, one_hot, sum
@@ -44,8 +44,10 @@ def _rows(name, x, dim, dtype):
 
 
 def _back(rows, moved_shape, d, like):
-    """Rows [R, C] of a result back in the op's shape (a view: dim d was moved last)."""
-    return rows.view(moved_shape).movedim(-1, d).reshape(like.shape)
+    """Rows [R, C] of a result back in the op's shape, in like's layout: contiguous as torch's result (a copy where
+    dim d is not the last: a permuted view would refuse the .view(...) that torch's takes), or channels-last as
+    a tnet activation, whose dim 1 the rows are already."""
+    return in_layout(rows.view(moved_shape).movedim(-1, d).reshape(like.shape), like.memory)
 
 
 def _autocast_fp32(x):

@@ -257,7 +257,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     v, i = narrow(values, d, k - 1, 1), narrow(indices, d, k - 1, 1)
     if not keepdim:
         v, i = reshape(v, v.shape[:d] + v.shape[d + 1:]), reshape(i, i.shape[:d] + i.shape[d + 1:])
-    return kthvalue_result(v, i)
+    return kthvalue_result(v.contiguous(), i.contiguous())  # contiguous as torch's, not a slice's strides
 
 
 # ---- shape and indexing ops of the eighth session: quantiles, modes and searches ----------------

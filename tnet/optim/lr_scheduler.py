@@ -48,6 +48,7 @@ class LRScheduler:
     self.last_epoch (torch's chainable form, from the groups' current lrs), and may give
     _get_closed_form_lr() for the deprecated step(epoch)."""
     _is_initial = False
+    _get_lr_called_within_step = False  # True while step() calls get_lr: a subclass's get_lr may warn when not
 
     def __init__(self, optimizer, last_epoch=-1):
         if not isinstance(optimizer, Optimizer):
@@ -85,13 +86,22 @@ class LRScheduler:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self._update_lr(epoch)
 
+    def _within_step(self, compute):
+        """compute() (get_lr or _get_closed_form_lr) with _get_lr_called_within_step True, as torch's step
+        calls it: subclasses in scripts read the flag (warning "please use `get_last_lr()`" when it is False)."""
+        self._get_lr_called_within_step = True
+        try:
+            return compute()
+        finally:
+            self._get_lr_called_within_step = False
+
     def _update_lr(self, epoch=None):
         if epoch is None:
             self.last_epoch += 1
-            values = self.get_lr()
+            values = self._within_step(self.get_lr)
         else:
             self.last_epoch = epoch
-            values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
+            values = self._within_step(getattr(self, "_get_closed_form_lr", self.get_lr))
         for group, lr in zip(self.optimizer.param_groups, values):
             if isinstance(group["lr"], Tensor):  # a tensor lr stays the same tensor, as torch's
                 group["lr"].fill_(lr)
@@ -594,7 +604,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 self.T_i = self.T_0
                 self.T_cur = epoch
         self.last_epoch = math.floor(epoch)
-        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        for group, lr in zip(self.optimizer.param_groups, self._within_step(self.get_lr)):
             group["lr"] = lr
         self.optimizer.update_lr()
         self._last_lr = self._lrs()
