@@ -152,7 +152,8 @@ def _discard(tmp):
 def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
     strings and None, and argparse Namespaces of them) to path, atomically (a file object, such as io.BytesIO, is written from where
-    it stands). Tuples come back as tuples (an optimizer's betas, a script's input size), as torch's. torch.save's other
+    it stands). Tuples come back as tuples (an optimizer's betas, a script's input size), Parameters as Parameters,
+    tensors with their requires_grad and OrderedDicts (a state_dict) with their _metadata, as torch's. torch.save's other
     arguments are accepted and change nothing: tnet's format is its own, never pickle."""
     arrays = []
     tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)}).encode()
