@@ -858,7 +858,7 @@ class Module:
         buffer takes the value's memory instead (shared where it is a tnet tensor, or a torch tensor
         on tnet's device), as torch's; the Parameter objects stay, with their dtype (fp32 masters)."""
         if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         metadata = getattr(state_dict, "_metadata", None)
         missing, unexpected, errors, copies = [], [], [], []
 
@@ -878,10 +878,10 @@ class Module:
 
         load(self, dict(state_dict), "")
         names = lambda keys: ", ".join(f'"{k}"' for k in keys)
-        if strict:
-            errors = [f"Missing key(s) in state_dict: {names(missing)}"] * bool(missing) \
-                + [f"Unexpected key(s) in state_dict: {names(unexpected)}"] * bool(unexpected) + errors
-        check(not errors, lambda: f"Error(s) in loading state_dict for {type(self).__name__}: " + "; ".join(errors))
+        if strict:  # torch's text, which a script may print or parse: one tab-indented line per error
+            errors = [f"Missing key(s) in state_dict: {names(missing)}. "] * bool(missing) \
+                + [f"Unexpected key(s) in state_dict: {names(unexpected)}. "] * bool(unexpected) + errors
+        check(not errors, lambda: f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
         for t, v in copies:
             _copy_loaded(t, v, assign)
         return _IncompatibleKeys(missing, unexpected)
@@ -908,8 +908,8 @@ class Module:
                 continue
             v = _loadable(key, state_dict[key], t)
             if tuple(v.shape) != t.shape:
-                error_msgs.append(f"size mismatch for {key}: copying a param with shape {tuple(v.shape)} from "
-                                  f"checkpoint, the shape in current model is {t.shape}")
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape {torch.Size(v.shape)} from "
+                                  f"checkpoint, the shape in current model is {t.shape}.")
             elif pending is None:
                 _copy_loaded(t, v, local_metadata.get("assign_to_params_buffers", False))
             else:
