@@ -1223,3 +1223,18 @@ def test_named_results_print_and_check_as_torchs():
         values, indices = results[0]
         assert values is results[0].values and type(results[0][:1]) is tuple
     assert texts[0] == texts[1] and names[0] == names[1]
+
+
+def test_non_persistent_buffers_set_and_a_missing_forward_as_torchs():
+    """Module._non_persistent_buffers_set, which code copied from torch reads and edits (HF-style loaders), is a
+    live view of the module's buffers kept out of its state_dict; a Module without forward raises torch's message."""
+    for lib in (tnet, torch):
+        m = lib.nn.BatchNorm1d(2)
+        m.register_buffer("scratch", lib.zeros(1), persistent=False)
+        assert set(m._non_persistent_buffers_set) == {"scratch"} and "scratch" in m._non_persistent_buffers_set
+        assert "running_mean" not in m._non_persistent_buffers_set and len(m._non_persistent_buffers_set) == 1
+        m._non_persistent_buffers_set.discard("scratch")
+        m._non_persistent_buffers_set.add("num_batches_tracked")
+        assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var", "scratch"], lib
+        with pytest.raises(NotImplementedError, match=r'^Module \[Module\] is missing the required "forward" function$'):
+            lib.nn.Module()(lib.zeros(1))
