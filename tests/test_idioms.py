@@ -1206,3 +1206,35 @@ def test_numpy_integers_pass_for_layer_sizes_as_torchs():
                        lib.nn.AdaptiveAvgPool2d((np.int64(1), np.int64(2)))(v).shape,
                        lib.nn.functional.avg_pool2d(v, np.int64(2), stride=np.int64(1)).shape])
     assert shapes[0] == shapes[1]
+
+
+def test_named_results_print_and_check_as_torchs():
+    """max, sort, topk, cummax, aminmax, frexp and linalg.qr give torch.return_types' named tuples: named as
+    torch's, printed as torch's (a script logs `print(out.max(1))`), unpacked and sliced as tuples."""
+    x = np.array([[3.0, 1.0], [0.5, 2.0]], np.float32)
+    texts, names = [], []
+    for lib in (tnet, torch):
+        v = lib.tensor(x)
+        results = [v.max(1), lib.sort(v, 1), v.topk(1), v.cummax(0), lib.aminmax(v), lib.frexp(v), v.median(0),
+                   lib.linalg.qr(lib.eye(2))]
+        texts.append([repr(r) for r in results])
+        names.append([type(r).__name__ for r in results])
+        assert isinstance(results[0], lib.return_types.max) and isinstance(results[0], tuple)
+        values, indices = results[0]
+        assert values is results[0].values and type(results[0][:1]) is tuple
+    assert texts[0] == texts[1] and names[0] == names[1]
+
+
+def test_non_persistent_buffers_set_and_a_missing_forward_as_torchs():
+    """Module._non_persistent_buffers_set, which code copied from torch reads and edits (HF-style loaders), is a
+    live view of the module's buffers kept out of its state_dict; a Module without forward raises torch's message."""
+    for lib in (tnet, torch):
+        m = lib.nn.BatchNorm1d(2)
+        m.register_buffer("scratch", lib.zeros(1), persistent=False)
+        assert set(m._non_persistent_buffers_set) == {"scratch"} and "scratch" in m._non_persistent_buffers_set
+        assert "running_mean" not in m._non_persistent_buffers_set and len(m._non_persistent_buffers_set) == 1
+        m._non_persistent_buffers_set.discard("scratch")
+        m._non_persistent_buffers_set.add("num_batches_tracked")
+        assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var", "scratch"], lib
+        with pytest.raises(NotImplementedError, match=r'^Module \[Module\] is missing the required "forward" function$'):
+            lib.nn.Module()(lib.zeros(1))

@@ -121,8 +121,9 @@ def test_load_state_dict_reports_every_problem():
     del state["stem.bias"]
     before = net.block.bn.weight.numpy().copy()
     state["block.bn.weight"] = before + 1
-    with pytest.raises(ValueError, match=r'Missing key\(s\) in state_dict: "stem.bias"; Unexpected key\(s\) in state_dict: "extra"; '
-                                         r"size mismatch for block.bn.running_mean"):
+    with pytest.raises(ValueError, match=r'for Net:\n\tMissing key\(s\) in state_dict: "stem.bias". \n\tUnexpected key\(s\) in '
+                                         r'state_dict: "extra". \n\tsize mismatch for block.bn.running_mean: copying a param with '
+                                         r"shape torch.Size\(\[5\]\) from checkpoint, the shape in current model is torch.Size\(\[4\]\).$"):
         net.load_state_dict(state)
     assert (net.block.bn.weight.numpy() == before).all()  # nothing copied
     with pytest.raises(ValueError, match="size mismatch"):

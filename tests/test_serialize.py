@@ -40,6 +40,29 @@ def test_model_state_dict_round_trip(tmp_path):
         np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=name)
 
 
+def test_parameters_requires_grad_and_state_dicts_come_back_as_torchs(tmp_path):
+    """As torch.load's: a saved Parameter comes back a Parameter (a script assigns a saved learned tensor back
+    to its module), a tensor that required grad requires it, and a state_dict an OrderedDict with its
+    _metadata (`isinstance(ckpt, OrderedDict)` tells a bare state_dict from a checkpoint dict)."""
+    from collections import OrderedDict
+    model = tnet.nn.Linear(2, 3)
+    frozen = tnet.nn.Parameter(tnet.ones(2), requires_grad=False)
+    obj = {"prompt": model.weight, "frozen": frozen, "torch_param": torch.nn.Parameter(torch.ones(1)),
+           "leaf": tnet.ones(2, requires_grad=True), "plain": tnet.ones(2), "sd": model.state_dict()}
+    path = str(tmp_path / "ckpt.pt")
+    tnet.save(obj, path)
+    back = tnet.load(path)
+    for name, parameter, requires_grad in [("prompt", True, True), ("frozen", True, False), ("torch_param", True, True),
+                                           ("leaf", False, True), ("plain", False, False)]:
+        assert isinstance(back[name], tnet.nn.Parameter) == parameter, name
+        assert back[name].requires_grad == requires_grad and back[name].is_leaf, name
+    model.weight = back["prompt"]  # a plain tensor here would raise torch's TypeError
+    assert type(back["sd"]) is OrderedDict and list(back["sd"]) == ["weight", "bias"]
+    assert back["sd"]._metadata == model.state_dict()._metadata
+    assert not any(t.requires_grad for t in back["sd"].values())
+    model.load_state_dict(back["sd"])
+
+
 def test_argparse_namespace_round_trip(tmp_path):
     """A script's parsed options saved in its checkpoint (SupContrast's `{'opt': opt, 'model': ...}`)
     come back as an argparse.Namespace; one holding what save refuses is refused."""

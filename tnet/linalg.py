@@ -11,7 +11,7 @@ with tnet's matmul, a solve or inverse they need on the host again (in the backw
 tnet has no complex dtypes: eig and eigvals raise NotImplementedError, as do ldl_factor and its
 kin."""
 import math
-from collections import namedtuple
+from . import return_types
 
 import numpy as np
 import torch
@@ -233,9 +233,9 @@ def _singular_message(i):
             f"singular.")
 
 
-LUFactorResult = namedtuple("LUFactorResult", ["LU", "pivots"])
-LUFactorExResult = namedtuple("LUFactorExResult", ["LU", "pivots", "info"])
-LUResult = namedtuple("LUResult", ["P", "L", "U"])
+LUFactorResult = return_types.linalg_lu_factor
+LUFactorExResult = return_types.linalg_lu_factor_ex
+LUResult = return_types.linalg_lu
 
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
@@ -329,7 +329,7 @@ def inv(A):
     return _inv_recorded(A, _inv_checked("linalg.inv", _host("linalg.inv", A, square=True)))
 
 
-InvExResult = namedtuple("InvExResult", ["inverse", "info"])
+InvExResult = return_types.linalg_inv_ex
 
 
 def inv_ex(A, *, check_errors=False):
@@ -395,7 +395,7 @@ def det(A):
     return _recorded("linalg.det", _dev(np.where(bad[..., 0, 0], np.nan, d), A), (A,), _det_grad(A, lambda a: np.ones(a.shape[:-2])))
 
 
-SlogdetResult = namedtuple("SlogdetResult", ["sign", "logabsdet"])
+SlogdetResult = return_types.linalg_slogdet
 
 
 def _slogdet_host(a, A):
@@ -486,7 +486,7 @@ def solve(A, B, *, left=True):
     return _solve("torch.linalg.solve", A, B, left)[0]
 
 
-SolveExResult = namedtuple("SolveExResult", ["result", "info"])
+SolveExResult = return_types.linalg_solve_ex
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
@@ -518,7 +518,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     return _recorded("linalg.solve_triangular", X, (A, B), backward)
 
 
-TriangularSolveResult = namedtuple("TriangularSolveResult", ["solution", "cloned_coefficient"])
+TriangularSolveResult = return_types.triangular_solve
 
 
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
@@ -583,7 +583,7 @@ def cholesky(A, *, upper=False):
     return _cholesky("linalg.cholesky", A, upper, True)[0]
 
 
-CholeskyExResult = namedtuple("CholeskyExResult", ["L", "info"])
+CholeskyExResult = return_types.linalg_cholesky_ex
 
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
@@ -642,7 +642,7 @@ def cholesky_inverse(L, upper=False):
 
 # ---- QR, Householder -------------------------------------------------------------------------------
 
-QRResult = namedtuple("QRResult", ["Q", "R"])
+QRResult = return_types.linalg_qr
 
 
 def qr(A, mode="reduced"):
@@ -720,7 +720,7 @@ def householder_product(A, tau):
     return _householder(A, tau, A.shape[-1])
 
 
-GeqrfResult = namedtuple("GeqrfResult", ["a", "tau"])
+GeqrfResult = return_types.geqrf
 
 
 def geqrf(input):
@@ -743,7 +743,7 @@ def ormqr(input, tau, other, left=True, transpose=False):
 
 # ---- eigenvalues, singular values ---------------------------------------------------------------------
 
-EighResult = namedtuple("EighResult", ["eigenvalues", "eigenvectors"])
+EighResult = return_types.linalg_eigh
 
 
 def _eigh_host(a, UPLO="L"):
@@ -779,7 +779,7 @@ def eigvalsh(A, UPLO="L"):
     return eigh(A, UPLO).eigenvalues
 
 
-SVDResult = namedtuple("SVDResult", ["U", "S", "Vh"])
+SVDResult = return_types.linalg_svd
 
 
 def svd(A, full_matrices=True, *, driver=None):
@@ -828,7 +828,7 @@ def svdvals(A, *, driver=None):
     return _dev(_svd_host(_host("linalg.svdvals", A), compute_uv=False), A)
 
 
-_SVDOld = namedtuple("SVDOld", ["U", "S", "V"])
+_SVDOld = return_types.svd
 
 
 def _svd_old(input, some=True, compute_uv=True):
@@ -942,7 +942,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     return tensor((s > tol[..., None]).sum(-1).astype(np.int64))
 
 
-LstsqResult = namedtuple("LstsqResult", ["solution", "residuals", "rank", "singular_values"])
+LstsqResult = return_types.linalg_lstsq
 
 
 def lstsq(A, B, rcond=None, *, driver=None):

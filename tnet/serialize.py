@@ -5,6 +5,7 @@ the .npy headers itself, strictly and within fixed limits, and allows only numbe
 file from elsewhere never runs code and costs no more memory than its own size. Writes are atomic: a temporary file in the
 same folder, fsync, then a rename over the target."""
 import argparse
+import collections
 import errno
 import io
 import json
@@ -52,16 +53,19 @@ def _encode(obj, arrays, depth=0):
     from .tensor import Tensor
     if depth > MAX_DEPTH:
         raise ValueError(f"tnet.save: nested deeper than {MAX_DEPTH} levels")
-    if isinstance(obj, Tensor):
-        obj = obj.memory
-    if isinstance(obj, torch.Tensor):
-        t = obj.detach().cpu().contiguous()
+    if isinstance(obj, (Tensor, torch.Tensor)):
+        # a Parameter comes back a Parameter, and a tensor that requires grad requires it, as torch's (a script
+        # that saves a learned tensor assigns it back to its module)
+        flags = {"parameter": True} if _is_parameter(obj) else {}
+        if obj.requires_grad:
+            flags["requires_grad"] = True
+        t = (obj.memory if isinstance(obj, Tensor) else obj).detach().cpu().contiguous()
         name = str(t.dtype).removeprefix("torch.")
         if name not in _TENSOR_DTYPES:
             raise ValueError(f"tnet.save: cannot store a {name} tensor ({', '.join(sorted(_TENSOR_DTYPES))} only)")
         if name in _AS_BITS:
             t = t.view(_AS_BITS[name][0])
-        return {"$tensor": _add(arrays, t.numpy()), "dtype": name}
+        return {"$tensor": _add(arrays, t.numpy()), "dtype": name, **flags}
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind not in _ARRAY_KINDS or obj.dtype.fields is not None:
             raise ValueError(f"tnet.save: cannot store an array of {obj.dtype} (bool, integer, float and "
@@ -77,6 +81,11 @@ def _encode(obj, arrays, depth=0):
         return {"$tuple": [_encode(v, arrays, depth + 1) for v in obj]}
     if isinstance(obj, argparse.Namespace):  # a script's parsed options (SupContrast saves `'opt': opt`)
         return {"$namespace": _encode(vars(obj), arrays, depth + 1)}
+    if isinstance(obj, collections.OrderedDict):  # a state_dict: its type and _metadata (module versions) kept
+        node = {"$ordered": _encode(dict(obj), arrays, depth + 1)}
+        if getattr(obj, "_metadata", None) is not None:
+            node["metadata"] = _encode(dict(obj._metadata), arrays, depth + 1)
+        return node
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in obj):
             return {k: _encode(v, arrays, depth + 1) for k, v in obj.items()}
@@ -85,6 +94,11 @@ def _encode(obj, arrays, depth=0):
         raise ValueError("tnet.save: dict keys must be strings or ints")
     raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, "
                      "strings, None, lists, tuples, dicts and argparse Namespaces only)")
+
+
+def _is_parameter(t):
+    from .nn import Parameter
+    return isinstance(t, (Parameter, torch.nn.Parameter))
 
 
 def _add(arrays, a):
@@ -138,7 +152,8 @@ def _discard(tmp):
 def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
     strings and None, and argparse Namespaces of them) to path, atomically (a file object, such as io.BytesIO, is written from where
-    it stands). Tuples come back as tuples (an optimizer's betas, a script's input size), as torch's. torch.save's other
+    it stands). Tuples come back as tuples (an optimizer's betas, a script's input size), Parameters as Parameters,
+    tensors with their requires_grad and OrderedDicts (a state_dict) with their _metadata, as torch's. torch.save's other
     arguments are accepted and change nothing: tnet's format is its own, never pickle."""
     arrays = []
     tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)}).encode()
@@ -299,7 +314,8 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
     if not isinstance(obj, dict):
         raise _Bad(f"{where}: unexpected {type(obj).__name__}")
     if "$tensor" in obj:
-        if obj.keys() != {"$tensor", "dtype"} or obj["dtype"] not in _TENSOR_DTYPES:
+        if not {"$tensor", "dtype"} <= obj.keys() <= {"$tensor", "dtype", "parameter", "requires_grad"} or \
+                obj["dtype"] not in _TENSOR_DTYPES or not all(obj.get(k, True) is True for k in ("parameter", "requires_grad")):
             raise _Bad(f"{where}: bad tensor entry {str(obj)[:80]}")
         a, tag = array(obj["$tensor"], where), obj["dtype"]
         if tag in _AS_BITS:  # stored as same-size integers, of the same shape
@@ -310,11 +326,27 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
             t = torch.from_numpy(a)
             if str(t.dtype).removeprefix("torch.") != tag:
                 raise _Bad(f"{where}: a {tag} tensor stored as {a.dtype}")
-        return as_tensor(t)
+        requires_grad = obj.get("requires_grad", False)
+        if requires_grad and not t.is_floating_point():
+            raise _Bad(f"{where}: a {tag} tensor that requires grad")
+        if obj.get("parameter"):
+            from .nn import Parameter
+            return Parameter(as_tensor(t), requires_grad=requires_grad)
+        return as_tensor(t).requires_grad_(requires_grad)
     if "$array" in obj:
         if obj.keys() != {"$array"}:
             raise _Bad(f"{where}: bad array entry {str(obj)[:80]}")
         return array(obj["$array"], where)
+    if "$ordered" in obj:
+        if not {"$ordered"} <= obj.keys() <= {"$ordered", "metadata"}:
+            raise _Bad(f"{where}: bad ordered dict entry")
+        items, metadata = (_decode(obj.get(k, {}), array, as_tensor, f"{where}.{k}", depth + 1) for k in ("$ordered", "metadata"))
+        if not (isinstance(items, dict) and isinstance(metadata, dict)):
+            raise _Bad(f"{where}: bad ordered dict entry")
+        out = collections.OrderedDict(items)
+        if "metadata" in obj:
+            out._metadata = collections.OrderedDict(metadata)
+        return out
     if "$tuple" in obj:
         if obj.keys() != {"$tuple"} or not isinstance(obj["$tuple"], list):
             raise _Bad(f"{where}: bad tuple entry")

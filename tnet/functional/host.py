@@ -1,11 +1,11 @@
 """Ops whose result's size depends on the values (unique, nonzero, argwhere, bincount, histc): each
 reads its input back to the host (a sync, as torch's on a GPU), works it out there with numpy, and
 copies the result to the device. None carries a gradient (torch's neither)."""
-import collections
 
 import numpy as np
 import torch
 
+from .. import return_types
 from ..kernels import pointwise as _pw
 from ..kernels.launch import InputDtypeError, check
 from ..tensor import Tensor, as_int, dim_index
@@ -223,8 +223,7 @@ def _upper_bound(edges, v):
     return first
 
 
-histogram_result = collections.namedtuple("histogram", ["hist", "bin_edges"])
-histogramdd_result = collections.namedtuple("histogramdd", ["hist", "bin_edges"])
+histogram_result, histogramdd_result = return_types.histogram, return_types.histogramdd
 
 
 def histogramdd(input, bins, *, range=None, weight=None, density=False):

@@ -20,7 +20,7 @@ def verify_batch_size(shape):
     """torch's _verify_batch_size: a ValueError where shape [N, C, ...] leaves one value per channel (N times
     the spatial sizes is 1), whose variance a training normalisation cannot take."""
     if shape[0] * math.prod(shape[2:]) == 1:
-        raise ValueError(f"Expected more than 1 value per channel when training, got input size {list(shape)}")
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {torch.Size(shape)}")
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05,

@@ -11,7 +11,6 @@ torch's element-wise functions (floor ... erf) are one table, MATH; integer tens
 through floor, ceil, round, trunc, sign, square and abs, and compute on float32 in the others, as
 torch's. Then more activations (softplus ... glu) and tensor math (lerp, addcmul, addcdiv,
 masked_fill, tril, triu)."""
-import collections
 import functools
 import math
 import numbers
@@ -20,7 +19,7 @@ import warnings
 import numpy as np
 import torch
 
-from .. import amp
+from .. import amp, return_types
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import check_count, copy_
@@ -1832,7 +1831,7 @@ def frexp(input):
     return frexp_result(mantissa, Tensor(exponent))
 
 
-frexp_result = collections.namedtuple("frexp", ["mantissa", "exponent"])
+frexp_result = return_types.frexp
 
 _LAST_PLACE = {torch.float16: 1 << 13, torch.bfloat16: 1 << 16}  # in fp32's bits; float32's is 1
 

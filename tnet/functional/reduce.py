@@ -1,12 +1,12 @@
 """Reductions (kernels/reduce.py): sum, mean, prod, max, min, argmax, argmin, amax, amin, any, all,
 count_nonzero, logsumexp, var and std over any axes, and the element-wise losses."""
 import builtins
-import collections
 import math
 import numbers
 
 import torch
 
+from .. import return_types
 from ..amp import is_autocast_enabled
 from ..factory import arange
 from ..kernels import pointwise as _pw
@@ -116,8 +116,7 @@ def _selection_graph(name, backward, dims, out_shape):
     return linear_graph(name, backward, adjoint)
 
 
-max_result = collections.namedtuple("max", ["values", "indices"])
-min_result = collections.namedtuple("min", ["values", "indices"])
+max_result, min_result = return_types.max, return_types.min
 
 
 def _max_dims(name, input, dim, keepdim=False):
@@ -996,7 +995,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _reduced("triplet_margin_loss", clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
 
 
-aminmax_result = collections.namedtuple("aminmax", ["min", "max"])
+aminmax_result = return_types.aminmax
 
 
 @numpy_names

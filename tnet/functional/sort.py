@@ -1,12 +1,12 @@
 """Sorting and scans along one axis (kernels/sort.py): sort, argsort, topk, cumsum and cumprod, as
 torch's, with their gradients. Sorts are always stable (torch's stable=True order, which
 stable=False also allows), of rows of any length."""
-import collections
 import math
 import numbers
 
 import torch
 
+from .. import return_types
 from ..factory import arange, ones_like
 from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
@@ -22,12 +22,10 @@ from .pointwise import (add, ceil, clamp, div, eq, exp, floor, floor_divide, isn
                         logical_not, logical_or, lt, mul, neg, round, sqrt, sub, where)
 from .reduce import argmax, sum, tie_shared
 
-sort_result = collections.namedtuple("sort", ["values", "indices"])
-topk_result = collections.namedtuple("topk", ["values", "indices"])
-cummax_result = collections.namedtuple("cummax", ["values", "indices"])
-cummin_result = collections.namedtuple("cummin", ["values", "indices"])
-median_result = collections.namedtuple("median", ["values", "indices"])
-kthvalue_result = collections.namedtuple("kthvalue", ["values", "indices"])
+sort_result, topk_result = return_types.sort, return_types.topk
+cummax_result, cummin_result = return_types.cummax, return_types.cummin
+median_result, nanmedian_result = return_types.median, return_types.nanmedian
+kthvalue_result, mode_result = return_types.kthvalue, return_types.mode
 
 
 def _sorted(name, input, dim, k, descending, result):
@@ -333,7 +331,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 @numpy_names
 def nanmedian(input, dim=ABSENT, keepdim=False):
     """median of the non-NaN elements: the ((k - 1) // 2)-th smallest of a row's k, NaN (index 0)
-    for a row of NaNs; no dim: a 0-d tensor (NaN for an empty input), else median_result(values,
+    for a row of NaNs; no dim: a 0-d tensor (NaN for an empty input), else nanmedian_result(values,
     indices), as torch.nanmedian. The gradient goes to the picked element (no dim: as median's)."""
     check_tensors("nanmedian", input=input)
     _check_dim("nanmedian", input, dim, keepdim)
@@ -347,17 +345,16 @@ def nanmedian(input, dim=ABSENT, keepdim=False):
     if input.ndim == 0:
         dim_index(dim, 0)
         values, indices = nanmedian(reshape(input, 1), 0, True)
-        return median_result(reshape(values, ()), reshape(indices, ()))
+        return nanmedian_result(reshape(values, ()), reshape(indices, ()))
     d = dim_index(dim, input.ndim)
     if input.shape[d] == 0:  # torch's IndexError, worded as its median's
         raise InputIndexError(f"median(): Expected reduction dim {d} to have non-zero size.")
     values, indices = sort(input, d)
     count = sum(logical_not(isnan(values)), d, keepdim=True)
     pick = where(lt(count, 1), 0, floor_divide(sub(count, 1), 2))
-    return median_result(*_picked(values, indices, d, pick, keepdim))
+    return nanmedian_result(*_picked(values, indices, d, pick, keepdim))
 
 
-mode_result = collections.namedtuple("mode", ["values", "indices"])
 
 
 @numpy_names

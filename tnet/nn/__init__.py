@@ -5,7 +5,7 @@ import operator
 import sys
 import warnings
 from collections import OrderedDict, namedtuple
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping, MutableSet
 from types import MappingProxyType
 
 import numpy as np
@@ -196,6 +196,33 @@ class _Members(MutableMapping):
         return len(self._names())
 
 
+class _NonPersistent(MutableSet):
+    """Module._non_persistent_buffers_set: the names of the module's own buffers kept out of its state_dict, a
+    live view of its registry, as code copied from torch reads (`name in m._non_persistent_buffers_set`) and
+    edits it (discard(name) puts a buffer into the state_dict, add(name) takes it out); a name that is no
+    buffer of the module is not kept."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __contains__(self, name):
+        return self.module._buffer_names.get(name) is False
+
+    def __iter__(self):
+        return iter([name for name, persistent in self.module._buffer_names.items() if not persistent])
+
+    def __len__(self):
+        return len(list(iter(self)))
+
+    def add(self, name):
+        if name in self.module._buffer_names:
+            self.module._buffer_names[name] = False
+
+    def discard(self, name):
+        if name in self.module._buffer_names:
+            self.module._buffer_names[name] = True
+
+
 class _ForwardHook:
     """A forward hook registered with with_kwargs=True (called with the forward's keyword arguments
     too) or always_call=True (called, with output None, when the call raised before it ran)."""
@@ -235,7 +262,7 @@ class Module:
         self._buffer_names = {}
 
     def forward(self, *args):
-        raise NotImplementedError
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __setattr__(self, name, value):
         if vars(_GLOBAL_HOOKS) and value is not None:  # only while some global hook was ever registered
@@ -575,6 +602,7 @@ class Module:
     _modules = property(lambda self: _Members(self, Module, setattr))
     _parameters = property(lambda self: _Members(self, Parameter, setattr))
     _buffers = property(lambda self: _Members(self, None, Module.register_buffer))
+    _non_persistent_buffers_set = property(lambda self: _NonPersistent(self))
 
     def named_children(self):
         """(name, module) of each direct submodule, in the order of assignment, each once."""
@@ -858,7 +886,7 @@ class Module:
         buffer takes the value's memory instead (shared where it is a tnet tensor, or a torch tensor
         on tnet's device), as torch's; the Parameter objects stay, with their dtype (fp32 masters)."""
         if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}.")
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         metadata = getattr(state_dict, "_metadata", None)
         missing, unexpected, errors, copies = [], [], [], []
 
@@ -878,10 +906,10 @@ class Module:
 
         load(self, dict(state_dict), "")
         names = lambda keys: ", ".join(f'"{k}"' for k in keys)
-        if strict:
-            errors = [f"Missing key(s) in state_dict: {names(missing)}"] * bool(missing) \
-                + [f"Unexpected key(s) in state_dict: {names(unexpected)}"] * bool(unexpected) + errors
-        check(not errors, lambda: f"Error(s) in loading state_dict for {type(self).__name__}: " + "; ".join(errors))
+        if strict:  # torch's text, which a script may print or parse: one tab-indented line per error
+            errors = [f"Missing key(s) in state_dict: {names(missing)}. "] * bool(missing) \
+                + [f"Unexpected key(s) in state_dict: {names(unexpected)}. "] * bool(unexpected) + errors
+        check(not errors, lambda: f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(errors))
         for t, v in copies:
             _copy_loaded(t, v, assign)
         return _IncompatibleKeys(missing, unexpected)
@@ -908,8 +936,8 @@ class Module:
                 continue
             v = _loadable(key, state_dict[key], t)
             if tuple(v.shape) != t.shape:
-                error_msgs.append(f"size mismatch for {key}: copying a param with shape {tuple(v.shape)} from "
-                                  f"checkpoint, the shape in current model is {t.shape}")
+                error_msgs.append(f"size mismatch for {key}: copying a param with shape {torch.Size(v.shape)} from "
+                                  f"checkpoint, the shape in current model is {t.shape}.")
             elif pending is None:
                 _copy_loaded(t, v, local_metadata.get("assign_to_params_buffers", False))
             else:
