@@ -649,22 +649,29 @@ def _cos_sin64(z):
 @triton.jit
 def _hankel_pq(z, MU: tl.constexpr):
     """P and Q of Hankel's expansion of J_nu and Y_nu at z >= 12, mu = 4 nu^2: sum_k (-1)^k a_2k / z^2k and
-    sum_k (-1)^k a_2k+1 / z^(2k+1), a_k = prod_j=1..k (mu - (2j - 1)^2) / (k! 8^k) (11 terms; the Airy function's
-    expansion for x < 0 has the same signs)."""
+    sum_k (-1)^k a_2k+1 / z^(2k+1), a_k = prod_j=1..k (mu - (2j - 1)^2) / (k! 8^k) (11 terms)."""
     p = tl.zeros_like(z) + 1.0
     q = tl.zeros_like(z)
     a = p
     w = 1.0 / (8.0 * z)
     for k in tl.static_range(1, 12):
         a = a * ((MU - (2 * k - 1) * (2 * k - 1)) / k) * w
-        if k % 4 == 1:
-            q += a
-        elif k % 4 == 2:
-            p -= a
-        elif k % 4 == 3:
-            q -= a
-        else:
-            p += a
+        p, q = _pq_term(p, q, a, k)
+    return p, q
+
+
+@triton.jit
+def _pq_term(p, q, a, K: tl.constexpr):
+    """P and Q with term K (a) of their asymptotic expansion added (Hankel's, the Airy function's): the odd terms
+    go to Q, the even ones to P, signed (-1)^(K // 2)."""
+    if K % 4 == 1:
+        q += a
+    elif K % 4 == 2:
+        p -= a
+    elif K % 4 == 3:
+        q -= a
+    else:
+        p += a
     return p, q
 
 
@@ -828,14 +835,7 @@ def _airy_ai(x):
     q = tl.zeros_like(x)
     for k in tl.static_range(1, 16):
         u = u * (((6 * k - 5) * (6 * k - 3) * (6 * k - 1)) / ((2 * k - 1) * 216 * k)) / zeta
-        if k % 4 == 1:
-            q += u
-        elif k % 4 == 2:
-            p -= u
-        elif k % 4 == 3:
-            q -= u
-        else:
-            p += u
+        p, q = _pq_term(p, q, u, k)
     c, s = _cos_sin64(zeta)  # sqrt(2) sin(zeta + pi/4) = s + c, sqrt(2) cos(zeta + pi/4) = c - s
     negative = ((s + c) * p - (c - s) * q) / (tl.sqrt(tl.sqrt(left)) * 2.5066282746310002)  # sqrt(2 pi)
     r = tl.where(x > 2.0, positive, tl.where(x >= -8.0, maclaurin, negative))
