@@ -427,6 +427,40 @@ def test_state_dict_hooks_and_extra_state_as_torch():
     assert run(tnet) == run(torch)
 
 
+def test_save_to_state_dict_and_child_state_dict_overrides_as_torch():
+    """state_dict saves each module's own entries by its _save_to_state_dict and its children's by their state_dict,
+    as torch's: a layer that overrides either (a quantised layer adding its scale, a wrapper renaming its keys) is
+    heard (they were bypassed: the scale was missing and load_state_dict's own override then failed). _get_name too."""
+    def run(lib):
+        class Scaled(lib.nn.Linear):
+            def _save_to_state_dict(self, destination, prefix, keep_vars):
+                super()._save_to_state_dict(destination, prefix, keep_vars)
+                destination[prefix + "scale"] = lib.tensor(self.scale)
+
+            def _load_from_state_dict(self, state_dict, prefix, *rest):
+                self.scale = float(state_dict.pop(prefix + "scale"))
+                super()._load_from_state_dict(state_dict, prefix, *rest)
+
+        class Renamed(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = lib.nn.Linear(1, 1)
+
+            def state_dict(self, destination=None, prefix="", keep_vars=False):
+                destination = super().state_dict(destination=destination, prefix=prefix, keep_vars=keep_vars)
+                destination[prefix + "renamed"] = destination.pop(prefix + "inner.bias")
+                return destination
+
+        model = lib.nn.Sequential(Scaled(2, 3), lib.nn.ReLU(), Renamed())
+        model[0].scale = 2.5
+        sd = model.state_dict()
+        model[0].scale = 0.0
+        del sd["2.renamed"]
+        missing = model.load_state_dict(sd, strict=False).missing_keys
+        return list(sd), list(sd._metadata), model[0].scale, missing, model[0]._get_name(), model[2]._get_name()
+    assert run(tnet) == run(torch)
+
+
 def test_set_submodule_to_empty_and_compile():
     def run(lib):
         model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.Sequential(lib.nn.ReLU()))

@@ -26,6 +26,9 @@ Fixed in tnet on the way (each with its unit test):
   (test_softmax.py, test_sort_scan.py; found while checking the capsule routing's softmax over dim 2).
 - conv1d's and conv_transpose1d's [N, C, L] outputs keep NLC memory, which .view(N, -1) refused; view now copies
   them as it does a channels-last activation (test_copy.py).
+- Module.state_dict saved every module's entries itself, bypassing a class's _save_to_state_dict or a child's
+  state_dict override (a quantised layer's extra entries went missing); it now calls them as torch's, and
+  Module._get_name exists (test_modules.py).
 Found and documented (README's porting section): an element-wise product of a transposed tensor is contiguous in
 tnet, where torch's keeps the transposed layout, so the capsule network's .view, which torch refuses, works in tnet."""
 import math

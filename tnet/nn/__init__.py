@@ -791,37 +791,43 @@ class Module:
         memory, detached (keep_vars: the parameters themselves), so later training changes them
         and an in-place write to one (an EMA's v.copy_) changes the module. Take a copy
         (copy.deepcopy, or {k: v.clone()}) to keep a snapshot. Its `_metadata` holds each
-        module's `_version` by its name, as torch's (load_state_dict hands it back). A module whose
-        class defines get_extra_state adds its value under "<prefix>_extra_state"; the hooks of
-        register_state_dict_pre_hook/_post_hook run at each module, before its own entries and
-        after its children's, as torch's."""
+        module's `_version` by its name, as torch's (load_state_dict hands it back). Each module's
+        own entries come from its _save_to_state_dict and its children's from their state_dict, so a
+        class may override either, as torch's; the hooks of register_state_dict_pre_hook/_post_hook run
+        at each module, before its own entries and after its children's, as torch's."""
         if args:  # torch's deprecated positional (destination, prefix, keep_vars)
             destination, prefix, keep_vars = (*args, *(destination, prefix, keep_vars)[len(args):])[:3]
-        out = OrderedDict() if destination is None else destination
         if destination is None:
-            out._metadata = OrderedDict()
-        returned = []  # what the root's _register_state_dict_hook hooks return, which replaces out, as torch's
+            destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        local_metadata = {"version": self._version}
+        if hasattr(destination, "_metadata"):
+            destination._metadata[prefix[:-1]] = local_metadata
+        for hook in hooks_of(self, "_state_dict_pre_hooks"):
+            hook(self, prefix, keep_vars)
+        self._save_to_state_dict(destination, prefix, keep_vars)
+        for name, child in self._submodules():
+            child.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
+        for hook in hooks_of(self, "_state_dict_post_hooks"):
+            result = hook(self, destination, prefix, local_metadata)
+            if result is not None and not getattr(hook, "may_return", False):
+                raise RuntimeError("state_dict post-hook must return None")
+            if result is not None:  # _register_state_dict_hook's: replaces what this module returns
+                destination = result
+        return destination
 
-        def save(module, prefix):
-            for hook in hooks_of(module, "_state_dict_pre_hooks"):
-                hook(module, prefix, keep_vars)
-            local_metadata = {"version": module._version}
-            if hasattr(out, "_metadata"):
-                out._metadata[prefix[:-1]] = local_metadata
-            for name, t in module._own_parameters() + module._own_buffers(persistent_only=True):
-                out[prefix + name] = t if keep_vars else t.detach()
-            if type(module).get_extra_state is not Module.get_extra_state:
-                out[prefix + _EXTRA_STATE] = module.get_extra_state()
-            for name, child in module._submodules():
-                save(child, prefix + name + ".")
-            for hook in hooks_of(module, "_state_dict_post_hooks"):
-                result = hook(module, out, prefix, local_metadata)
-                if result is not None and not getattr(hook, "may_return", False):
-                    raise RuntimeError("state_dict post-hook must return None")
-                if result is not None and module is self:
-                    returned.append(result)
-        save(self, prefix)
-        return returned[-1] if returned else out
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """This module's own entries, not its children's, into destination, as torch's: its parameters and
+        persistent buffers (detached unless keep_vars), and "<prefix>_extra_state" where its class defines
+        get_extra_state. Quantisation-aware and similar layers override it to add entries."""
+        for name, t in self._own_parameters() + self._own_buffers(persistent_only=True):
+            destination[prefix + name] = t if keep_vars else t.detach()
+        if type(self).get_extra_state is not Module.get_extra_state:
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
+
+    def _get_name(self):
+        """The class's name, as torch's (custom __repr__s call it)."""
+        return type(self).__name__
 
     def get_extra_state(self):
         """torch's: the state a class adds to its state_dict beside its tensors (any value), under
@@ -843,7 +849,7 @@ class Module:
 
     def _register_state_dict_hook(self, hook):
         """torch's private form, which older code calls: a post-hook that may also return a new
-        state dict, which replaces the result where the hook is the root module's."""
+        state dict, which replaces what its module's state_dict returns (the caller's, at the root)."""
         def legacy(*args):
             return hook(*args)
         legacy.may_return = True
