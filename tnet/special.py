@@ -13,7 +13,7 @@ from .functional import softmax as _softmax
 from .functional import log_softmax as _log_softmax
 from .functional.pointwise import (digamma, eq, erf, erfc, erfinv, exp2, expm1, gt, lgamma, log1p, logit, lt, mul, neg,
                                    polygamma, round, sigmoid, sinc, where, xlogy)
-from .functional.pointwise import erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
+from .functional.pointwise import _float, erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
 from .functional.pointwise import igamma as gammainc, igammac as gammaincc
 from .functional.reduce import logsumexp
 from .functional.inputs import write_out
@@ -83,7 +83,7 @@ def _float32_operand(name, v, arg):
         X = v.memory
         if X.dtype in (torch.float16, torch.bfloat16):
             raise not_implemented(f"{name}_{'cuda' if X.is_cuda else 'cpu'}", X.dtype)
-        return X if X.dtype == torch.float32 else _pw.pointwise("add", X, 0, dtype=torch.float32)
+        return _float(X)
     if isinstance(v, numbers.Real) and not isinstance(v, bool):
         return float(v)
     raise InputTypeError(f"special_{name}(): argument '{arg}' must be Tensor or Number, not {type(v).__name__}")
@@ -103,9 +103,10 @@ def _unary_special(name, text):
 
 
 def _binary_special(name, text, second, backward_raises):
-    def fn(input, other, *, out=None):
-        check(isinstance(input, Tensor) or isinstance(other, Tensor),
-              lambda: f"special_{name}(): at least one of input and {second} must be a Tensor")
+    """torch.special.`name`(input, `second`) ("other" or "n", torch's keyword), either a tensor or a number."""
+    def compute(input, other, out):
+        if not (isinstance(input, Tensor) or isinstance(other, Tensor)):
+            raise InputTypeError(f"special_{name}(): at least one of input and {second} must be a Tensor")
         X, N = _float32_operand(name, input, "input"), _float32_operand(name, other, second)
         inputs = [v for v in (input, other) if isinstance(v, Tensor)]
         y = _pw.pointwise(name, X, N)
@@ -116,6 +117,13 @@ def _binary_special(name, text, second, backward_raises):
                 raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
             result = record(name, y, inputs, backward)
         return result if out is None else write_out(name, out, result, inputs)
+
+    if second == "n":
+        def fn(input, n, *, out=None):
+            return compute(input, n, out)
+    else:
+        def fn(input, other, *, out=None):
+            return compute(input, other, out)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"{text}, element-wise over input and {second} broadcast (either may be a number), as "
                   f"torch.special.{name}: float32 for integer and bool tensors, NotImplementedError for 16-bit "
