@@ -13,7 +13,7 @@ from .functional import softmax as _softmax
 from .functional import log_softmax as _log_softmax
 from .functional.pointwise import (digamma, eq, erf, erfc, erfinv, exp2, expm1, gt, lgamma, log1p, logit, lt, mul, neg,
                                    polygamma, round, sigmoid, sinc, where, xlogy)
-from .functional.pointwise import _float, erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
+from .functional.pointwise import ints_as_float32, erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
 from .functional.pointwise import igamma as gammainc, igammac as gammaincc
 from .functional.reduce import logsumexp
 from .functional.inputs import write_out
@@ -83,7 +83,7 @@ def _float32_operand(name, v, arg):
         X = v.memory
         if X.dtype in (torch.float16, torch.bfloat16):
             raise not_implemented(f"{name}_{'cuda' if X.is_cuda else 'cpu'}", X.dtype)
-        return _float(X)
+        return ints_as_float32(X)
     if isinstance(v, numbers.Real) and not isinstance(v, bool):
         return float(v)
     raise InputTypeError(f"special_{name}(): argument '{arg}' must be Tensor or Number, not {type(v).__name__}")

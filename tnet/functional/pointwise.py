@@ -296,7 +296,7 @@ def _is_integer(v):
     return isinstance(v, numbers.Integral) or isinstance(v, Tensor) and v.dtype in _pw.INTEGERS
 
 
-def _float(X):
+def ints_as_float32(X):
     """X, or a float32 copy of an integer or bool X: the functions that torch computes in float32 for
     integers (exp, log, sigmoid...), as its type promotion does."""
     return X if X.is_floating_point() else copy_(torch.empty_like(X, dtype=torch.float32), X)
@@ -318,7 +318,7 @@ def _unary(name, input, op, grad_op, saves_output, *args, graph=None):
     if name in PROMOTED and X.dtype in _pw.INTEGERS:
         if name in NO_BOOL and X.dtype == torch.bool:
             raise NO_BOOL[name]()
-        X = _float(X)
+        X = ints_as_float32(X)
     y = _pw.pointwise(op, X, *args)
     saved = y if saves_output else X
     grad = grad_op if callable(grad_op) else functools.partial(_pw.pointwise, grad_op)
@@ -453,7 +453,7 @@ def pow(input, exponent):
         return Tensor(input.memory.clone() if exponent else torch.ones_like(input.memory))
     if input.dtype in _pw.INTEGERS:
         if not isinstance(exponent, numbers.Integral):
-            return pow(Tensor(_float(input.memory)), exponent)
+            return pow(Tensor(ints_as_float32(input.memory)), exponent)
         check(exponent >= 0, "Integers to negative integer powers are not allowed.")
         return Tensor(_integer_power(input.memory, int(exponent)))
     # a 16-bit input's exponent past its range raises, as torch converts it (a float32 one's is kept as a double)
@@ -663,7 +663,7 @@ def clamp(input, min=None, max=None):
     X = input.memory
     if X.dtype in _pw.INTEGERS:
         if not all(v is None or isinstance(v, numbers.Integral) for v in (min, max)):
-            return clamp(Tensor(_float(X)), min, max)
+            return clamp(Tensor(ints_as_float32(X)), min, max)
         if X.dtype == torch.bool:
             X = copy_(torch.empty_like(X, dtype=torch.int64), X)
         info = torch.iinfo(X.dtype)  # the bounds in X's dtype first, as torch's checked conversion (-1 of uint8: 255)
@@ -694,7 +694,7 @@ def _clamp_tensors(input, min, max):
     need = needs_grad(*operands)
 
     def which():
-        fx, flo, fhi = (_float(v) if isinstance(v, torch.Tensor) and not v.is_floating_point() else v for v in (X, lo, hi))
+        fx, flo, fhi = (ints_as_float32(v) if isinstance(v, torch.Tensor) and not v.is_floating_point() else v for v in (X, lo, hi))
         return _pw.pointwise("clamp_which", fx, flo, fhi, float((min is not None) + 2 * (max is not None)))
 
     def grads(g):
@@ -1005,7 +1005,7 @@ def _elementwise(name, input, op, grad=()):
             raise not_implemented(name, X.dtype)
         if name in STEPS:
             return Tensor(X.clone())
-        X = _float(X)
+        X = ints_as_float32(X)
     y = _pw.pointwise(op, X)
     if not grad:
         return record(name, y, (input,), lambda g: (torch.zeros_like(g),), graph=_zero_graph)
@@ -1552,7 +1552,7 @@ def logit(input, eps=None):
     if eps is not None:
         check_args("logit", "float", eps=eps)
     check_tensors("logit", input=input)
-    X = _float(input.memory)  # integers in float32, as torch's
+    X = ints_as_float32(input.memory)  # integers in float32, as torch's
     lo, hi = (-1.0, 2.0) if eps is None else (float(eps), 1.0 - float(eps))
     y = _pw.pointwise("logit", X if eps is None else _pw.pointwise("clamp", X, lo, hi))
     backward = lambda g: (_pw.pointwise("logit_backward", g, X, lo, hi),)
@@ -1664,7 +1664,7 @@ def positive(input):
 def _floats(*values):
     """values with integer and bool tnet tensors as float32 copies: the functions that torch computes
     in floats for them (deg2rad, ldexp, float_power)."""
-    return [Tensor(_float(v.memory)) if isinstance(v, Tensor) and v.dtype in _pw.INTEGERS else v for v in values]
+    return [Tensor(ints_as_float32(v.memory)) if isinstance(v, Tensor) and v.dtype in _pw.INTEGERS else v for v in values]
 
 
 def deg2rad(input):
@@ -1744,7 +1744,7 @@ def ldexp(input, other):
     input, = _floats(input)
     if isinstance(other, Tensor) and other.dtype in _pw.INTEGERS:
         check_tensors("ldexp", input=input)
-        X, E = input.memory, _float(other.memory)
+        X, E = input.memory, ints_as_float32(other.memory)
         y = _pw.pointwise("ldexp_int", X, E, dtype=X.dtype)
         return _record2("ldexp", y, input, other, lambda g: (_pw.pointwise("ldexp_int", g, E, dtype=g.dtype), None),
                         saved=(E,))
@@ -1825,7 +1825,7 @@ def frexp(input):
     _float_input("frexp", input)
     X = input.memory
     exponent = _pw.pointwise("frexp_exponent", X, dtype=torch.int32)
-    shift = _pw.pointwise("neg", _float(exponent))
+    shift = _pw.pointwise("neg", ints_as_float32(exponent))
     mantissa = record("frexp", _pw.pointwise("frexp_mantissa", X), (input,),
                       lambda g: (_pw.pointwise("ldexp_int", g, shift, dtype=g.dtype),), saved=(shift,))
     return frexp_result(mantissa, Tensor(exponent))
@@ -1862,7 +1862,7 @@ def polygamma(n, input):
     if n == 0:
         return digamma(input)
     check_tensors("polygamma", input=input)
-    X = _float(input.memory) if input.dtype in _pw.INTEGERS else input.memory
+    X = ints_as_float32(input.memory) if input.dtype in _pw.INTEGERS else input.memory
 
     def value(k):
         return _pw.pointwise("polygamma", X, float(k + 1), (-1.0) ** (k + 1) * math.factorial(k))
