@@ -1253,3 +1253,18 @@ def test_hook_registries_and_get_name_as_torchs():
         m._forward_hooks.clear()
         m(lib.ones(1, 2))
         assert seen == [1] and m._get_name() == "Linear"
+
+
+def test_tensors_inside_a_list_are_numbers_to_tensor_as_torchs():
+    """torch.tensor reads a tensor inside a list as its one number: predictions of batches of one, collected and
+    made a tensor (`torch.tensor(preds)`), are 1-d, so that `(preds == labels)` compares element-wise; 0-d and
+    1-element tensors of any shape count, keep their dtype (float16 stays), and one of several elements raises."""
+    for lib in (tnet, torch):
+        preds = [lib.tensor([1]), lib.tensor([0]), lib.tensor([[2]])]
+        assert lib.tensor(preds).shape == (3,) and lib.tensor(preds).dtype == torch.int64
+        assert lib.tensor([[lib.tensor(1.5), 2], [3, lib.tensor(4)]]).tolist() == [[1.5, 2.0], [3.0, 4.0]]
+        assert lib.tensor([lib.tensor(1.5, dtype=torch.float16)] * 2).dtype == torch.float16
+        assert lib.tensor([lib.tensor(True), lib.tensor(False)]).dtype == torch.bool
+        assert lib.tensor([lib.tensor([2.0], requires_grad=True) * 2]).requires_grad is False
+        with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
+            lib.tensor([lib.tensor([1.0, 2.0]), lib.tensor([3.0, 4.0])])

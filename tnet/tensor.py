@@ -281,6 +281,8 @@ def as_storage(data, dtype=None):
     if data is None:
         raise TypeError("tensor: data must be a number, a (nested) list, a numpy array or a tensor, got None")
     if not isinstance(data, torch.Tensor):
+        if isinstance(data, (list, tuple)) and _holds_tensor(data):
+            data = _tensors_as_scalars(data)
         try:
             array = np.array(data)
         except ValueError as e:  # ragged nested lists
@@ -295,6 +297,26 @@ def as_storage(data, dtype=None):
                  else torch.float32 if data.is_floating_point() else torch.int64)
     check_dtype("tensor", dtype)
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
+
+
+def _holds_tensor(data):
+    """Whether a (nested) list or tuple holds a tnet or torch tensor anywhere."""
+    return any(isinstance(x, (Tensor, torch.Tensor)) or isinstance(x, (list, tuple)) and _holds_tensor(x) for x in data)
+
+
+def _tensors_as_scalars(data):
+    """data with each tensor inside it as its one value (a numpy scalar of its dtype: bfloat16's as float32), as
+    torch.tensor reads a tensor inside a list: a number, so that `torch.tensor(preds)` of (1,)-shaped batch
+    predictions is 1-d; a tensor of several elements raises torch's ValueError."""
+    if isinstance(data, (list, tuple)):
+        return [_tensors_as_scalars(x) for x in data]
+    if not isinstance(data, (Tensor, torch.Tensor)):
+        return data
+    t = memory_of(data).detach()
+    if t.numel() != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars")
+    t = t.reshape(()).cpu()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()[()]
 
 
 def check_dtype(name, dtype):
