@@ -1268,3 +1268,16 @@ def test_tensors_inside_a_list_are_numbers_to_tensor_as_torchs():
         assert lib.tensor([lib.tensor([2.0], requires_grad=True) * 2]).requires_grad is False
         with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
             lib.tensor([lib.tensor([1.0, 2.0]), lib.tensor([3.0, 4.0])])
+
+
+def test_requires_grad_set_on_an_integer_tensor_raises_as_torchs():
+    """`t.requires_grad = True` checks as requires_grad_() does: an integer tensor raises torch's RuntimeError;
+    False is always taken on a leaf."""
+    for lib in (tnet, torch):
+        t = lib.ones(2, dtype=torch.int64)
+        with pytest.raises(RuntimeError, match="^only Tensors of floating point and complex dtype can require gradients$"):
+            t.requires_grad = True
+        t.requires_grad = False
+        f = lib.ones(2)
+        f.requires_grad = True
+        assert f.requires_grad and f.is_leaf

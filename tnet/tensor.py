@@ -618,12 +618,12 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, requires_grad):
         """`x.requires_grad = flag` on a leaf; a recorded tensor (a non-leaf) takes neither flag, as torch's
-        (its requires_grad_(True) is allowed)."""
+        (its requires_grad_(True) is allowed); a leaf takes it as requires_grad_'s (an integer tensor refuses True)."""
         if self._entry is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf variables." + (
                 "" if requires_grad else " If you want to use a computed variable in a subgraph that doesn't require "
                                          "differentiation use var_no_grad = var.detach()."))
-        self._requires_grad = requires_grad
+        self.requires_grad_(requires_grad)
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on a leaf, in place; returns self. A non-leaf can't drop it, as torch."""
@@ -634,7 +634,7 @@ class Tensor:
         if requires_grad and self._is_inference and not _inference[0]:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if requires_grad and not (self.memory.is_floating_point() or self.memory.is_complex()):
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
 
