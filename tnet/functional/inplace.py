@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .. import amp
-from ..factory import check_global, host_draw, host_generator, is_global, rng_state
+from ..factory import host_generator, is_global, rng_state
 from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
@@ -36,7 +36,7 @@ from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, chec
                         floor, graph_sum_to, hardsigmoid, hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg,
                         pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh,
                         threshold, trunc, where, record_relu, INPLACE_WRITERS)
-from .random import bernoulli_draw
+from .random import bernoulli_draw, draw
 from .reduce import any as _any
 
 def _kind(v):
@@ -415,8 +415,8 @@ def _draws(name, self, normal, generator):
         return _random.fill_random_(torch.empty_like(self.memory, dtype=torch.float32,
                                                      memory_format=memory_format(is_channels_last(self.memory))),
                                     rng_state(), normal)
-    draw = torch.from_numpy(host_draw(name, generator, self.shape, normal)).to(self.device, torch.float32)
-    return draw.contiguous(memory_format=memory_format(is_channels_last(self.memory)))
+    return draw(self.shape, self.device, normal, generator, name).contiguous(
+        memory_format=memory_format(is_channels_last(self.memory)))
 
 
 def _draw(name, self, normal, scale, shift, generator):
@@ -478,13 +478,13 @@ def random_(self, *args, generator=None, **kwargs):
 
 def bernoulli_(self, p=0.5, *, generator=None):
     """self = 1 with probability p (a number or a tensor broadcast to self), else 0, from tnet's
-    generator (other numbers than torch's)."""
-    check_global("bernoulli_", generator)
+    generator or generator= (random.draw; other numbers than torch's)."""
+    host_generator("bernoulli_", generator)
     P = p.memory if isinstance(p, Tensor) else float(p)
     check(isinstance(p, Tensor) or 0.0 <= P <= 1.0, lambda: f"bernoulli_ expects p to be in [0, 1], but got p={p}")
 
     def compute(x):
-        _copy_(self.memory, bernoulli_draw(P, self.shape, self.dtype, self.device))
+        _copy_(self.memory, bernoulli_draw(P, self.shape, self.dtype, self.device, generator, "bernoulli_"))
         return _overwritten("bernoulli_", x, self.memory)
     return inplace(self, "bernoulli_", compute)
 
