@@ -1281,3 +1281,21 @@ def test_requires_grad_set_on_an_integer_tensor_raises_as_torchs():
         f = lib.ones(2)
         f.requires_grad = True
         assert f.requires_grad and f.is_leaf
+
+
+def test_printed_outputs_and_losses_name_torchs_nodes():
+    """The grad_fn a script's printed loss or output shows is torch's node class: cross_entropy's NllLossBackward0,
+    a Linear's AddmmBackward0 (MmBackward0 without bias, a view on 3-D input), a convolution's ConvolutionBackward0,
+    a flatten's ViewBackward0 (a copy's UnsafeViewBackward0), contiguous's CloneBackward0, .half()'s ToCopyBackward0."""
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) / 8
+    texts = []
+    for lib in (tnet, torch):
+        lib.manual_seed(0)
+        v, lin, img = lib.tensor(x, requires_grad=True), lib.nn.Linear(2, 3), lib.ones(1, 1, 4, 4, requires_grad=True)
+        outs = [lib.nn.functional.cross_entropy(lin(v), lib.tensor([0, 1, 2, 0])), lin(v), lib.nn.Linear(2, 3, bias=False)(v),
+                lin(v.reshape(2, 2, 2)), lib.nn.Conv2d(1, 2, 3)(img), lib.nn.ConvTranspose2d(1, 1, 2)(img), img.flatten(1),
+                v.t().reshape(8), v.t().contiguous(), v.half(), v.narrow(0, 1, 2), lib.nn.functional.max_pool2d(img, 2),
+                v @ lib.ones(2, 2)]
+        texts.append([type(o.grad_fn).__name__ for o in outs])
+        assert str(outs[0]).endswith("grad_fn=<NllLossBackward0>)")
+    assert texts[0] == texts[1]

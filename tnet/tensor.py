@@ -241,11 +241,29 @@ class Node:
         return f"<{type(self).__name__} object>"
 
 
+# torch's node class where a tnet op's name is not torch's: torch's composite ops end in another aten op, whose
+# node a script's printed loss or output shows (`grad_fn=<NllLossBackward0>`, `<AddmmBackward0>`)
+_TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBackward0", "to": "ToCopyBackward0",
+                     "narrow": "SliceBackward0", "max_pool2d": "MaxPool2DWithIndicesBackward0",
+                     **dict.fromkeys(("conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d"), "ConvolutionBackward0")}
+
+
 def _node_name(entry):
-    """torch's name of a node: its backward class's, AccumulateGrad's for a leaf (entry None)."""
+    """torch's name of a node: its backward class's, AccumulateGrad's for a leaf (entry None). linear, matmul and
+    reshape are named by their inputs (while the entry holds them), as torch's: addmm, mm or bmm of matrices, a view
+    otherwise (of a copy where reshape's input is not contiguous)."""
     if entry is None:
         return "torch::autograd::AccumulateGrad"
-    op = entry.op
+    op, inputs = entry.op, entry.inputs
+    if op == "linear" and inputs:
+        return ("AddmmBackward0" if len(inputs) == 3 else "MmBackward0") if inputs[0].ndim == 2 else \
+            "ViewBackward0" if len(inputs) == 3 else "UnsafeViewBackward0"
+    if op == "matmul" and len(inputs) == 2:
+        return {(2, 2): "MmBackward0", (3, 3): "BmmBackward0"}.get((inputs[0].ndim, inputs[1].ndim), "UnsafeViewBackward0")
+    if op == "reshape" and inputs:
+        return "ViewBackward0" if inputs[0].is_contiguous() else "UnsafeViewBackward0"
+    if op in _TORCH_NODE_NAMES:
+        return _TORCH_NODE_NAMES[op]
     return op if op.endswith("Backward") else "".join(w.capitalize() for w in op.split("_")) + "Backward0"
 
 
