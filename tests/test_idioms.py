@@ -1299,3 +1299,18 @@ def test_printed_outputs_and_losses_name_torchs_nodes():
         texts.append([type(o.grad_fn).__name__ for o in outs])
         assert str(outs[0]).endswith("grad_fn=<NllLossBackward0>)")
     assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("data", [None, [1, None], [[1.0], [object()]], {"a": 1}, ["a", "b"], [1, "a"], "a", [b"a"],
+                                  np.array(["a"]), np.array([None])],
+                         ids=["none", "none_after_number", "object", "dict", "strings", "string_after_number", "string",
+                              "bytes", "string_array", "object_array"])
+def test_tensor_of_non_numbers_raises_torchs_error(data):
+    """torch.tensor's error type and text for what is no number: a collate that catches the ValueError of a list of
+    strings (`except ValueError: batch[k] = values`) keeps them, as with torch."""
+    errors = []
+    for lib in (tnet, torch):
+        with pytest.raises(Exception) as e:
+            lib.tensor(data)
+        errors.append((type(e.value), str(e.value)))
+    assert errors[0] == errors[1]

@@ -296,8 +296,6 @@ def as_storage(data, dtype=None):
     and uint8 data (images) as they are (torch's), int64 for other integers, float32 otherwise (unless dtype says)."""
     if isinstance(data, Tensor):
         data = data.memory
-    if data is None:
-        raise TypeError("tensor: data must be a number, a (nested) list, a numpy array or a tensor, got None")
     if not isinstance(data, torch.Tensor):
         if isinstance(data, (list, tuple)) and _holds_tensor(data):
             data = _tensors_as_scalars(data)
@@ -306,7 +304,7 @@ def as_storage(data, dtype=None):
         except ValueError as e:  # ragged nested lists
             raise ValueError(f"tensor: data must be a rectangular (nested) list of numbers: {e}") from None
         if array.dtype == object or array.dtype.kind in "USV":
-            raise TypeError(f"tensor: data must hold numbers, got {type(data).__name__} of {array.dtype} values")
+            _refuse_non_numbers(data)
         data = torch.from_numpy(array)
     if data.is_complex():
         raise TypeError(f"tensor: complex data is not supported by tnet, got {data.dtype}")
@@ -315,6 +313,32 @@ def as_storage(data, dtype=None):
                  else torch.float32 if data.is_floating_point() else torch.int64)
     check_dtype("tensor", dtype)
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
+
+
+def _refuse_non_numbers(data):
+    """torch.tensor's error for data that holds something other than numbers (a script's collate may catch the
+    ValueError of a list of strings and keep them as a list): another object than a number or a string anywhere
+    RuntimeError, else a list whose first element is a string ValueError, else (a string after a number, bytes)
+    TypeError, as a numpy array of strings or objects."""
+    if isinstance(data, np.ndarray):
+        raise TypeError(f"can't convert np.ndarray of type numpy.{data.dtype.type.__name__}. The only supported types "
+                        "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, "
+                        "uint32, uint16, uint8, and bool.")
+    leaves = []
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+        else:
+            leaves.append(x)
+    for x in leaves:
+        if not isinstance(x, (str, bytes, numbers.Number, np.generic)):
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+    if isinstance(leaves[0], str) and leaves[0] is not data:
+        raise ValueError("too many dimensions 'str'")
+    odd = next(x for x in leaves if isinstance(x, (str, bytes)))
+    raise TypeError(f"new(): invalid data type '{type(odd).__name__}'")
 
 
 def _holds_tensor(data):
