@@ -1302,9 +1302,9 @@ def test_printed_outputs_and_losses_name_torchs_nodes():
 
 
 @pytest.mark.parametrize("data", [None, [1, None], [[1.0], [object()]], {"a": 1}, ["a", "b"], [1, "a"], "a", [b"a"],
-                                  np.array(["a"]), np.array([None])],
+                                  np.array(["a"]), np.array([None]), [1, 2 ** 70]],
                          ids=["none", "none_after_number", "object", "dict", "strings", "string_after_number", "string",
-                              "bytes", "string_array", "object_array"])
+                              "bytes", "string_array", "object_array", "int_beyond_int64"])
 def test_tensor_of_non_numbers_raises_torchs_error(data):
     """torch.tensor's error type and text for what is no number: a collate that catches the ValueError of a list of
     strings (`except ValueError: batch[k] = values`) keeps them, as with torch."""
@@ -1314,3 +1314,4 @@ def test_tensor_of_non_numbers_raises_torchs_error(data):
             lib.tensor(data)
         errors.append((type(e.value), str(e.value)))
     assert errors[0] == errors[1]
+    assert tnet.tensor([1.5, 2 ** 70]).tolist() == torch.tensor([1.5, 2 ** 70]).tolist()  # beside a float: a float

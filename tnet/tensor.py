@@ -304,7 +304,7 @@ def as_storage(data, dtype=None):
         except ValueError as e:  # ragged nested lists
             raise ValueError(f"tensor: data must be a rectangular (nested) list of numbers: {e}") from None
         if array.dtype == object or array.dtype.kind in "USV":
-            _refuse_non_numbers(data)
+            array = _numbers_or_refuse(data)
         data = torch.from_numpy(array)
     if data.is_complex():
         raise TypeError(f"tensor: complex data is not supported by tnet, got {data.dtype}")
@@ -315,9 +315,10 @@ def as_storage(data, dtype=None):
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
 
 
-def _refuse_non_numbers(data):
-    """torch.tensor's error for data that holds something other than numbers (a script's collate may catch the
-    ValueError of a list of strings and keep them as a list): another object than a number or a string anywhere
+def _numbers_or_refuse(data):
+    """What numpy made an object or string array of, as torch.tensor takes it: numbers beyond int64 beside a float
+    as float64, else torch's error (a script's collate may catch the ValueError of a list of strings and keep
+    them as a list): an integer beyond int64 ValueError, another object than a number or a string anywhere
     RuntimeError, else a list whose first element is a string ValueError, else (a string after a number, bytes)
     TypeError, as a numpy array of strings or objects."""
     if isinstance(data, np.ndarray):
@@ -335,6 +336,10 @@ def _refuse_non_numbers(data):
     for x in leaves:
         if not isinstance(x, (str, bytes, numbers.Number, np.generic)):
             raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+    if all(isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, (str, bytes)) for x in leaves):
+        if any(isinstance(x, (float, np.floating)) for x in leaves):
+            return np.array(data, dtype=np.float64)
+        raise ValueError("Overflow when unpacking long long")
     if isinstance(leaves[0], str) and leaves[0] is not data:
         raise ValueError("too many dimensions 'str'")
     odd = next(x for x in leaves if isinstance(x, (str, bytes)))
