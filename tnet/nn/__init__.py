@@ -323,10 +323,6 @@ class Module:
                 return self.__dict__.setdefault(name, {})
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'") from None
 
-    def _get_name(self):
-        """The class's name, as torch's __repr__ and code copied from it (`self._get_name() + "("`) read it."""
-        return type(self).__name__
-
     def __call__(self, *args, **kwargs):
         if torch.Tensor in map(type, args):  # a torchvision transform's output, say: a constant copy, as tnet.tensor
             args = tuple(Tensor(as_storage(a)) if type(a) is torch.Tensor else a for a in args)
