@@ -154,6 +154,16 @@ CRAFTED = {  # name: (structure, members, what the LoadError says)
     "string_index": ({"$tensor": "0", "dtype": "int64"}, (np.zeros(1, np.int64),), "refers to a missing member '0'"),
     "unknown_entry": ({"$pickle": "x"}, (), "unknown entry '\\$pickle'"),
     "array_extra_key": ({"$array": 0, "dtype": "x"}, (np.zeros(1),), "bad array entry"),
+    "tensor_flag_false": ({"$tensor": 0, "dtype": "float32", "parameter": False}, (np.zeros(1, np.float32),),
+                          "bad tensor entry"),
+    "int_requires_grad": ({"$tensor": 0, "dtype": "int64", "requires_grad": True}, (np.zeros(1, np.int64),),
+                          "int64 tensor that requires grad"),
+    "ordered_not_dict": ({"$ordered": [1, 2]}, (), "bad ordered dict entry"),
+    "ordered_extra_key": ({"$ordered": {}, "x": 1}, (), "bad ordered dict entry"),
+    "unknown_dtype": ({"$dtype": "_dynamo"}, (), "bad dtype entry"),
+    "bad_device": ({"$device": "gpu:x"}, (), "bad device entry"),
+    "device_not_str": ({"$device": 0}, (), "bad device entry"),
+    "negative_size": ({"$size": [2, -1]}, (), "bad size entry"),
 }
 
 

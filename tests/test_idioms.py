@@ -1238,3 +1238,80 @@ def test_non_persistent_buffers_set_and_a_missing_forward_as_torchs():
         assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var", "scratch"], lib
         with pytest.raises(NotImplementedError, match=r'^Module \[Module\] is missing the required "forward" function$'):
             lib.nn.Module()(lib.zeros(1))
+
+
+def test_hook_registries_as_torchs():
+    """A module's hook registries exist before any hook, as torch's: code counts them or clears every forward
+    hook at once (`m._forward_hooks.clear()`), after which a call runs none."""
+    for lib in (tnet, torch):
+        m = lib.nn.Linear(2, 2)
+        assert len(m._forward_hooks) == 0 and len(m._forward_pre_hooks) == 0 and len(m._backward_hooks) == 0
+        seen = []
+        m.register_forward_hook(lambda mod, args, out: seen.append(1))
+        m(lib.ones(1, 2))
+        assert len(m._forward_hooks) == 1 and seen == [1]
+        m._forward_hooks.clear()
+        m(lib.ones(1, 2))
+        assert seen == [1]
+
+
+def test_tensors_inside_a_list_are_numbers_to_tensor_as_torchs():
+    """torch.tensor reads a tensor inside a list as its one number: predictions of batches of one, collected and
+    made a tensor (`torch.tensor(preds)`), are 1-d, so that `(preds == labels)` compares element-wise; 0-d and
+    1-element tensors of any shape count, keep their dtype (float16 stays), and one of several elements raises."""
+    for lib in (tnet, torch):
+        preds = [lib.tensor([1]), lib.tensor([0]), lib.tensor([[2]])]
+        assert lib.tensor(preds).shape == (3,) and lib.tensor(preds).dtype == torch.int64
+        assert lib.tensor([[lib.tensor(1.5), 2], [3, lib.tensor(4)]]).tolist() == [[1.5, 2.0], [3.0, 4.0]]
+        assert lib.tensor([lib.tensor(1.5, dtype=torch.float16)] * 2).dtype == torch.float16
+        assert lib.tensor([lib.tensor(True), lib.tensor(False)]).dtype == torch.bool
+        assert lib.tensor([lib.tensor([2.0], requires_grad=True) * 2]).requires_grad is False
+        with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
+            lib.tensor([lib.tensor([1.0, 2.0]), lib.tensor([3.0, 4.0])])
+
+
+def test_requires_grad_set_on_an_integer_tensor_raises_as_torchs():
+    """`t.requires_grad = True` checks as requires_grad_() does: an integer tensor raises torch's RuntimeError;
+    False is always taken on a leaf."""
+    for lib in (tnet, torch):
+        t = lib.ones(2, dtype=torch.int64)
+        with pytest.raises(RuntimeError, match="^only Tensors of floating point and complex dtype can require gradients$"):
+            t.requires_grad = True
+        t.requires_grad = False
+        f = lib.ones(2)
+        f.requires_grad = True
+        assert f.requires_grad and f.is_leaf
+
+
+def test_printed_outputs_and_losses_name_torchs_nodes():
+    """The grad_fn a script's printed loss or output shows is torch's node class: cross_entropy's NllLossBackward0,
+    a Linear's AddmmBackward0 (MmBackward0 without bias, a view on 3-D input), a convolution's ConvolutionBackward0,
+    a flatten's ViewBackward0 (a copy's UnsafeViewBackward0), contiguous's CloneBackward0, .half()'s ToCopyBackward0."""
+    x = np.arange(8, dtype=np.float32).reshape(4, 2) / 8
+    texts = []
+    for lib in (tnet, torch):
+        lib.manual_seed(0)
+        v, lin, img = lib.tensor(x, requires_grad=True), lib.nn.Linear(2, 3), lib.ones(1, 1, 4, 4, requires_grad=True)
+        outs = [lib.nn.functional.cross_entropy(lin(v), lib.tensor([0, 1, 2, 0])), lin(v), lib.nn.Linear(2, 3, bias=False)(v),
+                lin(v.reshape(2, 2, 2)), lib.nn.Conv2d(1, 2, 3)(img), lib.nn.ConvTranspose2d(1, 1, 2)(img), img.flatten(1),
+                v.t().reshape(8), v.t().contiguous(), v.half(), v.narrow(0, 1, 2), lib.nn.functional.max_pool2d(img, 2),
+                v @ lib.ones(2, 2)]
+        texts.append([type(o.grad_fn).__name__ for o in outs])
+        assert str(outs[0]).endswith("grad_fn=<NllLossBackward0>)")
+    assert texts[0] == texts[1]
+
+
+@pytest.mark.parametrize("data", [None, [1, None], [[1.0], [object()]], {"a": 1}, ["a", "b"], [1, "a"], "a", [b"a"],
+                                  np.array(["a"]), np.array([None]), [1, 2 ** 70]],
+                         ids=["none", "none_after_number", "object", "dict", "strings", "string_after_number", "string",
+                              "bytes", "string_array", "object_array", "int_beyond_int64"])
+def test_tensor_of_non_numbers_raises_torchs_error(data):
+    """torch.tensor's error type and text for what is no number: a collate that catches the ValueError of a list of
+    strings (`except ValueError: batch[k] = values`) keeps them, as with torch."""
+    errors = []
+    for lib in (tnet, torch):
+        with pytest.raises(Exception) as e:
+            lib.tensor(data)
+        errors.append((type(e.value), str(e.value)))
+    assert errors[0] == errors[1]
+    assert tnet.tensor([1.5, 2 ** 70]).tolist() == torch.tensor([1.5, 2 ** 70]).tolist()  # beside a float: a float

@@ -1334,6 +1334,33 @@ def test_default_generator_stands_for_the_global_state():
     assert tnet.ones(64).bernoulli_(0.5).tolist() == masked
 
 
+def test_in_place_draws_take_a_generator_as_the_factories_do():
+    """x.uniform_(a, b, generator=g), normal_, exponential_, log_normal_, bernoulli_, tnet.bernoulli and tnet.normal
+    given a tnet.Generator draw on the host from it, as tnet.rand(generator=) does (a script seeding an init with its own generator): repeatable for a
+    seed, the global stream untouched, the bounds and layout kept; a torch.Generator raises TypeError."""
+    x = tnet.empty(2, 3, 4, 4).to(memory_format=torch.channels_last)
+    draws = []
+    for _ in range(2):
+        g = tnet.Generator().manual_seed(7)
+        tnet.manual_seed(0)
+        draws.append([x.uniform_(-0.5, 0.5, generator=g).numpy().copy(), x.normal_(1.0, 2.0, generator=g).numpy().copy(),
+                      x.exponential_(generator=g).numpy().copy(), x.log_normal_(generator=g).numpy().copy(),
+                      tnet.rand(2).tolist(), x.bernoulli_(0.3, generator=g).numpy().copy(),
+                      tnet.bernoulli(tnet.full((64,), 0.5), generator=g).numpy(),
+                      tnet.normal(tnet.zeros(8), 2.0, generator=g).numpy()])
+    for a, b in zip(*draws):
+        np.testing.assert_array_equal(a, b)
+    tnet.manual_seed(0)
+    assert draws[0][4] == tnet.rand(2).tolist()  # the global stream did not move
+    uniform, normal = draws[0][0], draws[0][1]
+    assert -0.5 <= uniform.min() and uniform.max() < 0.5 and abs(uniform.mean()) < 0.1 and abs(normal.mean() - 1.0) < 0.5
+    assert is_channels_last(x.memory) and (draws[0][2] >= 0).all()
+    assert set(np.unique(draws[0][5])) == {0.0, 1.0} and 10 < draws[0][6].sum() < 54
+    for call in (lambda g: x.normal_(generator=g), lambda g: x.bernoulli_(generator=g), lambda g: tnet.normal(0.0, 1.0, (2,), generator=g)):
+        with pytest.raises(TypeError, match="numpy Generator"):
+            call(torch.Generator())
+
+
 @pytest.mark.parametrize("make, value", [
     (lambda m: m.distributions.Normal(m.tensor([0.0, 1.0]), m.tensor([1.0, 2.0])), [[0.5], [1.5], [0.2]]),
     (lambda m: m.distributions.Categorical(logits=m.tensor([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]])), [[1], [2], [0]]),

@@ -63,6 +63,20 @@ def test_parameters_requires_grad_and_state_dicts_come_back_as_torchs(tmp_path):
     model.load_state_dict(back["sd"])
 
 
+def test_dtypes_devices_and_sizes_round_trip(tmp_path):
+    """A script's options saved in its checkpoint hold torch's dtypes, devices and sizes (`args.device =
+    torch.device("cuda")`, `torch.save(args, path)`): they come back as themselves, as torch.load's."""
+    import argparse
+    obj = {"args": argparse.Namespace(device=torch.device("cuda", 0), dtype=torch.bfloat16),
+           "cpu": torch.device("cpu"), "size": tnet.zeros(2, 3).shape, "types": [torch.int64, torch.float32]}
+    path = str(tmp_path / "args.pt")
+    tnet.save(obj, path)
+    back = tnet.load(path)
+    assert back["args"].device == torch.device("cuda:0") and back["args"].dtype is torch.bfloat16
+    assert back["cpu"] == torch.device("cpu") and back["types"] == [torch.int64, torch.float32]
+    assert type(back["size"]) is torch.Size and back["size"] == (2, 3)
+
+
 def test_argparse_namespace_round_trip(tmp_path):
     """A script's parsed options saved in its checkpoint (SupContrast's `{'opt': opt, 'model': ...}`)
     come back as an argparse.Namespace; one holding what save refuses is refused."""

@@ -217,6 +217,11 @@ def test_concat_and_subset():
     (batch,) = next(iter(DataLoader(both, 7)))
     assert batch.tolist() == [0, 1, 2, 10, 11, 12, 13]
     assert data.Subset(Samples(5), [4, 1])[1]["label"] == 1
+    for lib in (data, tud):  # torch's asserts
+        with pytest.raises(AssertionError, match="^datasets should not be an empty iterable$"):
+            lib.ConcatDataset([])
+        with pytest.raises(AssertionError, match="^ConcatDataset does not support IterableDataset$"):
+            lib.ConcatDataset([type("Stream", (lib.IterableDataset,), {"__iter__": lambda self: iter(())})()])
 
 
 def test_worker_options_are_accepted_and_loading_stays_here():

@@ -291,6 +291,14 @@ def check_global(name, generator):
                                         f"seeded by tnet.manual_seed)")
 
 
+def host_draw(name, generator, size, normal):
+    """Standard normal (normal) or uniform [0, 1) numbers of size, float64 on the host, from generator= (a
+    tnet.Generator: a numpy Generator), as a draw given a generator takes them (torch's CPU generator draws on
+    the host too)."""
+    g = host_generator(name, generator)
+    return g.standard_normal(size) if normal else g.random(size)
+
+
 def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=None):
     """Of size (a tuple of ints, checked), drawn on the device from tnet's generator, or with generator= (a
     tnet.Generator) on the host from that generator, as randint and randperm draw."""
@@ -299,9 +307,7 @@ def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=N
     if dtype not in _random.FLOATS:
         raise ValueError(f"{name}: draws float tensors ({', '.join(map(str, _random.FLOATS))}), got {dtype}")
     if not is_global(generator):
-        g = host_generator(name, generator)
-        draw = g.standard_normal(size) if normal else g.random(size)
-        return _leaf(name, as_storage(draw, dtype), requires_grad)
+        return _leaf(name, as_storage(host_draw(name, generator, size, normal), dtype), requires_grad)
     data = _random.fill_random_(torch.empty(size, dtype=dtype, device=DEVICE), rng_state(), normal)
     return _leaf(name, data, requires_grad)
 

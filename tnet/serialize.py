@@ -30,6 +30,7 @@ _MAX_NAME = 256  # bytes of a member's name
 _MAX_TREE = 16 << 20  # bytes of the JSON structure
 _CHUNK = 1 << 20  # members are read this much at a time
 _TENSOR_DTYPES = {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "bfloat16"}
+_DTYPES = {name: d for name, d in vars(torch).items() if isinstance(d, torch.dtype)}  # torch.float32's "float32"...
 _ARRAY_KINDS = "biufc"  # bool, ints, floats, complex: no objects, strings or records
 _EOCD = struct.Struct("<4s4H2IH")  # zip's end of central directory record
 _EOCD64 = struct.Struct("<4sQ2H2I4Q")  # its zip64 form, found through the locator
@@ -71,6 +72,12 @@ def _encode(obj, arrays, depth=0):
             raise ValueError(f"tnet.save: cannot store an array of {obj.dtype} (bool, integer, float and "
                              "complex arrays only; no Python objects)")
         return {"$array": _add(arrays, obj)}
+    if isinstance(obj, torch.dtype):  # a script's options (`args.dtype`, `args.device`) saved in its checkpoint
+        return {"$dtype": str(obj).removeprefix("torch.")}
+    if isinstance(obj, torch.device):
+        return {"$device": str(obj)}
+    if isinstance(obj, torch.Size):  # a tuple: before the tuples
+        return {"$size": list(obj)}
     if isinstance(obj, np.generic):
         return _encode(obj.item(), arrays, depth)
     if obj is None or isinstance(obj, (bool, int, float, str)):
@@ -93,7 +100,7 @@ def _encode(obj, arrays, depth=0):
             return {"$items": [[k, _encode(v, arrays, depth + 1)] for k, v in obj.items()]}
         raise ValueError("tnet.save: dict keys must be strings or ints")
     raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, "
-                     "strings, None, lists, tuples, dicts and argparse Namespaces only)")
+                     "strings, None, lists, tuples, dicts, argparse Namespaces, dtypes, devices and sizes only)")
 
 
 def _is_parameter(t):
@@ -151,7 +158,7 @@ def _discard(tmp):
 
 def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
-    strings and None, and argparse Namespaces of them) to path, atomically (a file object, such as io.BytesIO, is written from where
+    strings, None, torch dtypes, devices and sizes, and argparse Namespaces of them) to path, atomically (a file object, such as io.BytesIO, is written from where
     it stands). Tuples come back as tuples (an optimizer's betas, a script's input size), Parameters as Parameters,
     tensors with their requires_grad and OrderedDicts (a state_dict) with their _metadata, as torch's. torch.save's other
     arguments are accepted and change nothing: tnet's format is its own, never pickle."""
@@ -347,6 +354,22 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
         if "metadata" in obj:
             out._metadata = collections.OrderedDict(metadata)
         return out
+    if "$dtype" in obj:
+        if obj.keys() != {"$dtype"} or obj["$dtype"] not in _DTYPES:
+            raise _Bad(f"{where}: bad dtype entry {str(obj)[:80]}")
+        return _DTYPES[obj["$dtype"]]
+    if "$device" in obj:
+        try:
+            if obj.keys() != {"$device"} or not isinstance(obj["$device"], str):
+                raise ValueError
+            return torch.device(obj["$device"])
+        except (ValueError, RuntimeError):
+            raise _Bad(f"{where}: bad device entry {str(obj)[:80]}") from None
+    if "$size" in obj:
+        if obj.keys() != {"$size"} or not isinstance(obj["$size"], list) or \
+                not all(type(n) is int and n >= 0 for n in obj["$size"]):
+            raise _Bad(f"{where}: bad size entry {str(obj)[:80]}")
+        return torch.Size(obj["$size"])
     if "$tuple" in obj:
         if obj.keys() != {"$tuple"} or not isinstance(obj["$tuple"], list):
             raise _Bad(f"{where}: bad tuple entry")

@@ -241,11 +241,29 @@ class Node:
         return f"<{type(self).__name__} object>"
 
 
+# torch's node class where a tnet op's name is not torch's: torch's composite ops end in another aten op, whose
+# node a script's printed loss or output shows (`grad_fn=<NllLossBackward0>`, `<AddmmBackward0>`)
+_TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBackward0", "to": "ToCopyBackward0",
+                     "narrow": "SliceBackward0", "max_pool2d": "MaxPool2DWithIndicesBackward0",
+                     **dict.fromkeys(("conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d"), "ConvolutionBackward0")}
+
+
 def _node_name(entry):
-    """torch's name of a node: its backward class's, AccumulateGrad's for a leaf (entry None)."""
+    """torch's name of a node: its backward class's, AccumulateGrad's for a leaf (entry None). linear, matmul and
+    reshape are named by their inputs (while the entry holds them), as torch's: addmm, mm or bmm of matrices, a view
+    otherwise (of a copy where reshape's input is not contiguous)."""
     if entry is None:
         return "torch::autograd::AccumulateGrad"
-    op = entry.op
+    op, inputs = entry.op, entry.inputs
+    if op == "linear" and inputs:
+        return ("AddmmBackward0" if len(inputs) == 3 else "MmBackward0") if inputs[0].ndim == 2 else \
+            "ViewBackward0" if len(inputs) == 3 else "UnsafeViewBackward0"
+    if op == "matmul" and len(inputs) == 2:
+        return {(2, 2): "MmBackward0", (3, 3): "BmmBackward0"}.get((inputs[0].ndim, inputs[1].ndim), "UnsafeViewBackward0")
+    if op == "reshape" and inputs:
+        return "ViewBackward0" if inputs[0].is_contiguous() else "UnsafeViewBackward0"
+    if op in _TORCH_NODE_NAMES:
+        return _TORCH_NODE_NAMES[op]
     return op if op.endswith("Backward") else "".join(w.capitalize() for w in op.split("_")) + "Backward0"
 
 
@@ -278,15 +296,15 @@ def as_storage(data, dtype=None):
     and uint8 data (images) as they are (torch's), int64 for other integers, float32 otherwise (unless dtype says)."""
     if isinstance(data, Tensor):
         data = data.memory
-    if data is None:
-        raise TypeError("tensor: data must be a number, a (nested) list, a numpy array or a tensor, got None")
     if not isinstance(data, torch.Tensor):
+        if isinstance(data, (list, tuple)) and _holds_tensor(data):
+            data = _tensors_as_scalars(data)
         try:
             array = np.array(data)
         except ValueError as e:  # ragged nested lists
             raise ValueError(f"tensor: data must be a rectangular (nested) list of numbers: {e}") from None
         if array.dtype == object or array.dtype.kind in "USV":
-            raise TypeError(f"tensor: data must hold numbers, got {type(data).__name__} of {array.dtype} values")
+            array = _numbers_or_refuse(data)
         data = torch.from_numpy(array)
     if data.is_complex():
         raise TypeError(f"tensor: complex data is not supported by tnet, got {data.dtype}")
@@ -295,6 +313,62 @@ def as_storage(data, dtype=None):
                  else torch.float32 if data.is_floating_point() else torch.int64)
     check_dtype("tensor", dtype)
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
+
+
+def _numbers_or_refuse(data):
+    """What numpy made an object or string array of, as torch.tensor takes it: numbers beyond int64 beside a float
+    as float64, else torch's error (a script's collate may catch the ValueError of a list of strings and keep
+    them as a list): an integer beyond int64 ValueError, another object than a number or a string anywhere
+    RuntimeError, else a list whose first element is a string ValueError, else (a string after a number, bytes)
+    TypeError, as a numpy array of strings or objects."""
+    if isinstance(data, np.ndarray):
+        raise TypeError(f"can't convert np.ndarray of type numpy.{data.dtype.type.__name__}. The only supported types "
+                        "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, "
+                        "uint32, uint16, uint8, and bool.")
+    leaves = []
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (list, tuple)):
+            stack.extend(reversed(x))
+        else:
+            leaves.append(x)
+    for x in leaves:
+        if not isinstance(x, (str, bytes, numbers.Number, np.generic)):
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+    if all(isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, (str, bytes)) for x in leaves):
+        if any(isinstance(x, (float, np.floating)) for x in leaves):
+            return np.array(data, dtype=np.float64)
+        raise ValueError("Overflow when unpacking long long")
+    if isinstance(leaves[0], str) and leaves[0] is not data:
+        raise ValueError("too many dimensions 'str'")
+    odd = next(x for x in leaves if isinstance(x, (str, bytes)))
+    raise TypeError(f"new(): invalid data type '{type(odd).__name__}'")
+
+
+def _holds_tensor(data):
+    """Whether a (nested) list or tuple holds a tnet or torch tensor anywhere (by the elements' types, a set made at
+    C speed: a long list of numbers costs little)."""
+    kinds = set(map(type, data))
+    if any(issubclass(k, (Tensor, torch.Tensor)) for k in kinds):
+        return True
+    return any(issubclass(k, (list, tuple)) for k in kinds) and \
+        any(_holds_tensor(x) for x in data if isinstance(x, (list, tuple)))
+
+
+def _tensors_as_scalars(data):
+    """data with each tensor inside it as its one value (a numpy scalar of its dtype: bfloat16's as float32), as
+    torch.tensor reads a tensor inside a list: a number, so that `torch.tensor(preds)` of (1,)-shaped batch
+    predictions is 1-d; a tensor of several elements raises torch's ValueError."""
+    if isinstance(data, (list, tuple)):
+        return [_tensors_as_scalars(x) for x in data]
+    if not isinstance(data, (Tensor, torch.Tensor)):
+        return data
+    t = memory_of(data).detach()
+    if t.numel() != 1:
+        raise ValueError("only one element tensors can be converted to Python scalars")
+    t = t.reshape(()).cpu()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()[()]
 
 
 def check_dtype(name, dtype):
@@ -596,12 +670,12 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, requires_grad):
         """`x.requires_grad = flag` on a leaf; a recorded tensor (a non-leaf) takes neither flag, as torch's
-        (its requires_grad_(True) is allowed)."""
+        (its requires_grad_(True) is allowed); a leaf takes it as requires_grad_'s (an integer tensor refuses True)."""
         if self._entry is not None:
             raise RuntimeError("you can only change requires_grad flags of leaf variables." + (
                 "" if requires_grad else " If you want to use a computed variable in a subgraph that doesn't require "
                                          "differentiation use var_no_grad = var.detach()."))
-        self._requires_grad = requires_grad
+        self.requires_grad_(requires_grad)
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on a leaf, in place; returns self. A non-leaf can't drop it, as torch."""
@@ -612,7 +686,7 @@ class Tensor:
         if requires_grad and self._is_inference and not _inference[0]:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if requires_grad and not (self.memory.is_floating_point() or self.memory.is_complex()):
-            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = bool(requires_grad)
         return self
 

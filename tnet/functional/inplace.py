@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .. import amp
-from ..factory import check_global, host_generator, rng_state
+from ..factory import host_generator, is_global, rng_state
 from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
@@ -36,7 +36,7 @@ from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, chec
                         floor, graph_sum_to, hardsigmoid, hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg,
                         pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh,
                         threshold, trunc, where, record_relu, INPLACE_WRITERS)
-from .random import bernoulli_draw
+from .random import bernoulli_draw, draw
 from .reduce import any as _any
 
 def _kind(v):
@@ -407,15 +407,25 @@ def _write(dst, src):
     _copy_(dst, src.expand(dst.shape))
 
 
+def _draws(name, self, normal, generator):
+    """float32 numbers shaped and laid out as self: uniform [0, 1) or standard normal, from tnet's generator on
+    the device, or on the host from generator= (a tnet.Generator, as `x.uniform_(-b, b, generator=g)` seeds an
+    init), as tnet.rand and tnet.randn draw them."""
+    if is_global(generator):
+        return _random.fill_random_(torch.empty_like(self.memory, dtype=torch.float32,
+                                                     memory_format=memory_format(is_channels_last(self.memory))),
+                                    rng_state(), normal)
+    return draw(self.shape, self.device, normal, generator, name).contiguous(
+        memory_format=memory_format(is_channels_last(self.memory)))
+
+
 def _draw(name, self, normal, scale, shift, generator):
-    """self = shift + scale * (a uniform [0, 1) or standard normal draw of tnet's generator)."""
-    check_global(name, generator)
+    """self = shift + scale * (a uniform [0, 1) or standard normal draw: _draws')."""
+    host_generator(name, generator)  # a torch.Generator: TypeError before anything is drawn
     check(self.dtype in _random.FLOATS, lambda: f"{name}: expected a float tensor, got {self.dtype}")
 
     def compute(x):
-        z = _random.fill_random_(torch.empty_like(self.memory, dtype=torch.float32,
-                                                  memory_format=memory_format(is_channels_last(self.memory))),
-                                 rng_state(), normal)
+        z = _draws(name, self, normal, generator)
         if scale != 1 or shift != 0:
             z = _pw.pointwise("add", _pw.pointwise("mul", z, float(scale)), float(shift))
         _copy_(self.memory, z)
@@ -468,13 +478,13 @@ def random_(self, *args, generator=None, **kwargs):
 
 def bernoulli_(self, p=0.5, *, generator=None):
     """self = 1 with probability p (a number or a tensor broadcast to self), else 0, from tnet's
-    generator (other numbers than torch's)."""
-    check_global("bernoulli_", generator)
+    generator or generator= (random.draw; other numbers than torch's)."""
+    host_generator("bernoulli_", generator)
     P = p.memory if isinstance(p, Tensor) else float(p)
     check(isinstance(p, Tensor) or 0.0 <= P <= 1.0, lambda: f"bernoulli_ expects p to be in [0, 1], but got p={p}")
 
     def compute(x):
-        _copy_(self.memory, bernoulli_draw(P, self.shape, self.dtype, self.device))
+        _copy_(self.memory, bernoulli_draw(P, self.shape, self.dtype, self.device, generator, "bernoulli_"))
         return _overwritten("bernoulli_", x, self.memory)
     return inplace(self, "bernoulli_", compute)
 
@@ -748,13 +758,14 @@ def subtract_(self, other, *, alpha=1):
 
 def _transformed_draw(name, self, normal, transform, generator, integers=False):
     """self = transform(z) (torch tensors, in fp32), z uniform [0, 1) or standard normal numbers of
-    tnet's generator (other numbers than torch's); integers: an integer self takes the result too."""
-    check_global(name, generator)
+    tnet's generator or generator= (_draws; other numbers than torch's); integers: an integer self takes the
+    result too."""
+    host_generator(name, generator)
     check(self.dtype in _random.FLOATS or integers and self.dtype in (torch.int64, torch.int32),
           lambda: f"{name}: expected a float tensor, got {self.dtype}")
 
     def compute(x):
-        z = _random.fill_random_(torch.empty(self.shape, dtype=torch.float32, device=self.device), rng_state(), normal)
+        z = _draws(name, self, normal, generator)
         _write(self.memory, transform(z))
         return _overwritten(name, x, self.memory)
     return inplace(self, name, compute)

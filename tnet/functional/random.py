@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from .._device import DEVICE
-from ..factory import check_global, host_generator, ones, rng_state
+from ..factory import host_draw, host_generator, is_global, ones, rng_state
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_
@@ -194,32 +194,37 @@ def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     return add(sub(y_hard, y_soft.detach()), y_soft)
 
 
-def draw(shape, device, normal=False):
+def draw(shape, device, normal=False, generator=None, name="draw"):
     """A float32 tensor of `shape` on device: uniform [0, 1) numbers (standard normal ones with
-    normal) from tnet's generator."""
+    normal) from tnet's generator, or on the host from generator= (a tnet.Generator; host_draw)."""
+    if not is_global(generator):
+        return torch.from_numpy(host_draw(name, generator, tuple(shape), normal)).to(device, torch.float32)
     return _random.fill_random_(torch.empty(tuple(shape), dtype=torch.float32, device=device), rng_state(), normal)
 
 
-def bernoulli_draw(p, shape, dtype, device):
+def bernoulli_draw(p, shape, dtype, device, generator=None, name="bernoulli"):
     """1 with probability p (a number or a torch tensor broadcast to shape), else 0: a torch tensor of
     shape and dtype (u < p, u uniform, so p = 0 never gives 1 and p = 1 always does)."""
-    return copy_(torch.empty(tuple(shape), dtype=dtype, device=device), _pw.pointwise("lt", draw(shape, device), p))
+    u = draw(shape, device, generator=generator, name=name)
+    return copy_(torch.empty(tuple(shape), dtype=dtype, device=device), _pw.pointwise("lt", u, p))
 
 
 def bernoulli(input, p=None, *, generator=None):
     """0 or 1 in input's dtype, 1 with the probability input holds (or p, a number, where given), from
-    tnet's generator (other numbers than torch's). No gradient (torch's is 0)."""
+    tnet's generator or generator= (draw; other numbers than torch's). No gradient (torch's is 0)."""
     check_tensors("bernoulli", input=input)
-    check_global("bernoulli", generator)
+    host_generator("bernoulli", generator)  # a torch.Generator: TypeError
     check(input.memory.is_floating_point(), lambda: f"bernoulli: expected a float tensor, got {input.dtype}")
-    return Tensor(bernoulli_draw(input.memory if p is None else float(p), input.shape, input.dtype, input.device))
+    return Tensor(bernoulli_draw(input.memory if p is None else float(p), input.shape, input.dtype, input.device,
+                                 generator))
 
 
 def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None, requires_grad=False):
     """mean + std * (a standard normal draw), as torch.normal's forms: mean and std tensors or
     numbers (broadcast), or both numbers and a size; from tnet's generator (other numbers than
-    torch's). Where mean or std are tensors the result carries no gradient (torch's is 0)."""
-    check_global("normal", generator)
+    torch's; or generator=, as draw takes it). Where mean or std are tensors the result carries no gradient
+    (torch's is 0)."""
+    host_generator("normal", generator)
     tensors = [v for v in (mean, std) if isinstance(v, Tensor)]
     for name, v in (("mean", mean), ("std", std)):
         check_type(isinstance(v, (Tensor, numbers.Real)),
@@ -232,7 +237,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
         check(size is None, "normal: size is taken only with a number mean and std")
         shape = _pw.broadcast_shape("normal", *[v.shape for v in tensors])
         dev, dtype = tensors[0].device, _pw.result_type([v.memory for v in tensors])
-    z = draw(shape, dev or DEVICE, normal=True)
+    z = draw(shape, dev or DEVICE, normal=True, generator=generator, name="normal")
     m, s = (v.memory if isinstance(v, Tensor) else float(v) for v in (mean, std))
     return Tensor(_pw.pointwise("addcmul", m, z, s, 1.0, dtype=dtype), requires_grad=requires_grad and not tensors)
 

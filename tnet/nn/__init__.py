@@ -196,6 +196,12 @@ class _Members(MutableMapping):
         return len(self._names())
 
 
+# torch's hook registries of a module, each a dict that exists from construction there: code reads or clears
+# them (`len(m._forward_hooks)`, `m._forward_hooks.clear()` to drop every forward hook at once)
+_HOOK_REGISTRIES = frozenset({"_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks",
+                              "_state_dict_pre_hooks", "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks"})
+
+
 class _NonPersistent(MutableSet):
     """Module._non_persistent_buffers_set: the names of the module's own buffers kept out of its state_dict, a
     live view of its registry, as code copied from torch reads (`name in m._non_persistent_buffers_set`) and
@@ -313,6 +319,8 @@ class Module:
         try:
             return self.__dict__[name]
         except KeyError:
+            if name in _HOOK_REGISTRIES:  # made on first read, as the first hook makes it (add_hook)
+                return self.__dict__.setdefault(name, {})
             raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'") from None
 
     def __call__(self, *args, **kwargs):

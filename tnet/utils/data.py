@@ -276,10 +276,10 @@ class ConcatDataset(Dataset):
 
     def __init__(self, datasets):
         self.datasets = list(datasets)
-        if not self.datasets:
-            raise ValueError("datasets should not be an empty iterable")
+        if not self.datasets:  # torch's asserts, as TensorDataset's
+            raise AssertionError("datasets should not be an empty iterable")
         if any(isinstance(d, IterableDataset) for d in self.datasets):
-            raise ValueError("ConcatDataset does not support IterableDataset")
+            raise AssertionError("ConcatDataset does not support IterableDataset")
         self.cumulative_sizes = list(itertools.accumulate(len(d) for d in self.datasets))
 
     def __len__(self):
