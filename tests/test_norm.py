@@ -352,7 +352,7 @@ def test_nan_inf_like_torch(bad):
 
 @pytest.mark.parametrize("training", [True, False])
 def test_batch_norm_of_a_huge_weight_scales_the_normalised_value(training):
-    """y = ((x - mean) * invstd) * w + b and eval's dx = (g * w) * invstd, as torch's CUDA: invstd * w first overflows
+    """y = (w * (x - mean)) * invstd + b and eval's dx = (g * w) * invstd, as torch's CUDA: invstd * w first overflows
     to inf at w = 3e38 where y and dx are finite (fuzz seed 386, case 1401: tnet -inf, torch's CPU NaN from its folded
     x * (invstd w) + (b - mean invstd w); seed 408, case 800: dx)."""
     x = np.array([[0.1026, 0.2297], [0.5632, 0.0532]], np.float32)

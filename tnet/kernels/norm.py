@@ -222,7 +222,7 @@ def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_
 def batch_norm_apply_kernel(x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, y_ptr, R, C, eps, L: tl.constexpr,
                             RUNNING: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, ACT: tl.constexpr,
                             BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    """y = z = (x - mean) * invstd * w + b, or with ACT y = gelu(z); x and y [R, C] (laid out
+    """y = z = w * (x - mean) * invstd + b, or with ACT y = gelu(z); x and y [R, C] (laid out
     alike), the rest [C]; see _normaliser for stat. Grid (row blocks, C blocks), the last row
     block first."""
     rows = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -230,12 +230,13 @@ def batch_norm_apply_kernel(x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, y_ptr, R, C
     offs, mask = _offsets(rows, cols, R, C, L)
     mean, invstd, _, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    # (x - mean) first, not x * scale + shift: the latter cancels when |mean| >> std; then invstd,
-    # then w, as torch's CUDA: invstd * w overflows where y does not (w = 3e38)
-    y = (x - mean[None, :]) * invstd[None, :]
+    # (x - mean) first, not x * scale + shift: the latter cancels when |mean| >> std; then w, then
+    # invstd, as torch's CUDA kernels (w * (x - mean) * invstd + b): invstd * w overflows where y
+    # does not (w = 3e38)
+    y = x - mean[None, :]
     if HAS_W:
         y *= tl.load(w_ptr + cols, mask=cols < C, other=0.0).to(tl.float32)[None, :]
-    y += shift[None, :]
+    y = y * invstd[None, :] + shift[None, :]
     if ACT:
         y *= _gelu_cdf(y)[0]
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
