@@ -140,29 +140,26 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.const
     first, end = _rows_of(part, chunk, R)
     # Sums of x - shift, shift the mean of the part's first tile (peeled off the loop): the
     # sums then stay near n * (mean - shift), a few std / sqrt(BLOCK_R), whatever the rows'
-    # count or offset, and M2 = sum d^2 - n dm^2 cancels almost nothing. The means are sums of
-    # x / n (of (x - shift) / n): a sum of x overflows where the mean, as torch's Welford mean, does
-    # not (two -3e38s).
+    # count or offset, and M2 = sum d^2 - (sum d)^2 / n cancels almost nothing.
     offs, mask = _offsets(first + tl.arange(0, BLOCK_R), cols, end, C, L)
     x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32), 0.0)
-    shift = tl.sum(x * (1.0 / tl.maximum(tl.minimum(end - first, BLOCK_R), 1).to(tl.float32)), axis=0)
-    n = tl.maximum(end - first, 1).to(tl.float32)  # no rows (an empty batch's count-only program): zeros
-    x = tl.where(mask, x - shift[None, :], 0.0)
-    s1 = x * (1.0 / n)
-    s2 = x * x
+    shift = tl.sum(x, axis=0) / tl.maximum(tl.minimum(end - first, BLOCK_R), 1).to(tl.float32)
+    s1 = tl.where(mask, x - shift[None, :], 0.0)
+    s2 = s1 * s1
     for start in tl.range(first + BLOCK_R, end, BLOCK_R, num_stages=STAGES):
         offs, mask = _offsets(start + tl.arange(0, BLOCK_R), cols, end, C, L)
         x = tl.where(mask, tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) - shift[None, :], 0.0)
-        s1 += x * (1.0 / n)
+        s1 += x
         s2 += x * x
-    dm = tl.sum(s1, axis=0)
+    n = tl.maximum(end - first, 1).to(tl.float32)  # no rows (an empty batch's count-only program): zeros
+    d = tl.sum(s1, axis=0)
     ss = tl.sum(s2, axis=0)
     # squares past fp32's range (a 3e38 among small values): M2 inf, not inf - inf, so that a finite
     # mean gives invstd 0 and y = bias, as torch's
-    m2 = tl.where(ss == float("inf"), ss, ss - n * dm * dm)
+    m2 = tl.where(ss == float("inf"), ss, ss - d * d / n)
     m2 = tl.where(m2 < 0.0, 0.0, m2)  # not tl.maximum: a NaN stays NaN, as torch's
     out = part * 2 * C + cols
-    tl.store(part_ptr + out, shift + dm, mask=cols < C)
+    tl.store(part_ptr + out, shift + d / n, mask=cols < C)
     tl.store(part_ptr + out + C, m2, mask=cols < C)
     if COUNT:
         if (part == 0) & (tl.program_id(1) == 0):
@@ -182,17 +179,15 @@ def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < C
     if STATS:
-        # Chan's merge of the parts' (n, mean, M2), about part 0's mean: mean = m0 + sum (n / R) d,
-        # M2 = sum (M2 + n (d - mean + m0)^2), d = part mean - m0; one tile (BLOCK_S >= S); n / R
-        # first, as torch's Welford merge weighs by n_b / n: n d may overflow where the mean does not
-        # (parts' means of -2e36, 128 rows each)
+        # Chan's merge of the parts' (n, mean, M2), about part 0's mean: mean = m0 + sum n d / R,
+        # M2 = sum (M2 + n (d - mean + m0)^2), d = part mean - m0; one tile (BLOCK_S >= S)
         s = tl.arange(0, BLOCK_S)
         n = tl.minimum(chunk, R - s * chunk).to(tl.float32)[:, None]
         mask = (s < S)[:, None] & cmask[None, :]
         at = s[:, None] * (2 * C) + cols[None, :]
         m0 = tl.load(part_ptr + cols, mask=cmask, other=0.0)
         d = tl.where(mask, tl.load(part_ptr + at, mask=mask, other=0.0) - m0[None, :], 0.0)
-        dmean = tl.sum((n / R) * d, axis=0)
+        dmean = tl.sum(n * d, axis=0) / R
         e = tl.where(mask, d - dmean[None, :], 0.0)
         m2 = tl.sum(tl.load(part_ptr + at + C, mask=mask, other=0.0) + n * e * e, axis=0)
         mean = m0 + dmean
@@ -227,7 +222,7 @@ def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_
 def batch_norm_apply_kernel(x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, y_ptr, R, C, eps, L: tl.constexpr,
                             RUNNING: tl.constexpr, HAS_W: tl.constexpr, HAS_B: tl.constexpr, ACT: tl.constexpr,
                             BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
-    """y = z = (x - mean) * invstd * w + b, or with ACT y = gelu(z); x and y [R, C] (laid out
+    """y = z = w * (x - mean) * invstd + b, or with ACT y = gelu(z); x and y [R, C] (laid out
     alike), the rest [C]; see _normaliser for stat. Grid (row blocks, C blocks), the last row
     block first."""
     rows = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_R + tl.arange(0, BLOCK_R)
@@ -235,12 +230,13 @@ def batch_norm_apply_kernel(x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, y_ptr, R, C
     offs, mask = _offsets(rows, cols, R, C, L)
     mean, invstd, _, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-    # (x - mean) first, not x * scale + shift: the latter cancels when |mean| >> std; then invstd,
-    # then w, as torch's CUDA: invstd * w overflows where y does not (w = 3e38)
-    y = (x - mean[None, :]) * invstd[None, :]
+    # (x - mean) first, not x * scale + shift: the latter cancels when |mean| >> std; then w, then
+    # invstd, as torch's CUDA kernels (w * (x - mean) * invstd + b): invstd * w overflows where y
+    # does not (w = 3e38)
+    y = x - mean[None, :]
     if HAS_W:
         y *= tl.load(w_ptr + cols, mask=cols < C, other=0.0).to(tl.float32)[None, :]
-    y += shift[None, :]
+    y = y * invstd[None, :] + shift[None, :]
     if ACT:
         y *= _gelu_cdf(y)[0]
     tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=mask)
