@@ -1315,3 +1315,15 @@ def test_tensor_of_non_numbers_raises_torchs_error(data):
         errors.append((type(e.value), str(e.value)))
     assert errors[0] == errors[1]
     assert tnet.tensor([1.5, 2 ** 70]).tolist() == torch.tensor([1.5, 2 ** 70]).tolist()  # beside a float: a float
+
+
+@pytest.mark.parametrize("data", [[[1, 2], [3]], [[1.5, 2], 3], [1.5, [2, 3]], [[[1], [2]], [[3], [4, 5]]], [[1, 2], [3, 4], 5]])
+def test_tensor_of_ragged_lists_raises_torchs_error(data):
+    """Nested lists that are not rectangular raise torch.tensor's error: a list of another length a ValueError that
+    names its dim, a number where a list belongs (or a list where a number does) a TypeError."""
+    errors = []
+    for lib in (tnet, torch):
+        with pytest.raises(Exception) as e:
+            lib.tensor(data)
+        errors.append((type(e.value), str(e.value)))
+    assert errors[0] == errors[1]

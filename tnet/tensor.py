@@ -291,6 +291,33 @@ def bump_version(*tensors):
     torch.autograd.graph.increment_version([memory_of(t) for t in tensors])
 
 
+def _ragged(data):
+    """torch.tensor's error for nested lists that are not rectangular: the sizes are the first elements' at each
+    depth; a shorter or longer list is a ValueError naming its dim, a number where a list belongs or a list where a
+    number belongs a TypeError."""
+    shape, first = [], data
+    while isinstance(first, (list, tuple)):
+        shape.append(len(first))
+        first = first[0] if first else None
+
+    def walk(v, dim):
+        if dim == len(shape):
+            if isinstance(v, (list, tuple)):
+                raise TypeError(f"must be real number, not {type(v).__name__}")
+            return
+        if not isinstance(v, (list, tuple)):
+            raise TypeError("not a sequence")
+        if len(v) != shape[dim]:
+            raise ValueError(f"expected sequence of length {shape[dim]} at dim {dim} (got {len(v)})")
+        for item in v:
+            walk(item, dim + 1)
+    try:
+        walk(data, 0)
+    except (TypeError, ValueError) as e:
+        return e
+    return ValueError("tensor: data must be a rectangular (nested) list of numbers")
+
+
 def as_storage(data, dtype=None):
     """A torch tensor on tnet's device from a numpy array, torch tensor, list or number: float16, bfloat16, bool
     and uint8 data (images) as they are (torch's), int64 for other integers, float32 otherwise (unless dtype says)."""
@@ -301,8 +328,8 @@ def as_storage(data, dtype=None):
             data = _tensors_as_scalars(data)
         try:
             array = np.array(data)
-        except ValueError as e:  # ragged nested lists
-            raise ValueError(f"tensor: data must be a rectangular (nested) list of numbers: {e}") from None
+        except ValueError:  # ragged nested lists
+            raise _ragged(data) from None
         if array.dtype == object or array.dtype.kind in "USV":
             array = _numbers_or_refuse(data)
         data = torch.from_numpy(array)
