@@ -1317,6 +1317,17 @@ def test_tensor_of_non_numbers_raises_torchs_error(data):
     assert tnet.tensor([1.5, 2 ** 70]).tolist() == torch.tensor([1.5, 2 ** 70]).tolist()  # beside a float: a float
 
 
+def test_loader_batching_attributes_refuse_assignment_as_torch():
+    """A DataLoader's batching is fixed when it is built: assigning batch_size (or sampler, dataset, ...) afterwards
+    raises torch's ValueError instead of being ignored; other attributes (num_workers, collate_fn) take it."""
+    for lib in (tnet, torch):
+        loader = lib.utils.data.DataLoader(list(range(6)), batch_size=2)
+        for name in ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"):
+            with pytest.raises(ValueError, match=f"{name} attribute should not be set after DataLoader is initialized"):
+                setattr(loader, name, getattr(loader, name))
+        loader.collate_fn = lambda batch: batch
+        assert list(loader) == [[0, 1], [2, 3], [4, 5]]
+
 @pytest.mark.parametrize("data", [[[1, 2], [3]], [[1.5, 2], 3], [1.5, [2, 3]], [[[1], [2]], [[3], [4, 5]]], [[1, 2], [3, 4], 5]])
 def test_tensor_of_ragged_lists_raises_torchs_error(data):
     """Nested lists that are not rectangular raise torch.tensor's error: a list of another length a ValueError that

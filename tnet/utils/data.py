@@ -612,6 +612,16 @@ class DataLoader:
             worker_init_fn
         self.multiprocessing_context, self.prefetch_factor = multiprocessing_context, prefetch_factor
         self.persistent_workers, self.pin_memory_device, self.in_order = persistent_workers, pin_memory_device, in_order
+        self._initialized = True
+
+    # torch's: the batching is fixed at construction (its batch_sampler built from these), so a later
+    # assignment, which would be silently ignored, raises
+    _FIXED = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
+
+    def __setattr__(self, name, value):
+        if name in self._FIXED and vars(self).get("_initialized"):
+            raise ValueError(f"{name} attribute should not be set after {type(self).__name__} is initialized")
+        super().__setattr__(name, value)
 
     def __len__(self):
         if isinstance(self.dataset, IterableDataset):
