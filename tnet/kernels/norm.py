@@ -75,21 +75,21 @@ def _offsets(rows, cols, end, C, L: tl.constexpr):
 @triton.jit
 def _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING: tl.constexpr, HAS_W: tl.constexpr,
                 HAS_B: tl.constexpr):
-    """Per channel (mean, invstd, scale, shift), z = (x - mean) * scale + shift: stat holds the
+    """Per channel (mean, invstd, w, shift), z = (x - mean) * invstd * w + shift: stat holds the
     inverse std saved by the training forward, or with RUNNING the running variance (eps added
-    here); scale = invstd * w, shift = b (1 and 0 without them)."""
+    here); w and shift = b (1 and 0 without them)."""
     mask = cols < C
     mean = tl.load(mean_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     invstd = tl.load(stat_ptr + cols, mask=mask, other=1.0).to(tl.float32)
     if RUNNING:
         invstd = 1.0 / tl.sqrt(invstd + eps)
-    scale = invstd
+    w = tl.zeros_like(mean) + 1.0
     if HAS_W:
-        scale *= tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     shift = tl.zeros_like(mean)
     if HAS_B:
         shift = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    return mean, invstd, scale, shift
+    return mean, invstd, w, shift
 
 
 @triton.jit
@@ -228,14 +228,14 @@ def batch_norm_apply_kernel(x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, y_ptr, R, C
     rows = (tl.num_programs(0) - 1 - tl.program_id(0)) * BLOCK_R + tl.arange(0, BLOCK_R)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     offs, mask = _offsets(rows, cols, R, C, L)
-    mean, invstd, _, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
+    mean, invstd, w, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
     x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     # (x - mean) first, not x * scale + shift: the latter cancels when |mean| >> std; then w, then
     # invstd, as torch's CUDA kernels (w * (x - mean) * invstd + b): invstd * w overflows where y
     # does not (w = 3e38)
     y = x - mean[None, :]
     if HAS_W:
-        y *= tl.load(w_ptr + cols, mask=cols < C, other=0.0).to(tl.float32)[None, :]
+        y *= w[None, :]
     y = y * invstd[None, :] + shift[None, :]
     if ACT:
         y *= _gelu_cdf(y)[0]
@@ -262,7 +262,8 @@ def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, 
     xhat = (x - mean) * invstd, dz the gradient at z (see _dz); grid (S, C blocks)."""
     part = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    mean, invstd, scale, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
+    mean, invstd, w, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
+    scale = invstd * w
     first, end = _rows_of(part, chunk, R)
     acc_g = tl.zeros((BLOCK_R, BLOCK_C), dtype=tl.float32)
     acc_gx = tl.zeros((BLOCK_R, BLOCK_C), dtype=tl.float32)
@@ -293,7 +294,8 @@ def batch_norm_backward_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, 
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     cmask = cols < C
     offs, mask = _offsets(rows, cols, R, C, L)
-    mean, invstd, scale, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
+    mean, invstd, w, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
+    scale = invstd * w
     dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
     if ACT or not RUNNING:
         xc = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) - mean[None, :]
@@ -302,7 +304,7 @@ def batch_norm_backward_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, 
         dz = dy
     if RUNNING:  # (dz * w) * invstd, as torch's CUDA: invstd * w overflows where dx does not (w = 3e38)
         if HAS_W:
-            dz *= tl.load(w_ptr + cols, mask=cmask, other=0.0).to(tl.float32)[None, :]
+            dz *= w[None, :]
         dx = dz * invstd[None, :]
     else:
         mean_dz = tl.load(sum_dz_ptr + cols, mask=cmask, other=0.0) / R
