@@ -166,8 +166,9 @@ def clip():
 
 def norm():
     """BatchNorm's stats kernel (with the count), finalize kernel (the stats' merge with running statistics or
-    the cumulative average; the backward's sums) and backward-reduce kernel (with GELU), fp16 channels-last and
-    NCHW (L 49, airbench's 256 channels at 7x7)."""
+    the cumulative average; the backward's sums), backward-reduce kernel (with GELU), and apply and backward
+    kernels (batch or running statistics, with and without a weight), fp16 channels-last and NCHW (L 49,
+    airbench's 256 channels at 7x7)."""
     from tnet.kernels import norm as n
     for L in (1, 49):
         arg_types = {"x_ptr": "*fp16", "part_ptr": "*fp32", "count_ptr": "*i64", "R": "i32", "C": "i32", "chunk": "i32"}
@@ -176,6 +177,15 @@ def norm():
                      "b_ptr": "*fp32", "part_ptr": "*fp32", "R": "i32", "C": "i32", "chunk": "i32", "eps": "fp32"}
         yield f"batch_norm_backward_reduce_kernel L={L}", n.batch_norm_backward_reduce_kernel, arg_types, dict(
             L=L, RUNNING=False, HAS_W=True, HAS_B=True, ACT=True)
+        vectors = {"mean_ptr": "*fp32", "stat_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32"}
+        for running, has_w in itertools.product((False, True), (False, True)):
+            flags = dict(L=L, RUNNING=running, HAS_W=has_w, HAS_B=True, ACT=False)
+            arg_types = {"x_ptr": "*fp16", **vectors, "y_ptr": "*fp16", "R": "i32", "C": "i32", "eps": "fp32"}
+            yield f"batch_norm_apply_kernel L={L} running={running} w={has_w}", n.batch_norm_apply_kernel, arg_types, flags
+            arg_types = {"dy_ptr": "*fp16", "x_ptr": "*fp16", **vectors, "sum_dz_ptr": "*fp32", "sum_dzx_ptr": "*fp32",
+                         "dx_ptr": "*fp16", "R": "i32", "C": "i32", "eps": "fp32"}
+            yield (f"batch_norm_backward_kernel L={L} running={running} w={has_w}", n.batch_norm_backward_kernel,
+                   arg_types, flags)
     arg_types = {"part_ptr": "*fp32", "out_ptr": "*fp32", "invstd_ptr": "*fp32", "run_mean_ptr": "*fp32",
                  "run_var_ptr": "*fp32", "count_ptr": "*i64", "R": "i32", "C": "i32", "S": "i32", "chunk": "i32",
                  "momentum": "fp32", "eps": "fp32"}
