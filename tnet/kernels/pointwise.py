@@ -853,8 +853,11 @@ def _spherical_bessel_j0(x):
 @triton.jit
 def _zeta(s, q):
     """Hurwitz's zeta(s, q) as torch.special.zeta (Cephes'): inf at s = 1 and at q = 0, -1, ...; NaN for s < 1 and
-    for q < 0 with a non-integer s; at s = inf (and q not an integer <= 0), 1 for q = 1, inf for 0 < q < 1, else NaN. q < 0 through
-    polygamma's reflection to positive arguments (integer s)."""
+    for q < 0 with a non-integer s; at s = inf (and q not an integer <= 0), 1 for q = 1, inf for 0 < q < 1, else NaN.
+    polygamma's too. q < 0 (integer s) from positive arguments, which the tail's Euler-Maclaurin sum needs: with
+    f = q - floor(q), 1 - f = ceil(q) - q (exact) and m = -floor(q), the terms k < m are (-1)^s (j - f)^-s,
+    j = 1 .. m, so zeta(s, q) = zeta(s, f) + (-1)^s (zeta(s, 1 - f) - zeta(s, 1 - f + m)), summed in that order:
+    at a half-integer q and an odd s the first two cancel exactly, as the terms do."""
     below = q < 0.0
     whole = tl.floor(q)
     rest = tl.where(below, tl.ceil(q) - q, 1.0)
@@ -1581,17 +1584,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = tl.where((step == 8192) & (tl.abs(a) == float("inf")), tl.where(a > 0.0, 65504.0, -65504.0), y)  # fp16's largest
         y = tl.where(a == b, b, tl.where((a != a) | (b != b), a + b, y))
     elif OP == "polygamma":  # b = n + 1 >= 2, c = (-1)^(n + 1) n!: c zeta(n + 1, x); trigamma's reflection at n = 1
-        # zeta(s, q) of q < 0 from positive arguments (the tail's Euler-Maclaurin sum needs them): with
-        # f = q - floor(q), 1 - f = ceil(q) - q (exact) and m = -floor(q), the terms k < m are
-        # (-1)^s (j - f)^-s, j = 1 .. m, so zeta(s, q) = zeta(s, f) + (-1)^s (zeta(s, 1 - f) - zeta(s, 1 - f + m)),
-        # summed in that order: at a half-integer q and an odd s the first two cancel exactly, as the terms do
-        below = a < 0.0
-        whole = tl.floor(a)
-        rest = tl.where(below, tl.ceil(a) - a, 1.0)  # 1 - f
-        sign = tl.where(tl.floor(b * 0.5) == b * 0.5, 1.0, -1.0)
-        y = _hurwitz_zeta(b, tl.where(below, a - whole, a))
-        y = tl.where(below, (y + sign * _hurwitz_zeta(b, rest)) - sign * _hurwitz_zeta(b, rest - whole), y)
-        y = tl.where((a <= 0.0) & (whole == a), c * float("inf"), c * y)  # Cephes' poles: 0, -1, ..., -inf
+        y = c * _zeta(b, a)  # Cephes' poles at 0, -1, ..., -inf: c inf
         y = tl.where(b == 2.0, _trigamma(a), y)
     elif OP == "igamma":  # a = the shape, b = x
         y = _igamma(a, b, False)
