@@ -355,8 +355,6 @@ def nanmedian(input, dim=ABSENT, keepdim=False):
     return nanmedian_result(*_picked(values, indices, d, pick, keepdim))
 
 
-
-
 @numpy_names
 def mode(input, dim=-1, keepdim=False):
     """mode_result(values, indices): the most frequent value along dim (the smallest among ties) and
