@@ -5,6 +5,8 @@ import pytest
 import torch
 
 import tnet
+from helpers import config_indices, only_ith_config
+from tnet.kernels import pointwise
 
 X = np.array([-1.0, 0.0, 0.5, 2.0, np.nan, -3.0, 1e-3], np.float32)
 Y = np.array([0.5, 2.0, -0.5, np.nan, 1.0, 0.0, 3.0], np.float32)
@@ -135,6 +137,16 @@ def test_special_orthogonal_polynomials_as_torch(name):
     with pytest.raises(TypeError):
         getattr(tnet.special, name)(0.5, 2)
     assert getattr(tnet.special, name)(tnet.tensor([]), 2).shape == (0,)
+
+@pytest.mark.parametrize("i", config_indices([pointwise.pointwise_kernel]))
+def test_special_every_config(i, monkeypatch):
+    """A Bessel function, zeta and a polynomial with pointwise_kernel's i-th tile config: the heaviest OPs it
+    compiles (float64 series inside), each config of which the other tests leave to the tuner."""
+    only_ith_config(monkeypatch, [pointwise.pointwise_kernel], i)
+    test_special_bessel_and_airy_as_torch("bessel_y1")
+    test_special_zeta_as_torch()
+    test_special_orthogonal_polynomials_as_torch("legendre_polynomial_p")
+
 
 def test_special_multigammaln_as_torch():
     a = np.array([1.6, 2.0, 3.5, 10.0], np.float32)
