@@ -1613,12 +1613,15 @@ def test_a_number_over_a_tensor_is_its_reciprocal_times_the_number_as_torchs(dty
         np.testing.assert_array_equal(host(got).numpy(), want.numpy())
 
 
-def test_atan2_of_a_16_bit_tensor_and_a_number_has_a_gradient():
-    """tnet's atan2 takes a number (torch's TypeError): its 16-bit gradient is the fused kernel's (the op-by-op one
-    raised for two numbers: fuzz seed 156 at --bad 0.45, case 1247)."""
+def test_atan2_of_a_16_bit_tensor_and_a_0_d_one_has_a_gradient():
+    """atan2 of a 16-bit tensor and a 0-d float32 one: its 16-bit gradient is finite (the op-by-op one raised for a
+    number: fuzz seed 156 at --bad 0.45, case 1247); a number itself raises torch's TypeError (the thirtieth
+    session's fuzz entries: tnet took it)."""
     x = tnet.tensor([0.5, -2.0], dtype=torch.bfloat16, requires_grad=True)
-    tnet.atan2(x, 1e30).sum().backward()
+    tnet.atan2(x, tnet.tensor(1e30)).sum().backward()
     assert x.grad.dtype == torch.bfloat16 and np.isfinite(host(x.grad).float().numpy()).all()
+    with pytest.raises(TypeError, match="must be Tensor, not float"):
+        tnet.atan2(x, 1e30)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -1803,3 +1806,21 @@ def test_seeds_256_318_as_torch(call):
     lambda m, f, t: m.zeros(3, dtype=torch.float16).copy_(1e10), lambda m, f, t: m.zeros(3, dtype=torch.int32).copy_(2.7)])
 def test_seeds_319_up_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.filterwarnings("ignore:adjoint")
+@pytest.mark.parametrize("call", [
+    # the fuzzer's thirtieth-session entries (torch's aliases, helpers and factories by their torch.* names)
+    lambda m, f, t: m.gradient(t([[1.0, 2.5, 4.0], [3.0, 5.0, 9.0], [0.5, 1.0, 2.0]]).half(), spacing=2.0)[0],
+    lambda m, f, t: m.gradient(t([[1.0, 2.5], [3.0, 5.0], [0.5, 1.0]]).bfloat16(), dim=-1)[0],
+    lambda m, f, t: m.gradient(t([[1.0, 2.5], [3.0, 5.0]]), dim=7)[0],
+    lambda m, f, t: m.index_put(m.zeros(3), (t([0.0, 1.0]),), t(1.0), accumulate=True),
+    lambda m, f, t: m.index_put(m.zeros(3), (t([0.0, 1.0]),), t(1.0)),
+    lambda m, f, t: m.rand_like(t([1, 2, 3])), lambda m, f, t: m.randn_like(t([True])),
+    lambda m, f, t: m.rand(2, dtype=torch.int64), lambda m, f, t: m.randn(2, dtype=torch.uint8),
+    lambda m, f, t: f.dropout1d(m.ones(2, 3, 4), 0.5, training=1), lambda m, f, t: f.dropout3d(m.ones(1, 2, 2, 2, 2), training=[1]),
+    lambda m, f, t: f.alpha_dropout(m.ones(3), 0.5, training=-7), lambda m, f, t: f.feature_alpha_dropout(m.ones(2, 2), training=1),
+    lambda m, f, t: m.bartlett_window(2, periodic=-7), lambda m, f, t: m.hann_window(3, periodic=1.5),
+    lambda m, f, t: m.adjoint(t(3.0)), lambda m, f, t: m.adjoint(t([1.0, 2.0]))])
+def test_seeds_of_the_aliases_as_torch(call):
+    _same_outcome(call, rtol=1e-2)

@@ -14,7 +14,7 @@ import torch
 
 from ._device import DEVICE
 from .kernels import random as _random
-from .kernels.launch import INTEGERS, InputError, InputTypeError, check
+from .kernels.launch import INTEGERS, InputError, InputTypeError, check, not_implemented
 from .tensor import Tensor, as_int, as_storage, check_dtype, check_factory_device
 
 float32, float16, bfloat16, int64, int32 = torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32
@@ -304,6 +304,10 @@ def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=N
     tnet.Generator) on the host from that generator, as randint and randperm draw."""
     check_factory_device(name, device)
     dtype = dtype or float32
+    if not isinstance(dtype, torch.dtype):
+        raise InputTypeError(f"{name}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
+    if not dtype.is_floating_point:  # torch's kernels have no integer form
+        raise not_implemented(f"normal_kernel_{DEVICE.type}" if normal else "check_uniform_bounds", dtype)
     if dtype not in _random.FLOATS:
         raise ValueError(f"{name}: draws float tensors ({', '.join(map(str, _random.FLOATS))}), got {dtype}")
     if not is_global(generator):
@@ -618,6 +622,8 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, values)
     window_length - 1 where not periodic: a periodic window is the symmetric one of one more point,
     its last dropped), as torch's window functions."""
     check_factory_device(name, device)
+    if not isinstance(periodic, bool):  # torch's argument parser
+        raise InputTypeError(f"{name}(): argument 'periodic' must be bool, not {type(periodic).__name__}")
     if window_length < 0:
         raise RuntimeError(f"{name} requires non-negative window_length, got window_length={window_length}")
     dtype = dtype or float32

@@ -11,6 +11,7 @@ with tnet's matmul, a solve or inverse they need on the host again (in the backw
 tnet has no complex dtypes: eig and eigvals raise NotImplementedError, as do ldl_factor and its
 kin."""
 import math
+import warnings
 from . import return_types
 
 import numpy as np
@@ -609,7 +610,11 @@ def _lu_solve_old(b, LU_data, LU_pivots):
 
 
 def _adjoint(input):
-    """torch.adjoint: the transpose of the last two dims (a view; tnet has no complex dtypes)."""
+    """torch.adjoint: the transpose of the last two dims (a view; tnet has no complex dtypes); a 0-D tensor itself,
+    with torch's deprecation warning."""
+    if input.ndim == 0:
+        warnings.warn("adjoint() is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
+        return input
     check(input.ndim >= 2, lambda: f"tensor.adjoint() is only supported on matrices or batches of matrices. Got "
                                     f"{input.ndim}-D tensor.")
     return transpose(input, -2, -1)

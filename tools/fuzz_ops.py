@@ -1048,6 +1048,102 @@ fop("embedding", lambda g: ((g.t(rank=g.pick((1, 2)), dt=I64, vals=(0, 5)), g.t(
                             {"padding_idx": g.pick((None, 2, -1)), "max_norm": g.pick((None, 1.0)), "scale_grad_by_freq": g.chance(0.5)}))
 OPS[-1]["name"] = "F.embedding(options)"
 
+# torch's aliases, top-level in-place forms, stacking and splitting helpers and other torch.* functions that
+# scripts call by name, which the rounds above left out (each alias runs tnet's own alias, not its target)
+for name in ("absolute", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "negative", "positive"):
+    top(name, u(dt=ANY))
+for name in ("arctan2", "multiply", "divide", "subtract"):
+    top(name, b())
+for name in ("greater", "greater_equal", "less", "less_equal", "not_equal"):
+    top(name, b(), grad=False)
+top("clip", lambda g: (lambda x: ((x,), g.pick(({"min": -0.5}, {"max": 0.5}, {"min": 0.5, "max": -0.5}, {}))))(g.t(dt=ANY)))
+top("float_power", lambda g: ((g.t(dt=ANY), g.scalar()), {}), grad=False)
+OPS[-1].update(cmp="shape")  # float32 in tnet (no float64), as its docstring says: only the shape compares
+
+
+def top_inplace(name, gen):
+    """torch.NAME (an in-place function such as torch.abs_) on a fresh copy of its first argument."""
+    def fn(library):
+        f = getattr(library, name)
+        return lambda x, *a, **k: f(x.clone() if x.requires_grad else x, *a, **k)
+    op(name, fn(torch), fn(tnet), gen, grad=True)
+
+
+for name in ("abs_", "ceil_", "exp_", "neg_", "sqrt_", "sigmoid_", "tanh_", "relu_", "trunc_", "frac_", "log1p_", "sin_",
+             "round_", "zero_", "reciprocal_", "rsqrt_", "square_"):
+    top_inplace(name, u(dt=ANY))
+top_inplace("clamp_", lambda g: ((g.t(dt=ANY),), g.pick(({"min": -0.5}, {"max": 0.5}, {}))))
+top_inplace("xlogy_", b())
+top_inplace("fill_", lambda g: ((g.t(dt=ANY), g.scalar()), {}))
+top_inplace("nan_to_num_", lambda g: ((g.t(),), g.pick(({}, {"nan": 1.5}, {"posinf": 7.0}))))
+for name in ("vstack", "dstack", "column_stack", "row_stack", "concat", "concatenate"):
+    top(name, lambda g: (lambda x: (([x, g.t(shape=x.shape, dt=g.maybe(x.dtype, I64)) if g.chance(0.8) else g.like(x)],), {}))(
+        g.t(rank=g.pick((0, 1, 2, 3)))))
+for name in ("hsplit", "vsplit", "dsplit"):
+    top(name, lambda g: (lambda x: ((x, g.maybe(g.pick((1, 2, [1], [1, 2])), 0, 3)), {}))(g.t(rank=g.pick((1, 2, 3, 4)))))
+for name in ("atleast_1d", "atleast_2d", "atleast_3d", "ravel", "t", "adjoint", "diagflat"):
+    top(name, lambda g: ((g.t(dt=ANY, rank=g.pick((0, 1, 2, 2, 3))),), {}))
+for name in ("swapaxes", "swapdims", "moveaxis"):
+    top(name, lambda g: (lambda x: ((x, g.dim(x), g.dim(x)), {}))(g.t(dt=ANY)))
+top("narrow_copy", lambda g: (lambda x: ((x, g.dim(x), g.maybe(0, -1, 9), g.maybe(1, -1, 9)), {}))(g.t(dt=ANY, rank=g.pick((1, 2, 3)))))
+top("split_with_sizes", lambda g: (lambda x: ((x, g.maybe([1, max(x.shape[0] - 1, 0)] if x.ndim else [1], [1], [-1, 2])), {}))(
+    g.t(rank=g.pick((1, 2)))))
+top("broadcast_tensors", lambda g: (lambda x: ((x, g.like(x)), {}))(g.t(dt=ANY)))
+top("as_strided", lambda g: (lambda x: ((x, g.maybe((2, 2), (-1, 2), (9, 9)), g.maybe((1, 1), (1, -1)), g.pick((0, 1))), {}))(
+    g.t(shape=(g.pick((3, 4, 5)),))))
+top("index_put", lambda g: (lambda x: ((x, (g.t(shape=(3,), dt=g.maybe(I64, F32), vals=(g.maybe(0, -1), max(1, x.shape[0]) + (1 if g.chance(g.bad) else 0)), grad=False),),
+                                        g.t(shape=g.pick(((3,) + x.shape[1:], ())), dt=x.dtype)), {"accumulate": g.chance(0.5)}))(
+    g.t(rank=g.pick((1, 2)), special=0)), grad=False)
+top("gradient", lambda g: (lambda x: ((x,), g.pick(({}, {"spacing": g.maybe(2.0, 0.0)}, {"dim": g.dim(x)}, {"edge_order": g.maybe(1, 2, 3)}))))(
+    g.t(shape=(g.maybe(4, 1), 3))), grad=False)
+top("trapz", lambda g: ((g.t(rank=g.pick((1, 2))),), {}))
+top("unravel_index", lambda g: ((g.t(rank=g.pick((0, 1, 2)), dt=I64, vals=(g.maybe(0, -7), 12), grad=False), g.maybe((3, 4), (0,), (-1, 2))), {}),
+    grad=False)
+top("diff", lambda g: (lambda x: ((x,), {"n": g.maybe(2, 0, -1), "dim": g.dim(x), "prepend": g.pick((None, g.t(shape=x.shape)))}))(
+    g.t(rank=g.pick((1, 2)))), fname="diff")
+OPS[-1]["name"] = "diff(n, prepend)"
+top("chain_matmul", lambda g: ((g.t(shape=(2, 3)), g.t(shape=(3, g.maybe(4, 2))), g.t(shape=(4, 2))), {}))
+top("ger", lambda g: ((g.t(rank=1), g.t(rank=g.maybe(1, 2))), {}))
+top("inverse", lambda g: ((g.t(shape=g.pick(((2, 2), (3, 3), (2, 3, 3), (2, 3)))),), {}))
+top("det", lambda g: ((g.t(shape=g.pick(((2, 2), (3, 3), (2, 3, 3), (2, 3)))),), {}))
+top("full_like", lambda g: ((g.t(dt=ANY), g.scalar()), {"dtype": g.pick((None, F32, I64, BOOL))}), grad=False)
+for name in ("zeros_like", "ones_like"):
+    top(name, lambda g: ((g.t(dt=ANY),), {"dtype": g.pick((None, F16, I64))}), grad=False)
+for name in ("empty_like", "rand_like", "randn_like"):
+    top(name, lambda g: ((g.t(dt=ANY),), {"dtype": g.pick((None, F32, BF16))}), grad=False, cmp="shape")
+top("randint_like", lambda g: ((g.t(dt=ANY), g.maybe(5, 0, -1)), {}), grad=False, cmp="shape")
+top("scalar_tensor", lambda g: ((g.scalar(),), {"dtype": g.pick((None, F16, I64))}), grad=False)
+top("result_type", lambda g: ((g.t(dt=ANY), g.pick((g.scalar(), g.t(dt=ANY)))), {}), grad=False)
+top("can_cast", lambda g: ((g.pick((F32, I64, BOOL, F16)), g.pick((F32, I64, BOOL, F16))), {}), grad=False)
+top("promote_types", lambda g: ((g.pick((F32, I64, BOOL, F16, BF16, U8)), g.pick((F32, I64, BOOL, F16, BF16, I32))), {}), grad=False)
+top("is_nonzero", lambda g: ((g.t(shape=g.maybe((), (1,), (2,)), dt=ANY),), {}), grad=False)
+top("is_same_size", lambda g: (lambda x: ((x, g.like(x)), {}))(g.t()), grad=False)
+top("isreal", u(dt=ANY), grad=False)
+for name in ("bartlett_window", "blackman_window", "hamming_window", "hann_window", "kaiser_window"):
+    op(name, getattr(torch, name), getattr(tnet, name), lambda g: ((g.maybe(g.pick((0, 1, 2, 5)), -1),), {"periodic": g.chance(0.5)}),
+       grad=False)
+op("range", torch.range, tnet.range, lambda g: (g.pick(((0, 4), (0, 1, 0.25), (3, 0, -1), (0, 5, 0))), {}), grad=False)
+for name in ("max_pool1d", "avg_pool1d"):
+    top(name, lambda g: ((img(g, rank=g.maybe(3, 2)), g.maybe(g.pick((1, 2, 3)), 0, -1)),
+                         {"stride": g.pick((None, 1, 2)), "padding": g.maybe(0, 1, 5), "ceil_mode": g.chance(0.3)}))
+top("max_pool2d", lambda g: ((img(g), g.maybe(g.pick((1, 2, (2, 1))), 0)), {"stride": g.pick((None, 1, 2)), "padding": g.maybe(0, 1, 5)}))
+top("adaptive_avg_pool1d", lambda g: ((img(g, rank=g.maybe(3, 2)), g.maybe(g.pick((1, 2, 3)), 0, -1)), {}))
+top("adaptive_max_pool1d", lambda g: ((img(g, rank=g.maybe(3, 2)), g.maybe(g.pick((1, 2, 3)), 0, -1)), {}))
+top("constant_pad_nd", lambda g: ((g.t(rank=g.pick((1, 2, 3))), g.maybe(g.pick(((1, 1), (0, 2, 1, 0), (-1, 1))), (1,))), {"value": g.scalar()}))
+top("pixel_shuffle", lambda g: ((img(g, c=g.maybe(4, 3), hw=(2, 3)), g.maybe(2, 0, 3)), {}))
+top("pixel_unshuffle", lambda g: ((img(g, hw=(g.maybe(4, 3), 2)), g.maybe(2, 0, 3)), {}))
+top("channel_shuffle", lambda g: ((img(g, c=g.maybe(4, 3)), g.maybe(2, 0, 3)), {}))
+top("prelu", lambda g: (lambda x: ((x, g.t(shape=g.maybe((1,) if x.ndim < 2 or g.chance(0.5) else (x.shape[1],), (5,)))), {}))(img(g, rank=g.pick((1, 2, 4)))))
+top("rrelu", lambda g: ((g.t(),), {"lower": 0.1, "upper": g.maybe(0.3, -1.0), "training": False}))
+fop("max_pool1d_with_indices", lambda g: ((img(g, rank=3), g.maybe(2, 0)), {}), grad=False)
+fop("max_pool2d_with_indices", lambda g: ((img(g), g.maybe(2, 0)), {"stride": g.pick((None, 1))}), grad=False)
+fop("adaptive_max_pool2d_with_indices", lambda g: ((img(g), g.maybe(g.pick((1, 2, (2, 1))), 0)), {}), grad=False)
+fop("upsample_nearest", lambda g: ((img(g), ), {"scale_factor": g.maybe(2, 0)}))
+fop("upsample_bilinear", lambda g: ((img(g), ), {"scale_factor": g.maybe(2, 0)}))
+fop("dropout1d", lambda g: ((img(g, rank=3),), {"p": g.maybe(0.5, 1.5), "training": False}))
+fop("dropout3d", lambda g: ((img(g, rank=5, hw=(2, 2, 2)),), {"p": g.maybe(0.5, 1.5), "training": False}))
+fop("alpha_dropout", lambda g: ((g.t(),), {"p": g.maybe(0.5, 1.5), "training": False}))
+
 # ---- modules ------------------------------------------------------------------------------------
 
 def mod(name, ctor, inputs, grad=True, train=True):

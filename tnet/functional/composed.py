@@ -9,9 +9,9 @@ import numpy as np
 import torch
 
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check
-from ..tensor import Tensor, as_storage
+from ..tensor import Tensor, as_storage, dim_index
 from .copy import cat, embedding, embedding_renorm_, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
-from .copy import unfold_windows
+from .copy import to, unfold_windows
 from .gemm import distances, linear, matmul
 from .pad import pad
 from .inputs import check_args, check_tensors, legacy_reduction
@@ -405,13 +405,13 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     """torch.gradient: the derivative of input along each dim (all, or dim: an int or a list) by second-order
     central differences inside and one-sided ones of edge_order (1 or 2) at the ends, on a grid of uniform
     spacing (a number, or one per dim) or of coordinates (one 1-D tensor per dim, read on the host); a tuple of
-    float tensors, with gradients to input. The coefficients come from the host in float64, so a uniform grid's
+    float tensors (a 16-bit input's dtype, computed in float32), with gradients to input. The coefficients come from the host in float64, so a uniform grid's
     inside differences are (f[i+1] - f[i-1]) / 2h up to their rounding."""
     check_tensors("gradient", input=input)
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     dims = list(range(input.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
-    dims = [d % input.ndim for d in dims]
+    dims = [dim_index(d, input.ndim) for d in dims]
     spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
     if len(spacings) != len(dims):
         raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length equal to "
@@ -439,7 +439,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
         pieces.append(add(add(mul(part(n - 3, 1), last[0]), mul(part(n - 2, 1), last[1])), mul(part(n - 1, 1), last[2]))
                       if edge_order == 2 else add(mul(part(n - 2, 1), last[1]), mul(part(n - 1, 1), last[2])))
         out.append(cat(pieces, d))
-    return tuple(out)
+    low = input.dtype in (torch.float16, torch.bfloat16)  # a 16-bit input's derivatives in its dtype, as torch's
+    return tuple(to(o, input.dtype) if low else o for o in out)
 
 
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",

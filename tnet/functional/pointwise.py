@@ -23,7 +23,7 @@ from .. import amp, return_types
 from ..kernels import pointwise as _pw
 from ..kernels import reduce as _reduce
 from ..kernels.copy import check_count, copy_
-from ..kernels.launch import (DTYPE_NAMES, InputError, as_float_of, as_int64, as_int_of, as_value_of, capturing, check, check_type,
+from ..kernels.launch import (DTYPE_NAMES, InputError, InputTypeError, as_float_of, as_int64, as_int_of, as_value_of, capturing, check, check_type,
                               is_channels_last, is_flat, not_implemented, raise_flagged)
 from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
@@ -796,6 +796,11 @@ def _bitwise(name):
     """torch.{name} of integer or bool tensors and Python ints (&, |, ^): the dtype by torch's
     promotion (bool with bool stays bool)."""
     def op(input, other):
+        floats = [v.dtype if isinstance(v, Tensor) else torch.float32 for v in (input, other)
+                  if isinstance(v, float) or isinstance(v, Tensor) and v.dtype.is_floating_point]
+        if floats:  # torch's kernel has no float form: its NotImplementedError names the promoted dtype
+            device = next(v.device for v in (input, other) if isinstance(v, Tensor))
+            raise not_implemented(f"{name}_{device.type}", floats[0])
         for v in (input, other):
             check(isinstance(v, numbers.Integral) or isinstance(v, Tensor) and v.dtype in _pw.INTEGERS,
                   lambda: f"{name}: not implemented for {getattr(v, 'dtype', type(v).__name__)} (bool and integer "
@@ -1434,9 +1439,18 @@ def _op_by_op(input, other, integers=False):
     return None
 
 
+def _tensors_only(name, input, other):
+    """torch's argument parser for the binary ops that have no number overload (atan2, hypot, logaddexp,
+    logaddexp2): TypeError for a number on either side."""
+    for arg, position, v in (("input", 1, input), ("other", 2, other)):
+        if not isinstance(v, Tensor):
+            raise InputTypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not {type(v).__name__}")
+
+
 def atan2(input, other):
     """The angle of the point (other, input) in [-pi, pi], as torch.atan2 (arctan2); the gradients are torch's
     (g b, -g a) / (a^2 + b^2), 0 where a^2 + b^2 is 0."""
+    _tensors_only("atan2", input, other)
     def grads(g, a, b, y, need):
         given = _op_by_op(input, other, integers=True)
         if given:  # b * b of bf16 b rounds to bf16 beside fp32 a (and a 0-d bf16 b's beside float16 a), of uint8 b
@@ -1453,6 +1467,7 @@ def atan2(input, other):
 def hypot(input, other):
     """sqrt(input^2 + other^2) without overflow of the squares; the gradients are g * x / y (NaN at
     y = 0), as torch's."""
+    _tensors_only("hypot", input, other)
     def grad(g, x, y):
         if y.dtype in (torch.float16, torch.bfloat16):  # torch's g x rounds to y's dtype before / y (an inf past 65504)
             return _pw.pointwise("div", _pw.pointwise("mul", g, x), y)
@@ -1479,6 +1494,7 @@ def _logaddexp_grads(power, fused):
 
 def logaddexp(input, other):
     """log(exp(input) + exp(other)), without overflow, as torch.logaddexp."""
+    _tensors_only("logaddexp", input, other)
     return _binary("logaddexp", input, other, "logaddexp", _logaddexp_grads("exp", "logaddexp_backward")(input, other),
         graph=lambda g, a, b, y: (g * exp(a - y) if isinstance(a, Tensor) else None,
                                   g * exp(b - y) if isinstance(b, Tensor) else None), saves_output=True)
@@ -1698,6 +1714,7 @@ def heaviside(input, values):
 
 def logaddexp2(input, other):
     """log2(2^input + 2^other), without overflow, as torch.logaddexp2."""
+    _tensors_only("logaddexp2", input, other)
     return _binary("logaddexp2", input, other, "logaddexp2",
                    _logaddexp_grads("exp2", "logaddexp2_backward")(input, other))
 

@@ -99,6 +99,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     SELU's negative saturation value, then all are scaled and shifted (a, b) so that the mean and
     variance of a standard input stay; the mask from dropout's generator. Training only; else the
     input itself. inplace=True is computed out of place."""
+    check_args("alpha_dropout", "bool", train=training)
     check_tensors("alpha_dropout", input=input)
     _check_p(p)
     if not training or p == 0.0:
@@ -109,6 +110,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 def feature_dropout(input, p, train):
     """torch.feature_dropout: dropout of whole channels of [N, C, ...], one draw per (sample,
     channel), the kept ones scaled by 1/(1-p)."""
+    check_args("feature_dropout", "bool", train=train)
     check_tensors("feature_dropout", input=input)
     _check_p(p)
     if not train or p == 0.0:
@@ -119,6 +121,7 @@ def feature_dropout(input, p, train):
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     """alpha_dropout of whole channels of [N, C, ...] (one draw per sample and channel), as
     torch's. inplace=True is computed out of place."""
+    check_args("feature_alpha_dropout", "bool", train=training)
     check_tensors("feature_alpha_dropout", input=input)
     _check_p(p)
     if not training or p == 0.0:
@@ -129,6 +132,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 def dropout1d(input, p=0.5, training=True, inplace=False):
     """Channel dropout of [N, C, L] or [C, L] (each channel's signal zeroed with probability p, the
     rest scaled by 1/(1-p)), as torch's. inplace=True is computed out of place."""
+    check_args("feature_dropout", "bool", train=training)  # torch's dropout1d and dropout3d call feature_dropout
     check_tensors("dropout1d", input=input)
     _check_p(p)
     check(input.ndim in (2, 3), lambda: f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. "
@@ -141,6 +145,7 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 def dropout3d(input, p=0.5, training=True, inplace=False):
     """Channel dropout of [N, C, D, H, W] or [C, D, H, W], as torch's (another rank warns, as
     torch's, and drops along its first dim). inplace=True is computed out of place."""
+    check_args("feature_dropout", "bool", train=training)
     check_tensors("dropout3d", input=input)
     _check_p(p)
     if input.ndim not in (4, 5):
