@@ -64,7 +64,7 @@ def sum_or_mean(name, input, dim, keepdim, mean):
     dims = _dims(name, input, dim, keepdim)
     integer = _reduce.integer(input.memory)
     check(not (mean and integer), lambda: f"{name}(): could not infer output dtype. Input dtype must be either a "
-                                          f"floating point or complex dtype. Got: {input.dtype}")
+                                          f"floating point or complex dtype. Got: {DTYPE_NAMES[input.dtype]}")
     if input.numel() == 0:  # torch's values for no elements: sums 0, means nan (0 / 0); gradients of no elements
         out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0,
                          dtype=torch.int64 if integer else input.dtype, device=input.device)
