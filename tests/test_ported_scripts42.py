@@ -15,7 +15,12 @@ first forward, packaging.version on torch.__version__); invertible-resnet / resi
 determinant by autograd.grad(create_graph=True), spectral norm by hand with F.normalize(out=)); Demucs v2 (GLU, Conv-
 Transpose1d, center_trim, augmentations by gather); a Double DQN with prioritised replay (a numpy SumTree, copy.deepcopy
 for the target network); the Music Transformer's relative attention (the pad-and-reshape skew); FCOS's loss (targets
-by meshgrid locations, areas[is_in_boxes == 0] = INF, GIoU, centerness); a LAS listener-speller with SpecAugment masks.
+by meshgrid locations, areas[is_in_boxes == 0] = INF, GIoU, centerness); a LAS listener-speller with SpecAugment masks;
+Deformable DETR's multi-scale deformable attention in pure PyTorch (grid_sample per level, reference points over valid
+ratios); Swin V2's window attention (log-spaced continuous position bias, cosine attention with a clamped logit
+scale, a persistent=False index buffer); timm's fine-tuning machinery (a model registry, checkpoint_filter_fn's key
+remapping and bicubic pos_embed resize, load_state_dict(strict=False)'s result, named_apply, layer-wise lr decay);
+MelGAN (weight-normed Conv1d/ConvTranspose1d, AvgPool1d(count_include_pad=False), hinge and feature-matching losses).
 
 Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
 weights summed into a few numbers, agree. Numpy draws what a script draws (torch.randn, rand, randint and random
@@ -3174,3 +3179,674 @@ def las_specaugment(m, state=None):
 
 def test_las_specaugment():
     compare(las_specaugment)
+
+
+# (s) fundamentalvision/Deformable-DETR (models/ops/functions/ms_deform_attn_func.py's ms_deform_attn_core_pytorch,
+# models/ops/modules/ms_deform_attn.py's MSDeformAttn with its _reset_parameters, deformable_transformer.py's
+# get_reference_points and get_valid_ratio): values split per level by value.split([H_ * W_ ...], dim=1), sampling
+# locations 2 * loc - 1 into F.grid_sample(..., padding_mode='zeros', align_corners=False), torch.stack(..., dim=-2)
+# .flatten(-2) weighted and summed, offsets' bias initialised from a grid of thetas by torch.stack([cos, sin]) / abs
+# .max(-1, keepdim=True)[0] and .repeat, reference points by torch.meshgrid(torch.linspace(0.5, H - 0.5, H), ...)
+# over valid ratios, attention weights by softmax over levels x points then view
+def deformable_attention(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    xavier_uniform_, constant_ = nn.init.xavier_uniform_, nn.init.constant_  # from torch.nn.init import ...
+    torch.manual_seed(0)
+    rng = np.random.default_rng(19)
+    d_model, n_levels, n_heads, n_points = 8, 2, 2, 2
+    shapes = [(4, 4), (2, 2)]
+
+    def ms_deform_attn_core_pytorch(value, value_spatial_shapes, sampling_locations, attention_weights):
+        N_, S_, M_, D_ = value.shape
+        _, Lq_, M_, L_, P_, _ = sampling_locations.shape
+        value_list = value.split([H_ * W_ for H_, W_ in value_spatial_shapes], dim=1)
+        sampling_grids = 2 * sampling_locations - 1
+        sampling_value_list = []
+        for lid_, (H_, W_) in enumerate(value_spatial_shapes):
+            value_l_ = value_list[lid_].flatten(2).transpose(1, 2).reshape(N_ * M_, D_, H_, W_)
+            sampling_grid_l_ = sampling_grids[:, :, :, lid_].transpose(1, 2).flatten(0, 1)
+            sampling_value_l_ = F.grid_sample(value_l_, sampling_grid_l_, mode='bilinear', padding_mode='zeros',
+                                              align_corners=False)
+            sampling_value_list.append(sampling_value_l_)
+        attention_weights = attention_weights.transpose(1, 2).reshape(N_ * M_, 1, Lq_, L_ * P_)
+        output = (torch.stack(sampling_value_list, dim=-2).flatten(-2) * attention_weights).sum(-1).view(N_, M_ * D_,
+                                                                                                         Lq_)
+        return output.transpose(1, 2).contiguous()
+
+    class MSDeformAttn(nn.Module):
+        def __init__(self, d_model=256, n_levels=4, n_heads=8, n_points=4):
+            super().__init__()
+            if d_model % n_heads != 0:
+                raise ValueError('d_model must be divisible by n_heads, but got {} and {}'.format(d_model, n_heads))
+            self.im2col_step = 64
+            self.d_model = d_model
+            self.n_levels = n_levels
+            self.n_heads = n_heads
+            self.n_points = n_points
+            self.sampling_offsets = nn.Linear(d_model, n_heads * n_levels * n_points * 2)
+            self.attention_weights = nn.Linear(d_model, n_heads * n_levels * n_points)
+            self.value_proj = nn.Linear(d_model, d_model)
+            self.output_proj = nn.Linear(d_model, d_model)
+            self._reset_parameters()
+
+        def _reset_parameters(self):
+            constant_(self.sampling_offsets.weight.data, 0.)
+            thetas = torch.arange(self.n_heads, dtype=torch.float32) * (2.0 * math.pi / self.n_heads)
+            grid_init = torch.stack([thetas.cos(), thetas.sin()], -1)
+            grid_init = (grid_init / grid_init.abs().max(-1, keepdim=True)[0]).view(self.n_heads, 1, 1, 2).repeat(
+                1, self.n_levels, self.n_points, 1)
+            for i in range(self.n_points):
+                grid_init[:, :, i, :] *= i + 1
+            with torch.no_grad():
+                self.sampling_offsets.bias = nn.Parameter(grid_init.view(-1))
+            constant_(self.attention_weights.weight.data, 0.)
+            constant_(self.attention_weights.bias.data, 0.)
+            xavier_uniform_(self.value_proj.weight.data)
+            constant_(self.value_proj.bias.data, 0.)
+            xavier_uniform_(self.output_proj.weight.data)
+            constant_(self.output_proj.bias.data, 0.)
+
+        def forward(self, query, reference_points, input_flatten, input_spatial_shapes, input_level_start_index,
+                    input_padding_mask=None):
+            N, Len_q, _ = query.shape
+            N, Len_in, _ = input_flatten.shape
+            assert (input_spatial_shapes[:, 0] * input_spatial_shapes[:, 1]).sum() == Len_in
+            value = self.value_proj(input_flatten)
+            if input_padding_mask is not None:
+                value = value.masked_fill(input_padding_mask[..., None], float(0))
+            value = value.view(N, Len_in, self.n_heads, self.d_model // self.n_heads)
+            sampling_offsets = self.sampling_offsets(query).view(N, Len_q, self.n_heads, self.n_levels, self.n_points,
+                                                                 2)
+            attention_weights = self.attention_weights(query).view(N, Len_q, self.n_heads,
+                                                                   self.n_levels * self.n_points)
+            attention_weights = F.softmax(attention_weights, -1).view(N, Len_q, self.n_heads, self.n_levels,
+                                                                      self.n_points)
+            if reference_points.shape[-1] == 2:
+                offset_normalizer = torch.stack([input_spatial_shapes[..., 1], input_spatial_shapes[..., 0]], -1)
+                sampling_locations = reference_points[:, :, None, :, None, :] \
+                    + sampling_offsets / offset_normalizer[None, None, None, :, None, :]
+            else:
+                raise ValueError('Last dim of reference_points must be 2 or 4, but get {} instead.'.format(
+                    reference_points.shape[-1]))
+            output = ms_deform_attn_core_pytorch(value, input_spatial_shapes.tolist(), sampling_locations,
+                                                 attention_weights)
+            output = self.output_proj(output)
+            return output
+
+    def get_reference_points(spatial_shapes, valid_ratios, device):
+        reference_points_list = []
+        for lvl, (H_, W_) in enumerate(spatial_shapes):
+            ref_y, ref_x = torch.meshgrid(torch.linspace(0.5, H_ - 0.5, H_, dtype=torch.float32, device=device),
+                                          torch.linspace(0.5, W_ - 0.5, W_, dtype=torch.float32, device=device),
+                                          indexing="ij")
+            ref_y = ref_y.reshape(-1)[None] / (valid_ratios[:, None, lvl, 1] * H_)
+            ref_x = ref_x.reshape(-1)[None] / (valid_ratios[:, None, lvl, 0] * W_)
+            ref = torch.stack((ref_x, ref_y), -1)
+            reference_points_list.append(ref)
+        reference_points = torch.cat(reference_points_list, 1)
+        reference_points = reference_points[:, :, None] * valid_ratios[:, None]
+        return reference_points
+
+    def get_valid_ratio(mask):
+        _, H, W = mask.shape
+        valid_H = torch.sum(~mask[:, :, 0], 1)
+        valid_W = torch.sum(~mask[:, 0, :], 1)
+        valid_ratio_h = valid_H.float() / H
+        valid_ratio_w = valid_W.float() / W
+        valid_ratio = torch.stack([valid_ratio_w, valid_ratio_h], -1)
+        return valid_ratio
+
+    class EncoderLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.self_attn = MSDeformAttn(d_model, n_levels, n_heads, n_points)
+            self.norm1 = nn.LayerNorm(d_model)
+            self.linear1 = nn.Linear(d_model, 16)
+            self.linear2 = nn.Linear(16, d_model)
+            self.norm2 = nn.LayerNorm(d_model)
+
+        @staticmethod
+        def with_pos_embed(tensor, pos):
+            return tensor if pos is None else tensor + pos
+
+        def forward(self, src, pos, reference_points, spatial_shapes, level_start_index, padding_mask=None):
+            src2 = self.self_attn(self.with_pos_embed(src, pos), reference_points, src, spatial_shapes,
+                                  level_start_index, padding_mask)
+            src = self.norm1(src + src2)
+            src = self.norm2(src + self.linear2(F.relu(self.linear1(src))))
+            return src
+
+    layer = EncoderLayer()
+    head = nn.Linear(d_model, 3)
+    level_embed = nn.Parameter(torch.Tensor(n_levels, d_model))
+    nn.init.normal_(level_embed)
+    model = nn.ModuleDict({"layer": layer, "head": head})
+    model.register_parameter("level_embed", level_embed)
+    init = load(m, model, state)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    losses = []
+    for step in range(2):
+        srcs = [torch.from_numpy(normal(rng, 2, d_model, h, w)) for h, w in shapes]
+        masks = []
+        for h, w in shapes:
+            mask = np.zeros((2, h, w), bool)
+            mask[1, :, w // 2:] = True  # the second image padded on the right
+            masks.append(torch.from_numpy(mask))
+        src_flatten, mask_flatten, lvl_pos_embed_flatten, spatial_shapes = [], [], [], []
+        for lvl, (src, mask) in enumerate(zip(srcs, masks)):
+            bs, c, h, w = src.shape
+            spatial_shapes.append((h, w))
+            src = src.flatten(2).transpose(1, 2)
+            mask = mask.flatten(1)
+            lvl_pos_embed = model.level_embed[lvl].view(1, 1, -1)
+            lvl_pos_embed_flatten.append(lvl_pos_embed.expand(bs, h * w, -1))
+            src_flatten.append(src)
+            mask_flatten.append(mask)
+        src_flatten = torch.cat(src_flatten, 1)
+        mask_flatten = torch.cat(mask_flatten, 1)
+        lvl_pos_embed_flatten = torch.cat(lvl_pos_embed_flatten, 1)
+        spatial_shapes = torch.as_tensor(spatial_shapes, dtype=torch.long, device=src_flatten.device)
+        level_start_index = torch.cat((spatial_shapes.new_zeros((1,)), spatial_shapes.prod(1).cumsum(0)[:-1]))
+        valid_ratios = torch.stack([get_valid_ratio(mk) for mk in masks], 1)
+        reference_points = get_reference_points(shapes, valid_ratios, device=src_flatten.device)
+        memory = layer(src_flatten, lvl_pos_embed_flatten, reference_points, spatial_shapes, level_start_index,
+                       mask_flatten)
+        logits = head(memory[~mask_flatten])
+        labels = torch.from_numpy(rng.integers(0, 3, logits.shape[0]))
+        loss = F.cross_entropy(logits, labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), valid_ratios.sum().item(), float(level_start_index[-1])]
+    return init, losses + summary(model.parameters())
+
+
+def test_deformable_attention():
+    compare(deformable_attention)
+
+
+# (t) microsoft/Swin-Transformer's Swin V2 WindowAttention (models/swin_transformer_v2.py): the continuous position
+# bias's log-spaced table by torch.sign(t) * torch.log2(torch.abs(t) + 1.0) / np.log2(8) from a stacked meshgrid,
+# the cpb_mlp's output indexed by a relative_position_index buffer registered with persistent=False, 16 *
+# torch.sigmoid of it; cosine attention by F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1) scaled by
+# torch.clamp(self.logit_scale, max=torch.log(torch.tensor(1. / 0.01))).exp(); q and v biases joined with a zeros_like
+# k bias by torch.cat and F.linear; window partition by view/permute and a shifted window's torch.roll mask
+def swin_v2_attention(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(20)
+    dim, num_heads, ws = 8, 2, 2
+
+    def window_partition(x, window_size):
+        B, H, W, C = x.shape
+        x = x.view(B, H // window_size, window_size, W // window_size, window_size, C)
+        windows = x.permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, window_size, window_size, C)
+        return windows
+
+    def window_reverse(windows, window_size, H, W):
+        B = int(windows.shape[0] / (H * W / window_size / window_size))
+        x = windows.view(B, H // window_size, W // window_size, window_size, window_size, -1)
+        x = x.permute(0, 1, 3, 2, 4, 5).contiguous().view(B, H, W, -1)
+        return x
+
+    class WindowAttention(nn.Module):
+        def __init__(self, dim, window_size, num_heads, qkv_bias=True, attn_drop=0., proj_drop=0.,
+                     pretrained_window_size=[0, 0]):
+            super().__init__()
+            self.dim = dim
+            self.window_size = window_size
+            self.pretrained_window_size = pretrained_window_size
+            self.num_heads = num_heads
+            self.logit_scale = nn.Parameter(torch.log(10 * torch.ones((num_heads, 1, 1))), requires_grad=True)
+            self.cpb_mlp = nn.Sequential(nn.Linear(2, 16, bias=True), nn.ReLU(inplace=True),
+                                         nn.Linear(16, num_heads, bias=False))
+            relative_coords_h = torch.arange(-(self.window_size[0] - 1), self.window_size[0], dtype=torch.float32)
+            relative_coords_w = torch.arange(-(self.window_size[1] - 1), self.window_size[1], dtype=torch.float32)
+            relative_coords_table = torch.stack(
+                torch.meshgrid([relative_coords_h, relative_coords_w], indexing="ij")).permute(1, 2, 0).contiguous(
+            ).unsqueeze(0)
+            if pretrained_window_size[0] > 0:
+                relative_coords_table[:, :, :, 0] /= (pretrained_window_size[0] - 1)
+                relative_coords_table[:, :, :, 1] /= (pretrained_window_size[1] - 1)
+            else:
+                relative_coords_table[:, :, :, 0] /= (self.window_size[0] - 1)
+                relative_coords_table[:, :, :, 1] /= (self.window_size[1] - 1)
+            relative_coords_table *= 8
+            relative_coords_table = torch.sign(relative_coords_table) * torch.log2(
+                torch.abs(relative_coords_table) + 1.0) / np.log2(8)
+            self.register_buffer("relative_coords_table", relative_coords_table, persistent=False)
+            coords_h = torch.arange(self.window_size[0])
+            coords_w = torch.arange(self.window_size[1])
+            coords = torch.stack(torch.meshgrid([coords_h, coords_w], indexing="ij"))
+            coords_flatten = torch.flatten(coords, 1)
+            relative_coords = coords_flatten[:, :, None] - coords_flatten[:, None, :]
+            relative_coords = relative_coords.permute(1, 2, 0).contiguous()
+            relative_coords[:, :, 0] += self.window_size[0] - 1
+            relative_coords[:, :, 1] += self.window_size[1] - 1
+            relative_coords[:, :, 0] *= 2 * self.window_size[1] - 1
+            relative_position_index = relative_coords.sum(-1)
+            self.register_buffer("relative_position_index", relative_position_index, persistent=False)
+            self.qkv = nn.Linear(dim, dim * 3, bias=False)
+            if qkv_bias:
+                self.q_bias = nn.Parameter(torch.zeros(dim))
+                self.v_bias = nn.Parameter(torch.zeros(dim))
+            else:
+                self.q_bias = None
+                self.v_bias = None
+            self.attn_drop = nn.Dropout(attn_drop)
+            self.proj = nn.Linear(dim, dim)
+            self.proj_drop = nn.Dropout(proj_drop)
+            self.softmax = nn.Softmax(dim=-1)
+
+        def forward(self, x, mask=None):
+            B_, N, C = x.shape
+            qkv_bias = None
+            if self.q_bias is not None:
+                qkv_bias = torch.cat((self.q_bias, torch.zeros_like(self.v_bias, requires_grad=False), self.v_bias))
+            qkv = F.linear(input=x, weight=self.qkv.weight, bias=qkv_bias)
+            qkv = qkv.reshape(B_, N, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv[0], qkv[1], qkv[2]
+            attn = (F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1))
+            logit_scale = torch.clamp(self.logit_scale, max=torch.log(torch.tensor(1. / 0.01))).exp()
+            attn = attn * logit_scale
+            relative_position_bias_table = self.cpb_mlp(self.relative_coords_table).view(-1, self.num_heads)
+            relative_position_bias = relative_position_bias_table[self.relative_position_index.view(-1)].view(
+                self.window_size[0] * self.window_size[1], self.window_size[0] * self.window_size[1], -1)
+            relative_position_bias = relative_position_bias.permute(2, 0, 1).contiguous()
+            relative_position_bias = 16 * torch.sigmoid(relative_position_bias)
+            attn = attn + relative_position_bias.unsqueeze(0)
+            if mask is not None:
+                nW = mask.shape[0]
+                attn = attn.view(B_ // nW, nW, self.num_heads, N, N) + mask.unsqueeze(1).unsqueeze(0)
+                attn = attn.view(-1, self.num_heads, N, N)
+                attn = self.softmax(attn)
+            else:
+                attn = self.softmax(attn)
+            attn = self.attn_drop(attn)
+            x = (attn @ v).transpose(1, 2).reshape(B_, N, C)
+            x = self.proj(x)
+            x = self.proj_drop(x)
+            return x
+
+    class SwinTransformerBlock(nn.Module):
+        def __init__(self, dim, input_resolution, num_heads, window_size=2, shift_size=0):
+            super().__init__()
+            self.input_resolution = input_resolution
+            self.window_size = window_size
+            self.shift_size = shift_size
+            self.norm1 = nn.LayerNorm(dim)
+            self.attn = WindowAttention(dim, window_size=(window_size, window_size), num_heads=num_heads)
+            self.norm2 = nn.LayerNorm(dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+            if self.shift_size > 0:
+                H, W = self.input_resolution
+                img_mask = torch.zeros((1, H, W, 1))
+                h_slices = (slice(0, -self.window_size), slice(-self.window_size, -self.shift_size),
+                            slice(-self.shift_size, None))
+                w_slices = (slice(0, -self.window_size), slice(-self.window_size, -self.shift_size),
+                            slice(-self.shift_size, None))
+                cnt = 0
+                for h in h_slices:
+                    for w in w_slices:
+                        img_mask[:, h, w, :] = cnt
+                        cnt += 1
+                mask_windows = window_partition(img_mask, self.window_size)
+                mask_windows = mask_windows.view(-1, self.window_size * self.window_size)
+                attn_mask = mask_windows.unsqueeze(1) - mask_windows.unsqueeze(2)
+                attn_mask = attn_mask.masked_fill(attn_mask != 0, float(-100.0)).masked_fill(attn_mask == 0, float(0.0))
+            else:
+                attn_mask = None
+            self.register_buffer("attn_mask", attn_mask)
+
+        def forward(self, x):
+            H, W = self.input_resolution
+            B, L, C = x.shape
+            shortcut = x
+            x = x.view(B, H, W, C)
+            if self.shift_size > 0:
+                shifted_x = torch.roll(x, shifts=(-self.shift_size, -self.shift_size), dims=(1, 2))
+            else:
+                shifted_x = x
+            x_windows = window_partition(shifted_x, self.window_size)
+            x_windows = x_windows.view(-1, self.window_size * self.window_size, C)
+            attn_windows = self.attn(x_windows, mask=self.attn_mask)
+            attn_windows = attn_windows.view(-1, self.window_size, self.window_size, C)
+            shifted_x = window_reverse(attn_windows, self.window_size, H, W)
+            if self.shift_size > 0:
+                x = torch.roll(shifted_x, shifts=(self.shift_size, self.shift_size), dims=(1, 2))
+            else:
+                x = shifted_x
+            x = x.view(B, H * W, C)
+            x = shortcut + self.norm1(x)  # Swin V2's res-post-norm
+            x = x + self.norm2(self.mlp(x))
+            return x
+
+    blocks = nn.Sequential(SwinTransformerBlock(dim, (4, 4), num_heads, ws, 0),
+                           SwinTransformerBlock(dim, (4, 4), num_heads, ws, 1))
+    head = nn.Linear(dim, 5)
+    model = nn.Sequential(OrderedDict([("blocks", blocks), ("head", head)]))
+    assert "blocks.0.attn.relative_position_index" not in model.state_dict()
+    init = load(m, model, state)
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (no_decay if p.ndim <= 1 or name.endswith("logit_scale") or "cpb_mlp" in name else decay).append(p)
+    optimizer = torch.optim.AdamW([{"params": decay}, {"params": no_decay, "weight_decay": 0.}], lr=2e-3,
+                                  weight_decay=0.05)
+    losses = []
+    for step in range(2):
+        x = torch.from_numpy(normal(rng, 2, 16, dim))
+        y = torch.from_numpy(rng.integers(0, 5, 2))
+        out = model.head(model.blocks(x).mean(1))
+        loss = nn.CrossEntropyLoss(label_smoothing=0.1)(out, y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_swin_v2_attention():
+    compare(swin_v2_attention)
+
+
+# (u) rwightman's timm machinery around a ViT (timm/models/_registry.py's register_model and create_model,
+# vision_transformer.py's checkpoint_filter_fn and resize_pos_embed, _manipulate.py's named_apply, the fine-tuning
+# recipe of loading with strict=False and re-initialising the head): models registered in a dict by a decorator,
+# a checkpoint's keys remapped and its position embedding resized to a new grid by F.interpolate(mode='bicubic',
+# align_corners=False) after reshape/permute, load_state_dict's (missing_keys, unexpected_keys) result, named_apply
+# visiting modules depth-first with their names, trunc_normal_ and zeros_ by name, layer-wise lr decay groups
+def timm_finetune(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(21)
+    _model_entrypoints = {}
+
+    def register_model(fn):
+        _model_entrypoints[fn.__name__] = fn
+        return fn
+
+    def create_model(model_name, pretrained=False, **kwargs):
+        return _model_entrypoints[model_name](pretrained=pretrained, **kwargs)
+
+    def named_apply(fn, module, name='', depth_first=True, include_root=False):
+        if not depth_first and include_root:
+            fn(module=module, name=name)
+        for child_name, child_module in module.named_children():
+            child_name = '.'.join((name, child_name)) if name else child_name
+            named_apply(fn=fn, module=child_module, name=child_name, depth_first=depth_first, include_root=True)
+        if depth_first and include_root:
+            fn(module=module, name=name)
+        return module
+
+    def init_weights_vit_timm(module, name=''):
+        if isinstance(module, nn.Linear):
+            nn.init.trunc_normal_(module.weight, std=.02)
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+    class Block(nn.Module):
+        def __init__(self, dim, num_heads):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+            self.attn = nn.MultiheadAttention(dim, num_heads, batch_first=True)
+            self.norm2 = nn.LayerNorm(dim, eps=1e-6)
+            self.mlp = nn.Sequential(OrderedDict([("fc1", nn.Linear(dim, 2 * dim)), ("act", nn.GELU()),
+                                                  ("fc2", nn.Linear(2 * dim, dim))]))
+
+        def forward(self, x):
+            h = self.norm1(x)
+            x = x + self.attn(h, h, h, need_weights=False)[0]
+            return x + self.mlp(self.norm2(x))
+
+    class VisionTransformer(nn.Module):
+        def __init__(self, img_size=8, patch_size=4, num_classes=10, embed_dim=8, depth=2, num_heads=2):
+            super().__init__()
+            self.num_classes = num_classes
+            self.patch_embed = nn.Conv2d(3, embed_dim, patch_size, patch_size)
+            self.grid_size = img_size // patch_size
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+            self.pos_embed = nn.Parameter(torch.randn(1, self.grid_size ** 2 + 1, embed_dim) * .02)
+            self.blocks = nn.Sequential(*[Block(embed_dim, num_heads) for _ in range(depth)])
+            self.norm = nn.LayerNorm(embed_dim, eps=1e-6)
+            self.head = nn.Linear(embed_dim, num_classes) if num_classes > 0 else nn.Identity()
+            nn.init.trunc_normal_(self.pos_embed, std=.02)
+            nn.init.normal_(self.cls_token, std=1e-6)
+            named_apply(init_weights_vit_timm, self)
+
+        def reset_classifier(self, num_classes):
+            self.num_classes = num_classes
+            self.head = nn.Linear(self.norm.normalized_shape[0], num_classes)
+
+        def forward(self, x):
+            x = self.patch_embed(x).flatten(2).transpose(1, 2)
+            x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1)
+            x = x + self.pos_embed
+            x = self.norm(self.blocks(x))
+            return self.head(x[:, 0])
+
+    def resize_pos_embed(posemb, posemb_new, num_prefix_tokens=1, gs_new=()):
+        ntok_new = posemb_new.shape[1]
+        posemb_prefix, posemb_grid = posemb[:, :num_prefix_tokens], posemb[0, num_prefix_tokens:]
+        ntok_new -= num_prefix_tokens
+        gs_old = int(math.sqrt(len(posemb_grid)))
+        if not len(gs_new):
+            gs_new = [int(math.sqrt(ntok_new))] * 2
+        assert len(gs_new) >= 2
+        posemb_grid = posemb_grid.reshape(1, gs_old, gs_old, -1).permute(0, 3, 1, 2)
+        posemb_grid = F.interpolate(posemb_grid, size=gs_new, mode='bicubic', align_corners=False)
+        posemb_grid = posemb_grid.permute(0, 2, 3, 1).reshape(1, gs_new[0] * gs_new[1], -1)
+        posemb = torch.cat([posemb_prefix, posemb_grid], dim=1)
+        return posemb
+
+    def checkpoint_filter_fn(state_dict, model):
+        out_dict = {}
+        if 'model' in state_dict:
+            state_dict = state_dict['model']
+        for k, v in state_dict.items():
+            k = k.replace('mlp.w1', 'mlp.fc1').replace('mlp.w2', 'mlp.fc2')
+            if k == 'pos_embed' and v.shape[1] != model.pos_embed.shape[1]:
+                v = resize_pos_embed(v, model.pos_embed, 1, (model.grid_size, model.grid_size))
+            out_dict[k] = v
+        return out_dict
+
+    pretrained_checkpoint = {}
+
+    @register_model
+    def vit_tiny_patch4(pretrained=False, **kwargs):
+        model = VisionTransformer(**dict(dict(patch_size=4, embed_dim=8, depth=2, num_heads=2), **kwargs))
+        if pretrained:
+            ckpt = checkpoint_filter_fn(pretrained_checkpoint, model)
+            num_classes = kwargs.get("num_classes", 10)
+            if num_classes != ckpt["head.weight"].shape[0]:
+                del ckpt["head.weight"], ckpt["head.bias"]
+            incompatible = model.load_state_dict(ckpt, strict=False)
+            model.incompatible = incompatible
+        return model
+
+    source = create_model("vit_tiny_patch4", img_size=8)  # "pretrained" at 8 x 8, its MLP keys renamed as old ones
+    init = {"source." + k: v for k, v in load(m, source, state and {k[7:]: v for k, v in state.items()
+                                                                    if k.startswith("source.")}).items()}
+    sd = source.state_dict()
+    pretrained_checkpoint["model"] = {k.replace("mlp.fc1", "mlp.w1").replace("mlp.fc2", "mlp.w2"): v
+                                      for k, v in sd.items()}
+    pretrained_checkpoint["model"]["extra.running_stat"] = torch.zeros(2)
+    model = create_model("vit_tiny_patch4", pretrained=True, img_size=12, num_classes=4)
+    losses = [float(len(model.incompatible.missing_keys)), float(len(model.incompatible.unexpected_keys)),
+              model.pos_embed.sum().item(), float(model.pos_embed.shape[1])]
+    init.update(load(m, model, state and {k: v for k, v in state.items() if not k.startswith("source.")}))
+    layer_decay, num_layers = 0.75, 2 + 1
+
+    def layer_id(name):
+        if name.startswith(("cls_token", "pos_embed", "patch_embed")):
+            return 0
+        if name.startswith("blocks."):
+            return int(name.split(".")[1]) + 1
+        return num_layers
+
+    groups = {}
+    for name, p in model.named_parameters():
+        lid = layer_id(name)
+        wd = 0.0 if p.ndim == 1 or name in ("cls_token", "pos_embed") else 0.05
+        key = (lid, wd)
+        if key not in groups:
+            groups[key] = {"params": [], "weight_decay": wd, "lr_scale": layer_decay ** (num_layers - lid)}
+        groups[key]["params"].append(p)
+    optimizer = torch.optim.AdamW(list(groups.values()), lr=1e-3)
+    for g in optimizer.param_groups:
+        g["lr"] = g["lr"] * g["lr_scale"]
+    for step in range(2):
+        x = torch.from_numpy(normal(rng, 2, 3, 12, 12))
+        y = torch.from_numpy(rng.integers(0, 4, 2))
+        loss = F.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item()]
+    # the attention's key bias has no gradient but rounding's, which Adam turns into steps of lr: left out
+    return init, losses + summary(p for n, p in model.named_parameters() if not n.endswith("in_proj_bias"))
+
+
+def test_timm_finetune():
+    compare(timm_finetune)
+
+
+# (v) descriptinc/melgan-neurips (mel2wav/modules.py's Generator with ResnetBlock, NLayerDiscriminator and
+# Discriminator; scripts/train.py's hinge losses and feature matching): weight-normed Conv1d and ConvTranspose1d by
+# a WNConv1d wrapper (nn.utils.weight_norm), ReflectionPad1d, grouped strided Conv1d discriminators, downsampling by
+# nn.AvgPool1d(4, stride=2, padding=1, count_include_pad=False), F.relu(1 - D(x)).mean() and F.relu(1 + D(G(z))),
+# feature matching by F.l1_loss over every layer's detached real features, weights_init by classname.find('Conv')
+def melgan(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    weight_norm = nn.utils.weight_norm  # from torch.nn.utils import weight_norm
+    torch.manual_seed(0)
+    rng = np.random.default_rng(22)
+
+    def weights_init(m_):
+        classname = m_.__class__.__name__
+        if classname.find("Conv") != -1:
+            m_.weight.data.normal_(0.0, 0.02)
+        elif classname.find("BatchNorm2d") != -1:
+            m_.weight.data.normal_(1.0, 0.02)
+            m_.bias.data.fill_(0)
+
+    def WNConv1d(*args, **kwargs):
+        return weight_norm(nn.Conv1d(*args, **kwargs))
+
+    def WNConvTranspose1d(*args, **kwargs):
+        return weight_norm(nn.ConvTranspose1d(*args, **kwargs))
+
+    class ResnetBlock(nn.Module):
+        def __init__(self, dim, dilation=1):
+            super().__init__()
+            self.block = nn.Sequential(nn.LeakyReLU(0.2), nn.ReflectionPad1d(dilation),
+                                       WNConv1d(dim, dim, kernel_size=3, dilation=dilation), nn.LeakyReLU(0.2),
+                                       WNConv1d(dim, dim, kernel_size=1))
+            self.shortcut = WNConv1d(dim, dim, kernel_size=1)
+
+        def forward(self, x):
+            return self.shortcut(x) + self.block(x)
+
+    class Generator(nn.Module):
+        def __init__(self, input_size, ngf, n_residual_layers, ratios=(4, 2)):
+            super().__init__()
+            self.hop_length = np.prod(ratios)
+            mult = int(2 ** len(ratios))
+            model = [nn.ReflectionPad1d(3), WNConv1d(input_size, mult * ngf, kernel_size=7, padding=0)]
+            for i, r in enumerate(ratios):
+                model += [nn.LeakyReLU(0.2),
+                          WNConvTranspose1d(mult * ngf, mult * ngf // 2, kernel_size=r * 2, stride=r,
+                                            padding=r // 2 + r % 2, output_padding=r % 2)]
+                for j in range(n_residual_layers):
+                    model += [ResnetBlock(mult * ngf // 2, dilation=3 ** j)]
+                mult //= 2
+            model += [nn.LeakyReLU(0.2), nn.ReflectionPad1d(3), WNConv1d(ngf, 1, kernel_size=7, padding=0), nn.Tanh()]
+            self.model = nn.Sequential(*model)
+            self.apply(weights_init)
+
+        def forward(self, x):
+            return self.model(x)
+
+    class NLayerDiscriminator(nn.Module):
+        def __init__(self, ndf, n_layers, downsampling_factor):
+            super().__init__()
+            model = nn.ModuleDict()
+            model["layer_0"] = nn.Sequential(nn.ReflectionPad1d(7), WNConv1d(1, ndf, kernel_size=15),
+                                             nn.LeakyReLU(0.2, True))
+            nf = ndf
+            stride = downsampling_factor
+            for n in range(1, n_layers + 1):
+                nf_prev = nf
+                nf = min(nf * stride, 16)
+                model["layer_%d" % n] = nn.Sequential(
+                    WNConv1d(nf_prev, nf, kernel_size=stride * 4 + 1, stride=stride, padding=stride * 2,
+                             groups=nf_prev // 2), nn.LeakyReLU(0.2, True))
+            nf_prev = nf
+            nf = min(nf * 2, 16)
+            model["layer_%d" % (n_layers + 1)] = nn.Sequential(WNConv1d(nf_prev, nf, kernel_size=5, stride=1,
+                                                                        padding=2), nn.LeakyReLU(0.2, True))
+            model["layer_%d" % (n_layers + 2)] = WNConv1d(nf, 1, kernel_size=3, stride=1, padding=1)
+            self.model = model
+
+        def forward(self, x):
+            results = []
+            for key, layer in self.model.items():
+                x = layer(x)
+                results.append(x)
+            return results
+
+    class Discriminator(nn.Module):
+        def __init__(self, num_D, ndf, n_layers, downsampling_factor):
+            super().__init__()
+            self.model = nn.ModuleDict()
+            for i in range(num_D):
+                self.model[f"disc_{i}"] = NLayerDiscriminator(ndf, n_layers, downsampling_factor)
+            self.downsample = nn.AvgPool1d(4, stride=2, padding=1, count_include_pad=False)
+            self.apply(weights_init)
+
+        def forward(self, x):
+            results = []
+            for key, disc in self.model.items():
+                results.append(disc(x))
+                x = self.downsample(x)
+            return results
+
+    netG = Generator(4, 4, 1)
+    netD = Discriminator(2, 4, 1, 2)
+    init = load(m, nn.ModuleList([netG, netD]), state)
+    optG = torch.optim.Adam(netG.parameters(), lr=1e-3, betas=(0.5, 0.9))
+    optD = torch.optim.Adam(netD.parameters(), lr=1e-3, betas=(0.5, 0.9))
+    losses = []
+    for step in range(2):
+        s_t_ = torch.from_numpy(normal(rng, 2, 4, 4))
+        x_t = torch.from_numpy(np.tanh(normal(rng, 2, 1, 32)))
+        x_pred_t = netG(s_t_)
+        D_fake_det = netD(x_pred_t.detach())
+        D_real = netD(x_t)
+        loss_D = 0
+        for scale in D_fake_det:
+            loss_D += F.relu(1 + scale[-1]).mean()
+        for scale in D_real:
+            loss_D += F.relu(1 - scale[-1]).mean()
+        netD.zero_grad()
+        loss_D.backward()
+        optD.step()
+        D_fake = netD(x_pred_t)
+        loss_G = 0
+        for scale in D_fake:
+            loss_G += -scale[-1].mean()
+        loss_feat = 0
+        feat_weights = 4.0 / (2 + 1)
+        D_weights = 1.0 / 2
+        wt = D_weights * feat_weights
+        for i in range(2):
+            for j in range(len(D_fake[i]) - 1):
+                loss_feat += wt * F.l1_loss(D_fake[i][j], D_real[i][j].detach())
+        netG.zero_grad()
+        (loss_G + 10 * loss_feat).backward()
+        optG.step()
+        losses += [loss_D.item(), loss_G.item(), loss_feat.item(), float(x_pred_t.shape[-1])]
+    return init, losses + summary(netG.parameters()) + summary(netD.parameters())
+
+
+def test_melgan():
+    compare(melgan)
