@@ -20,7 +20,11 @@ Deformable DETR's multi-scale deformable attention in pure PyTorch (grid_sample 
 ratios); Swin V2's window attention (log-spaced continuous position bias, cosine attention with a clamped logit
 scale, a persistent=False index buffer); timm's fine-tuning machinery (a model registry, checkpoint_filter_fn's key
 remapping and bicubic pos_embed resize, load_state_dict(strict=False)'s result, named_apply, layer-wise lr decay);
-MelGAN (weight-normed Conv1d/ConvTranspose1d, AvgPool1d(count_include_pad=False), hinge and feature-matching losses).
+MelGAN (weight-normed Conv1d/ConvTranspose1d, AvgPool1d(count_include_pad=False), hinge and feature-matching losses);
+wolny's 3D U-Net (layers from an order string, GroupNorm, ConvTranspose3d with output_size, 3-D nearest interpolation,
+per-channel Dice, a uint8 MeanIoU); a device-side augmentation pipeline beside Graham's fractional max-pooling (affine
+grids sampled with reflection and border padding, area and nearest-exact resizes, an unfold/fold average,
+FractionalMaxPool2d given its _random_samples, LPPool2d, Softmax2d, InstanceNorm1d, Dropout1d).
 
 Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
 weights summed into a few numbers, agree. Numpy draws what a script draws (torch.randn, rand, randint and random
@@ -3850,3 +3854,311 @@ def melgan(m, state=None):
 
 def test_melgan():
     compare(melgan)
+
+
+# (w) wolny/pytorch-3dunet (pytorch3dunet/unet3d/buildingblocks.py's SingleConv with order 'gcr', DoubleConv, Encoder
+# with MaxPool3d, Decoder upsampling by ConvTranspose3d or InterpolateUpsampling's F.interpolate(size=, mode=
+# 'nearest'); losses.py's DiceLoss with flatten's permute(1, 0, 2, 3, 4) and compute_per_channel_dice, its
+# _MaskingLossWrapper for an ignore_index; metrics' MeanIoU by argmax and one-hot expansion): modules built from an
+# order string by add_module, GroupNorm with num_groups shrunk to the channels, the final activation nn.Softmax(dim=1)
+# applied only in eval, the decoder's joining by torch.cat((encoder_features, x), dim=1)
+def unet3d(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    from functools import partial
+    torch.manual_seed(0)
+    rng = np.random.default_rng(23)
+
+    def create_conv(in_channels, out_channels, kernel_size, order, num_groups, padding):
+        modules = []
+        for i, char in enumerate(order):
+            if char == 'r':
+                modules.append(('ReLU', nn.ReLU(inplace=True)))
+            elif char == 'e':
+                modules.append(('ELU', nn.ELU(inplace=True)))
+            elif char == 'c':
+                bias = not ('g' in order or 'b' in order)
+                modules.append(('conv', nn.Conv3d(in_channels, out_channels, kernel_size, padding=padding, bias=bias)))
+            elif char == 'g':
+                is_before_conv = i < order.index('c')
+                num_channels = in_channels if is_before_conv else out_channels
+                if num_channels < num_groups:
+                    num_groups = 1
+                assert num_channels % num_groups == 0, 'Expected number of channels to be divisible by num_groups'
+                modules.append(('groupnorm', nn.GroupNorm(num_groups=num_groups, num_channels=num_channels)))
+            elif char == 'b':
+                is_before_conv = i < order.index('c')
+                modules.append(('batchnorm', nn.BatchNorm3d(in_channels if is_before_conv else out_channels)))
+            else:
+                raise ValueError(f"Unsupported layer type '{char}'")
+        return modules
+
+    class SingleConv(nn.Sequential):
+        def __init__(self, in_channels, out_channels, kernel_size=3, order='gcr', num_groups=8, padding=1):
+            super(SingleConv, self).__init__()
+            for name, module in create_conv(in_channels, out_channels, kernel_size, order, num_groups, padding):
+                self.add_module(name, module)
+
+    class DoubleConv(nn.Sequential):
+        def __init__(self, in_channels, out_channels, encoder, kernel_size=3, order='gcr', num_groups=8, padding=1):
+            super(DoubleConv, self).__init__()
+            if encoder:
+                conv1_in_channels = in_channels
+                conv1_out_channels = out_channels // 2
+                if conv1_out_channels < in_channels:
+                    conv1_out_channels = in_channels
+                conv2_in_channels, conv2_out_channels = conv1_out_channels, out_channels
+            else:
+                conv1_in_channels, conv1_out_channels = in_channels, out_channels
+                conv2_in_channels, conv2_out_channels = out_channels, out_channels
+            self.add_module('SingleConv1', SingleConv(conv1_in_channels, conv1_out_channels, kernel_size, order,
+                                                      num_groups, padding=padding))
+            self.add_module('SingleConv2', SingleConv(conv2_in_channels, conv2_out_channels, kernel_size, order,
+                                                      num_groups, padding=padding))
+
+    class Encoder(nn.Module):
+        def __init__(self, in_channels, out_channels, apply_pooling=True, pool_kernel_size=2, **kwargs):
+            super(Encoder, self).__init__()
+            self.pooling = nn.MaxPool3d(kernel_size=pool_kernel_size) if apply_pooling else None
+            self.basic_module = DoubleConv(in_channels, out_channels, encoder=True, **kwargs)
+
+        def forward(self, x):
+            if self.pooling is not None:
+                x = self.pooling(x)
+            return self.basic_module(x)
+
+    class InterpolateUpsampling(nn.Module):
+        def __init__(self, mode='nearest'):
+            super().__init__()
+            self.upsample = partial(self._interpolate, mode=mode)
+
+        def forward(self, encoder_features, x):
+            output_size = encoder_features.size()[2:]
+            return self.upsample(x, output_size)
+
+        @staticmethod
+        def _interpolate(x, size, mode):
+            return F.interpolate(x, size=size, mode=mode)
+
+    class TransposeConvUpsampling(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size=3, scale_factor=2):
+            super().__init__()
+            self.upsample = nn.ConvTranspose3d(in_channels, out_channels, kernel_size=kernel_size, stride=scale_factor,
+                                               padding=1)
+
+        def forward(self, encoder_features, x):
+            output_size = encoder_features.size()[2:]
+            return self.upsample(x, output_size=output_size)
+
+    class Decoder(nn.Module):
+        def __init__(self, in_channels, out_channels, transposed, **kwargs):
+            super().__init__()
+            if transposed:
+                self.upsampling = TransposeConvUpsampling(in_channels - out_channels, in_channels - out_channels)
+            else:
+                self.upsampling = InterpolateUpsampling()
+            self.basic_module = DoubleConv(in_channels, out_channels, encoder=False, **kwargs)
+
+        def forward(self, encoder_features, x):
+            x = self.upsampling(encoder_features=encoder_features, x=x)
+            x = torch.cat((encoder_features, x), dim=1)
+            return self.basic_module(x)
+
+    class UNet3D(nn.Module):
+        def __init__(self, in_channels, out_channels, f_maps=(4, 8), num_groups=2, transposed=False):
+            super().__init__()
+            self.encoders = nn.ModuleList([Encoder(in_channels, f_maps[0], apply_pooling=False, num_groups=num_groups),
+                                           Encoder(f_maps[0], f_maps[1], num_groups=num_groups)])
+            self.decoders = nn.ModuleList([Decoder(f_maps[0] + f_maps[1], f_maps[0], transposed,
+                                                   num_groups=num_groups)])
+            self.final_conv = nn.Conv3d(f_maps[0], out_channels, 1)
+            self.final_activation = nn.Softmax(dim=1)
+
+        def forward(self, x):
+            encoders_features = []
+            for encoder in self.encoders:
+                x = encoder(x)
+                encoders_features.insert(0, x)
+            encoders_features = encoders_features[1:]
+            for decoder, encoder_features in zip(self.decoders, encoders_features):
+                x = decoder(encoder_features, x)
+            x = self.final_conv(x)
+            if not self.training:
+                x = self.final_activation(x)
+            return x
+
+    def flatten(tensor):
+        C = tensor.size(1)
+        axis_order = (1, 0) + tuple(range(2, tensor.dim()))
+        transposed = tensor.permute(axis_order)
+        return transposed.contiguous().view(C, -1)
+
+    def compute_per_channel_dice(input, target, epsilon=1e-6, weight=None):
+        assert input.size() == target.size(), "'input' and 'target' must have the same shape"
+        input = flatten(input)
+        target = flatten(target)
+        target = target.float()
+        intersect = (input * target).sum(-1)
+        if weight is not None:
+            intersect = weight * intersect
+        denominator = (input * input).sum(-1) + (target * target).sum(-1)
+        return 2 * (intersect / denominator.clamp(min=epsilon))
+
+    class DiceLoss(nn.Module):
+        def __init__(self, weight=None, normalization='softmax'):
+            super().__init__()
+            self.register_buffer('weight', weight)
+            self.normalization = nn.Softmax(dim=1) if normalization == 'softmax' else nn.Sigmoid()
+
+        def forward(self, input, target):
+            input = self.normalization(input)
+            per_channel_dice = compute_per_channel_dice(input, target, weight=self.weight)
+            return 1. - torch.mean(per_channel_dice)
+
+    def expand_as_one_hot(input, C, ignore_index=None):
+        assert input.dim() == 4
+        input = input.unsqueeze(1)
+        shape = list(input.size())
+        shape[1] = C
+        if ignore_index is not None:
+            mask = input.expand(shape) == ignore_index
+            input = input.clone()
+            input[input == ignore_index] = 0
+            result = torch.zeros(shape).to(input.device).scatter_(1, input, 1)
+            result[mask] = ignore_index
+            return result
+        return torch.zeros(shape).to(input.device).scatter_(1, input, 1)
+
+    class MeanIoU:
+        def __init__(self, skip_channels=(), ignore_index=None):
+            self.ignore_index = ignore_index
+            self.skip_channels = skip_channels
+
+        def __call__(self, input, target):
+            n_classes = input.size(1)
+            binary_prediction = self._binarize_predictions(input[0], n_classes)
+            t = target[0].byte()
+            per_channel_iou = []
+            for c in range(n_classes):
+                if c in self.skip_channels:
+                    continue
+                per_channel_iou.append(self._jaccard_index(binary_prediction[c], t[c]))
+            assert per_channel_iou, "All channels were ignored from the computation"
+            return torch.mean(torch.tensor(per_channel_iou))
+
+        def _binarize_predictions(self, input, n_classes):
+            _, max_index = torch.max(input, dim=0, keepdim=True)
+            return torch.zeros_like(input, dtype=torch.uint8).scatter_(0, max_index, 1)
+
+        def _jaccard_index(self, prediction, target):
+            return torch.sum(prediction & target).float() / torch.clamp(torch.sum(prediction | target).float(),
+                                                                        min=1e-8)
+
+    losses = []
+    models = [UNet3D(1, 3, transposed=False), UNet3D(1, 3, transposed=True)]
+    init = load(m, nn.ModuleList(models), state)
+    for model, steps in zip(models, (2, 1)):
+        optimizer = torch.optim.Adam(model.parameters(), lr=2e-3, weight_decay=1e-5)
+        loss_criterion = DiceLoss(weight=torch.tensor([0.5, 1.0, 1.5]))
+        for step in range(steps):
+            x = torch.from_numpy(normal(rng, 1, 1, 4, 4, 4))
+            labels = torch.from_numpy(rng.integers(0, 3, (1, 4, 4, 4)))
+            target = expand_as_one_hot(labels, 3)
+            output = model(x)
+            loss = loss_criterion(output, target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses += [loss.item()]
+        model.eval()
+        with torch.no_grad():
+            probs = model(x)
+            iou = MeanIoU()(probs, expand_as_one_hot(labels, 3).long())
+        losses += [iou.item(), probs.sum().item()]
+    ignored = expand_as_one_hot(torch.tensor([[[[0, 2], [-1, 1]]]]), 3, ignore_index=-1)
+    losses += [float(ignored.sum())]
+    return init, losses + summary(models[0].parameters()) + summary(models[1].parameters())
+
+
+def test_unet3d():
+    compare(unet3d)
+
+
+# (x) a batch augmentation pipeline on the device in kornia's and Graham's style beside a fractional max-pooling
+# network: a random affine per image by F.affine_grid(theta, size, align_corners=False) and F.grid_sample(...,
+# padding_mode='reflection' or 'border'), a resize by F.interpolate(mode='area') and another by mode='nearest-exact'
+# with recompute_scale_factor=True, nn.FractionalMaxPool2d(2, output_ratio=...) given its _random_samples (numpy's here),
+# nn.LPPool2d, nn.Softmax2d, an unfold/fold round trip that averages overlapping patches by a fold of ones, Dropout1d
+# and InstanceNorm1d over a sequence of row features
+def device_augment_fmp(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(24)
+
+    def random_affine(x, degrees=15.0, translate=0.1, scale=(0.9, 1.1)):
+        B = x.shape[0]
+        angle = np.deg2rad(rng.uniform(-degrees, degrees, B))
+        s = rng.uniform(*scale, B)
+        t = rng.uniform(-translate, translate, (B, 2))
+        theta = np.stack([np.stack([s * np.cos(angle), -s * np.sin(angle), t[:, 0]], 1),
+                          np.stack([s * np.sin(angle), s * np.cos(angle), t[:, 1]], 1)], 1).astype(np.float32)
+        grid = F.affine_grid(torch.from_numpy(theta), list(x.size()), align_corners=False)
+        return F.grid_sample(x, grid, mode='bilinear', padding_mode='reflection', align_corners=False)
+
+    def unfold_fold_smooth(x, k=3):
+        B, C, H, W = x.shape
+        patches = F.unfold(x, kernel_size=k, padding=1)
+        patches = patches.view(B, C, k * k, -1).mean(2, keepdim=True).expand(-1, -1, k * k, -1).reshape(B, C * k * k,
+                                                                                                         -1)
+        out = F.fold(patches, (H, W), kernel_size=k, padding=1)
+        norm = F.fold(torch.ones_like(patches), (H, W), kernel_size=k, padding=1)
+        return out / norm
+
+    class FMPNet(nn.Module):
+        def __init__(self, n_classes=4):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 6, 3, padding=1)
+            self.fmp = nn.FractionalMaxPool2d(2, output_ratio=(0.7, 0.7), return_indices=False)
+            self.conv2 = nn.Conv2d(6, 6, 3, padding=1)
+            self.lp = nn.LPPool2d(2, 2, stride=2)
+            self.attn = nn.Sequential(nn.Conv2d(6, 6, 1), nn.Softmax2d())
+            self.row_norm = nn.InstanceNorm1d(6, affine=True)
+            self.drop = nn.Dropout1d(p=0.0)
+            self.fc = nn.Linear(6, n_classes)
+
+        def forward(self, x, samples):
+            x = F.relu(self.conv1(x))
+            self.fmp._random_samples = samples
+            x = self.fmp(x)
+            x = F.relu(self.conv2(x))
+            x = self.lp(x)
+            x = x * self.attn(x)
+            rows = x.mean(3)
+            rows = self.drop(self.row_norm(rows))
+            return self.fc(rows.mean(2))
+
+    net = FMPNet()
+    init = load(m, net, state)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    losses = []
+    for step, pad_mode in enumerate(['reflection', 'border']):
+        x = torch.from_numpy(normal(rng, 2, 3, 12, 12))
+        y = torch.from_numpy(rng.integers(0, 4, 2))
+        with torch.no_grad():
+            x = random_affine(x)
+            if pad_mode == 'border':
+                x = F.grid_sample(x, F.affine_grid(torch.eye(2, 3).unsqueeze(0).repeat(2, 1, 1) * 1.1, [2, 3, 12, 12],
+                                                   align_corners=False), padding_mode='border', align_corners=False)
+            small = F.interpolate(x, size=(8, 8), mode='area')
+            x = F.interpolate(small, scale_factor=1.5, mode='nearest-exact', recompute_scale_factor=True)
+            x = unfold_fold_smooth(x)
+        samples = torch.from_numpy(rng.random((2, 6, 2), dtype=np.float32))
+        loss = F.cross_entropy(net(x, samples), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), x.sum().item(), small.abs().sum().item()]
+    return init, losses + summary(net.parameters())
+
+
+def test_device_augment_fmp():
+    compare(device_augment_fmp)
