@@ -24,7 +24,9 @@ MelGAN (weight-normed Conv1d/ConvTranspose1d, AvgPool1d(count_include_pad=False)
 wolny's 3D U-Net (layers from an order string, GroupNorm, ConvTranspose3d with output_size, 3-D nearest interpolation,
 per-channel Dice, a uint8 MeanIoU); a device-side augmentation pipeline beside Graham's fractional max-pooling (affine
 grids sampled with reflection and border padding, area and nearest-exact resizes, an unfold/fold average,
-FractionalMaxPool2d given its _random_samples, LPPool2d, Softmax2d, InstanceNorm1d, Dropout1d).
+FractionalMaxPool2d given its _random_samples, LPPool2d, Softmax2d, InstanceNorm1d, Dropout1d); a Bayesian-optimisation
+loop written by hand (an exact GP fitted by Adam, cholesky_solve and solve_triangular posteriors, Expected Improvement
+by Normal's cdf and log_prob, the acquisition maximised by LBFGS(line_search_fn="strong_wolfe") from several starts).
 
 Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
 weights summed into a few numbers, agree. Numpy draws what a script draws (torch.randn, rand, randint and random
@@ -4162,3 +4164,101 @@ def device_augment_fmp(m, state=None):
 
 def test_device_augment_fmp():
     compare(device_augment_fmp)
+
+
+# (y) a Bayesian-optimisation loop as BoTorch's tutorials write it by hand (an exact GP with an RBF kernel whose
+# log hyper-parameters are fitted by Adam on the marginal likelihood; the posterior by torch.linalg.cholesky with
+# jitter and torch.cholesky_solve; Expected Improvement by torch.distributions.Normal(0, 1)'s cdf and log_prob(...).exp();
+# the acquisition maximised over the input from several starts by optim.LBFGS(line_search_fn="strong_wolfe") with a
+# closure, clamped to the box under torch.no_grad()): torch.cdist for distances, 2 * log(diag(L)).sum() for the
+# log-determinant, best = argmax of acquisition values by torch.stack
+def bayes_opt(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Normal = torch.distributions.Normal
+    torch.manual_seed(0)
+    rng = np.random.default_rng(25)
+
+    def objective(x):
+        return np.sin(3 * x[:, 0]) + 0.5 * np.cos(5 * x[:, 1]) - (x ** 2).sum(1)
+
+    class ExactGP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.raw_lengthscale = nn.Parameter(torch.zeros(2))
+            self.raw_outputscale = nn.Parameter(torch.tensor(0.0))
+            self.raw_noise = nn.Parameter(torch.tensor(-2.0))
+
+        def kernel(self, a, b):
+            ls = F.softplus(self.raw_lengthscale)
+            d2 = torch.cdist(a / ls, b / ls).pow(2)
+            return F.softplus(self.raw_outputscale) * torch.exp(-0.5 * d2)
+
+        def mll(self, X, y):
+            n = X.shape[0]
+            K = self.kernel(X, X) + (F.softplus(self.raw_noise) + 1e-4) * torch.eye(n)
+            L = torch.linalg.cholesky(K)
+            alpha = torch.cholesky_solve(y.unsqueeze(-1), L)
+            return (-0.5 * (y.unsqueeze(0) @ alpha).squeeze() - torch.log(torch.diagonal(L)).sum()
+                    - 0.5 * n * math.log(2 * math.pi)) / n
+
+        def posterior(self, X, y, Xs):
+            n = X.shape[0]
+            K = self.kernel(X, X) + (F.softplus(self.raw_noise) + 1e-4) * torch.eye(n)
+            L = torch.linalg.cholesky(K)
+            Ks = self.kernel(X, Xs)
+            mean = (Ks.transpose(0, 1) @ torch.cholesky_solve(y.unsqueeze(-1), L)).squeeze(-1)
+            v = torch.linalg.solve_triangular(L, Ks, upper=False)
+            var = (F.softplus(self.raw_outputscale) - (v * v).sum(0)).clamp_min(1e-9)
+            return mean, var
+
+    def expected_improvement(gp, X, y, Xs, best_f):
+        mean, var = gp.posterior(X, y, Xs)
+        sigma = var.sqrt()
+        u = (mean - best_f) / sigma
+        normal = Normal(torch.zeros_like(u), torch.ones_like(u))
+        ucdf = normal.cdf(u)
+        updf = torch.exp(normal.log_prob(u))
+        return sigma * (updf + u * ucdf)
+
+    gp = ExactGP()
+    init = load(m, gp, state)
+    X_np = rng.uniform(-1, 1, (5, 2))
+    losses = []
+    for it in range(2):
+        X = torch.from_numpy(X_np.astype(np.float32))
+        y_np = objective(X_np)
+        y = torch.from_numpy(((y_np - y_np.mean()) / y_np.std()).astype(np.float32))
+        optimizer = torch.optim.Adam(gp.parameters(), lr=0.1)
+        for step in range(2):
+            optimizer.zero_grad()
+            loss = -gp.mll(X, y)
+            loss.backward()
+            optimizer.step()
+        losses += [loss.item()]
+        best_f = y.max()
+        starts = torch.from_numpy(rng.uniform(-1, 1, (2 - it, 2)).astype(np.float32))
+        candidates, values = [], []
+        for x0 in starts:
+            x = x0.clone().unsqueeze(0).requires_grad_(True)
+            lbfgs = torch.optim.LBFGS([x], lr=0.5, max_iter=3, line_search_fn="strong_wolfe")
+
+            def closure():
+                lbfgs.zero_grad()
+                acq = -expected_improvement(gp, X, y, x, best_f).sum()
+                acq.backward()
+                return acq
+
+            lbfgs.step(closure)
+            with torch.no_grad():
+                x.clamp_(-1, 1)
+                candidates.append(x.detach().clone())
+                values.append(expected_improvement(gp, X, y, x, best_f).sum())
+        best = torch.stack(values).argmax()
+        new_x = candidates[int(best)]
+        losses += [torch.stack(values).max().item(), new_x.sum().item()]
+        X_np = np.concatenate([X_np, new_x.detach().cpu().numpy().astype(np.float64)], 0)
+    return init, losses + summary(gp.parameters())
+
+
+def test_bayes_opt():
+    compare(bayes_opt)
