@@ -30,7 +30,7 @@ by Normal's cdf and log_prob, the acquisition maximised by LBFGS(line_search_fn=
 
 Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
 weights summed into a few numbers, agree. Numpy draws what a script draws (torch.randn, rand, randint and random
-are replaced by numpy's draws); shapes are tiny and runs take two or three steps. Where a parameter's gradient is
+are replaced by numpy's draws); shapes are tiny and runs take one to three steps. Where a parameter's gradient is
 rounding noise in both libraries (an attention key bias, a bias before a normalisation, a shift-invariant score) and
 Adam's step makes it lr-sized, its sum is left out, as each script says.
 
@@ -972,7 +972,7 @@ def bidaf(m, state=None):
     criterion = nn.CrossEntropyLoss()
     B, Tc, Tq, W = 2, 3, 2, 3
     losses = []
-    for step in range(2):
+    for step in range(1):
         c_lens, q_lens = np.array([3, 2]), np.array([1, 2])
         c_word = rng.integers(2, word_vocab, (B, Tc)) * (np.arange(Tc) < c_lens[:, None])
         q_word = rng.integers(2, word_vocab, (B, Tq)) * (np.arange(Tq) < q_lens[:, None])
@@ -3822,7 +3822,7 @@ def melgan(m, state=None):
     optG = torch.optim.Adam(netG.parameters(), lr=1e-3, betas=(0.5, 0.9))
     optD = torch.optim.Adam(netD.parameters(), lr=1e-3, betas=(0.5, 0.9))
     losses = []
-    for step in range(2):
+    for step in range(1):
         s_t_ = torch.from_numpy(normal(rng, 2, 4, 4))
         x_t = torch.from_numpy(np.tanh(normal(rng, 2, 1, 32)))
         x_pred_t = netG(s_t_)
@@ -4240,7 +4240,7 @@ def bayes_opt(m, state=None):
         candidates, values = [], []
         for x0 in starts:
             x = x0.clone().unsqueeze(0).requires_grad_(True)
-            lbfgs = torch.optim.LBFGS([x], lr=0.5, max_iter=3, line_search_fn="strong_wolfe")
+            lbfgs = torch.optim.LBFGS([x], lr=0.5, max_iter=2, line_search_fn="strong_wolfe")
 
             def closure():
                 lbfgs.zero_grad()
