@@ -11,7 +11,7 @@ RexYing's DiffPool (a BatchNorm1d made in forward, soft assignments, the link-pr
 (skip-GRU by view/permute, the highway, the Optim wrapper's manual clipping); pytorch-softdtw (a Function running
 numpy between torch.Tensor(...).to(dev).type(dtype)); ermongroup's NeuralSort and SoftSort (a hard permutation by
 P[b, r, c] = 1 and the straight-through trick); taesungp's CUT (PatchNCE with a bool eye, MLPs made in the sampler's
-first forward, packaging.version on torch.__version__); invertible-resnet / residual-flows (a power-series log
+first forward, the mask dtype by torch.__version__); invertible-resnet / residual-flows (a power-series log
 determinant by autograd.grad(create_graph=True), spectral norm by hand with F.normalize(out=)); Demucs v2 (GLU, Conv-
 Transpose1d, center_trim, augmentations by gather); a Double DQN with prioritised replay (a numpy SumTree, copy.deepcopy
 for the target network); the Music Transformer's relative attention (the pad-and-reshape skew); FCOS's loss (targets
@@ -1396,7 +1396,8 @@ def xdeepfm(m, state=None):
                 self.conv1ds.append(nn.Conv1d(self.field_nums[-1] * self.field_nums[0], size, 1))
                 if self.split_half:
                     if i != len(self.layer_size) - 1 and size % 2 > 0:
-                        raise ValueError("layer_size must be even number except for the last layer when split_half=True")
+                        raise ValueError("layer_size must be even number except for the last layer when "
+                                         "split_half=True")
                     self.field_nums.append(size // 2)
                 else:
                     self.field_nums.append(size)
@@ -1927,15 +1928,14 @@ def test_neuralsort():
     compare(neuralsort)
 
 
-# (l) taesungp/contrastive-unpaired-translation (models/patchnce.py's PatchNCELoss, models/networks.py's
-# PatchSampleF, Normalize and GANLoss('lsgan'), models/cut_model.py's data_dependent_initialize and optimize_parameters):
-# the mask dtype chosen by packaging's version.parse(torch.__version__), the sampler's MLPs made lazily in its first
+# (l) taesungp/contrastive-unpaired-translation (models/patchnce.py's PatchNCELoss, models/networks.py's PatchSampleF,
+# Normalize and GANLoss('lsgan'), models/cut_model.py's data_dependent_initialize and optimize_parameters): the mask
+# dtype chosen by torch.__version__ (the source parses it with packaging), the sampler's MLPs made lazily in its first
 # forward and its optimizer made after it, patches by feat.permute(0, 2, 3, 1).flatten(1, 2)[:, patch_id, :] with
 # numpy's permutation, l_neg_curbatch.masked_fill_(diagonal, -10.0) with a bool eye, CrossEntropyLoss(reduction='none')
 # against zeros, GANLoss's targets as register_buffer(torch.tensor(1.0)) and .expand_as(prediction)
 def cut(m, state=None):
     torch, nn = m.torch, m.nn
-    from packaging import version
     torch.manual_seed(0)
     rng = np.random.default_rng(12)
 
@@ -1944,7 +1944,9 @@ def cut(m, state=None):
             super().__init__()
             self.opt = opt
             self.cross_entropy_loss = torch.nn.CrossEntropyLoss(reduction='none')
-            self.mask_dtype = torch.uint8 if version.parse(torch.__version__) < version.parse('1.2.0') else torch.bool
+            # the source's version.parse(torch.__version__) < version.parse('1.2.0'), without packaging
+            version = tuple(int(v) for v in torch.__version__.split('+')[0].split('.')[:2])
+            self.mask_dtype = torch.uint8 if version < (1, 2) else torch.bool
 
         def forward(self, feat_q, feat_k):
             num_patches = feat_q.shape[0]
@@ -2095,7 +2097,8 @@ def cut(m, state=None):
 
     opt = Opt()
     netG = Generator()
-    netD = nn.Sequential(nn.Conv2d(3, 4, 4, stride=2, padding=1), nn.LeakyReLU(0.2, True), nn.Conv2d(4, 1, 3, padding=1))
+    netD = nn.Sequential(nn.Conv2d(3, 4, 4, stride=2, padding=1), nn.LeakyReLU(0.2, True),
+                         nn.Conv2d(4, 1, 3, padding=1))
     netF = PatchSampleF(use_mlp=True, nc=16)  # with few units a patch whose ReLUs all die gives a zero vector, NaN
     init_weights(netG)
     init_weights(netD)
@@ -2855,7 +2858,8 @@ def fcos_loss(m, state=None):
         p = torch.sigmoid(logits)
         term1 = (1 - p) ** gamma * torch.log(p)
         term2 = p ** gamma * torch.log(1 - p)
-        return -(t == class_range).float() * term1 * alpha - ((t != class_range) * (t >= 0)).float() * term2 * (1 - alpha)
+        return -(t == class_range).float() * term1 * alpha - ((t != class_range) * (t >= 0)).float() * term2 * (
+            1 - alpha)
 
     class IOULoss(nn.Module):
         def __init__(self, loss_type="iou"):
@@ -2907,8 +2911,8 @@ def fcos_loss(m, state=None):
     class FCOSHead(nn.Module):
         def __init__(self, in_channels=4):
             super().__init__()
-            self.cls_tower = nn.Sequential(nn.Conv2d(in_channels, in_channels, 3, padding=1), nn.GroupNorm(2, in_channels),
-                                           nn.ReLU())
+            self.cls_tower = nn.Sequential(nn.Conv2d(in_channels, in_channels, 3, padding=1),
+                                           nn.GroupNorm(2, in_channels), nn.ReLU())
             self.cls_logits = nn.Conv2d(in_channels, num_classes, 3, padding=1)
             self.bbox_pred = nn.Conv2d(in_channels, 4, 3, padding=1)
             self.centerness = nn.Conv2d(in_channels, 1, 3, padding=1)
@@ -4088,9 +4092,9 @@ def test_unet3d():
 # (x) a batch augmentation pipeline on the device in kornia's and Graham's style beside a fractional max-pooling
 # network: a random affine per image by F.affine_grid(theta, size, align_corners=False) and F.grid_sample(...,
 # padding_mode='reflection' or 'border'), a resize by F.interpolate(mode='area') and another by mode='nearest-exact'
-# with recompute_scale_factor=True, nn.FractionalMaxPool2d(2, output_ratio=...) given its _random_samples (numpy's here),
-# nn.LPPool2d, nn.Softmax2d, an unfold/fold round trip that averages overlapping patches by a fold of ones, Dropout1d
-# and InstanceNorm1d over a sequence of row features
+# with recompute_scale_factor=True, nn.FractionalMaxPool2d(2, output_ratio=...) given its _random_samples (numpy's
+# here), nn.LPPool2d, nn.Softmax2d, an unfold/fold round trip that averages overlapping patches by a fold of ones,
+# Dropout1d and InstanceNorm1d over a sequence of row features
 def device_augment_fmp(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     torch.manual_seed(0)
@@ -4166,12 +4170,12 @@ def test_device_augment_fmp():
     compare(device_augment_fmp)
 
 
-# (y) a Bayesian-optimisation loop as BoTorch's tutorials write it by hand (an exact GP with an RBF kernel whose
-# log hyper-parameters are fitted by Adam on the marginal likelihood; the posterior by torch.linalg.cholesky with
-# jitter and torch.cholesky_solve; Expected Improvement by torch.distributions.Normal(0, 1)'s cdf and log_prob(...).exp();
-# the acquisition maximised over the input from several starts by optim.LBFGS(line_search_fn="strong_wolfe") with a
-# closure, clamped to the box under torch.no_grad()): torch.cdist for distances, 2 * log(diag(L)).sum() for the
-# log-determinant, best = argmax of acquisition values by torch.stack
+# (y) a Bayesian-optimisation loop as BoTorch's tutorials write it by hand (an exact GP with an RBF kernel whose log
+# hyper-parameters are fitted by Adam on the marginal likelihood; the posterior by torch.linalg.cholesky with jitter and
+# torch.cholesky_solve; Expected Improvement by torch.distributions.Normal(0, 1)'s cdf and log_prob(...).exp(); the
+# acquisition maximised over the input from several starts by optim.LBFGS(line_search_fn="strong_wolfe") with a closure,
+# clamped to the box under torch.no_grad()): torch.cdist for distances, 2 * log(diag(L)).sum() for the log-determinant,
+# best = argmax of acquisition values by torch.stack
 def bayes_opt(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     Normal = torch.distributions.Normal
