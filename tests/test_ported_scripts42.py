@@ -26,7 +26,9 @@ per-channel Dice, a uint8 MeanIoU); a device-side augmentation pipeline beside G
 grids sampled with reflection and border padding, area and nearest-exact resizes, an unfold/fold average,
 FractionalMaxPool2d given its _random_samples, LPPool2d, Softmax2d, InstanceNorm1d, Dropout1d); a Bayesian-optimisation
 loop written by hand (an exact GP fitted by Adam, cholesky_solve and solve_triangular posteriors, Expected Improvement
-by Normal's cdf and log_prob, the acquisition maximised by LBFGS(line_search_fn="strong_wolfe") from several starts).
+by Normal's cdf and log_prob, the acquisition maximised by LBFGS(line_search_fn="strong_wolfe") from several starts);
+the implicit-layers tutorial's Deep Equilibrium model (Anderson acceleration under no_grad, an implicit backward by a
+tensor hook that calls autograd.grad inside the backward).
 
 Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
 weights summed into a few numbers, agree. Numpy draws what a script draws (torch.randn, rand, randint and random
@@ -4266,3 +4268,101 @@ def bayes_opt(m, state=None):
 
 def test_bayes_opt():
     compare(bayes_opt)
+
+
+# (z) the Deep Equilibrium model of locuslab's implicit-layers tutorial (chapter 4's ResNetLayer, anderson solver and
+# DEQFixedPoint): a fixed point found under torch.no_grad() by Anderson acceleration (histories written by X[:, k % m]
+# = ..., a bordered H by bmm plus lam * eye, alpha by torch.linalg.solve for the removed torch.solve, residuals read by
+# .norm().item()), the tape re-engaged by one more f call, and the implicit backward by a hook on z that runs the
+# solver again on autograd.grad(f0, z0, y, retain_graph=True)[0] + grad inside the backward
+def deq_anderson(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    autograd = torch.autograd
+    torch.manual_seed(0)
+    rng = np.random.default_rng(26)
+
+    class ResNetLayer(nn.Module):
+        def __init__(self, n_channels, n_inner_channels, kernel_size=3, num_groups=2):
+            super().__init__()
+            self.conv1 = nn.Conv2d(n_channels, n_inner_channels, kernel_size, padding=kernel_size // 2, bias=False)
+            self.conv2 = nn.Conv2d(n_inner_channels, n_channels, kernel_size, padding=kernel_size // 2, bias=False)
+            self.norm1 = nn.GroupNorm(num_groups, n_inner_channels)
+            self.norm2 = nn.GroupNorm(num_groups, n_channels)
+            self.norm3 = nn.GroupNorm(num_groups, n_channels)
+            self.conv1.weight.data.normal_(0, 0.01)
+            self.conv2.weight.data.normal_(0, 0.01)
+
+        def forward(self, z, x):
+            y = self.norm1(F.relu(self.conv1(z)))
+            return self.norm3(F.relu(z + self.norm2(x + self.conv2(y))))
+
+    def anderson(f, x0, m=3, lam=1e-4, max_iter=6, tol=1e-9, beta=1.0):
+        bsz, d, H, W = x0.shape
+        X = torch.zeros(bsz, m, d * H * W, dtype=x0.dtype, device=x0.device)
+        F_ = torch.zeros(bsz, m, d * H * W, dtype=x0.dtype, device=x0.device)
+        X[:, 0], F_[:, 0] = x0.view(bsz, -1), f(x0).view(bsz, -1)
+        X[:, 1], F_[:, 1] = F_[:, 0], f(F_[:, 0].view_as(x0)).view(bsz, -1)
+        H = torch.zeros(bsz, m + 1, m + 1, dtype=x0.dtype, device=x0.device)
+        H[:, 0, 1:] = H[:, 1:, 0] = 1
+        y = torch.zeros(bsz, m + 1, 1, dtype=x0.dtype, device=x0.device)
+        y[:, 0] = 1
+        res = []
+        for k in range(2, max_iter):
+            n = min(k, m)
+            G = F_[:, :n] - X[:, :n]
+            H[:, 1:n + 1, 1:n + 1] = torch.bmm(G, G.transpose(1, 2)) + lam * torch.eye(n, dtype=x0.dtype,
+                                                                                      device=x0.device)[None]
+            alpha = torch.linalg.solve(H[:, :n + 1, :n + 1], y[:, :n + 1])[:, 1:n + 1, 0]
+            X[:, k % m] = beta * (alpha[:, None] @ F_[:, :n])[:, 0] + (1 - beta) * (alpha[:, None] @ X[:, :n])[:, 0]
+            F_[:, k % m] = f(X[:, k % m].view_as(x0)).view(bsz, -1)
+            res.append((F_[:, k % m] - X[:, k % m]).norm().item() / (1e-5 + F_[:, k % m].norm().item()))
+            if res[-1] < tol:
+                break
+        return X[:, k % m].view_as(x0), res
+
+    class DEQFixedPoint(nn.Module):
+        def __init__(self, f, solver, **kwargs):
+            super().__init__()
+            self.f = f
+            self.solver = solver
+            self.kwargs = kwargs
+
+        def forward(self, x):
+            with torch.no_grad():
+                z, self.forward_res = self.solver(lambda z: self.f(z, x), torch.zeros_like(x), **self.kwargs)
+            z = self.f(z, x)
+            z0 = z.clone().detach().requires_grad_()
+            f0 = self.f(z0, x)
+
+            def backward_hook(grad):
+                g, self.backward_res = self.solver(lambda y: autograd.grad(f0, z0, y, retain_graph=True)[0] + grad,
+                                                   grad, **self.kwargs)
+                return g
+            z.register_hook(backward_hook)
+            return z
+
+    chan = 4
+    f = ResNetLayer(chan, 6, kernel_size=3)
+    model = nn.Sequential(nn.Conv2d(1, chan, kernel_size=3, bias=True, padding=1), nn.BatchNorm2d(chan),
+                          DEQFixedPoint(f, anderson, tol=1e-9, max_iter=4, m=3), nn.BatchNorm2d(chan),
+                          nn.AvgPool2d(4, 4), nn.Flatten(), nn.Linear(chan * 1 * 1, 3))
+    init = load(m, model, state)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(opt, 2, eta_min=1e-6)
+    losses = []
+    for step in range(2):
+        X = torch.from_numpy(normal(rng, 2, 1, 4, 4))
+        y = torch.from_numpy(rng.integers(0, 3, 2))
+        yp = model(X)
+        loss = nn.CrossEntropyLoss()(yp, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        scheduler.step()
+        deq = model[2]
+        losses += [loss.item(), len(deq.forward_res), len(deq.backward_res), deq.forward_res[-1]]
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_deq_anderson():
+    compare(deq_anderson)
