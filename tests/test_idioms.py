@@ -58,6 +58,22 @@ def test_normalize_cosine_similarity_kl_div_as_torch(rng):
                                                       log_target=True), [(x, xr), (y, yr)], rng)
 
 
+def test_normalize_out_as_torch(rng):
+    """torch.nn.utils.spectral_norm's power iteration writes normalize's result into its buffer by out=."""
+    w = rng.standard_normal((5, 3)).astype(np.float32)
+    u = rng.standard_normal(5).astype(np.float32)
+    results = []
+    for lib, fn in ((tnet, F), (torch, torch.nn.functional)):
+        weight, v = lib.tensor(w, requires_grad=True), lib.empty(0)  # out resized, as torch resizes it
+        with lib.no_grad():
+            returned = fn.normalize(lib.mv(weight.t(), lib.tensor(u)), dim=0, eps=1e-12, out=v)
+        assert returned is v
+        results.append(np.asarray(v.numpy()))
+        with pytest.raises(RuntimeError, match="don't support automatic differentiation"):
+            fn.normalize(weight, dim=0, out=lib.zeros(5, 3))
+    np.testing.assert_allclose(*results, rtol=1e-6)
+
+
 def test_kl_div_of_a_zero_target_is_zero():
     out = F.kl_div(tnet.tensor([[-1.0, -2.0]]), tnet.tensor([[0.0, 1.0]]), reduction="none")
     assert out.numpy().tolist() == [[0.0, 2.0]]

@@ -87,6 +87,27 @@ def test_module_tree_matches_torch():
     assert "(bn): BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)" in repr(net)
 
 
+def test_deepcopy_of_a_parameter_as_torch():
+    """torch's Parameter.__deepcopy__ copies the values and requires_grad only: a deep-copied model (a DQN's target
+    network, an EMA copy) has no gradients, even where the original had them."""
+    for lib in (tnet, torch):
+        model = lib.nn.Linear(2, 3)
+        model(lib.ones(1, 2)).sum().backward()
+        model.bias.requires_grad_(False)
+        model.weight.note = "x"
+        target = copy.deepcopy(model)
+        assert all(p.grad is None for p in target.parameters())
+        assert type(target.weight) is type(model.weight) and not hasattr(target.weight, "note")
+        assert target.weight.requires_grad and not target.bias.requires_grad
+        with lib.no_grad():
+            target.weight.add_(1.0)
+        assert np.allclose(target.weight.detach().numpy(), model.weight.detach().numpy() + 1.0)
+    tied = tnet.nn.Sequential(tnet.nn.Linear(2, 2), tnet.nn.Linear(2, 2))
+    tied[1].weight = tied[0].weight
+    copied = copy.deepcopy(tied)
+    assert copied[1].weight is copied[0].weight and copied[0].weight is not tied[0].weight
+
+
 def test_module_state_dict_round_trip(rng, ieee):
     """A training step changes the running statistics; a copy of its state_dict (tensors on the
     module's memory, as torch's) loads into a fresh network, and so does torch's state_dict;

@@ -3,6 +3,7 @@ forward and backward against torch in float64, on odd shapes, broadcasting, numb
 NCHW and channels-last, strided views, 16-bit storage and type promotion, NaN; comparisons, logical
 ops and where; the flat ReLU, add and scale kernels."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -224,6 +225,17 @@ def test_integer_arithmetic_promotes_as_torch(rng):
                      (ta * 2.5, ra * 2.5), (tf + ta, rf + ra), (ta - tf, ra - rf)]:
         assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
         assert_close(got.memory, ref, TOL["ieee"])
+
+
+def test_bool_subtraction_raises_torch_messages():
+    """torch names two bool operands (a Python bool counts) apart from one: `^` for the first, `~` for the other."""
+    for make in (lambda lib: lib.tensor([True]) - lib.tensor([False]), lambda lib: lib.tensor([True]) - True,
+                 lambda lib: lib.tensor([True]) - 1, lambda lib: 1 - lib.tensor([True]),
+                 lambda lib: lib.tensor([2]) - lib.tensor([True]), lambda lib: -lib.tensor([True])):
+        with pytest.raises(RuntimeError) as theirs:
+            make(torch)
+        with pytest.raises(RuntimeError, match=f"^{re.escape(str(theirs.value))}$"):
+            make(tnet)
 
 
 # ---- activations at NaN and at their kinks; the inplace= flag --------------------------------

@@ -333,7 +333,7 @@ def test_integer_sums():
     flags = tnet.tensor(np.arange(3000) % 3 == 0)
     assert flags.sum().item() == 1000 and flags.sum(0, keepdim=True).shape == (1,)
     assert F.sum(tnet.tensor(np.ones((3, 0), np.int64)), 1).numpy().tolist() == [0, 0, 0]
-    with pytest.raises(RuntimeError, match="could not infer output dtype"):
+    with pytest.raises(RuntimeError, match="could not infer output dtype.*Got: Long$"):  # torch's message
         big.mean()
 
 

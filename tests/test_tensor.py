@@ -605,6 +605,25 @@ def test_float64_is_refused_where_a_tensor_is_made():
         with pytest.raises(TypeError, match=rf"^{name}: .*float64[^\n]*$"):
             make()
 
+def test_python_types_as_dtypes_as_torch():
+    """torch's argument parser takes Python's bool and int for torch.bool and torch.int64 (`torch.zeros(n,
+    dtype=bool)`, `labels.to(int)`), and float for float64, which tnet refuses as above."""
+    x = [1.5, 0.0]
+    for make in (lambda lib, t: lib.zeros(2, dtype=t), lambda lib, t: lib.ones(2, dtype=t),
+                 lambda lib, t: lib.full((2,), 1, dtype=t), lambda lib, t: lib.eye(2, dtype=t),
+                 lambda lib, t: lib.tensor(x, dtype=t), lambda lib, t: lib.tensor(x).to(t),
+                 lambda lib, t: lib.tensor(x).to(dtype=t), lambda lib, t: lib.tensor(x).new_zeros(2, dtype=t),
+                 lambda lib, t: lib.tensor(x).sum(dtype=t), lambda lib, t: lib.arange(2, dtype=int),
+                 lambda lib, t: lib.linspace(0, 2, 3, dtype=int), lambda lib, t: lib.tensor([1, 0]).view(int)):
+        for t in (bool, int):
+            ours, theirs = make(tnet, t), make(torch, t)
+            assert ours.dtype == theirs.dtype and ours.tolist() == theirs.tolist()
+    for make in (lambda: tnet.zeros(2, dtype=float), lambda: tnet.tensor(x, dtype=float),
+                 lambda: tnet.tensor(x).to(float), lambda: tnet.arange(2, dtype=float)):
+        with pytest.raises(TypeError, match="float64"):
+            make()
+
+
 # ---- the tensor surface of the eighth session (ops3) --------------------------------------------
 
 def test_a_host_torch_tensor_wrapped_lands_on_tnets_device():

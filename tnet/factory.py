@@ -234,21 +234,21 @@ def full(size, fill_value, dtype=None, layout=torch.strided, device=None, requir
     check_factory_device("full", device)
     check_layout("full", layout)
     if dtype is not None:  # the argument's type before the size's values, as torch's parser
-        check_dtype("full", dtype)
+        dtype = check_dtype("full", dtype)
     data = torch.full(_size("full", (size,)), fill_value, dtype=dtype, device=DEVICE)
     return _leaf("full", data, requires_grad)
 
 
 @_with_out
 def zeros(*sizes, size=None, dtype=None, layout=torch.strided, device=None, requires_grad=False):
-    check_dtype("zeros", dtype or float32)
-    return full(_size("zeros", sizes, size), 0.0, dtype or float32, layout, device, requires_grad)
+    dtype = check_dtype("zeros", dtype or float32)
+    return full(_size("zeros", sizes, size), 0.0, dtype, layout, device, requires_grad)
 
 
 @_with_out
 def ones(*sizes, size=None, dtype=None, layout=torch.strided, device=None, requires_grad=False):
-    check_dtype("ones", dtype or float32)
-    return full(_size("ones", sizes, size), 1.0, dtype or float32, layout, device, requires_grad)
+    dtype = check_dtype("ones", dtype or float32)
+    return full(_size("ones", sizes, size), 1.0, dtype, layout, device, requires_grad)
 
 
 class DefaultGenerator:
@@ -404,7 +404,7 @@ def arange(*bounds, start=None, end=None, step=None, dtype=None, layout=torch.st
     step), by position or keyword; another (a step or a start without an end) is its TypeError."""
     check_factory_device("arange", device)
     check_layout("arange", layout)
-    check_dtype("arange", dtype or float32)
+    dtype = dtype if dtype is None else check_dtype("arange", dtype)
     if len(bounds) > 3:
         raise InputTypeError(f"arange() takes from 1 to 3 positional arguments but {len(bounds)} were given")
     if len(bounds) == 1 and end is None:  # arange(end), which takes no step
@@ -457,7 +457,7 @@ def eye(n, m=None, dtype=None, layout=torch.strided, device=None, requires_grad=
     check_factory_device("eye", device)
     check_layout("eye", layout)
     if dtype is not None:
-        check_dtype("eye", dtype)
+        dtype = check_dtype("eye", dtype)
     if n < 0 or m is not None and m < 0:
         raise InputError(f"eye: n and m must be greater or equal to 0, got {n} and {m}")
     return _leaf("eye", as_storage(np.eye(n, n if m is None else m), dtype or float32), requires_grad)

@@ -338,7 +338,7 @@ def as_storage(data, dtype=None):
     if dtype is None:
         dtype = (data.dtype if data.dtype in (torch.float16, torch.bfloat16, torch.bool, torch.uint8)
                  else torch.float32 if data.is_floating_point() else torch.int64)
-    check_dtype("tensor", dtype)
+    dtype = check_dtype("tensor", dtype)
     return data.to(device=DEVICE, dtype=dtype, copy=True).contiguous()
 
 
@@ -398,13 +398,24 @@ def _tensors_as_scalars(data):
     return (t.float() if t.dtype == torch.bfloat16 else t).numpy()[()]
 
 
+PYTHON_DTYPES = {bool: torch.bool, int: torch.int64, float: torch.float64, complex: torch.complex128}
+
+
+def as_dtype(dtype):
+    """torch's argument parser's dtype: Python's bool, int, float and complex stand for torch.bool, torch.int64,
+    torch.float64 and torch.complex128 (`torch.zeros(n, dtype=bool)`, `x.to(int)`); anything else as it is."""
+    return PYTHON_DTYPES.get(dtype, dtype) if isinstance(dtype, type) else dtype
+
+
 def check_dtype(name, dtype):
-    """TypeError for a dtype that no tnet kernel computes in (float64, complex), at a tensor's making,
-    not at its first op; torch's TypeError for what is no dtype."""
+    """The torch.dtype that dtype names (as_dtype); TypeError for a dtype that no tnet kernel computes in (float64,
+    complex), at a tensor's making, not at its first op; torch's TypeError for what is no dtype."""
+    dtype = as_dtype(dtype)
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"{name}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
     if dtype == torch.float64 or dtype.is_complex:
         raise TypeError(f"{name}: tnet has no {dtype} kernels (float32, float16, bfloat16); use torch.float32")
+    return dtype
 
 
 _backward_callbacks = []  # queue_callback's, run once at the end of the backward under way or the next

@@ -26,7 +26,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
 from ..kernels.launch import as_value_of, at_least, check_batch_only_empty, no_host_read, pair
-from ..tensor import (Tensor, as_int, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
+from ..tensor import (Tensor, as_dtype, as_int, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
 from .pad import pad
@@ -384,14 +384,14 @@ def view(x, *shape, size=None, dtype=None):
     off the tape, as torch's."""
     check_tensors("view", x=x)
     shape = (dtype,) if dtype is not None and not shape else shape
-    if len(shape) == 1 and isinstance(shape[0], torch.dtype):
-        check_dtype("view", shape[0])
+    if len(shape) == 1 and (isinstance(shape[0], torch.dtype) or as_dtype(shape[0]) is not shape[0]):
+        dtype = check_dtype("view", shape[0])
         try:
-            return Tensor(x.memory.detach().view(shape[0]))
+            return Tensor(x.memory.detach().view(dtype))
         except RuntimeError:
             if not _nhwc_memory(x.memory):
                 raise
-            return Tensor(_nchw_copy(x.memory.detach()).view(shape[0]))
+            return Tensor(_nchw_copy(x.memory.detach()).view(dtype))
     shape = sizes_or_keyword("view", shape, "size", size)
     try:
         y = x.memory.view(shape)
@@ -954,13 +954,13 @@ def to(x, *args, **kwargs):
     if kwargs:
         raise TypeError(f"to: unexpected arguments {sorted(kwargs)}")
     for arg in (a.dtype if isinstance(a, Tensor) else a for a in args):  # to(other): other's dtype, one device
-        if isinstance(arg, torch.dtype):
+        if isinstance(arg, torch.dtype) or as_dtype(arg) is not arg:
             dtype = arg
         else:
             device = arg
     check_device("to", device)
     if dtype is not None:
-        check_dtype("to", dtype)
+        dtype = check_dtype("to", dtype)
     if layout != torch.preserve_format:
         return contiguous(to(x, dtype=dtype), layout)
     if dtype is None or dtype == x.dtype:

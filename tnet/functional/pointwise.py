@@ -218,6 +218,8 @@ def sub(input, other, *deprecated, alpha=1):
 
 SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
             "use the `~` or `logical_not()` operator instead.")
+SUB_BOOLS = ("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
+             "operator instead.")  # torch's where both operands are bool (a Python bool counts)
 
 
 def add_or_sub(name, input, other, into=None):
@@ -225,8 +227,8 @@ def add_or_sub(name, input, other, into=None):
     of the result's shape (input's own memory, for add_ and sub_ with grad) that the kernel writes,
     as neither gradient reads the operands."""
     a, b = _operands(name, input, other)
-    check(name == "add" or not any(v is True or v is False or getattr(v, "dtype", None) == torch.bool for v in (a, b)),
-          SUB_BOOL)
+    bools = [v is True or v is False or getattr(v, "dtype", None) == torch.bool for v in (a, b)]
+    check(name == "add" or not any(bools), lambda: SUB_BOOLS if all(bools) else SUB_BOOL)
     y = _pw.pointwise(name, a, b) if into is None else \
         _pw.pointwise(name, a, b, channels_last=is_channels_last(into), out=into)
     need_b = needs_grad(other)[0]

@@ -64,7 +64,7 @@ def sum_or_mean(name, input, dim, keepdim, mean):
     dims = _dims(name, input, dim, keepdim)
     integer = _reduce.integer(input.memory)
     check(not (mean and integer), lambda: f"{name}(): could not infer output dtype. Input dtype must be either a "
-                                          f"floating point or complex dtype. Got: {input.dtype}")
+                                          f"floating point or complex dtype. Got: {DTYPE_NAMES[input.dtype]}")
     if input.numel() == 0:  # torch's values for no elements: sums 0, means nan (0 / 0); gradients of no elements
         out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0,
                          dtype=torch.int64 if integer else input.dtype, device=input.device)
@@ -858,9 +858,12 @@ def _two_norm(input, dim, keepdim):
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
-    """input / max(||input||_p over dim, eps), as torch.nn.functional.normalize."""
-    check(out is None, "normalize: out= is not supported")
-    return div(input, clamp_min(norm(input, p, dim, keepdim=True), eps))
+    """input / max(||input||_p over dim, eps), as torch.nn.functional.normalize. With out=, the quotient is
+    written into out as torch's torch.div(..., out=out) writes it (spectral_norm's power iteration's
+    `v = normalize(torch.mv(weight.t(), u), dim=0, eps=eps, out=v)`): not differentiable, so under grad mode an
+    input requiring grad raises div()'s RuntimeError, as torch's."""
+    result = div(input, clamp_min(norm(input, p, dim, keepdim=True), eps))
+    return result if out is None else write_out("div", out, result, (input,))
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):

@@ -13,7 +13,7 @@ from ..kernels import reduce as _reduce
 from ..kernels import softmax as _softmax
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, check, check_type
-from ..tensor import Tensor, dim_index, in_layout, record
+from ..tensor import Tensor, as_dtype, dim_index, in_layout, record
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
 from .pointwise import exp, mul, ne, neg, sub, where
 from .reduce import mean, one_hot, sum
@@ -31,6 +31,7 @@ def _rows(name, x, dim, dtype):
     """(x cast to dtype, its storage as contiguous rows [R, C] along dim, the moved shape, dim)."""
     check_tensors(name, x=x)
     if dtype is not None:
+        dtype = as_dtype(dtype)
         check_type(isinstance(dtype, torch.dtype), lambda: f"{name}(): argument 'dtype' must be torch.dtype, not "
                                                            f"{type(dtype).__name__}")
         x = x.to(dtype)

@@ -74,6 +74,17 @@ class Parameter(Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()  # torch's
 
+    def __deepcopy__(self, memo):
+        """A new Parameter holding a copy of the values, with requires_grad (and Caffe's multipliers), as torch's:
+        neither the gradient nor other attributes come along, so `target = copy.deepcopy(model)` starts
+        without gradients."""
+        if id(self) not in memo:
+            result = Parameter.__new__(type(self))
+            Parameter.__init__(result, self.memory.clone(), self.lr_mult, self.decay_mult,
+                               requires_grad=self.requires_grad)
+            memo[id(self)] = result
+        return memo[id(self)]
+
     @property
     def memory(self):
         return self._memory
