@@ -1821,6 +1821,9 @@ def test_seeds_319_up_as_torch(call):
     lambda m, f, t: f.dropout1d(m.ones(2, 3, 4), 0.5, training=1), lambda m, f, t: f.dropout3d(m.ones(1, 2, 2, 2, 2), training=[1]),
     lambda m, f, t: f.alpha_dropout(m.ones(3), 0.5, training=-7), lambda m, f, t: f.feature_alpha_dropout(m.ones(2, 2), training=1),
     lambda m, f, t: m.bartlett_window(2, periodic=-7), lambda m, f, t: m.hann_window(3, periodic=1.5),
-    lambda m, f, t: m.adjoint(t(3.0)), lambda m, f, t: m.adjoint(t([1.0, 2.0]))])
+    lambda m, f, t: m.adjoint(t(3.0)), lambda m, f, t: m.adjoint(t([1.0, 2.0])),
+    lambda m, f, t: m.tensor(m.result_type(t(1.0), m.zeros(1, 3, 0, dtype=torch.bfloat16)) == torch.bfloat16),
+    lambda m, f, t: m.randn_like(m.zeros(0, 5, dtype=torch.bool)), lambda m, f, t: m.rand_like(m.zeros(0, 5).long()),
+    lambda m, f, t: m.gradient(t([[1.0, 2.5, 4.0]]), spacing="x")[0]])
 def test_seeds_of_the_aliases_as_torch(call):
     _same_outcome(call, rtol=1e-2)

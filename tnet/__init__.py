@@ -47,8 +47,9 @@ from torch import can_cast, dtype, layout, promote_types, strided  # noqa: E402
 
 def result_type(tensor1, tensor2):
     """The dtype torch's promotion gives tensor1 and tensor2 (tnet tensors or Python numbers)."""
-    return _torch.result_type(*[_torch.empty((), dtype=t.dtype, device="meta") if isinstance(t, Tensor) else t
-                                for t in (tensor1, tensor2)])
+    # meta stand-ins of the tensors' dtypes and ranks: a 0-d tensor promotes as a number of its kind does
+    return _torch.result_type(*[_torch.empty((1,) * (t.ndim > 0), dtype=t.dtype, device="meta") if isinstance(t, Tensor)
+                                else t for t in (tensor1, tensor2)])
 # torch's other factories, its host generator and its legacy typed constructors (tnet.FloatTensor(...))
 from .factory import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, Generator,
                       HalfTensor, IntTensor, LongTensor, ShortTensor, arange, default_generator, empty, empty_like, eye,

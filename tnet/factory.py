@@ -306,7 +306,9 @@ def _random_tensor(name, size, dtype, device, requires_grad, normal, generator=N
     dtype = dtype or float32
     if not isinstance(dtype, torch.dtype):
         raise InputTypeError(f"{name}(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
-    if not dtype.is_floating_point:  # torch's kernels have no integer form
+    if not dtype.is_floating_point:  # torch's kernels have no integer form (its normal one is not run for no elements)
+        if normal and 0 in size:
+            return _leaf(name, torch.empty(size, dtype=dtype, device=DEVICE), requires_grad)
         raise not_implemented(f"normal_kernel_{DEVICE.type}" if normal else "check_uniform_bounds", dtype)
     if dtype not in _random.FLOATS:
         raise ValueError(f"{name}: draws float tensors ({', '.join(map(str, _random.FLOATS))}), got {dtype}")

@@ -3,12 +3,13 @@ margin, multi-label, Poisson and Gaussian losses, triplet_margin_with_distance_l
 embedding_bag; and torch.stft in its real form. No kernels of their own."""
 import functools
 import math
+import numbers
 import warnings
 
 import numpy as np
 import torch
 
-from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check
+from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, InputTypeError, check
 from ..tensor import Tensor, as_storage, dim_index
 from .copy import cat, embedding, embedding_renorm_, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
 from .copy import to, unfold_windows
@@ -412,6 +413,9 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     dims = list(range(input.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
     dims = [dim_index(d, input.ndim) for d in dims]
+    if not isinstance(spacing, (numbers.Real, list, tuple, Tensor)):  # torch's argument parser
+        raise InputTypeError(f"gradient(): spacing must be a number, a list of them or of tensors, got "
+                             f"{type(spacing).__name__}")
     spacings = list(spacing) if isinstance(spacing, (list, tuple)) else [spacing] * len(dims)
     if len(spacings) != len(dims):
         raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar, or a list of length equal to "
