@@ -111,6 +111,24 @@ def test_autocast_defaults_decorator_and_errors():
 
 # the parameters' copies
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_the_float32_list_computes_in_float32_as_torchs_cuda_autocast(dtype):
+    """Inside a block, the ops of torch's CUDA autocast float32 list return float32 from 16-bit input, called as
+    tnet.*, F.*, methods, operators or through a layer (a 16-bit 12's exp is 162754.8, not float16's inf), with
+    16-bit gradients back to a 16-bit leaf; the 16-bit ops after a GEMM keep 16 bits, and outside a block
+    nothing changes. torch's CPU autocast has another list, so the expected dtypes are written out."""
+    x = tnet.full((2, 3), 12.0, dtype=dtype, requires_grad=True)
+    with tnet.autocast("cuda", dtype=dtype):
+        outs = [x.exp(), tnet.exp(x), F.layer_norm(x, (3,)), nn.LayerNorm(3)(x), x.sum(), x.sum(1), x ** 2, 2 ** x,
+                1 / x, tnet.cumsum(x, 1), x.norm(), F.normalize(x), F.softplus(x), x.log(), F.group_norm(x, 1)]
+        assert all(o.dtype == torch.float32 for o in outs), [o.dtype for o in outs]
+        np.testing.assert_allclose(outs[0].detach().numpy(), np.exp(12.0), rtol=1e-6)
+        assert (x * 2).dtype == dtype and F.relu(x).dtype == dtype and (x + 1).dtype == dtype
+        sum(o.sum() for o in outs).backward()
+    assert x.grad.dtype == dtype  # exp(12)'s gradient rounds to float16's inf, as torch's
+    assert x.exp().dtype == x.sum().dtype == F.layer_norm(x, (3,)).dtype == dtype  # outside a block
+
+
 def test_low_copy_is_made_once_and_cached(rng):
     p = params(rng)[1]  # channels-last
     copy = amp.low_copy(p, torch.bfloat16)

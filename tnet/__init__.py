@@ -498,3 +498,15 @@ OUT_FUNCTIONS = ("abs", "acos", "acosh", "add", "addbmm", "addcdiv", "addcmul", 
 for _name in OUT_FUNCTIONS:
     globals()[_name] = _taking_out(globals()[_name])
 del _name
+
+# torch's CUDA autocast float32 list (amp.FLOAT32_OPS): those ops compute in float32 inside an autocast block,
+# called as tnet.*, F.* (tnet.nn's layers call them so) or Tensor methods; tnet's own kernels' callers are not
+# wrapped, as torch's autocast acts at its dispatcher's entry only
+from .amp import FLOAT32_OPS as _FLOAT32_OPS, float32_under_autocast as _float32_under_autocast  # noqa: E402
+for _name in _FLOAT32_OPS:
+    for _space in (globals(), vars(functional)):
+        if _name in _space:
+            _space[_name] = _float32_under_autocast(_space[_name])
+    if _name in vars(Tensor):
+        setattr(Tensor, _name, _float32_under_autocast(vars(Tensor)[_name]))
+del _name, _space

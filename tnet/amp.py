@@ -7,7 +7,9 @@
 
 Inside the block, conv2d, linear and matmul run on 16-bit operands (fp32 sums) and return
 16-bit outputs; the ops after them (BatchNorm, activations, pooling, additions) keep their
-input's dtype, with their statistics and sums in fp32; the losses return fp32. Parameters
+input's dtype, with their statistics and sums in fp32; the ops of torch's CUDA autocast float32
+list (exp, log, pow, sum, prod, cumsum, norm, layer_norm, group_norm, normalize, softmax, the
+losses, ...: FLOAT32_OPS) compute in and return fp32, as torch's. Parameters
 stay fp32 masters with fp32 gradients: a layer reads a parameter's 16-bit copy (`low_copy`),
 made on first use and then rewritten by the optimizer's kernel as it updates the parameter
 (no extra pass), and by Module.load_state_dict. A parameter changed by hand through `.memory`
@@ -116,6 +118,32 @@ def drop_low_copies(p):
     """Forget p's 16-bit copies (p.memory was replaced by another shape or layout): the next use
     under autocast makes them anew."""
     p.__dict__.pop("_low", None)
+
+
+# The ops of torch's CUDA autocast float32 list whose tnet forms would otherwise return 16 bits: inside an enabled
+# block their 16-bit float tensor arguments are cast to float32 first, so they compute and return float32, as
+# torch's (exp of a 16-bit 12 is 162754.8 there, not inf; a sum of squares does not overflow). The list's softmax,
+# log_softmax, softmin and losses are not here: tnet's forms already compute in float32 and return it under
+# autocast, from the 16-bit input itself (one pass fewer than a cast).
+FLOAT32_OPS = ("__pow__", "__rpow__", "__rtruediv__", "acos", "asin", "cosh", "sinh", "tan", "erfinv", "exp", "expm1",
+               "log", "log10", "log1p", "log2", "pow", "reciprocal", "rsqrt", "cumprod", "cumsum", "prod", "sum",
+               "norm", "dist", "cdist", "pdist", "renorm", "normalize", "cosine_similarity", "layer_norm", "group_norm",
+               "softplus", "triplet_margin_loss", "poisson_nll_loss", "multi_margin_loss", "multilabel_margin_loss")
+
+
+def _float32(v):
+    return v.float() if isinstance(v, Tensor) and v.dtype in LOW else v
+
+
+def float32_under_autocast(fn):
+    """fn (an op of FLOAT32_OPS, a function or a Tensor method) computing in float32 inside an enabled autocast
+    block: its 16-bit tensor arguments cast first (a cast on the tape: the gradients flow back in 16 bits)."""
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if _state["dtype"] is None:
+            return fn(*args, **kwargs)
+        return fn(*map(_float32, args), **{k: _float32(v) for k, v in kwargs.items()})
+    return op
 
 
 def cast_operand(x, dtype):
