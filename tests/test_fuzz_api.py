@@ -1824,6 +1824,10 @@ def test_seeds_319_up_as_torch(call):
     lambda m, f, t: m.adjoint(t(3.0)), lambda m, f, t: m.adjoint(t([1.0, 2.0])),
     lambda m, f, t: m.tensor(m.result_type(t(1.0), m.zeros(1, 3, 0, dtype=torch.bfloat16)) == torch.bfloat16),
     lambda m, f, t: m.randn_like(m.zeros(0, 5, dtype=torch.bool)), lambda m, f, t: m.rand_like(m.zeros(0, 5).long()),
-    lambda m, f, t: m.gradient(t([[1.0, 2.5, 4.0]]), spacing="x")[0]])
+    lambda m, f, t: m.gradient(t([[1.0, 2.5, 4.0]]), spacing="x")[0],
+    lambda m, f, t: m.gradient(t([[1.0, 2.5, 4.0], [3.0, 5.0, 9.0], [0.5, 1.0, 1.0]]), spacing=0.0)[1],
+    lambda m, f, t: m.gradient(t([[1.0, 2.5, 4.0]]), edge_order=[1])[0],
+    lambda m, f, t: m.randint_like(m.zeros(2, 3, dtype=torch.bool), 5), lambda m, f, t: m.randint(0, 300, (2,), dtype=torch.uint8),
+    lambda m, f, t: m.randint(-1, 3, (2,), dtype=torch.uint8)])
 def test_seeds_of_the_aliases_as_torch(call):
     _same_outcome(call, rtol=1e-2)

@@ -485,6 +485,10 @@ def _check_steps(name, steps):
     return steps
 
 
+_C_NAMES = {torch.bool: "bool", torch.uint8: "unsigned char", torch.int8: "signed char", torch.int16: "short",
+            torch.int32: "int", torch.int64: "long"}  # torch's bounds messages name the C types
+
+
 def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layout=torch.strided, device=None,
             requires_grad=False):
     """Integers uniform in [low, high) (randint(high, size), randint(high, size=...) and randint(high=,
@@ -501,8 +505,14 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layou
     low = 0 if low is None else low
     if low >= high:  # torch's RuntimeError (numpy's is a ValueError only)
         raise InputError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    dtype = dtype or int64
+    if not dtype.is_floating_point:  # the bounds in dtype's range, as torch's random_ checks them
+        info = (0, 1) if dtype == torch.bool else (torch.iinfo(dtype).min, torch.iinfo(dtype).max)
+        for bound, v in (("from", low), ("to - 1", high - 1)):
+            if not info[0] <= v <= info[1]:
+                raise InputError(f"{bound} is out of bounds for {_C_NAMES[dtype]}")
     draw = host_generator("randint", generator).integers(low, high, size=tuple(size))
-    return _leaf("randint", as_storage(draw, dtype or int64), requires_grad)
+    return _leaf("randint", as_storage(draw, dtype), requires_grad)
 
 
 def randperm(n, *, generator=None, dtype=None, layout=torch.strided, device=None, requires_grad=False,

@@ -409,6 +409,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     float tensors (a 16-bit input's dtype, computed in float32), with gradients to input. The coefficients come from the host in float64, so a uniform grid's
     inside differences are (f[i+1] - f[i-1]) / 2h up to their rounding."""
     check_tensors("gradient", input=input)
+    check_args("gradient", "int", edge_order=edge_order)
     if edge_order not in (1, 2):
         raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     dims = list(range(input.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
@@ -428,8 +429,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
         n = input.shape[d]
         if n < edge_order + 1:
             raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
-        coords = (s.detach().numpy().astype(np.float64) if isinstance(s, Tensor)
-                  else np.arange(n, dtype=np.float64) * float(s))
+        # a uniform spacing h: the differences at unit spacing, divided by h after (h = 0 gives +-inf, as torch's)
+        coords = s.detach().numpy().astype(np.float64) if isinstance(s, Tensor) else np.arange(n, dtype=np.float64)
         check(coords.shape == (n,), lambda: f"torch.gradient expected each tensor to be on the same device and of "
                                             f"the dimension size {n}, got coordinates of shape {coords.shape}")
         a, b, c, first, last = _gradient_coefficients(coords, edge_order)
@@ -442,7 +443,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
             pieces.append(add(inside, mul(part(1, n - 2), along(b))) if np.any(b) else inside)
         pieces.append(add(add(mul(part(n - 3, 1), last[0]), mul(part(n - 2, 1), last[1])), mul(part(n - 1, 1), last[2]))
                       if edge_order == 2 else add(mul(part(n - 2, 1), last[1]), mul(part(n - 1, 1), last[2])))
-        out.append(cat(pieces, d))
+        out.append(cat(pieces, d) if isinstance(s, Tensor) or s == 1 else div(cat(pieces, d), float(s)))
     low = input.dtype in (torch.float16, torch.bfloat16)  # a 16-bit input's derivatives in its dtype, as torch's
     return tuple(to(o, input.dtype) if low else o for o in out)
 
