@@ -1339,6 +1339,41 @@ mod("MaxPool3d", lambda g: ((g.pick((1, 2)),), {"stride": g.pick((None, 1))}), l
 mod("AvgPool3d", lambda g: ((g.pick((1, 2)),), {"count_include_pad": g.chance(0.5)}), lambda g, c: [vol(g)])
 
 
+# the layers the rounds above left out (thirtieth session)
+for name in ("Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"):
+    mod(name, lambda g: ((g.maybe(0.5, 1.5, -0.1),), {}),
+        lambda g, c, name=name: [vol(g) if name == "Dropout3d" else img(g, rank=3 if name == "Dropout1d" else 4)], train=False)
+mod("HingeEmbeddingLoss", lambda g: ((), {"margin": g.pick((1.0, 0.0)), "reduction": g.pick(("mean", "sum", "none"))}),
+    lambda g, c: (lambda x: [x, T(torch.tensor(g.r.choice([1.0, -1.0], x.shape), dtype=F32), lambda v: v, "c", False)])(
+        g.t(rank=g.pick((1, 2)))))
+mod("SoftMarginLoss", lambda g: ((), {"reduction": g.pick(("mean", "sum", "none"))}),
+    lambda g, c: (lambda x: [x, T(torch.tensor(g.r.choice([1.0, -1.0], x.shape), dtype=F32), lambda v: v, "c", False)])(
+        g.t(rank=g.pick((1, 2)))))
+mod("MultiLabelMarginLoss", lambda g: ((), {"reduction": g.pick(("mean", "sum", "none"))}),
+    lambda g, c: [g.t(shape=(2, 4)), g.t(shape=(2, 4), dt=I64, vals=(g.maybe(-1, -2), g.maybe(4, 5)), grad=False)])
+mod("TripletMarginWithDistanceLoss", lambda g: ((), {"margin": g.pick((1.0, 0.5)), "swap": g.chance(0.5),
+                                                     "reduction": g.pick(("mean", "sum", "none"))}),
+    lambda g, c: [g.t(shape=(2, 3)), g.t(shape=(2, 3)), g.t(shape=(2, g.maybe(3, 4)))])
+mod("CTCLoss", lambda g: ((), {"blank": g.maybe(0, 5), "reduction": g.pick(("mean", "sum", "none")), "zero_infinity": g.chance(0.5)}),
+    lambda g, c: [T(torch.randn(5, 2, 4, generator=torch.Generator().manual_seed(int(g.r.integers(1 << 30)))).log_softmax(2),
+                    lambda v: v, "c", True),
+                  g.t(shape=(2, 3), dt=I64, vals=(1, 4), grad=False), T(torch.tensor([5, g.maybe(4, 6)]), lambda v: v, "c", False),
+                  T(torch.tensor([g.pick((3, 2, 0)), 2]), lambda v: v, "c", False)],
+    grad=False)  # its gradient with respect to log_probs differs from torch's by design (ctc_loss's docstring)
+for name in ("AdaptiveAvgPool3d", "AdaptiveMaxPool3d"):
+    mod(name, lambda g: ((g.maybe(g.pick((1, 2, (1, 2, 1))), 0),), {}), lambda g, c: [vol(g)])
+for name in ("ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "ConstantPad3d", "ZeroPad3d"):
+    mod(name, lambda g, name=name: ((g.pick((1, (1, 0, 0, 1, 1, 0))),) + ((0.5,) if name.startswith("Constant") else ()), {}),
+        lambda g, c: [vol(g) if g.chance(0.9) else img(g)])
+mod("ConvTranspose3d", lambda g: ((2, 2, g.pick((1, 2))), {"stride": g.pick((1, 2)), "bias": g.chance(0.7)}),
+    lambda g, c: [vol(g, c=g.maybe(2, 3))])
+mod("LPPool1d", lambda g: ((g.pick((1, 2)), 2), {}), lambda g, c: [img(g, rank=3, vals="pos")])
+mod("LPPool3d", lambda g: ((2, g.maybe(1, 0)), {}), lambda g, c: [vol(g, vals="pos")])
+mod("TransformerDecoderLayer", lambda g: ((4, 2), {"dim_feedforward": 8, "dropout": 0.0, "batch_first": True,
+                                                   "norm_first": g.chance(0.5)}),
+    lambda g, c: [g.t(shape=(1, g.pick((1, 3)), 4), layout="c", special=0.1), g.t(shape=(1, 2, 4), layout="c", special=0.1)])
+
+
 # ---- running and comparing -------------------------------------------------------------------
 
 def materialize(v, tnet_side, leaves):

@@ -419,4 +419,5 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         yk = reshape(pad(yk, (0, 0) * 3 + (0, sd - 1)), (N, D * sd, *yk.shape[3:]))
         yk = pad(yk, (0, 0) * 3 + (k * dd - pd, full - k * dd - D * sd - pd))
         y = yk if y is None else add(y, yk)
-    return _bias_3d(contiguous(transpose(y, 1, 2)), bias, "conv_transpose3d")
+    # an empty batch's output keeps input's dtype, as torch's, whose empty path adds no bias
+    return _bias_3d(contiguous(transpose(y, 1, 2)), bias if N else None, "conv_transpose3d")
