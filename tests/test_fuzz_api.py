@@ -1829,6 +1829,9 @@ def test_seeds_319_up_as_torch(call):
     lambda m, f, t: m.gradient(t([[1.0, 2.5, 4.0]]), edge_order=[1])[0],
     lambda m, f, t: m.randint_like(m.zeros(2, 3, dtype=torch.bool), 5), lambda m, f, t: m.randint(0, 300, (2,), dtype=torch.uint8),
     lambda m, f, t: m.randint(-1, 3, (2,), dtype=torch.uint8),
-    lambda m, f, t: m.nn.ConvTranspose3d(2, 2, 2, stride=2)(m.zeros(0, 2, 2, 3, 4, dtype=torch.float16)).detach()])
+    lambda m, f, t: m.nn.ConvTranspose3d(2, 2, 2, stride=2)(m.zeros(0, 2, 2, 3, 4, dtype=torch.float16)).detach(),
+    lambda m, f, t: f.multilabel_margin_loss(t([[0.5, 1.0, -1.0, 2.0]]), t([[0, -1, 9, 1]])),
+    lambda m, f, t: f.multilabel_margin_loss(t([0.5, 1.0, -1.0, 2.0]), t([0, -2, 1, 1])),
+    lambda m, f, t: f.multilabel_margin_loss(t([[0.5, 1.0, -1.0, 2.0]]), t([[3, 0, -1, 2]]))])
 def test_seeds_of_the_aliases_as_torch(call):
     _same_outcome(call, rtol=1e-2)

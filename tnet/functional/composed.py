@@ -9,14 +9,15 @@ import warnings
 import numpy as np
 import torch
 
-from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, InputTypeError, check
+from ..kernels.copy import check_count
+from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, InputTypeError, capturing, check, raise_flagged
 from ..tensor import Tensor, as_storage, dim_index
 from .copy import cat, embedding, embedding_renorm_, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
 from .copy import to, unfold_windows
 from .gemm import distances, linear, matmul
 from .pad import pad
 from .inputs import check_args, check_tensors, legacy_reduction
-from .pointwise import (add, clamp_min, div, eq, exp, gt, isnan, le, log, logical_and, logical_not, logical_or, logsigmoid, lt,
+from .pointwise import (add, clamp_min, div, eq, exp, ge, gt, isnan, le, log, logical_and, logical_not, logical_or, logsigmoid, lt,
                         minimum, mul, ne, neg, pow, sub, where)
 from .reduce import any, logsumexp, max, mean, pairwise_distance, sum
 from .softmax import cross_entropy
@@ -91,6 +92,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     x = input if input.ndim == 2 else unsqueeze(input, 0)
     t = reshape(target, x.shape)
     n, c = x.shape
+    if not capturing(t.memory):  # every target in [-1, C), listed or not, as torch's (a flag, no host read)
+        raise_flagged(t.memory.device)
+        check_count(sum(logical_or(lt(t, -1), ge(t, c))).memory, lambda: InputError("argument #2 'target' is out of range"))
     listed = ne(cumprod(ne(t, -1), 1), 0)  # the slots before the first -1
     slot = where(listed, t, c)  # unlisted slots point past the classes
     is_target = narrow(scatter(Tensor(torch.zeros((n, c + 1), dtype=x.dtype, device=x.device)), 1, slot, value=1.0),
