@@ -505,6 +505,9 @@ class Tensor:
     __array_priority__ = 1000
     _is_inference = False  # made in an inference_mode block (is_inference)
     _entry = None  # the tape entry that made this tensor (None: a leaf)
+    # torch's _base: the tensor whose memory this view's was made from by a view op (a view of a view: the first
+    # base), None for a tensor that is no view (detach() and .data are none, as torch's); set by record (view_base)
+    _base = None
 
     def __init__(self, memory=None, requires_grad=False, *sizes):
         source = None
@@ -1161,6 +1164,8 @@ def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False
     weights `w - lr * g` are passed again by the query loss's backward after autograd.grad freed the
     support loss's graph."""
     out = Tensor(data)
+    if data._base is not None:  # a view's memory, or a kernel's output laid out in a buffer of its own
+        out._base = view_base(data, inputs)
     if _grad_enabled[0] and any_requires_grad(inputs):
         out._requires_grad = True  # out is new: no setter check
         if _inference_made[0]:
@@ -1172,6 +1177,17 @@ def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False
                 versions.append((t, t._version))
         out._entry = _Entry(op, tuple(inputs), backward, versions, graph, saves_nothing)
     return out
+
+
+def view_base(data, inputs):
+    """torch's _base of an op's output data: the input whose memory data views, or that input's own base (x[1:][0]'s
+    is x); data that is an input's own memory stands for that input (its base). None where data views no input's
+    memory (a kernel's output, channels-last say, that views a buffer the kernel allocated)."""
+    root = data._base
+    for x in inputs:
+        if memory_root(x.memory) is root:
+            return x._base if x._base is not None or x.memory is data else x
+    return None
 
 
 def record_composed(op, data, inputs, grads, saved):

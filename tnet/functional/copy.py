@@ -423,6 +423,7 @@ def unsafe_view(x, *shape):
     it, as they may write torch's linear and matmul outputs (`x += shortcut`, timm's x.mul_(gamma))."""
     y = reshape(x, *shape)
     y.memory = y.memory.detach()  # the same memory with no _base: memory_root sees no view
+    y._base = None  # nor does Tensor._base, as torch's
     return y
 
 
