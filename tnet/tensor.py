@@ -242,9 +242,16 @@ class Node:
 
 
 # torch's node class where a tnet op's name is not torch's: torch's composite ops end in another aten op, whose
-# node a script's printed loss or output shows (`grad_fn=<NllLossBackward0>`, `<AddmmBackward0>`)
+# node a script's printed loss or output shows (`grad_fn=<NllLossBackward0>`, `<AddmmBackward0>`); an op of several
+# overloads records which one it ran (sum over dims: "sum_dim", torch's sum.dim_IntList, SumBackward1)
 _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBackward0", "to": "ToCopyBackward0",
                      "narrow": "SliceBackward0", "max_pool2d": "MaxPool2DWithIndicesBackward0",
+                     "avg_pool2d": "AvgPool2DBackward0", "logsigmoid": "LogSigmoidBackward0",
+                     "batch_norm": "NativeBatchNormBackward0", "sum_dim": "SumBackward1", "mean_dim": "MeanBackward1",
+                     "prod_dim": "ProdBackward1", "max_all": "MaxBackward1", "min_all": "MinBackward1",
+                     "squeeze_dim": "SqueezeBackward1", "squeeze_dims": "SqueezeBackward2", "clamp": "ClampBackward1",
+                     "clamp_tensors": "ClampBackward0", "clamp_min_tensors": "ClampMinBackward1",
+                     "clamp_max_tensors": "ClampMaxBackward1",
                      **dict.fromkeys(("conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d"), "ConvolutionBackward0")}
 
 
@@ -612,10 +619,10 @@ class Tensor:
         return self.shape[0]
 
     def __iter__(self):
-        """The sub-tensors along dim 0 (views), as torch's; a 0-d tensor raises TypeError."""
+        """The sub-tensors along dim 0 (views: unbind's, as torch's); a 0-d tensor raises TypeError."""
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self.shape[0]))
+        return iter(self.unbind(0))
 
     def __reversed__(self):
         """reversed(t): t flipped along dim 0 (a copy; a 0-d tensor itself), as torch's (torchmetrics' curves)."""
