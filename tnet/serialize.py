@@ -18,6 +18,9 @@ import numpy as np
 import torch
 
 FORMAT = "tnet.save/1"
+# the format of files in which tensors share a member (_Saved.place_tensors): a tnet that reads only the first says
+# "unknown format"; files without such tensors keep the first, which every tnet reads
+SHARED_FORMAT = "tnet.save/2"
 _TREE = "__tree__"  # the archive member holding the JSON structure
 # torch dtypes numpy lacks travel as same-size integers, tagged with their own name
 _AS_BITS = {"bfloat16": (torch.int16, np.int16)}
@@ -48,8 +51,8 @@ class MissingFileError(LoadError, FileNotFoundError):
     `except FileNotFoundError:` that starts afresh)."""
 
 
-def _encode(obj, arrays, depth=0):
-    """The JSON node for obj, its arrays appended to arrays. Refuses (ValueError) whatever load
+def _encode(obj, saved, depth=0):
+    """The JSON node for obj, its arrays and tensors added to saved (a _Saved). Refuses (ValueError) whatever load
     would refuse, so that every file save writes loads."""
     from .tensor import Tensor
     if depth > MAX_DEPTH:
@@ -60,18 +63,18 @@ def _encode(obj, arrays, depth=0):
         flags = {"parameter": True} if _is_parameter(obj) else {}
         if obj.requires_grad:
             flags["requires_grad"] = True
-        t = (obj.memory if isinstance(obj, Tensor) else obj).detach().cpu().contiguous()
+        t = (obj.memory if isinstance(obj, Tensor) else obj).detach()
         name = str(t.dtype).removeprefix("torch.")
         if name not in _TENSOR_DTYPES:
             raise ValueError(f"tnet.save: cannot store a {name} tensor ({', '.join(sorted(_TENSOR_DTYPES))} only)")
-        if name in _AS_BITS:
-            t = t.view(_AS_BITS[name][0])
-        return {"$tensor": _add(arrays, t.numpy()), "dtype": name, **flags}
+        node = {"dtype": name, **flags}  # its data ("$tensor": the member) placed by _Saved.place_tensors
+        saved.tensors.append((node, t))
+        return node
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind not in _ARRAY_KINDS or obj.dtype.fields is not None:
             raise ValueError(f"tnet.save: cannot store an array of {obj.dtype} (bool, integer, float and "
                              "complex arrays only; no Python objects)")
-        return {"$array": _add(arrays, obj)}
+        return {"$array": saved.add(obj)}
     if isinstance(obj, torch.dtype):  # a script's options (`args.dtype`, `args.device`) saved in its checkpoint
         return {"$dtype": str(obj).removeprefix("torch.")}
     if isinstance(obj, torch.device):
@@ -79,25 +82,25 @@ def _encode(obj, arrays, depth=0):
     if isinstance(obj, torch.Size):  # a tuple: before the tuples
         return {"$size": list(obj)}
     if isinstance(obj, np.generic):
-        return _encode(obj.item(), arrays, depth)
+        return _encode(obj.item(), saved, depth)
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, list):
-        return [_encode(v, arrays, depth + 1) for v in obj]
+        return [_encode(v, saved, depth + 1) for v in obj]
     if isinstance(obj, tuple):  # (a namedtuple as a plain tuple)
-        return {"$tuple": [_encode(v, arrays, depth + 1) for v in obj]}
+        return {"$tuple": [_encode(v, saved, depth + 1) for v in obj]}
     if isinstance(obj, argparse.Namespace):  # a script's parsed options (SupContrast saves `'opt': opt`)
-        return {"$namespace": _encode(vars(obj), arrays, depth + 1)}
+        return {"$namespace": _encode(vars(obj), saved, depth + 1)}
     if isinstance(obj, collections.OrderedDict):  # a state_dict: its type and _metadata (module versions) kept
-        node = {"$ordered": _encode(dict(obj), arrays, depth + 1)}
+        node = {"$ordered": _encode(dict(obj), saved, depth + 1)}
         if getattr(obj, "_metadata", None) is not None:
-            node["metadata"] = _encode(dict(obj._metadata), arrays, depth + 1)
+            node["metadata"] = _encode(dict(obj._metadata), saved, depth + 1)
         return node
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in obj):
-            return {k: _encode(v, arrays, depth + 1) for k, v in obj.items()}
+            return {k: _encode(v, saved, depth + 1) for k, v in obj.items()}
         if all(isinstance(k, (str, int)) for k in obj):  # int keys (an optimizer's state)
-            return {"$items": [[k, _encode(v, arrays, depth + 1)] for k, v in obj.items()]}
+            return {"$items": [[k, _encode(v, saved, depth + 1)] for k, v in obj.items()]}
         raise ValueError("tnet.save: dict keys must be strings or ints")
     raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, "
                      "strings, None, lists, tuples, dicts, argparse Namespaces, dtypes, devices and sizes only)")
@@ -108,11 +111,54 @@ def _is_parameter(t):
     return isinstance(t, (Parameter, torch.nn.Parameter))
 
 
-def _add(arrays, a):
-    if len(arrays) >= _MAX_MEMBERS - 1:  # one member holds the structure
-        raise ValueError(f"tnet.save: more than {_MAX_MEMBERS - 1} arrays in one file")
-    arrays.append(a)
-    return len(arrays) - 1
+class _Saved:
+    """What save gathers while it walks obj: the arrays to store, and the tensors, whose data is placed once all are
+    seen (place_tensors), as tensors that share memory are stored together."""
+
+    def __init__(self):
+        self.arrays, self.tensors = [], []  # tensors: (node, torch tensor) pairs
+
+    def add(self, a):
+        """a stored as a member of its own: its index."""
+        if len(self.arrays) >= _MAX_MEMBERS - 1:  # one member holds the structure
+            raise ValueError(f"tnet.save: more than {_MAX_MEMBERS - 1} arrays in one file")
+        self.arrays.append(a)
+        return len(self.arrays) - 1
+
+    def place_tensors(self):
+        """Each tensor's data into its node; whether some tensors share a member. A tensor whose memory no other saved tensor shares: its values as an
+        array of its shape (the format's first form). Tensors that share memory (`{'a': t, 'b': t[1:]}`, tied
+        weights' state_dict entries): one 1-D array of the span of memory they cover, each tensor a view of it by
+        "offset", "size" and "stride" (in elements), so that load gives them one memory again, as torch.load's.
+        Memory is shared where the storage and the dtype are one (a view of another dtype is saved apart)."""
+        groups, shared = {}, False
+        for node, t in self.tensors:
+            key = (t.untyped_storage().data_ptr(), t.dtype) if t.numel() else id(node)
+            groups.setdefault(key, []).append((node, t))
+        for group in groups.values():
+            if len(group) == 1:
+                node, t = group[0]
+                node["$tensor"] = self.add(_host_array(t.contiguous()))
+                continue
+            start = min(t.storage_offset() for _, t in group)
+            end = max(t.storage_offset() + _reach(t.shape, t.stride()) for _, t in group)
+            member, shared = self.add(_host_array(group[0][1].as_strided((end - start,), (1,), start))), True
+            for node, t in group:
+                node.update({"$tensor": member, "offset": t.storage_offset() - start, "size": list(t.shape),
+                             "stride": list(t.stride())})
+        return shared
+
+
+def _reach(size, stride):
+    """The elements from a view's first to just past its last (of a view with elements and strides >= 0)."""
+    return 1 + sum((n - 1) * s for n, s in zip(size, stride))
+
+
+def _host_array(t):
+    """A torch tensor's values as a numpy array on the host (dtypes numpy lacks as same-size integers)."""
+    name = str(t.dtype).removeprefix("torch.")
+    t = t.cpu()
+    return (t.view(_AS_BITS[name][0]) if name in _AS_BITS else t).numpy()
 
 
 class WriteError(OSError):
@@ -160,14 +206,17 @@ def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seri
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
     strings, None, torch dtypes, devices and sizes, and argparse Namespaces of them) to path, atomically (a file object, such as io.BytesIO, is written from where
     it stands). Tuples come back as tuples (an optimizer's betas, a script's input size), Parameters as Parameters,
-    tensors with their requires_grad and OrderedDicts (a state_dict) with their _metadata, as torch's. torch.save's other
+    tensors with their requires_grad and OrderedDicts (a state_dict) with their _metadata, as torch's, and tensors that
+    share memory (a tensor and its slice, tied weights) sharing it again (unlike torch's, one tensor saved twice loads
+    as two tensors on one memory, not one object; views in two dtypes load apart). torch.save's other
     arguments are accepted and change nothing: tnet's format is its own, never pickle."""
-    arrays = []
-    tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)}).encode()
+    saved = _Saved()
+    node = _encode(obj, saved)
+    tree = json.dumps({"format": SHARED_FORMAT if saved.place_tensors() else FORMAT, "obj": node}).encode()
     if len(tree) > _MAX_TREE:
         raise ValueError(f"tnet.save: the structure is {len(tree)} bytes of JSON (at most {_MAX_TREE}); "
                          "store long lists of numbers as arrays")
-    members = {f"a{i}": a for i, a in enumerate(arrays)}
+    members = {f"a{i}": a for i, a in enumerate(saved.arrays)}
     members[_TREE] = np.frombuffer(tree, dtype=np.uint8)
     if hasattr(path, "write"):  # a file object (io.BytesIO), as torch.save takes: written where it stands
         np.savez(path, **members)
@@ -309,6 +358,23 @@ def _parse_npy(name, buf):
     return a if dtype.isnative else a.astype(dtype.newbyteorder("="))
 
 
+_VIEW_KEYS = {"offset", "size", "stride"}  # a tensor entry's view of a member that tensors share
+
+
+def _viewed(memory, obj, where):
+    """The view of memory (a member's 1-D tensor) that a tensor entry's offset, size and stride name, checked to lie
+    within it."""
+    offset, size, stride = obj["offset"], obj["size"], obj["stride"]
+    ints = lambda v: isinstance(v, list) and all(type(n) is int and n >= 0 for n in v)  # noqa: E731
+    if not (memory.dim() == 1 and type(offset) is int and offset >= 0 and ints(size) and ints(stride)
+            and len(size) == len(stride) and (0 in size or offset + _reach(size, stride) <= memory.numel())):
+        raise _Bad(f"{where}: a view beyond its member or malformed ({str(obj)[:80]})")
+    try:
+        return memory.as_strided(size, stride, offset)
+    except RuntimeError as e:  # sizes past int64
+        raise _Bad(f"{where}: a malformed view ({e})") from None
+
+
 def _decode(obj, array, as_tensor, where="obj", depth=0):
     """The object a JSON node stands for; every node's type and keys are checked. array(i)
     reads member i on first use, so only members the structure refers to are read."""
@@ -321,8 +387,10 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
     if not isinstance(obj, dict):
         raise _Bad(f"{where}: unexpected {type(obj).__name__}")
     if "$tensor" in obj:
-        if not {"$tensor", "dtype"} <= obj.keys() <= {"$tensor", "dtype", "parameter", "requires_grad"} or \
-                obj["dtype"] not in _TENSOR_DTYPES or not all(obj.get(k, True) is True for k in ("parameter", "requires_grad")):
+        view = obj.keys() & _VIEW_KEYS
+        if not {"$tensor", "dtype"} <= obj.keys() <= {"$tensor", "dtype", "parameter", "requires_grad", *_VIEW_KEYS} or \
+                obj["dtype"] not in _TENSOR_DTYPES or not all(obj.get(k, True) is True for k in ("parameter", "requires_grad")) \
+                or view and view != _VIEW_KEYS:
             raise _Bad(f"{where}: bad tensor entry {str(obj)[:80]}")
         a, tag = array(obj["$tensor"], where), obj["dtype"]
         if tag in _AS_BITS:  # stored as same-size integers, of the same shape
@@ -336,10 +404,14 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
         requires_grad = obj.get("requires_grad", False)
         if requires_grad and not t.is_floating_point():
             raise _Bad(f"{where}: a {tag} tensor that requires grad")
+        t = as_tensor(t, obj["$tensor"] if view else None)
+        if view:  # a view of memory that other tensors of the file share (_Saved.place_tensors)
+            from .tensor import Tensor
+            t = Tensor(_viewed(t.memory, obj, where))
         if obj.get("parameter"):
             from .nn import Parameter
-            return Parameter(as_tensor(t), requires_grad=requires_grad)
-        return as_tensor(t).requires_grad_(requires_grad)
+            return Parameter(t, requires_grad=requires_grad)
+        return t.requires_grad_(requires_grad)
     if "$array" in obj:
         if obj.keys() != {"$array"}:
             raise _Bad(f"{where}: bad array entry {str(obj)[:80]}")
@@ -403,7 +475,15 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
     read, and no member may claim more bytes than the file holds, so memory stays within the
     file's size whatever it declares."""
     from .tensor import Tensor, as_storage
-    as_tensor = lambda t: Tensor(as_storage(t, t.dtype))  # noqa: E731
+    shared = {}  # member: the one device copy of a member that tensors share
+
+    def as_tensor(t, member=None):
+        """t (a host torch tensor) as a tnet Tensor on tnet's device; one device copy of a shared member."""
+        if member is None:
+            return Tensor(as_storage(t, t.dtype))
+        if member not in shared:
+            shared[member] = as_storage(t, t.dtype)
+        return Tensor(shared[member])
     if hasattr(path, "read"):  # a file object, as torch.load takes: read from where it stands
         data = path.read()
         try:
@@ -442,7 +522,7 @@ def _load(f, size, as_tensor):
         raise _Bad(f"the structure is nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as e:  # UnicodeDecodeError and JSONDecodeError among them
         raise _Bad(f"corrupt structure ({type(e).__name__}: {e})") from None
-    if not isinstance(tree, dict) or tree.get("format") != FORMAT or "obj" not in tree:
+    if not isinstance(tree, dict) or tree.get("format") not in (FORMAT, SHARED_FORMAT) or "obj" not in tree:
         raise _Bad("not a file written by tnet.save (unknown format)")
     arrays = {}
 
