@@ -31,8 +31,10 @@ def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_
     check_kernel_size(kernel)
 
 
-def _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out_channels):
-    """check_conv_args past the arguments' types (conv_arg_types) and the kernel's size."""
+def _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out_channels, batch=None):
+    """check_conv_args past the arguments' types (conv_arg_types) and the kernel's size; an empty batch (batch 0)
+    may have dilation 0, as torch's."""
+    _conv.conv_dilation(dilation, batch)
     check(groups > 0, lambda: f"conv2d: groups must be a positive int, got {groups!r}")
     check(in_channels % groups == 0 and out_channels % groups == 0,
           lambda: f"conv2d: groups={groups} must divide in_channels ({in_channels}) and out_channels ({out_channels})")
@@ -68,13 +70,13 @@ _CHECKED = {}  # (shapes, arguments) that passed _check_shapes, where the argume
 def _check_shapes(x, w, b, stride, padding, dilation, groups):
     conv_arg_types(stride, padding, dilation, groups)
     check(x.ndim == 4 and w.ndim == 4, lambda: f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
-    _conv_arg_values(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0])
+    _conv_arg_values(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0], x.shape[0])
     check(x.shape[1] == w.shape[1] * groups, lambda: f"conv2d: x has {x.shape[1]} channels but w expects "
                                                      f"{w.shape[1] * groups}" + (f" ({groups} groups)" if groups > 1 else ""))
     check(b is None or b.shape == (w.shape[0],),
           lambda: f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
     if min(w.shape[2:]) == 0:  # torch checks the input's size against the kernel's first
-        _conv.conv_geometry("conv2d", x.shape[2:], w.shape[2:], stride, padding, dilation)
+        _conv.conv_geometry("conv2d", x.shape[2:], w.shape[2:], stride, padding, dilation, x.shape[0])
         check_kernel_size(w.shape[2:], x.shape[0])
 
 
@@ -126,7 +128,7 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
                 gw = kernels.conv2d_weight(X, w.shape, g, stride, padding, dilation, groups,
                                            channels_last=is_channels_last(w.memory))
         elif need_x or need_w:  # unchecked: the forward checked what conv2d_input and conv2d_weight would
-            geometry = _conv.conv_geometry("conv2d", x.shape[2:], w.shape[2:], stride, padding, dilation)
+            geometry = _conv.conv_geometry("conv2d", x.shape[2:], w.shape[2:], stride, padding, dilation, x.shape[0])
             if need_x:
                 gx = _conv.input_trusted(x.shape, Wl, g, geometry, groups, out_dtype=x.dtype)
             if need_w:
@@ -168,7 +170,7 @@ def _conv2d_graph(g, y, x, w, b, stride, padding, dilation, groups, relu):
     if top != bottom or left != right:
         raise NotImplementedError("create_graph through conv2d with padding='same' and an even kernel (uneven "
                                   "padding) is not supported")
-    pads, strides, dilations = (top, left), pair(stride, "conv2d: stride", 1, True), pair(dilation, "conv2d: dilation", 1, True)
+    pads, strides, dilations = (top, left), pair(stride, "conv2d: stride", 1, True), _conv.conv_dilation(dilation, x.shape[0])
     gx = gw = gb = None
     if x.requires_grad:
         extra = tuple(n - ((o - 1) * s - 2 * p + d * (k - 1) + 1)  # the rows and columns the stride left out
@@ -298,8 +300,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
           lambda: f"conv1d: expected input [N, C, L] and weight [Cout, C/groups, k], got {input.shape} and "
                   f"{weight.shape}")
     p = p if isinstance(p, str) else (0, at_least(p, "conv1d: padding", 0))
-    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, at_least(s, "conv1d: stride", 1)), p,
-               (1, at_least(d, "conv1d: dilation", 1)), groups)
+    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, at_least(s, "conv1d: stride", 1)), p, (1, d),
+               groups)  # conv2d checks the dilation, as torch's conv1d (0 for an empty batch)
     return y.squeeze(2)
 
 
