@@ -242,7 +242,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     check(b is None or (isinstance(b, Tensor) and b.shape == (cout,)),
           lambda: f"conv_transpose2d: bias must be a tnet.Tensor of ({cout},) or None")
     stride, padding = at_least(stride, "conv_transpose2d: stride", 1), at_least(padding, "conv_transpose2d: padding", 0)
-    extra, dilation = at_least(extra, "conv_transpose2d: output_padding", 0), at_least(dilation, "conv_transpose2d: dilation", 1)
+    extra = at_least(extra, "conv_transpose2d: output_padding", 0)
+    dilation = _conv.conv_dilation(dilation, x.shape[0], transposed=True)  # 0 for an empty batch, as torch's
     check_kernel_size(w.shape[2:], x.shape[0])  # before output_padding's check, as torch's
     if x.shape[0] and any(o >= max(s, d) for o, s, d in zip(extra, stride, dilation)):  # torch checks no empty batch
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
@@ -319,8 +320,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     x = input.unsqueeze(2) if input.ndim == 3 else input.unsqueeze(0).unsqueeze(2)
     y = conv_transpose2d(x, weight.unsqueeze(2), bias, (1, at_least(s, "conv_transpose1d: stride", 1)),
                          (0, at_least(p, "conv_transpose1d: padding", 0)),
-                         (0, at_least(o, "conv_transpose1d: output_padding", 0)), groups,
-                         (1, at_least(d, "conv_transpose1d: dilation", 1)))
+                         (0, at_least(o, "conv_transpose1d: output_padding", 0)), groups, (1, d))  # d: as conv1d's
     y = y.squeeze(2)
     return y if input.ndim == 3 else y.squeeze(0)
 
@@ -351,7 +351,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
           lambda: f"conv3d: expected input [N, C, D, H, W] and weight [Cout, C/groups, kd, kh, kw], got "
                   f"{input.shape} and {weight.shape}")
     sd, sh, sw = triple(stride, "conv3d: stride", 1, True)
-    dd, dh, dw = triple(dilation, "conv3d: dilation", 1, True)
+    dd, dh, dw = _conv.conv_dilation(dilation, input.shape[0], 3)  # 0 for an empty batch, as torch's
     if not isinstance(padding, str):
         front, *plane_padding = triple(padding, "conv3d: padding", 0, True)
         back = front
@@ -399,7 +399,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     sd, *s2 = triple(stride, "conv_transpose3d: stride", 1, True)
     pd, *p2 = triple(padding, "conv_transpose3d: padding", 0, True)
     (od, *o2) = triple(output_padding, "conv_transpose3d: output_padding", 0, True)
-    (dd, *d2) = triple(dilation, "conv_transpose3d: dilation", 1, True)
+    (dd, *d2) = _conv.conv_dilation(dilation, input.shape[0], 3, transposed=True)  # as conv3d's
     check_kernel_size(weight.shape[2:], input.shape[0])  # as conv_transpose2d's
     if input.shape[0] and od >= max(sd, dd):  # as conv_transpose2d's
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "

@@ -35,7 +35,8 @@ from .._device import INTERPRET
 from . import conv_tma
 from .autotune import autotune, fit, jit, launch_kept
 from .gemm import SMS, shape_text, mma, pick_precision
-from .launch import FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, resident, stage_bytes, tile_config
+from .launch import (FLOATS, cdiv, check, check_float, kept, memory_format, ntuple, pair, plain, resident, stage_bytes,
+                     tile_config)
 from .reduce import PartSums, best_parts
 
 
@@ -362,13 +363,16 @@ def check_dy(name, dy, n, cout, oh, ow, device):
     check_float(name, dy, "grad_output")
 
 
-def conv_dilation(dilation, batch=None):
-    """A convolution's dilation pair, as torch checks it: a negative one raises, and so does 0 where the batch holds
-    samples (or is not known: a layer's construction); torch's empty batch runs no kernel and takes its output's size
-    from the window's span, d * (k - 1) + 1 (one pixel at d = 0)."""
-    d = pair(dilation, "conv2d: dilation", None, True)
+def conv_dilation(dilation, batch=None, n=2, transposed=False):
+    """The dilations of a convolution of n dims (transposed or not), as torch checks them: a negative one raises, and
+    so does 0 where the batch holds samples (or is not known: a layer's construction), with torch's texts; torch's
+    empty batch runs no kernel and takes its output's size from the window's span, d * (k - 1) + 1 (one pixel at
+    d = 0)."""
+    d = ntuple(dilation, n, f"conv{n}d: dilation", None, True)
     check(min(d) >= 0, "dilation should be greater than zero")
-    check(batch == 0 or min(d) > 0, lambda: f"dilation should be greater than zero, but got {list(d)}")
+    got = lambda: ", ".join(f"dilation_{a}: {v}" for a, v in zip(("depth", "height", "width")[-n:], d)) \
+        if transposed else list(d)
+    check(batch == 0 or min(d) > 0, lambda: f"dilation should be greater than zero, but got {got()}")
     return d
 
 
