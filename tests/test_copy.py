@@ -540,6 +540,16 @@ def test_base_is_torchs(rng, requires_grad):
     assert got == want, {k: (got[k], want[k]) for k in got if got[k] != want[k]}
 
 
+def test_T_reverses_any_number_of_dims_as_torchs(rng):
+    """x.T as torch's: a permute reversing the dims of a tensor of any number of them (a view), its gradient back;
+    a 0-d tensor itself, with torch's deprecation warning."""
+    x, xr = pair(rng, 2, 3, 4)
+    check_op(lambda t: t.T * 1, lambda t: t.T * 1, [(x, xr)], TOL["ieee"], rng)
+    assert x.T._base is x and x.T.shape == (4, 3, 2)
+    with pytest.warns(UserWarning, match="Tensor.T is deprecated on 0-D tensors"):
+        assert tnet.tensor(1.0).T.shape == ()
+
+
 def test_base_of_a_conv_output_and_after_an_inplace_write(rng):
     """A convolution's output (channels-last memory that views the kernel's own buffer) is no view; its slice is
     one of it, also after an in-place write with grad rebased both."""

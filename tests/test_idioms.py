@@ -1329,6 +1329,7 @@ NODE_CASES = {  # op of x [3, 4, 5] (requires grad), lo and hi [5] (bounds): its
     "batch_norm": lambda lib, x, lo, hi: lib.nn.functional.batch_norm(x, None, None, training=True),
     "avg_pool2d": lambda lib, x, lo, hi: lib.nn.functional.avg_pool2d(x[None], 2),
     "logsigmoid": lambda lib, x, lo, hi: lib.nn.functional.logsigmoid(x),
+    "T": lambda lib, x, lo, hi: x[0].T, "T_3d": lambda lib, x, lo, hi: x.T,
 }
 
 
