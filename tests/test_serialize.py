@@ -71,7 +71,7 @@ def _shares(a, b):
 def test_tensors_that_share_memory_load_sharing_it_as_torchs(tmp_path):
     """Tensors saved together that view one memory (`{'a': t, 'b': t[1:]}`, a transpose, bf16 views, torch tensors)
     load viewing one memory again, with their strides, as torch.load's: a write to one shows in the others; a tensor
-    that shares nothing loads as its own memory."""
+    that shares nothing loads as its own memory; one tensor saved twice loads as one object."""
     def saved(lib):
         t = lib.arange(12.0)
         h, z = lib.ones(4, dtype=torch.bfloat16), torch.zeros(3)
@@ -90,6 +90,7 @@ def test_tensors_that_share_memory_load_sharing_it_as_torchs(tmp_path):
         backs.append([(k, j, _shares(mem[k], mem[j])) for k in names for j in names])
         mem["a"][2] = 42
         assert mem["b"][1] == 42 and mem["c"][2, 0] == 42 and mem["other"][2] == 2
+        assert back["again"] is back["a"] and back["b"] is not back["a"]  # one object saved twice: one object
         a, b = (v.memory if isinstance(v, tnet.Tensor) else v for v in back["torch"])
         assert _shares(a, b)
     assert backs[0] == backs[1]
@@ -114,12 +115,15 @@ def test_tied_weights_load_tied(tmp_path):
     other = tied()
     other.load_state_dict(sd)
     assert other[0].weight is other[1].weight and other[1].weight.memory[0, 0].item() == 7
+    tnet.save({"emb": model[0].weight, "head": model[1].weight}, path)  # the tied Parameter itself, twice
+    back = tnet.load(path)
+    assert back["emb"] is back["head"] and isinstance(back["emb"], tnet.nn.Parameter)
 
 
 def test_files_written_before_shared_memory_load(tmp_path):
     """A file of the first form (every tensor an array of its shape, as tnet.save wrote them before tensors sharing
-    memory were stored together) loads as before; a view entry that is malformed or reaches past its member is a
-    LoadError."""
+    memory were stored together) loads as before; a view entry that is malformed or reaches past its member, and a
+    reference to a tensor not named before it, are LoadErrors."""
     def write(path, tree, **members):
         with open(path, "wb") as f:
             np.savez(f, __tree__=np.frombuffer(json.dumps({"format": "tnet.save/1", "obj": tree}).encode(), np.uint8),
@@ -139,6 +143,12 @@ def test_files_written_before_shared_memory_load(tmp_path):
         bad = str(tmp_path / "bad.npz")
         write(bad, {"w": {"$tensor": 0, "dtype": "float32", **view}}, a0=np.arange(6, dtype=np.float32))
         with pytest.raises(tnet.LoadError, match="bad tensor entry|view"):
+            tnet.load(bad)
+    for tree in ({"w": {"$same": 0}, "v": {"$tensor": 0, "dtype": "float32", "id": 0}},  # a reference before its tensor
+                 {"v": {"$tensor": 0, "dtype": "float32", "id": True}}, {"w": {"$same": "0"}},
+                 {"v": [{"$tensor": 0, "dtype": "float32", "id": 0}, {"$tensor": 0, "dtype": "float32", "id": 0}]}):
+        write(bad, tree, a0=np.arange(6, dtype=np.float32))
+        with pytest.raises(tnet.LoadError, match="bad tensor entry|reference"):
             tnet.load(bad)
 
 

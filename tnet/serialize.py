@@ -58,6 +58,8 @@ def _encode(obj, saved, depth=0):
     if depth > MAX_DEPTH:
         raise ValueError(f"tnet.save: nested deeper than {MAX_DEPTH} levels")
     if isinstance(obj, (Tensor, torch.Tensor)):
+        if id(obj) in saved.seen:  # the same tensor again: one object on load, as torch's
+            return saved.again(obj)
         # a Parameter comes back a Parameter, and a tensor that requires grad requires it, as torch's (a script
         # that saves a learned tensor assigns it back to its module)
         flags = {"parameter": True} if _is_parameter(obj) else {}
@@ -69,6 +71,7 @@ def _encode(obj, saved, depth=0):
             raise ValueError(f"tnet.save: cannot store a {name} tensor ({', '.join(sorted(_TENSOR_DTYPES))} only)")
         node = {"dtype": name, **flags}  # its data ("$tensor": the member) placed by _Saved.place_tensors
         saved.tensors.append((node, t))
+        saved.seen[id(obj)] = node
         return node
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind not in _ARRAY_KINDS or obj.dtype.fields is not None:
@@ -113,10 +116,19 @@ def _is_parameter(t):
 
 class _Saved:
     """What save gathers while it walks obj: the arrays to store, and the tensors, whose data is placed once all are
-    seen (place_tensors), as tensors that share memory are stored together."""
+    seen (place_tensors), as tensors that share memory are stored together; a tensor met again is a reference to
+    its first node (again)."""
 
     def __init__(self):
         self.arrays, self.tensors = [], []  # tensors: (node, torch tensor) pairs
+        self.seen, self.ids = {}, 0  # seen: each tensor's node, by the object's id (the tree holds the objects)
+
+    def again(self, obj):
+        """The node of a tensor met before: {"$same": i}, i the "id" its first node now carries."""
+        node = self.seen[id(obj)]
+        if "id" not in node:
+            node["id"], self.ids = self.ids, self.ids + 1
+        return {"$same": node["id"]}
 
     def add(self, a):
         """a stored as a member of its own: its index."""
@@ -126,12 +138,13 @@ class _Saved:
         return len(self.arrays) - 1
 
     def place_tensors(self):
-        """Each tensor's data into its node; whether some tensors share a member. A tensor whose memory no other saved tensor shares: its values as an
+        """Each tensor's data into its node; whether the file needs the second format (tensors that share a member,
+        or a tensor met twice). A tensor whose memory no other saved tensor shares: its values as an
         array of its shape (the format's first form). Tensors that share memory (`{'a': t, 'b': t[1:]}`, tied
         weights' state_dict entries): one 1-D array of the span of memory they cover, each tensor a view of it by
         "offset", "size" and "stride" (in elements), so that load gives them one memory again, as torch.load's.
         Memory is shared where the storage and the dtype are one (a view of another dtype is saved apart)."""
-        groups, shared = {}, False
+        groups, shared = {}, self.ids > 0
         for node, t in self.tensors:
             key = (t.untyped_storage().data_ptr(), t.dtype) if t.numel() else id(node)
             groups.setdefault(key, []).append((node, t))
@@ -207,8 +220,8 @@ def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seri
     strings, None, torch dtypes, devices and sizes, and argparse Namespaces of them) to path, atomically (a file object, such as io.BytesIO, is written from where
     it stands). Tuples come back as tuples (an optimizer's betas, a script's input size), Parameters as Parameters,
     tensors with their requires_grad and OrderedDicts (a state_dict) with their _metadata, as torch's, and tensors that
-    share memory (a tensor and its slice, tied weights) sharing it again (unlike torch's, one tensor saved twice loads
-    as two tensors on one memory, not one object; views in two dtypes load apart). torch.save's other
+    share memory (a tensor and its slice, tied weights) sharing it again, one tensor saved twice as one object (views
+    in two dtypes load apart). torch.save's other
     arguments are accepted and change nothing: tnet's format is its own, never pickle."""
     saved = _Saved()
     node = _encode(obj, saved)
@@ -375,24 +388,51 @@ def _viewed(memory, obj, where):
         raise _Bad(f"{where}: a malformed view ({e})") from None
 
 
-def _decode(obj, array, as_tensor, where="obj", depth=0):
-    """The object a JSON node stands for; every node's type and keys are checked. array(i)
-    reads member i on first use, so only members the structure refers to are read."""
+class _Loaded:
+    """What load keeps while it decodes a file: the members, each read on first use (array), so that only members
+    the structure refers to are read; one device copy of a member that tensors share (tensor); and the tensors named
+    for their repeats ("id", "$same")."""
+
+    def __init__(self, f, members, limit):
+        self.f, self.members, self.limit = f, members, limit
+        self.arrays, self.shared, self.named = {}, {}, {}
+
+    def array(self, i, where):
+        name = f"a{i}.npy"
+        if type(i) is not int or name not in self.members:
+            raise _Bad(f"{where}: refers to a missing member {i!r}")
+        if i not in self.arrays:
+            self.arrays[i] = _parse_npy(name, _read_member(self.f, name, self.members[name], self.limit))
+        return self.arrays[i]
+
+    def tensor(self, t, member=None):
+        """t (a host torch tensor) as a tnet Tensor on tnet's device; one device copy of a shared member."""
+        from .tensor import Tensor, as_storage
+        if member is None:
+            return Tensor(as_storage(t, t.dtype))
+        if member not in self.shared:
+            self.shared[member] = as_storage(t, t.dtype)
+        return Tensor(self.shared[member])
+
+
+def _decode(obj, loaded, where="obj", depth=0):
+    """The object a JSON node stands for (loaded: the _Loaded file); every node's type and keys are checked."""
     if depth > MAX_DEPTH:
         raise _Bad(f"{where}: nested deeper than {MAX_DEPTH} levels")
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, list):
-        return [_decode(v, array, as_tensor, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]
+        return [_decode(v, loaded, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]
     if not isinstance(obj, dict):
         raise _Bad(f"{where}: unexpected {type(obj).__name__}")
     if "$tensor" in obj:
         view = obj.keys() & _VIEW_KEYS
-        if not {"$tensor", "dtype"} <= obj.keys() <= {"$tensor", "dtype", "parameter", "requires_grad", *_VIEW_KEYS} or \
+        if not {"$tensor", "dtype"} <= obj.keys() <= {"$tensor", "dtype", "parameter", "requires_grad", "id",
+                                                     *_VIEW_KEYS} or \
                 obj["dtype"] not in _TENSOR_DTYPES or not all(obj.get(k, True) is True for k in ("parameter", "requires_grad")) \
-                or view and view != _VIEW_KEYS:
+                or view and view != _VIEW_KEYS or type(obj.get("id", 0)) is not int or obj.get("id") in loaded.named:
             raise _Bad(f"{where}: bad tensor entry {str(obj)[:80]}")
-        a, tag = array(obj["$tensor"], where), obj["dtype"]
+        a, tag = loaded.array(obj["$tensor"], where), obj["dtype"]
         if tag in _AS_BITS:  # stored as same-size integers, of the same shape
             if a.dtype not in (np.int16, np.uint16):
                 raise _Bad(f"{where}: a {tag} tensor stored as {a.dtype} (must be int16)")
@@ -404,22 +444,30 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
         requires_grad = obj.get("requires_grad", False)
         if requires_grad and not t.is_floating_point():
             raise _Bad(f"{where}: a {tag} tensor that requires grad")
-        t = as_tensor(t, obj["$tensor"] if view else None)
+        t = loaded.tensor(t, obj["$tensor"] if view else None)
         if view:  # a view of memory that other tensors of the file share (_Saved.place_tensors)
             from .tensor import Tensor
             t = Tensor(_viewed(t.memory, obj, where))
         if obj.get("parameter"):
             from .nn import Parameter
-            return Parameter(t, requires_grad=requires_grad)
-        return t.requires_grad_(requires_grad)
+            t = Parameter(t, requires_grad=requires_grad)
+        else:
+            t.requires_grad_(requires_grad)
+        if "id" in obj:  # met again further on ("$same")
+            loaded.named[obj["id"]] = t
+        return t
+    if "$same" in obj:
+        if obj.keys() != {"$same"} or type(obj["$same"]) is not int or obj["$same"] not in loaded.named:
+            raise _Bad(f"{where}: bad or early reference to a tensor {str(obj)[:80]}")
+        return loaded.named[obj["$same"]]
     if "$array" in obj:
         if obj.keys() != {"$array"}:
             raise _Bad(f"{where}: bad array entry {str(obj)[:80]}")
-        return array(obj["$array"], where)
+        return loaded.array(obj["$array"], where)
     if "$ordered" in obj:
         if not {"$ordered"} <= obj.keys() <= {"$ordered", "metadata"}:
             raise _Bad(f"{where}: bad ordered dict entry")
-        items, metadata = (_decode(obj.get(k, {}), array, as_tensor, f"{where}.{k}", depth + 1) for k in ("$ordered", "metadata"))
+        items, metadata = (_decode(obj.get(k, {}), loaded, f"{where}.{k}", depth + 1) for k in ("$ordered", "metadata"))
         if not (isinstance(items, dict) and isinstance(metadata, dict)):
             raise _Bad(f"{where}: bad ordered dict entry")
         out = collections.OrderedDict(items)
@@ -445,9 +493,9 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
     if "$tuple" in obj:
         if obj.keys() != {"$tuple"} or not isinstance(obj["$tuple"], list):
             raise _Bad(f"{where}: bad tuple entry")
-        return tuple(_decode(v, array, as_tensor, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj["$tuple"]))
+        return tuple(_decode(v, loaded, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj["$tuple"]))
     if "$namespace" in obj:
-        options = _decode(obj["$namespace"], array, as_tensor, where, depth + 1) if obj.keys() == {"$namespace"} else None
+        options = _decode(obj["$namespace"], loaded, where, depth + 1) if obj.keys() == {"$namespace"} else None
         if not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):
             raise _Bad(f"{where}: bad namespace entry")
         return argparse.Namespace(**options)
@@ -459,11 +507,11 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
         for i, kv in enumerate(items):
             if not (isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], (str, int))):
                 raise _Bad(f"{where}: $items entry {i} is not a [key, value] pair")
-            out[kv[0]] = _decode(kv[1], array, as_tensor, f"{where}[{kv[0]!r}]", depth + 1)
+            out[kv[0]] = _decode(kv[1], loaded, f"{where}[{kv[0]!r}]", depth + 1)
         return out
     if any(k.startswith("$") for k in obj):  # save writes such keys through $items
         raise _Bad(f"{where}: unknown entry {next(k for k in obj if k.startswith('$'))!r}")
-    return {k: _decode(v, array, as_tensor, f"{where}[{k!r}]", depth + 1) for k, v in obj.items()}
+    return {k: _decode(v, loaded, f"{where}[{k!r}]", depth + 1) for k, v in obj.items()}
 
 
 def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
@@ -474,20 +522,10 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
     are checked before anything else is read, only the members the structure refers to are
     read, and no member may claim more bytes than the file holds, so memory stays within the
     file's size whatever it declares."""
-    from .tensor import Tensor, as_storage
-    shared = {}  # member: the one device copy of a member that tensors share
-
-    def as_tensor(t, member=None):
-        """t (a host torch tensor) as a tnet Tensor on tnet's device; one device copy of a shared member."""
-        if member is None:
-            return Tensor(as_storage(t, t.dtype))
-        if member not in shared:
-            shared[member] = as_storage(t, t.dtype)
-        return Tensor(shared[member])
     if hasattr(path, "read"):  # a file object, as torch.load takes: read from where it stands
         data = path.read()
         try:
-            return _load(io.BytesIO(data), len(data), as_tensor)
+            return _load(io.BytesIO(data), len(data))
         except _Bad as e:
             raise LoadError(f"{type(path).__name__}: {e}") from None
     path = os.fspath(path)
@@ -495,14 +533,14 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
         raise MissingFileError(f"{path}: no such file")
     try:
         with open(path, "rb") as f:
-            return _load(f, os.fstat(f.fileno()).st_size, as_tensor)
+            return _load(f, os.fstat(f.fileno()).st_size)
     except _Bad as e:
         raise LoadError(f"{path}: {e}") from None
     except OSError as e:
         raise LoadError(f"{path}: cannot read it ({e.strerror or e})") from None
 
 
-def _load(f, size, as_tensor):
+def _load(f, size):
     magic = f.read(4)
     if not magic:
         raise _Bad("the file is empty")
@@ -524,16 +562,7 @@ def _load(f, size, as_tensor):
         raise _Bad(f"corrupt structure ({type(e).__name__}: {e})") from None
     if not isinstance(tree, dict) or tree.get("format") not in (FORMAT, SHARED_FORMAT) or "obj" not in tree:
         raise _Bad("not a file written by tnet.save (unknown format)")
-    arrays = {}
-
-    def array(i, where):
-        if type(i) is not int or f"a{i}.npy" not in members:
-            raise _Bad(f"{where}: refers to a missing member {i!r}")
-        if i not in arrays:
-            arrays[i] = _parse_npy(f"a{i}.npy", _read_member(f, f"a{i}.npy", members[f"a{i}.npy"], limit))
-        return arrays[i]
-
-    return _decode(tree["obj"], array, as_tensor)
+    return _decode(tree["obj"], _Loaded(f, members, limit))
 
 
 # torch.serialization's allow-list for weights_only loads, which scripts fill before torch.load
