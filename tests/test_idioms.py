@@ -1330,6 +1330,9 @@ NODE_CASES = {  # op of x [3, 4, 5] (requires grad), lo and hi [5] (bounds): its
     "avg_pool2d": lambda lib, x, lo, hi: lib.nn.functional.avg_pool2d(x[None], 2),
     "logsigmoid": lambda lib, x, lo, hi: lib.nn.functional.logsigmoid(x),
     "T": lambda lib, x, lo, hi: x[0].T, "T_3d": lambda lib, x, lo, hi: x.T,
+    "layer_norm": lambda lib, x, lo, hi: lib.nn.functional.layer_norm(x, (5,), hi, lo),
+    "group_norm": lambda lib, x, lo, hi: lib.nn.functional.group_norm(x[None], 3),
+    "instance_norm": lambda lib, x, lo, hi: lib.nn.functional.instance_norm(x[None]),
 }
 
 

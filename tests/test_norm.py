@@ -507,6 +507,21 @@ def test_layer_group_and_instance_norms_as_torch_to_1e_6(rng, case):
     assert_close(out, ref_fn(low_ref, *(r for _, r in params)), TOL["bf16"], "bfloat16 forward")
 
 
+@pytest.mark.parametrize("norm_fn", [lambda lib, x: lib.nn.functional.instance_norm(x),
+                                     lambda lib, x: lib.nn.functional.layer_norm(x, (4,))], ids=["instance", "layer"])
+def test_norm_output_written_in_place_keeps_the_gradient(rng, norm_fn):
+    """A norm without weight and bias whose output a ReLU(inplace=True) writes (CycleGAN's InstanceNorm2d, ReLU(True)):
+    the backward recomputes the normalised values from the input, as torch's keeps the input, not the output."""
+    a, seed = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
+    grads = []
+    for lib in (tnet, torch):
+        x = lib.tensor(a, dtype=torch.float32, requires_grad=True)
+        y = lib.nn.functional.relu(norm_fn(lib, x), inplace=True) * 2
+        y.backward(lib.tensor(seed, dtype=torch.float32))
+        grads.append(np.asarray(x.grad.tolist()))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-6)
+
+
 def test_norm_gradient_is_finite_where_the_variance_gradient_overflowed():
     """Rows holding 3e38 (fuzz seed 389, case 537): the composed norm's variance gradient, sum / n, overflowed into
     NaN where torch's native formula (tnet's now) gives 0; and the grad_fn is torch's node."""

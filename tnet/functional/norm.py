@@ -8,7 +8,7 @@ from ..kernels import norm as _norm
 from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputTypeError, check, dense
 from ..tensor import Tensor, is_grad_enabled, no_grad, record
-from .copy import repeat, reshape
+from .copy import repeat, reshape, view
 from .inputs import check_args, check_tensors, needs_grad
 from .pad import pad
 from .pointwise import add, div, mul, pow, rsqrt, sqrt, sub
@@ -121,30 +121,38 @@ def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape):
     float32 and rounded once, after the weight and bias, as torch's layer and group norms: a 16-bit variance overflows
     (65504 ** 2), and so would a 16-bit gradient of the normalised values times a large weight. The backward is
     torch's native formula (_native_grads), not the composition's, whose variance gradient's sum / n overflows where
-    torch's is finite; the composition runs on the tape only for create_graph, whose gradient differentiates it."""
+    torch's is finite; the composition runs on the tape only for create_graph, whose gradient differentiates it.
+    As torch's, the backward keeps the input and the statistics, not the output, which may be written in place (an
+    instance norm's ReLU(inplace=True)) and is xhat itself where there is no weight or bias: xhat is recomputed."""
     with no_grad():
-        xhat, std = _standardised(input, stats_shape, dims, eps)
+        xhat, mu, std = _standardised(input, stats_shape, dims, eps)
         y = _affine(xhat, weight, bias, shape, input.dtype)
+    del xhat
     args = (input, stats_shape, dims, weight, bias, shape)
 
     def backward(g):
         with no_grad():
+            xhat = _standardised(input, stats_shape, dims, eps, (mu, std))[0]
             return [None if v is None else v.memory for v in _native_grads(Tensor(g), xhat, std, *args)]
 
     def graph(g, out):  # the statistics recomputed on the tape, so that a gradient of the gradient reaches them
-        return _native_grads(g, *_standardised(input, stats_shape, dims, eps), *args)
+        xhat, _, std = _standardised(input, stats_shape, dims, eps)
+        return _native_grads(g, xhat, std, *args)
     return record(name, y.memory, [v for v in (input, weight, bias) if v is not None], backward,
                   saved=(input, weight), graph=graph)
 
 
-def _standardised(input, stats_shape, dims, eps):
-    """(xhat, sqrt(var + eps)): input (16-bit in float32) viewed as stats_shape, less the mean over dims, over the
-    square root of the biased variance plus eps; xhat in input's shape, the root in stats_shape's with dims kept."""
+def _standardised(input, stats_shape, dims, eps, statistics=None):
+    """(xhat, mean, sqrt(var + eps)): input (16-bit in float32) viewed as stats_shape, less the mean over dims, over
+    the square root of the biased variance plus eps; xhat in input's shape, the statistics in stats_shape's with dims
+    kept. statistics: (mean, root) taken before (the backward's xhat, the forward's to the bit)."""
     x = input.to(torch.float32) if input.dtype in (torch.float16, torch.bfloat16) else input
     x = reshape(x, stats_shape)
-    var, mean_ = var_mean(x, dims, keepdim=True, correction=0)
-    std = sqrt(add(var, eps))
-    return reshape(div(sub(x, mean_), std), input.shape), std
+    if statistics is None:
+        var, mean_ = var_mean(x, dims, keepdim=True, correction=0)
+        statistics = mean_, sqrt(add(var, eps))
+    mean_, std = statistics
+    return reshape(div(sub(x, mean_), std), input.shape), mean_, std
 
 
 def _native_grads(g, xhat, std, input, stats_shape, dims, weight, bias, shape):
@@ -252,7 +260,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if running_mean is None and running_var is None:
         check(use_input_stats, "instance_norm: use_input_stats=False needs running_mean and running_var")
         if n * c:  # no channels at all: torch's batch_norm below (of 0 channels: its IndexError for a weight or bias)
-            return group_norm(input, c, weight, bias, eps)
+            return view(group_norm(input, c, weight, bias, eps), input.shape)  # torch's ends in a view: ViewBackward0
     repeated = [None if v is None else repeat(v, n) for v in (running_mean, running_var, weight, bias)]
     out = batch_norm(reshape(input, (1, n * c, *input.shape[2:])), *repeated, use_input_stats, momentum, eps)
     for running, updated in zip((running_mean, running_var), repeated):
