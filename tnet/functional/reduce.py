@@ -62,11 +62,11 @@ def _shape(shape, dims, keepdim):
 def sum_or_mean(name, input, dim, keepdim, mean):
     check_tensors(name, input=input)
     dims = _dims(name, input, dim, keepdim)
+    # sum and mean given a dim (or keepdim) ran torch's dim overload, whose node is SumBackward1 (MeanBackward1)
+    op = f"{name}_dim" if name in ("sum", "mean") and (dim is not None or keepdim) else name
     integer = _reduce.integer(input.memory)
     check(not (mean and integer), lambda: f"{name}(): could not infer output dtype. Input dtype must be either a "
                                           f"floating point or complex dtype. Got: {input.dtype}")
-    # sum and mean given a dim (or keepdim) ran torch's dim overload, whose node is SumBackward1 (MeanBackward1)
-    op = f"{name}_dim" if name in ("sum", "mean") and (dim is not None or keepdim) else name
     if input.numel() == 0:  # torch's values for no elements: sums 0, means nan (0 / 0); gradients of no elements
         out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0,
                          dtype=torch.int64 if integer else input.dtype, device=input.device)
