@@ -178,6 +178,78 @@ def test_conv_empty_batch(kernels, groups):
     assert (kernels.conv2d_weight(x, w.shape, y, 1, 1, 1, groups) == 0).all()
 
 
+@pytest.mark.parametrize("groups,channels", [(1, 4), (2, 4), (4, 4), (1, 40)])  # grouped, depthwise, channel vectors
+def test_functional_conv_of_an_empty_batch_as_torchs(groups, channels):
+    """F.conv2d of an empty batch: torch's empty output (shape, dtype, memory facts aside) and gradients (an empty one
+    for x, zeros for w and b) for every stride, padding and dilation torch takes, dilation 0 among them (torch's empty
+    batch runs no kernel: its window spans d * (k - 1) + 1 = 1 pixel), and torch's error where it raises."""
+    cases = [(s, p, d, hw, k) for s in (1, 2) for p in (0, 1, "same", "valid") for d in (0, 1, 2)
+             for hw in ((5, 4), (1, 1), (0, 3)) for k in (1, 3)]
+    for stride, padding, dilation, hw, k in cases:
+        results = []
+        for lib in (tnet, torch):
+            x = lib.zeros(0, channels, *hw, requires_grad=True)
+            w = lib.ones(2 * groups, channels // groups, k, k, requires_grad=True)
+            b = lib.ones(2 * groups, requires_grad=True)
+            try:
+                y = lib.nn.functional.conv2d(x, w, b, stride, padding, dilation, groups)
+            except RuntimeError:  # tnet's InputError is one
+                results.append("RuntimeError")
+                continue
+            y.sum().backward()
+            results.append((tuple(y.shape), y.dtype, tuple(x.grad.shape), w.grad.abs().sum().item(), b.grad.tolist()))
+        assert results[0] == results[1], (stride, padding, dilation, hw, k)
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.nn.functional.conv2d(lib.zeros(1, 4, 5, 5), lib.ones(2, 4, 3, 3), None, 1, 0, 0),
+    lambda lib: lib.nn.functional.conv2d(lib.zeros(4, 5, 5), lib.ones(2, 4, 3, 3), None, 1, 0, (1, 0)),
+    lambda lib: lib.nn.functional.conv2d(lib.zeros(0, 4, 5, 5), lib.ones(2, 4, 3, 3), None, 1, 0, -1),
+    lambda lib: lib.nn.functional.conv2d(lib.zeros(1, 4, 5, 5), lib.ones(2, 4, 3, 3), None, 1, 0, (2, -1)),
+    lambda lib: lib.nn.functional.conv1d(lib.zeros(1, 4, 5), lib.ones(2, 4, 3), None, 1, 0, 0),
+    lambda lib: lib.nn.functional.conv1d(lib.zeros(0, 4, 5), lib.ones(2, 4, 3), None, 1, 0, -1),
+    lambda lib: lib.nn.functional.conv_transpose2d(lib.zeros(1, 4, 5, 5), lib.ones(4, 2, 3, 3), None, 1, 0, 0, 1, (1, 0)),
+    lambda lib: lib.nn.functional.conv_transpose1d(lib.zeros(1, 4, 5), lib.ones(4, 2, 3), None, 1, 0, 0, 1, 0),
+    lambda lib: lib.nn.functional.conv_transpose2d(lib.zeros(0, 4, 5, 5), lib.ones(4, 2, 3, 3), None, 1, 0, 0, 1, -1),
+    lambda lib: lib.nn.functional.conv3d(lib.zeros(1, 4, 5, 5, 5), lib.ones(2, 4, 3, 3, 3), None, 1, 0, (0, 1, 1)),
+    lambda lib: lib.nn.functional.conv_transpose3d(lib.zeros(1, 4, 3, 3, 3), lib.ones(4, 2, 2, 2, 2), None, 1, 0, 0, 1,
+                                                   0)],
+    ids=["zero", "zero_unbatched", "negative_empty_batch", "negative", "conv1d_zero", "conv1d_negative_empty_batch",
+         "transposed_zero", "transposed_1d_zero", "transposed_negative_empty_batch", "conv3d_zero_depth",
+         "transposed_3d_zero"])
+def test_conv_dilation_errors_are_torchs(call):
+    """torch's RuntimeError and text for a dilation below 1: negative always, 0 where the batch holds samples (the
+    transposed convolutions name the axes); conv1d's as conv2d's of [N, C, 1, L], as torch's."""
+    texts = []
+    for lib in (tnet, torch):
+        with pytest.raises(RuntimeError) as e:
+            call(lib)
+        texts.append(str(e.value))
+    assert texts[0] == texts[1]
+    assert tnet.nn.functional.conv1d(tnet.zeros(0, 4, 5), tnet.ones(2, 4, 3), None, 1, 0, 0).shape == (0, 2, 5)
+
+
+@pytest.mark.parametrize("op", ["conv_transpose1d", "conv_transpose2d", "conv3d", "conv_transpose3d"])
+def test_other_convolutions_of_an_empty_batch_as_torchs(op):
+    """conv3d's and the transposed convolutions' empty batch, dilation 0 among the arguments, as torch's: the output's
+    shape and the gradients (empty for x, zeros for w), or the error where torch raises."""
+    dims = {"conv_transpose1d": 1, "conv_transpose2d": 2, "conv3d": 3, "conv_transpose3d": 3}[op]
+    for stride, padding, dilation, k in [(s, p, d, k) for s in (1, 2) for p in (0, 1) for d in (0, 1, 2) for k in (1, 3)]:
+        results = []
+        for lib in (tnet, torch):
+            x = lib.zeros(0, 4, *(5, 4, 3)[:dims], requires_grad=True)
+            w = lib.ones(*((2, 4) if op == "conv3d" else (4, 2)), *(k,) * dims, requires_grad=True)
+            args = (stride, padding, dilation) if op == "conv3d" else (stride, padding, 0, 1, dilation)
+            try:
+                y = getattr(lib.nn.functional, op)(x, w, None, *args)
+            except RuntimeError:  # a window larger than the padded input, in both
+                results.append("RuntimeError")
+                continue
+            y.sum().backward()
+            results.append((tuple(y.shape), tuple(x.grad.shape), w.grad.abs().sum().item()))
+        assert results[0] == results[1], (stride, padding, dilation, k)
+
+
 def test_weight_parts_fill_whole_waves(monkeypatch):
     """conv2d_weight's default part count, on the H200's 132 SMs: whole waves of programs, and
     no more parts than the balance they bring pays for in sums; 1 in the interpreter."""

@@ -511,6 +511,56 @@ def test_views_share_memory_and_copies_do_not(rng):
     assert x.clone().memory.stride() == x.memory.stride() and x.contiguous(memory_format=torch.channels_last) is x
 
 
+BASE_CASES = {  # each op once on a fresh tensor and on a recorded one: its result's _base, as torch's
+    "slice": lambda w: w[1:], "of_a_view": lambda w: w[1:][:, 1], "t": lambda w: w.t(), "view": lambda w: w.view(12),
+    "reshape": lambda w: w.reshape(12), "reshape_copy": lambda w: w.t().reshape(12), "detach": lambda w: w.detach(),
+    "data": lambda w: w.data, "clone": lambda w: w.clone(), "contiguous_t": lambda w: w.t().contiguous(),
+    "unbind": lambda w: w.unbind(0)[0], "split": lambda w: w.split([1, 3])[1], "chunk": lambda w: w.chunk(2, 1)[0],
+    "expand": lambda w: w[:1].expand(4, 3), "unsqueeze": lambda w: w.unsqueeze(0), "squeeze": lambda w: w.squeeze(0),
+    "narrow": lambda w: w.narrow(0, 1, 2), "select": lambda w: w.select(1, 0), "diagonal": lambda w: w.diagonal(),
+    "flatten_t": lambda w: w.t().flatten(), "mT": lambda w: w.mT, "int_index": lambda w: w[0],
+    "list_index": lambda w: w[[0, 1]], "mul": lambda w: w * 2, "iter": lambda w: next(iter(w)),
+    "view_dtype": lambda w: w.view(torch.int32), "to_same": lambda w: w.to(torch.float32),
+    "matmul_view": lambda w: (w @ w.t()).view(16), "as_strided": lambda w: w.as_strided((2, 2), (1, 1)),
+    "detach_of_a_view": lambda w: w[1:].detach(), "unfold": lambda w: w.unfold(0, 2, 1), "ellipsis": lambda w: w[..., None],
+}
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_base_is_torchs(rng, requires_grad):
+    """Tensor._base: the tensor a view was made from (a view of a view: the first one), None for a tensor that is
+    no view, as torch's; the result of each op in BASE_CASES, on a leaf and on a recorded tensor."""
+    def bases(lib, x):
+        w = x * 1 if requires_grad else x
+        named = {id(x): "x", id(w): "w"}
+        return {k: None if f(w)._base is None else named.get(id(f(w)._base), "another") for k, f in BASE_CASES.items()}
+    x, xr = pair(rng, 4, 3)
+    x.requires_grad_(requires_grad), xr.requires_grad_(requires_grad)
+    got, want = bases(tnet, x), bases(torch, xr.float())
+    assert got == want, {k: (got[k], want[k]) for k in got if got[k] != want[k]}
+
+
+def test_T_reverses_any_number_of_dims_as_torchs(rng):
+    """x.T as torch's: a permute reversing the dims of a tensor of any number of them (a view), its gradient back;
+    a 0-d tensor itself, with torch's deprecation warning."""
+    x, xr = pair(rng, 2, 3, 4)
+    check_op(lambda t: t.T * 1, lambda t: t.T * 1, [(x, xr)], TOL["ieee"], rng)
+    assert x.T._base is x and x.T.shape == (4, 3, 2)
+    with pytest.warns(UserWarning, match="Tensor.T is deprecated on 0-D tensors"):
+        assert tnet.tensor(1.0).T.shape == ()
+
+
+def test_base_of_a_conv_output_and_after_an_inplace_write(rng):
+    """A convolution's output (channels-last memory that views the kernel's own buffer) is no view; its slice is
+    one of it, also after an in-place write with grad rebased both."""
+    from tnet import nn
+    y = nn.Conv2d(3, 4, 1)(pair(rng, 2, 3, 3, 3)[0])
+    assert y._base is None and y[:, :2]._base is y and y.permute(0, 2, 3, 1)._base is y
+    v = y[:, 1:]
+    v.mul_(2)
+    assert v._base is y and y._base is None
+
+
 def test_a_conv_output_flattens_as_torchs_nchw_tensor(rng):
     """A user's `x.view(x.size(0), -1)` and nn.Flatten on a convolution's channels-last output, then
     a linear layer: torch's values, and the gradients back through the convolution."""

@@ -1317,6 +1317,55 @@ def test_printed_outputs_and_losses_name_torchs_nodes():
     assert texts[0] == texts[1]
 
 
+NODE_CASES = {  # op of x [3, 4, 5] (requires grad), lo and hi [5] (bounds): its output's grad_fn, torch's class
+    "sum": lambda lib, x, lo, hi: x.sum(), "sum_dim": lambda lib, x, lo, hi: x.sum(1),
+    "sum_dims_keepdim": lambda lib, x, lo, hi: x.sum((1, 2), keepdim=True), "mean_dim": lambda lib, x, lo, hi: x.mean(-1),
+    "prod": lambda lib, x, lo, hi: x.prod(), "prod_dim": lambda lib, x, lo, hi: x.prod(1),
+    "max": lambda lib, x, lo, hi: x.max(), "max_dim": lambda lib, x, lo, hi: x.max(1)[0],
+    "min": lambda lib, x, lo, hi: x.min(), "min_dim": lambda lib, x, lo, hi: x.min(dim=0, keepdim=True).values,
+    "median": lambda lib, x, lo, hi: x.median(), "stack": lambda lib, x, lo, hi: lib.stack([x, x], 1),
+    "cat": lambda lib, x, lo, hi: lib.cat([x, x]), "select": lambda lib, x, lo, hi: x[0],
+    "select_after_slice": lambda lib, x, lo, hi: x[:, 1], "slice": lambda lib, x, lo, hi: x[1:],
+    "slice_after_select": lambda lib, x, lo, hi: x[0, 1:], "whole_slices": lambda lib, x, lo, hi: x[:, 0:10],
+    "ellipsis": lambda lib, x, lo, hi: x[...], "ellipsis_int": lambda lib, x, lo, hi: x[..., 1],
+    "none": lambda lib, x, lo, hi: x[None], "none_after_int": lambda lib, x, lo, hi: x[0, None],
+    "int_after_none": lambda lib, x, lo, hi: x[None, 0], "step": lambda lib, x, lo, hi: x[::2],
+    "advanced": lambda lib, x, lo, hi: x[[0, 2]], "narrow": lambda lib, x, lo, hi: x.narrow(1, 0, 2),
+    "select_method": lambda lib, x, lo, hi: x.select(2, 1), "unbind": lambda lib, x, lo, hi: x.unbind(1)[0],
+    "iter": lambda lib, x, lo, hi: next(iter(x)), "split": lambda lib, x, lo, hi: x.split(2)[1],
+    "split_with_sizes": lambda lib, x, lo, hi: x.split([1, 2])[0], "chunk": lambda lib, x, lo, hi: x.chunk(2, 2)[0],
+    "tensor_split": lambda lib, x, lo, hi: x.tensor_split(2)[0], "squeeze": lambda lib, x, lo, hi: x[:1].squeeze(),
+    "squeeze_dim": lambda lib, x, lo, hi: x[:1].squeeze(0), "squeeze_dims": lambda lib, x, lo, hi: x[:1].squeeze((0,)),
+    "clamp": lambda lib, x, lo, hi: x.clamp(-1, 1), "clamp_min_number": lambda lib, x, lo, hi: x.clamp(min=0),
+    "clip": lambda lib, x, lo, hi: x.clip(max=0.5), "clamp_tensors": lambda lib, x, lo, hi: x.clamp(lo, hi),
+    "clamp_min_tensor": lambda lib, x, lo, hi: x.clamp(min=lo), "clamp_min": lambda lib, x, lo, hi: x.clamp_min(0),
+    "clamp_max": lambda lib, x, lo, hi: x.clamp_max(0), "clamp_min_of_tensor": lambda lib, x, lo, hi: x.clamp_min(lo),
+    "clamp_max_of_tensor": lambda lib, x, lo, hi: x.clamp_max(hi), "clamp_inplace": lambda lib, x, lo, hi: (x * 1).clamp_(0, 1),
+    "clamp_min_inplace": lambda lib, x, lo, hi: (x * 1).clamp_min_(lo), "clamp_max_inplace": lambda lib, x, lo, hi: (x * 1).clamp_max_(0),
+    "batch_norm": lambda lib, x, lo, hi: lib.nn.functional.batch_norm(x, None, None, training=True),
+    "avg_pool2d": lambda lib, x, lo, hi: lib.nn.functional.avg_pool2d(x[None], 2),
+    "logsigmoid": lambda lib, x, lo, hi: lib.nn.functional.logsigmoid(x),
+    "T": lambda lib, x, lo, hi: x[0].T, "T_3d": lambda lib, x, lo, hi: x.T,
+    "layer_norm": lambda lib, x, lo, hi: lib.nn.functional.layer_norm(x, (5,), hi, lo),
+    "group_norm": lambda lib, x, lo, hi: lib.nn.functional.group_norm(x[None], 3),
+    "instance_norm": lambda lib, x, lo, hi: lib.nn.functional.instance_norm(x[None]),
+}
+
+
+@pytest.mark.parametrize("case", NODE_CASES)
+def test_grad_fn_is_torchs_node(case):
+    """type(y.grad_fn).__name__ and grad_fn.name() as torch's: the overload an op ran (sum over dims SumBackward1, max
+    of all MaxBackward1, clamp by numbers ClampBackward1), and basic indexing named by the view op torch applies
+    last (select, slice, unsqueeze; alias where none)."""
+    names = []
+    for lib in (tnet, torch):
+        x = lib.tensor(np.linspace(-2, 2, 60, dtype=np.float32).reshape(3, 4, 5), requires_grad=True)
+        lo, hi = lib.tensor(np.linspace(-1, 0, 5, dtype=np.float32)), lib.tensor(np.linspace(0, 1, 5, dtype=np.float32))
+        y = NODE_CASES[case](lib, x, lo, hi)
+        names.append((type(y.grad_fn).__name__, y.grad_fn.name()))
+    assert names[0] == names[1]
+
+
 @pytest.mark.parametrize("data", [None, [1, None], [[1.0], [object()]], {"a": 1}, ["a", "b"], [1, "a"], "a", [b"a"],
                                   np.array(["a"]), np.array([None]), [1, 2 ** 70], [[1, 2], [3]], [[1.5, 2], 3],
                                   [1.5, [2, 3]], [[[1], [2]], [[3], [4, 5]]], [[1, 2], [3, 4], 5]],

@@ -477,6 +477,70 @@ def test_layer_norm_group_norm_and_embedding_as_torch(rng):
         nn.Embedding.from_pretrained(tnet.ones(3))
 
 
+NATIVE_NORMS = {  # (tnet's call, torch's, the input's shape and layout, the weight's and bias's shapes)
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (7,), w, b), lambda x, w, b: tF.layer_norm(x, (7,), w, b),
+                   (3, 5, 7), False, (7,), (7,)),
+    "layer_norm_two_dims": (lambda x, w: F.layer_norm(x, (4, 5), w), lambda x, w: tF.layer_norm(x, (4, 5), w),
+                            (2, 3, 4, 5), False, (4, 5), None),
+    "layer_norm_whole_input": (lambda x, w, b: F.layer_norm(x, (11,), w, b), lambda x, w, b: tF.layer_norm(x, (11,), w, b),
+                               (11,), False, (11,), (11,)),
+    "group_norm": (lambda x, w, b: F.group_norm(x, 4, w, b), lambda x, w, b: tF.group_norm(x, 4, w, b),
+                   (3, 8, 5, 5), True, (8,), (8,)),
+    "group_norm_plain": (lambda x: F.group_norm(x, 3), lambda x: tF.group_norm(x, 3), (2, 6, 7), False, None, None),
+    "instance_norm": (lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
+                      lambda x, w, b: tF.instance_norm(x, weight=w, bias=b), (2, 3, 4, 6), False, (3,), (3,)),
+}
+
+
+@pytest.mark.parametrize("case", NATIVE_NORMS)
+def test_layer_group_and_instance_norms_as_torch_to_1e_6(rng, case):
+    """The layer, group and instance norms' values and gradients (input, weight, bias), one node each whose backward
+    is torch's native formula, against torch in float64 to 1e-6 relative in float32; and the 16-bit input's
+    (float32 weights, as torch's layers keep them), to bfloat16's rounding."""
+    from helpers import check, leaf
+    fn, ref_fn, shape, channels_last, *params = NATIVE_NORMS[case]
+    params = [leaf(rng, *p) for p in params if p is not None]
+    check(fn, ref_fn, [leaf(rng, *shape, channels_last=channels_last), *params], rng, tol=1e-6)
+    low, low_ref = leaf(rng, *shape, dtype=torch.bfloat16)
+    out = fn(low, *(t for t, _ in params))
+    assert out.dtype == torch.bfloat16
+    assert_close(out, ref_fn(low_ref, *(r for _, r in params)), TOL["bf16"], "bfloat16 forward")
+
+
+@pytest.mark.parametrize("norm_fn", [lambda lib, x: lib.nn.functional.instance_norm(x),
+                                     lambda lib, x: lib.nn.functional.layer_norm(x, (4,))], ids=["instance", "layer"])
+def test_norm_output_written_in_place_keeps_the_gradient(rng, norm_fn):
+    """A norm without weight and bias whose output a ReLU(inplace=True) writes (CycleGAN's InstanceNorm2d, ReLU(True)):
+    the backward recomputes the normalised values from the input, as torch's keeps the input, not the output."""
+    a, seed = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 3, 4))
+    grads = []
+    for lib in (tnet, torch):
+        x = lib.tensor(a, dtype=torch.float32, requires_grad=True)
+        y = lib.nn.functional.relu(norm_fn(lib, x), inplace=True) * 2
+        y.backward(lib.tensor(seed, dtype=torch.float32))
+        grads.append(np.asarray(x.grad.tolist()))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-6)
+
+
+def test_norm_gradient_is_finite_where_the_variance_gradient_overflowed():
+    """Rows holding 3e38 (fuzz seed 389, case 537): the composed norm's variance gradient, sum / n, overflowed into
+    NaN where torch's native formula (tnet's now) gives 0; and the grad_fn is torch's node."""
+    values = [[[3e38, 3e38, 4.6979e-02], [-1.8102, 1.9112, 1e-40], [-0.10994, -0.36146, 0.79526]]]
+    seed = [[[0.3, -1.2, 0.5], [1.0, 0.25, -0.75], [-0.5, 2.0, 1.5]]]
+    grads = []
+    for lib in (tnet, torch):
+        x = lib.tensor(values, requires_grad=True)
+        y = lib.nn.functional.instance_norm(x)
+        y.backward(lib.tensor(seed))
+        grads.append(np.asarray(x.grad.tolist()))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-5, atol=1e-6)
+    assert np.isfinite(grads[0]).all()
+    for name in ("NativeLayerNormBackward0", "NativeGroupNormBackward0"):
+        x = tnet.ones(2, 4, 3, requires_grad=True)
+        y = F.layer_norm(x, (3,)) if name.startswith("NativeLayer") else F.group_norm(x, 2)
+        assert type(y.grad_fn).__name__ == y.grad_fn.name() == name
+
+
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, 3.5])
 def test_embedding_max_norm_and_scale_grad_by_freq_as_torch(norm_type, rng):
     """Embedding(max_norm=, norm_type=) renormalises the rows looked up in the weight in place

@@ -1,5 +1,6 @@
 """tnet.save and tnet.load: round trips, and files that must be refused without running anything."""
 import io
+import json
 import os
 import pickle
 import subprocess
@@ -61,6 +62,94 @@ def test_parameters_requires_grad_and_state_dicts_come_back_as_torchs(tmp_path):
     assert back["sd"]._metadata == model.state_dict()._metadata
     assert not any(t.requires_grad for t in back["sd"].values())
     model.load_state_dict(back["sd"])
+
+
+def _shares(a, b):
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def test_tensors_that_share_memory_load_sharing_it_as_torchs(tmp_path):
+    """Tensors saved together that view one memory (`{'a': t, 'b': t[1:]}`, a transpose, bf16 views, torch tensors)
+    load viewing one memory again, with their strides, as torch.load's: a write to one shows in the others; a tensor
+    that shares nothing loads as its own memory; one tensor saved twice loads as one object."""
+    def saved(lib):
+        t = lib.arange(12.0)
+        h, z = lib.ones(4, dtype=torch.bfloat16), torch.zeros(3)
+        return {"a": t, "b": t[1:], "c": t.view(3, 4).t(), "d": t[::3], "other": t.clone(), "again": t,
+                "h": h, "h_part": h[2:], "empty": t[:0], "torch": (z, z[1:])}
+    backs = []
+    for lib, save, load in ((tnet, tnet.save, tnet.load), (torch, torch.save, torch.load)):
+        path = str(tmp_path / f"{lib.__name__}.pt")
+        save(saved(lib), path)
+        back = load(path)
+        mem = {k: v.memory if isinstance(v, tnet.Tensor) else v for k, v in back.items() if k != "torch"}
+        for k, v in mem.items():
+            assert v.tolist() == (saved(torch)[k].tolist()), k
+        assert [mem[k].stride() for k in "bcd"] == [(1,), (1, 4), (3,)]
+        names = [k for k in mem if k != "empty"]
+        backs.append([(k, j, _shares(mem[k], mem[j])) for k in names for j in names])
+        mem["a"][2] = 42
+        assert mem["b"][1] == 42 and mem["c"][2, 0] == 42 and mem["other"][2] == 2
+        assert back["again"] is back["a"] and back["b"] is not back["a"]  # one object saved twice: one object
+        a, b = (v.memory if isinstance(v, tnet.Tensor) else v for v in back["torch"])
+        assert _shares(a, b)
+    assert backs[0] == backs[1]
+
+
+def test_tied_weights_load_tied(tmp_path):
+    """A state_dict of a model whose layers share a weight (an embedding tied to the output layer) loads with its two
+    entries on one memory, as torch's; loaded into a tied model, it stays tied."""
+    def tied():
+        m = tnet.nn.Sequential(tnet.nn.Embedding(5, 3), tnet.nn.Linear(3, 5, bias=False))
+        m[1].weight = m[0].weight
+        return m
+    model = tied()
+    path = str(tmp_path / "tied.pt")
+    tnet.save(model.state_dict(), path)
+    sd = tnet.load(path)
+    with np.load(path) as f:  # the format that a tnet reading only the first calls unknown
+        assert json.loads(f["__tree__"].tobytes())["format"] == "tnet.save/2"
+    assert _shares(sd["0.weight"].memory, sd["1.weight"].memory)
+    sd["0.weight"].memory[0, 0] = 7
+    assert sd["1.weight"].memory[0, 0].item() == 7
+    other = tied()
+    other.load_state_dict(sd)
+    assert other[0].weight is other[1].weight and other[1].weight.memory[0, 0].item() == 7
+    tnet.save({"emb": model[0].weight, "head": model[1].weight}, path)  # the tied Parameter itself, twice
+    back = tnet.load(path)
+    assert back["emb"] is back["head"] and isinstance(back["emb"], tnet.nn.Parameter)
+
+
+def test_files_written_before_shared_memory_load(tmp_path):
+    """A file of the first form (every tensor an array of its shape, as tnet.save wrote them before tensors sharing
+    memory were stored together) loads as before; a view entry that is malformed or reaches past its member, and a
+    reference to a tensor not named before it, are LoadErrors."""
+    def write(path, tree, **members):
+        with open(path, "wb") as f:
+            np.savez(f, __tree__=np.frombuffer(json.dumps({"format": "tnet.save/1", "obj": tree}).encode(), np.uint8),
+                     **members)
+    old = str(tmp_path / "old.npz")
+    write(old, {"w": {"$tensor": 0, "dtype": "float32", "parameter": True}, "v": {"$tensor": 1, "dtype": "float32"}},
+          a0=np.arange(6, dtype=np.float32).reshape(2, 3), a1=np.arange(6, dtype=np.float32).reshape(2, 3))
+    back = tnet.load(old)
+    assert isinstance(back["w"], tnet.nn.Parameter) and back["w"].tolist() == [[0, 1, 2], [3, 4, 5]]
+    assert not _shares(back["w"].memory, back["v"].memory)
+    tnet.save({"w": back["w"]}, old)  # nothing shared: the first form, which tnet before shared memory reads
+    with np.load(old) as f:
+        assert json.loads(f["__tree__"].tobytes())["format"] == "tnet.save/1"
+    for view in ({"offset": 1, "size": [2, 3], "stride": [3, 1]}, {"offset": 0, "size": [7], "stride": [1]},
+                 {"offset": -1, "size": [2], "stride": [1]}, {"offset": 0, "size": [2]},
+                 {"offset": 0, "size": [2, 2], "stride": [1]}, {"offset": 0, "size": [2 ** 62, 2 ** 62], "stride": [0, 0]}):
+        bad = str(tmp_path / "bad.npz")
+        write(bad, {"w": {"$tensor": 0, "dtype": "float32", **view}}, a0=np.arange(6, dtype=np.float32))
+        with pytest.raises(tnet.LoadError, match="bad tensor entry|view"):
+            tnet.load(bad)
+    for tree in ({"w": {"$same": 0}, "v": {"$tensor": 0, "dtype": "float32", "id": 0}},  # a reference before its tensor
+                 {"v": {"$tensor": 0, "dtype": "float32", "id": True}}, {"w": {"$same": "0"}},
+                 {"v": [{"$tensor": 0, "dtype": "float32", "id": 0}, {"$tensor": 0, "dtype": "float32", "id": 0}]}):
+        write(bad, tree, a0=np.arange(6, dtype=np.float32))
+        with pytest.raises(tnet.LoadError, match="bad tensor entry|reference"):
+            tnet.load(bad)
 
 
 def test_dtypes_devices_and_sizes_round_trip(tmp_path):

@@ -18,6 +18,9 @@ import numpy as np
 import torch
 
 FORMAT = "tnet.save/1"
+# the format of files in which tensors share a member (_Saved.place_tensors): a tnet that reads only the first says
+# "unknown format"; files without such tensors keep the first, which every tnet reads
+SHARED_FORMAT = "tnet.save/2"
 _TREE = "__tree__"  # the archive member holding the JSON structure
 # torch dtypes numpy lacks travel as same-size integers, tagged with their own name
 _AS_BITS = {"bfloat16": (torch.int16, np.int16)}
@@ -48,30 +51,33 @@ class MissingFileError(LoadError, FileNotFoundError):
     `except FileNotFoundError:` that starts afresh)."""
 
 
-def _encode(obj, arrays, depth=0):
-    """The JSON node for obj, its arrays appended to arrays. Refuses (ValueError) whatever load
+def _encode(obj, saved, depth=0):
+    """The JSON node for obj, its arrays and tensors added to saved (a _Saved). Refuses (ValueError) whatever load
     would refuse, so that every file save writes loads."""
     from .tensor import Tensor
     if depth > MAX_DEPTH:
         raise ValueError(f"tnet.save: nested deeper than {MAX_DEPTH} levels")
     if isinstance(obj, (Tensor, torch.Tensor)):
+        if id(obj) in saved.seen:  # the same tensor again: one object on load, as torch's
+            return saved.again(obj)
         # a Parameter comes back a Parameter, and a tensor that requires grad requires it, as torch's (a script
         # that saves a learned tensor assigns it back to its module)
         flags = {"parameter": True} if _is_parameter(obj) else {}
         if obj.requires_grad:
             flags["requires_grad"] = True
-        t = (obj.memory if isinstance(obj, Tensor) else obj).detach().cpu().contiguous()
+        t = (obj.memory if isinstance(obj, Tensor) else obj).detach()
         name = str(t.dtype).removeprefix("torch.")
         if name not in _TENSOR_DTYPES:
             raise ValueError(f"tnet.save: cannot store a {name} tensor ({', '.join(sorted(_TENSOR_DTYPES))} only)")
-        if name in _AS_BITS:
-            t = t.view(_AS_BITS[name][0])
-        return {"$tensor": _add(arrays, t.numpy()), "dtype": name, **flags}
+        node = {"dtype": name, **flags}  # its data ("$tensor": the member) placed by _Saved.place_tensors
+        saved.tensors.append((node, t))
+        saved.seen[id(obj)] = node
+        return node
     if isinstance(obj, np.ndarray):
         if obj.dtype.kind not in _ARRAY_KINDS or obj.dtype.fields is not None:
             raise ValueError(f"tnet.save: cannot store an array of {obj.dtype} (bool, integer, float and "
                              "complex arrays only; no Python objects)")
-        return {"$array": _add(arrays, obj)}
+        return {"$array": saved.add(obj)}
     if isinstance(obj, torch.dtype):  # a script's options (`args.dtype`, `args.device`) saved in its checkpoint
         return {"$dtype": str(obj).removeprefix("torch.")}
     if isinstance(obj, torch.device):
@@ -79,25 +85,25 @@ def _encode(obj, arrays, depth=0):
     if isinstance(obj, torch.Size):  # a tuple: before the tuples
         return {"$size": list(obj)}
     if isinstance(obj, np.generic):
-        return _encode(obj.item(), arrays, depth)
+        return _encode(obj.item(), saved, depth)
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, list):
-        return [_encode(v, arrays, depth + 1) for v in obj]
+        return [_encode(v, saved, depth + 1) for v in obj]
     if isinstance(obj, tuple):  # (a namedtuple as a plain tuple)
-        return {"$tuple": [_encode(v, arrays, depth + 1) for v in obj]}
+        return {"$tuple": [_encode(v, saved, depth + 1) for v in obj]}
     if isinstance(obj, argparse.Namespace):  # a script's parsed options (SupContrast saves `'opt': opt`)
-        return {"$namespace": _encode(vars(obj), arrays, depth + 1)}
+        return {"$namespace": _encode(vars(obj), saved, depth + 1)}
     if isinstance(obj, collections.OrderedDict):  # a state_dict: its type and _metadata (module versions) kept
-        node = {"$ordered": _encode(dict(obj), arrays, depth + 1)}
+        node = {"$ordered": _encode(dict(obj), saved, depth + 1)}
         if getattr(obj, "_metadata", None) is not None:
-            node["metadata"] = _encode(dict(obj._metadata), arrays, depth + 1)
+            node["metadata"] = _encode(dict(obj._metadata), saved, depth + 1)
         return node
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in obj):
-            return {k: _encode(v, arrays, depth + 1) for k, v in obj.items()}
+            return {k: _encode(v, saved, depth + 1) for k, v in obj.items()}
         if all(isinstance(k, (str, int)) for k in obj):  # int keys (an optimizer's state)
-            return {"$items": [[k, _encode(v, arrays, depth + 1)] for k, v in obj.items()]}
+            return {"$items": [[k, _encode(v, saved, depth + 1)] for k, v in obj.items()]}
         raise ValueError("tnet.save: dict keys must be strings or ints")
     raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, "
                      "strings, None, lists, tuples, dicts, argparse Namespaces, dtypes, devices and sizes only)")
@@ -108,11 +114,64 @@ def _is_parameter(t):
     return isinstance(t, (Parameter, torch.nn.Parameter))
 
 
-def _add(arrays, a):
-    if len(arrays) >= _MAX_MEMBERS - 1:  # one member holds the structure
-        raise ValueError(f"tnet.save: more than {_MAX_MEMBERS - 1} arrays in one file")
-    arrays.append(a)
-    return len(arrays) - 1
+class _Saved:
+    """What save gathers while it walks obj: the arrays to store, and the tensors, whose data is placed once all are
+    seen (place_tensors), as tensors that share memory are stored together; a tensor met again is a reference to
+    its first node (again)."""
+
+    def __init__(self):
+        self.arrays, self.tensors = [], []  # tensors: (node, torch tensor) pairs
+        self.seen, self.ids = {}, 0  # seen: each tensor's node, by the object's id (the tree holds the objects)
+
+    def again(self, obj):
+        """The node of a tensor met before: {"$same": i}, i the "id" its first node now carries."""
+        node = self.seen[id(obj)]
+        if "id" not in node:
+            node["id"], self.ids = self.ids, self.ids + 1
+        return {"$same": node["id"]}
+
+    def add(self, a):
+        """a stored as a member of its own: its index."""
+        if len(self.arrays) >= _MAX_MEMBERS - 1:  # one member holds the structure
+            raise ValueError(f"tnet.save: more than {_MAX_MEMBERS - 1} arrays in one file")
+        self.arrays.append(a)
+        return len(self.arrays) - 1
+
+    def place_tensors(self):
+        """Each tensor's data into its node; whether the file needs the second format (tensors that share a member,
+        or a tensor met twice). A tensor whose memory no other saved tensor shares: its values as an
+        array of its shape (the format's first form). Tensors that share memory (`{'a': t, 'b': t[1:]}`, tied
+        weights' state_dict entries): one 1-D array of the span of memory they cover, each tensor a view of it by
+        "offset", "size" and "stride" (in elements), so that load gives them one memory again, as torch.load's.
+        Memory is shared where the storage and the dtype are one (a view of another dtype is saved apart)."""
+        groups, shared = {}, self.ids > 0
+        for node, t in self.tensors:
+            key = (t.untyped_storage().data_ptr(), t.dtype) if t.numel() else id(node)
+            groups.setdefault(key, []).append((node, t))
+        for group in groups.values():
+            if len(group) == 1:
+                node, t = group[0]
+                node["$tensor"] = self.add(_host_array(t.contiguous()))
+                continue
+            start = min(t.storage_offset() for _, t in group)
+            end = max(t.storage_offset() + _reach(t.shape, t.stride()) for _, t in group)
+            member, shared = self.add(_host_array(group[0][1].as_strided((end - start,), (1,), start))), True
+            for node, t in group:
+                node.update({"$tensor": member, "offset": t.storage_offset() - start, "size": list(t.shape),
+                             "stride": list(t.stride())})
+        return shared
+
+
+def _reach(size, stride):
+    """The elements from a view's first to just past its last (of a view with elements and strides >= 0)."""
+    return 1 + sum((n - 1) * s for n, s in zip(size, stride))
+
+
+def _host_array(t):
+    """A torch tensor's values as a numpy array on the host (dtypes numpy lacks as same-size integers)."""
+    name = str(t.dtype).removeprefix("torch.")
+    t = t.cpu()
+    return (t.view(_AS_BITS[name][0]) if name in _AS_BITS else t).numpy()
 
 
 class WriteError(OSError):
@@ -160,14 +219,17 @@ def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_seri
     """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
     strings, None, torch dtypes, devices and sizes, and argparse Namespaces of them) to path, atomically (a file object, such as io.BytesIO, is written from where
     it stands). Tuples come back as tuples (an optimizer's betas, a script's input size), Parameters as Parameters,
-    tensors with their requires_grad and OrderedDicts (a state_dict) with their _metadata, as torch's. torch.save's other
+    tensors with their requires_grad and OrderedDicts (a state_dict) with their _metadata, as torch's, and tensors that
+    share memory (a tensor and its slice, tied weights) sharing it again, one tensor saved twice as one object (views
+    in two dtypes load apart). torch.save's other
     arguments are accepted and change nothing: tnet's format is its own, never pickle."""
-    arrays = []
-    tree = json.dumps({"format": FORMAT, "obj": _encode(obj, arrays)}).encode()
+    saved = _Saved()
+    node = _encode(obj, saved)
+    tree = json.dumps({"format": SHARED_FORMAT if saved.place_tensors() else FORMAT, "obj": node}).encode()
     if len(tree) > _MAX_TREE:
         raise ValueError(f"tnet.save: the structure is {len(tree)} bytes of JSON (at most {_MAX_TREE}); "
                          "store long lists of numbers as arrays")
-    members = {f"a{i}": a for i, a in enumerate(arrays)}
+    members = {f"a{i}": a for i, a in enumerate(saved.arrays)}
     members[_TREE] = np.frombuffer(tree, dtype=np.uint8)
     if hasattr(path, "write"):  # a file object (io.BytesIO), as torch.save takes: written where it stands
         np.savez(path, **members)
@@ -309,22 +371,68 @@ def _parse_npy(name, buf):
     return a if dtype.isnative else a.astype(dtype.newbyteorder("="))
 
 
-def _decode(obj, array, as_tensor, where="obj", depth=0):
-    """The object a JSON node stands for; every node's type and keys are checked. array(i)
-    reads member i on first use, so only members the structure refers to are read."""
+_VIEW_KEYS = {"offset", "size", "stride"}  # a tensor entry's view of a member that tensors share
+
+
+def _viewed(memory, obj, where):
+    """The view of memory (a member's 1-D tensor) that a tensor entry's offset, size and stride name, checked to lie
+    within it."""
+    offset, size, stride = obj["offset"], obj["size"], obj["stride"]
+    ints = lambda v: isinstance(v, list) and all(type(n) is int and n >= 0 for n in v)  # noqa: E731
+    if not (memory.dim() == 1 and type(offset) is int and offset >= 0 and ints(size) and ints(stride)
+            and len(size) == len(stride) and (0 in size or offset + _reach(size, stride) <= memory.numel())):
+        raise _Bad(f"{where}: a view beyond its member or malformed ({str(obj)[:80]})")
+    try:
+        return memory.as_strided(size, stride, offset)
+    except RuntimeError as e:  # sizes past int64
+        raise _Bad(f"{where}: a malformed view ({e})") from None
+
+
+class _Loaded:
+    """What load keeps while it decodes a file: the members, each read on first use (array), so that only members
+    the structure refers to are read; one device copy of a member that tensors share (tensor); and the tensors named
+    for their repeats ("id", "$same")."""
+
+    def __init__(self, f, members, limit):
+        self.f, self.members, self.limit = f, members, limit
+        self.arrays, self.shared, self.named = {}, {}, {}
+
+    def array(self, i, where):
+        name = f"a{i}.npy"
+        if type(i) is not int or name not in self.members:
+            raise _Bad(f"{where}: refers to a missing member {i!r}")
+        if i not in self.arrays:
+            self.arrays[i] = _parse_npy(name, _read_member(self.f, name, self.members[name], self.limit))
+        return self.arrays[i]
+
+    def tensor(self, t, member=None):
+        """t (a host torch tensor) as a tnet Tensor on tnet's device; one device copy of a shared member."""
+        from .tensor import Tensor, as_storage
+        if member is None:
+            return Tensor(as_storage(t, t.dtype))
+        if member not in self.shared:
+            self.shared[member] = as_storage(t, t.dtype)
+        return Tensor(self.shared[member])
+
+
+def _decode(obj, loaded, where="obj", depth=0):
+    """The object a JSON node stands for (loaded: the _Loaded file); every node's type and keys are checked."""
     if depth > MAX_DEPTH:
         raise _Bad(f"{where}: nested deeper than {MAX_DEPTH} levels")
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, list):
-        return [_decode(v, array, as_tensor, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]
+        return [_decode(v, loaded, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj)]
     if not isinstance(obj, dict):
         raise _Bad(f"{where}: unexpected {type(obj).__name__}")
     if "$tensor" in obj:
-        if not {"$tensor", "dtype"} <= obj.keys() <= {"$tensor", "dtype", "parameter", "requires_grad"} or \
-                obj["dtype"] not in _TENSOR_DTYPES or not all(obj.get(k, True) is True for k in ("parameter", "requires_grad")):
+        view = obj.keys() & _VIEW_KEYS
+        if not {"$tensor", "dtype"} <= obj.keys() <= {"$tensor", "dtype", "parameter", "requires_grad", "id",
+                                                     *_VIEW_KEYS} or \
+                obj["dtype"] not in _TENSOR_DTYPES or not all(obj.get(k, True) is True for k in ("parameter", "requires_grad")) \
+                or view and view != _VIEW_KEYS or type(obj.get("id", 0)) is not int or obj.get("id") in loaded.named:
             raise _Bad(f"{where}: bad tensor entry {str(obj)[:80]}")
-        a, tag = array(obj["$tensor"], where), obj["dtype"]
+        a, tag = loaded.array(obj["$tensor"], where), obj["dtype"]
         if tag in _AS_BITS:  # stored as same-size integers, of the same shape
             if a.dtype not in (np.int16, np.uint16):
                 raise _Bad(f"{where}: a {tag} tensor stored as {a.dtype} (must be int16)")
@@ -336,18 +444,30 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
         requires_grad = obj.get("requires_grad", False)
         if requires_grad and not t.is_floating_point():
             raise _Bad(f"{where}: a {tag} tensor that requires grad")
+        t = loaded.tensor(t, obj["$tensor"] if view else None)
+        if view:  # a view of memory that other tensors of the file share (_Saved.place_tensors)
+            from .tensor import Tensor
+            t = Tensor(_viewed(t.memory, obj, where))
         if obj.get("parameter"):
             from .nn import Parameter
-            return Parameter(as_tensor(t), requires_grad=requires_grad)
-        return as_tensor(t).requires_grad_(requires_grad)
+            t = Parameter(t, requires_grad=requires_grad)
+        else:
+            t.requires_grad_(requires_grad)
+        if "id" in obj:  # met again further on ("$same")
+            loaded.named[obj["id"]] = t
+        return t
+    if "$same" in obj:
+        if obj.keys() != {"$same"} or type(obj["$same"]) is not int or obj["$same"] not in loaded.named:
+            raise _Bad(f"{where}: bad or early reference to a tensor {str(obj)[:80]}")
+        return loaded.named[obj["$same"]]
     if "$array" in obj:
         if obj.keys() != {"$array"}:
             raise _Bad(f"{where}: bad array entry {str(obj)[:80]}")
-        return array(obj["$array"], where)
+        return loaded.array(obj["$array"], where)
     if "$ordered" in obj:
         if not {"$ordered"} <= obj.keys() <= {"$ordered", "metadata"}:
             raise _Bad(f"{where}: bad ordered dict entry")
-        items, metadata = (_decode(obj.get(k, {}), array, as_tensor, f"{where}.{k}", depth + 1) for k in ("$ordered", "metadata"))
+        items, metadata = (_decode(obj.get(k, {}), loaded, f"{where}.{k}", depth + 1) for k in ("$ordered", "metadata"))
         if not (isinstance(items, dict) and isinstance(metadata, dict)):
             raise _Bad(f"{where}: bad ordered dict entry")
         out = collections.OrderedDict(items)
@@ -373,9 +493,9 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
     if "$tuple" in obj:
         if obj.keys() != {"$tuple"} or not isinstance(obj["$tuple"], list):
             raise _Bad(f"{where}: bad tuple entry")
-        return tuple(_decode(v, array, as_tensor, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj["$tuple"]))
+        return tuple(_decode(v, loaded, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj["$tuple"]))
     if "$namespace" in obj:
-        options = _decode(obj["$namespace"], array, as_tensor, where, depth + 1) if obj.keys() == {"$namespace"} else None
+        options = _decode(obj["$namespace"], loaded, where, depth + 1) if obj.keys() == {"$namespace"} else None
         if not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):
             raise _Bad(f"{where}: bad namespace entry")
         return argparse.Namespace(**options)
@@ -387,11 +507,11 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
         for i, kv in enumerate(items):
             if not (isinstance(kv, list) and len(kv) == 2 and isinstance(kv[0], (str, int))):
                 raise _Bad(f"{where}: $items entry {i} is not a [key, value] pair")
-            out[kv[0]] = _decode(kv[1], array, as_tensor, f"{where}[{kv[0]!r}]", depth + 1)
+            out[kv[0]] = _decode(kv[1], loaded, f"{where}[{kv[0]!r}]", depth + 1)
         return out
     if any(k.startswith("$") for k in obj):  # save writes such keys through $items
         raise _Bad(f"{where}: unknown entry {next(k for k in obj if k.startswith('$'))!r}")
-    return {k: _decode(v, array, as_tensor, f"{where}[{k!r}]", depth + 1) for k, v in obj.items()}
+    return {k: _decode(v, loaded, f"{where}[{k!r}]", depth + 1) for k, v in obj.items()}
 
 
 def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap=None, **pickle_load_args):
@@ -402,12 +522,10 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
     are checked before anything else is read, only the members the structure refers to are
     read, and no member may claim more bytes than the file holds, so memory stays within the
     file's size whatever it declares."""
-    from .tensor import Tensor, as_storage
-    as_tensor = lambda t: Tensor(as_storage(t, t.dtype))  # noqa: E731
     if hasattr(path, "read"):  # a file object, as torch.load takes: read from where it stands
         data = path.read()
         try:
-            return _load(io.BytesIO(data), len(data), as_tensor)
+            return _load(io.BytesIO(data), len(data))
         except _Bad as e:
             raise LoadError(f"{type(path).__name__}: {e}") from None
     path = os.fspath(path)
@@ -415,14 +533,14 @@ def load(path, map_location=None, pickle_module=None, *, weights_only=None, mmap
         raise MissingFileError(f"{path}: no such file")
     try:
         with open(path, "rb") as f:
-            return _load(f, os.fstat(f.fileno()).st_size, as_tensor)
+            return _load(f, os.fstat(f.fileno()).st_size)
     except _Bad as e:
         raise LoadError(f"{path}: {e}") from None
     except OSError as e:
         raise LoadError(f"{path}: cannot read it ({e.strerror or e})") from None
 
 
-def _load(f, size, as_tensor):
+def _load(f, size):
     magic = f.read(4)
     if not magic:
         raise _Bad("the file is empty")
@@ -442,18 +560,9 @@ def _load(f, size, as_tensor):
         raise _Bad(f"the structure is nested deeper than {MAX_DEPTH} levels") from None
     except ValueError as e:  # UnicodeDecodeError and JSONDecodeError among them
         raise _Bad(f"corrupt structure ({type(e).__name__}: {e})") from None
-    if not isinstance(tree, dict) or tree.get("format") != FORMAT or "obj" not in tree:
+    if not isinstance(tree, dict) or tree.get("format") not in (FORMAT, SHARED_FORMAT) or "obj" not in tree:
         raise _Bad("not a file written by tnet.save (unknown format)")
-    arrays = {}
-
-    def array(i, where):
-        if type(i) is not int or f"a{i}.npy" not in members:
-            raise _Bad(f"{where}: refers to a missing member {i!r}")
-        if i not in arrays:
-            arrays[i] = _parse_npy(f"a{i}.npy", _read_member(f, f"a{i}.npy", members[f"a{i}.npy"], limit))
-        return arrays[i]
-
-    return _decode(tree["obj"], array, as_tensor)
+    return _decode(tree["obj"], _Loaded(f, members, limit))
 
 
 # torch.serialization's allow-list for weights_only loads, which scripts fill before torch.load

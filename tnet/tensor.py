@@ -242,9 +242,16 @@ class Node:
 
 
 # torch's node class where a tnet op's name is not torch's: torch's composite ops end in another aten op, whose
-# node a script's printed loss or output shows (`grad_fn=<NllLossBackward0>`, `<AddmmBackward0>`)
+# node a script's printed loss or output shows (`grad_fn=<NllLossBackward0>`, `<AddmmBackward0>`); an op of several
+# overloads records which one it ran (sum over dims: "sum_dim", torch's sum.dim_IntList, SumBackward1)
 _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBackward0", "to": "ToCopyBackward0",
                      "narrow": "SliceBackward0", "max_pool2d": "MaxPool2DWithIndicesBackward0",
+                     "avg_pool2d": "AvgPool2DBackward0", "logsigmoid": "LogSigmoidBackward0",
+                     "batch_norm": "NativeBatchNormBackward0", "sum_dim": "SumBackward1", "mean_dim": "MeanBackward1",
+                     "prod_dim": "ProdBackward1", "max_all": "MaxBackward1", "min_all": "MinBackward1",
+                     "squeeze_dim": "SqueezeBackward1", "squeeze_dims": "SqueezeBackward2", "clamp": "ClampBackward1",
+                     "clamp_tensors": "ClampBackward0", "clamp_min_tensors": "ClampMinBackward1",
+                     "clamp_max_tensors": "ClampMaxBackward1",
                      **dict.fromkeys(("conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d"), "ConvolutionBackward0")}
 
 
@@ -516,6 +523,9 @@ class Tensor:
     __array_priority__ = 1000
     _is_inference = False  # made in an inference_mode block (is_inference)
     _entry = None  # the tape entry that made this tensor (None: a leaf)
+    # torch's _base: the tensor whose memory this view's was made from by a view op (a view of a view: the first
+    # base), None for a tensor that is no view (detach() and .data are none, as torch's); set by record (view_base)
+    _base = None
 
     def __init__(self, memory=None, requires_grad=False, *sizes):
         source = None
@@ -620,10 +630,10 @@ class Tensor:
         return self.shape[0]
 
     def __iter__(self):
-        """The sub-tensors along dim 0 (views), as torch's; a 0-d tensor raises TypeError."""
+        """The sub-tensors along dim 0 (views: unbind's, as torch's); a 0-d tensor raises TypeError."""
         if self.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        return (self[i] for i in range(self.shape[0]))
+        return iter(self.unbind(0))
 
     def __reversed__(self):
         """reversed(t): t flipped along dim 0 (a copy; a 0-d tensor itself), as torch's (torchmetrics' curves)."""
@@ -1172,6 +1182,8 @@ def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False
     weights `w - lr * g` are passed again by the query loss's backward after autograd.grad freed the
     support loss's graph."""
     out = Tensor(data)
+    if data._base is not None:  # a view's memory, or a kernel's output laid out in a buffer of its own
+        out._base = view_base(data, inputs)
     if _grad_enabled[0] and any_requires_grad(inputs):
         out._requires_grad = True  # out is new: no setter check
         if _inference_made[0]:
@@ -1183,6 +1195,17 @@ def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False
                 versions.append((t, t._version))
         out._entry = _Entry(op, tuple(inputs), backward, versions, graph, saves_nothing)
     return out
+
+
+def view_base(data, inputs):
+    """torch's _base of an op's output data: the input whose memory data views, or that input's own base (x[1:][0]'s
+    is x); data that is an input's own memory stands for that input (its base). None where data views no input's
+    memory (a kernel's output, channels-last say, that views a buffer the kernel allocated)."""
+    root = data._base
+    for x in inputs:
+        if memory_root(x.memory) is root:
+            return x._base if x._base is not None or x.memory is data else x
+    return None
 
 
 def record_composed(op, data, inputs, grads, saved):

@@ -101,8 +101,17 @@ def _cast(dtype):
     return lambda self: to(self, dtype)
 
 
+def _T(self):
+    """x.T: x's dims reversed (a permute, as torch's: any number of dims; a 0-d tensor itself, with torch's
+    deprecation warning)."""
+    if self.ndim == 0:
+        warnings.warn("Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+                      UserWarning, stacklevel=2)
+    return permute(self, tuple(range(self.ndim))[::-1])
+
+
 for _name, _method in {
-        "__getitem__": getitem, "view": view, "reshape": reshape, "flatten": flatten, "t": t, "T": property(t),
+        "__getitem__": getitem, "view": view, "reshape": reshape, "flatten": flatten, "t": t, "T": property(_T),
         "contiguous": contiguous, "to": to, "float": _cast(torch.float32), "half": _cast(torch.float16),
         "bfloat16": _cast(torch.bfloat16),
         "dim": lambda self: self.ndim, "permute": lambda self, *args, dims=None: permute(self, sizes_or_keyword("permute", args, "dims", dims)),

@@ -31,8 +31,10 @@ def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_
     check_kernel_size(kernel)
 
 
-def _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out_channels):
-    """check_conv_args past the arguments' types (conv_arg_types) and the kernel's size."""
+def _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out_channels, batch=None):
+    """check_conv_args past the arguments' types (conv_arg_types) and the kernel's size; an empty batch (batch 0)
+    may have dilation 0, as torch's."""
+    _conv.conv_dilation(dilation, batch)
     check(groups > 0, lambda: f"conv2d: groups must be a positive int, got {groups!r}")
     check(in_channels % groups == 0 and out_channels % groups == 0,
           lambda: f"conv2d: groups={groups} must divide in_channels ({in_channels}) and out_channels ({out_channels})")
@@ -68,13 +70,13 @@ _CHECKED = {}  # (shapes, arguments) that passed _check_shapes, where the argume
 def _check_shapes(x, w, b, stride, padding, dilation, groups):
     conv_arg_types(stride, padding, dilation, groups)
     check(x.ndim == 4 and w.ndim == 4, lambda: f"conv2d: x and w must be 4-D, got {x.shape} and {w.shape}")
-    _conv_arg_values(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0])
+    _conv_arg_values(w.shape[2:], stride, padding, dilation, groups, x.shape[1], w.shape[0], x.shape[0])
     check(x.shape[1] == w.shape[1] * groups, lambda: f"conv2d: x has {x.shape[1]} channels but w expects "
                                                      f"{w.shape[1] * groups}" + (f" ({groups} groups)" if groups > 1 else ""))
     check(b is None or b.shape == (w.shape[0],),
           lambda: f"conv2d: b is {None if b is None else b.shape}, expected ({w.shape[0]},)")
     if min(w.shape[2:]) == 0:  # torch checks the input's size against the kernel's first
-        _conv.conv_geometry("conv2d", x.shape[2:], w.shape[2:], stride, padding, dilation)
+        _conv.conv_geometry("conv2d", x.shape[2:], w.shape[2:], stride, padding, dilation, x.shape[0])
         check_kernel_size(w.shape[2:], x.shape[0])
 
 
@@ -126,7 +128,7 @@ def _convolve(x, w, b, stride, padding, relu, dilation=1, groups=1):
                 gw = kernels.conv2d_weight(X, w.shape, g, stride, padding, dilation, groups,
                                            channels_last=is_channels_last(w.memory))
         elif need_x or need_w:  # unchecked: the forward checked what conv2d_input and conv2d_weight would
-            geometry = _conv.conv_geometry("conv2d", x.shape[2:], w.shape[2:], stride, padding, dilation)
+            geometry = _conv.conv_geometry("conv2d", x.shape[2:], w.shape[2:], stride, padding, dilation, x.shape[0])
             if need_x:
                 gx = _conv.input_trusted(x.shape, Wl, g, geometry, groups, out_dtype=x.dtype)
             if need_w:
@@ -168,7 +170,7 @@ def _conv2d_graph(g, y, x, w, b, stride, padding, dilation, groups, relu):
     if top != bottom or left != right:
         raise NotImplementedError("create_graph through conv2d with padding='same' and an even kernel (uneven "
                                   "padding) is not supported")
-    pads, strides, dilations = (top, left), pair(stride, "conv2d: stride", 1, True), pair(dilation, "conv2d: dilation", 1, True)
+    pads, strides, dilations = (top, left), pair(stride, "conv2d: stride", 1, True), _conv.conv_dilation(dilation, x.shape[0])
     gx = gw = gb = None
     if x.requires_grad:
         extra = tuple(n - ((o - 1) * s - 2 * p + d * (k - 1) + 1)  # the rows and columns the stride left out
@@ -240,7 +242,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     check(b is None or (isinstance(b, Tensor) and b.shape == (cout,)),
           lambda: f"conv_transpose2d: bias must be a tnet.Tensor of ({cout},) or None")
     stride, padding = at_least(stride, "conv_transpose2d: stride", 1), at_least(padding, "conv_transpose2d: padding", 0)
-    extra, dilation = at_least(extra, "conv_transpose2d: output_padding", 0), at_least(dilation, "conv_transpose2d: dilation", 1)
+    extra = at_least(extra, "conv_transpose2d: output_padding", 0)
+    dilation = _conv.conv_dilation(dilation, x.shape[0], transposed=True)  # 0 for an empty batch, as torch's
     check_kernel_size(w.shape[2:], x.shape[0])  # before output_padding's check, as torch's
     if x.shape[0] and any(o >= max(s, d) for o, s, d in zip(extra, stride, dilation)):  # torch checks no empty batch
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "
@@ -298,8 +301,8 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
           lambda: f"conv1d: expected input [N, C, L] and weight [Cout, C/groups, k], got {input.shape} and "
                   f"{weight.shape}")
     p = p if isinstance(p, str) else (0, at_least(p, "conv1d: padding", 0))
-    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, at_least(s, "conv1d: stride", 1)), p,
-               (1, at_least(d, "conv1d: dilation", 1)), groups)
+    y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, at_least(s, "conv1d: stride", 1)), p, (1, d),
+               groups)  # conv2d checks the dilation, as torch's conv1d (0 for an empty batch)
     return y.squeeze(2)
 
 
@@ -317,8 +320,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     x = input.unsqueeze(2) if input.ndim == 3 else input.unsqueeze(0).unsqueeze(2)
     y = conv_transpose2d(x, weight.unsqueeze(2), bias, (1, at_least(s, "conv_transpose1d: stride", 1)),
                          (0, at_least(p, "conv_transpose1d: padding", 0)),
-                         (0, at_least(o, "conv_transpose1d: output_padding", 0)), groups,
-                         (1, at_least(d, "conv_transpose1d: dilation", 1)))
+                         (0, at_least(o, "conv_transpose1d: output_padding", 0)), groups, (1, d))  # d: as conv1d's
     y = y.squeeze(2)
     return y if input.ndim == 3 else y.squeeze(0)
 
@@ -349,7 +351,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
           lambda: f"conv3d: expected input [N, C, D, H, W] and weight [Cout, C/groups, kd, kh, kw], got "
                   f"{input.shape} and {weight.shape}")
     sd, sh, sw = triple(stride, "conv3d: stride", 1, True)
-    dd, dh, dw = triple(dilation, "conv3d: dilation", 1, True)
+    dd, dh, dw = _conv.conv_dilation(dilation, input.shape[0], 3)  # 0 for an empty batch, as torch's
     if not isinstance(padding, str):
         front, *plane_padding = triple(padding, "conv3d: padding", 0, True)
         back = front
@@ -397,7 +399,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     sd, *s2 = triple(stride, "conv_transpose3d: stride", 1, True)
     pd, *p2 = triple(padding, "conv_transpose3d: padding", 0, True)
     (od, *o2) = triple(output_padding, "conv_transpose3d: output_padding", 0, True)
-    (dd, *d2) = triple(dilation, "conv_transpose3d: dilation", 1, True)
+    (dd, *d2) = _conv.conv_dilation(dilation, input.shape[0], 3, transposed=True)  # as conv3d's
     check_kernel_size(weight.shape[2:], input.shape[0])  # as conv_transpose2d's
     if input.shape[0] and od >= max(sd, dd):  # as conv_transpose2d's
         raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got output_padding: "

@@ -67,8 +67,24 @@ def getitem(x, index):
     plan = Indexing.of(x.memory, index)
     if plan is None:
         index = basic_index(index)
-        return _part("getitem", x, lambda t: t[index])
+        return _part(_basic_view_op(x.shape, index), x, lambda t: t[index])
     return plan.take(x)
+
+
+def _basic_view_op(shape, index):
+    """The view op that torch's basic indexing of `shape` by `index` (basic_index's tuple) applies last, whose node
+    its grad_fn shows: the items in order, an int a select, None an unsqueeze, a slice a slice unless it keeps its
+    whole dim (start 0, step 1, to the end or past it); "alias" where none applies (x[:], x[...])."""
+    op, d = "alias", 0
+    for item in index:
+        if item is Ellipsis:
+            d += len(shape) - builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
+        elif item is None:
+            op = "unsqueeze"
+        else:
+            whole = isinstance(item, slice) and item.indices(shape[d]) == (0, shape[d], 1)
+            op, d = op if whole else "slice" if isinstance(item, slice) else "select", d + 1
+    return op
 
 
 def is_advanced(item):
@@ -292,7 +308,7 @@ class Indexing:
             v = reshape(v, (*self.pre, math.prod(self.sizes), *self.post))
         strides = [math.prod(self.sizes[k + 1:]) for k in range(len(self.sizes))]  # row-major in the block
         index, wrap, report = self.flat(strides, x.device)
-        y = _take("getitem", v, self.axis, index, wrap, report)
+        y = _take("index", v, self.axis, index, wrap, report)
         return y if y.shape == self.shape else reshape(y, self.shape)
 
     def block(self, t):
@@ -423,6 +439,7 @@ def unsafe_view(x, *shape):
     it, as they may write torch's linear and matmul outputs (`x += shortcut`, timm's x.mul_(gamma))."""
     y = reshape(x, *shape)
     y.memory = y.memory.detach()  # the same memory with no _base: memory_root sees no view
+    y._base = None  # nor does Tensor._base, as torch's
     return y
 
 
@@ -511,7 +528,8 @@ def squeeze(input, dim=ABSENT):
     check_tensors("squeeze", input=input)
     check_type(dim is not None, "squeeze(): argument 'dim' must be int or tuple of ints, not NoneType")  # as torch's
     y = input.memory.squeeze() if dim is ABSENT else input.memory.squeeze(dim)
-    return _rearranged("squeeze", input, y, lambda g: g.reshape(input.shape))
+    name = "squeeze" if dim is ABSENT else "squeeze_dims" if isinstance(dim, (tuple, list)) else "squeeze_dim"
+    return _rearranged(name, input, y, lambda g: g.reshape(input.shape))
 
 
 @numpy_names
@@ -654,7 +672,7 @@ def unbind(input, dim=0):
     """The slices of input along dim, each a view without that dim."""
     check_tensors("unbind", input=input)
     d = dim_index(dim, input.ndim)
-    return tuple(select(input, d, i) for i in range(input.shape[d]))
+    return tuple(_part("unbind", input, lambda t, i=i: t.select(d, i)) for i in range(input.shape[d]))
 
 
 def _split_dim(name, input, dim):
@@ -666,9 +684,10 @@ def _split_dim(name, input, dim):
     return d, input.shape[d]
 
 
-def _pieces(input, d, sizes):
+def _pieces(name, input, d, sizes):
+    """input's views of `sizes` elements along d, one after another; name: torch's op, which names their nodes."""
     starts = np.cumsum([0, *sizes[:-1]]).tolist()
-    return tuple(_part("split", input, lambda t, s=s, n=n: t.narrow(d, s, n)) for s, n in zip(starts, sizes))
+    return tuple(_part(name, input, lambda t, s=s, n=n: t.narrow(d, s, n)) for s, n in zip(starts, sizes))
 
 
 def split(tensor, split_size_or_sections, dim=0):
@@ -684,15 +703,14 @@ def split(tensor, split_size_or_sections, dim=0):
         step = int(split_size_or_sections)
         check(step > 0 or size == 0,
               lambda: f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
-        sizes = [min(step, size - s) for s in range(0, size, step)] if size else [0]
-    else:
-        sizes = [int(s) for s in split_size_or_sections]
-        check(all(s >= 0 for s in sizes),
-              lambda: f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}")
-        check(sum(sizes) == size,
-              lambda: f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
-                      f"size at dimension {d}), but got split_sizes={sizes}")
-    return _pieces(tensor, d, sizes)
+        return _pieces("split", tensor, d, [min(step, size - s) for s in range(0, size, step)] if size else [0])
+    sizes = [int(s) for s in split_size_or_sections]
+    check(all(s >= 0 for s in sizes),
+          lambda: f"split_with_sizes expects split_sizes have only non-negative entries, but got split_sizes={sizes}")
+    check(sum(sizes) == size,
+          lambda: f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                  f"size at dimension {d}), but got split_sizes={sizes}")
+    return _pieces("split_with_sizes", tensor, d, sizes)
 
 
 def tensor_split(input, indices_or_sections, dim=0):
@@ -702,7 +720,7 @@ def tensor_split(input, indices_or_sections, dim=0):
     if isinstance(indices_or_sections, numbers.Integral):
         n = int(indices_or_sections)
         check(n > 0, lambda: f"number of sections must be larger than 0, got {n}")
-        return _pieces(input, d, [size // n + (i < size % n) for i in range(n)])
+        return _pieces("slice", input, d, [size // n + (i < size % n) for i in range(n)])
     cuts = [builtins.min(builtins.max(i if i >= 0 else size + i, 0), size) for i in map(int, indices_or_sections)]
     bounds = [0, *cuts, size]
     return tuple(narrow(input, d, a, builtins.max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
@@ -748,7 +766,7 @@ def chunk(input, chunks, dim=0):
     check(chunks > 0, lambda: f"chunk expects `chunks` to be greater than 0, got: {chunks}")  # before the dim, as torch's
     d, size = _split_dim("chunk", input, dim)
     if size == 0:
-        return _pieces(input, d, [0] * chunks)
+        return _pieces("split", input, d, [0] * chunks)
     return split(input, -(-size // chunks), d)
 
 
@@ -785,6 +803,11 @@ def cat(tensors, dim=0):
     """tensors joined along dim into a new tensor of their promoted dtype (torch's promotion). All
     have one number of dims and the same sizes off dim, except that 1-D empty tensors are
     skipped (torch's legacy rule). Channels-last when every input is, else contiguous."""
+    return _joined("cat", tensors, dim)
+
+
+def _joined(name, tensors, dim):
+    """cat's work, recorded as the op `name` (stack's node is StackBackward0, as torch's)."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
         raise TypeError(f"cat(): argument 'tensors' must be a tuple or list of Tensors, not {type(tensors).__name__}")
     if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
@@ -798,7 +821,7 @@ def cat(tensors, dim=0):
     joined = [(i, x) for i, x in enumerate(tensors) if x.shape != (0,)]
     if not joined:  # 1-D empty tensors only
         y = torch.empty(0, dtype=dtype, device=tensors[0].device)
-        return _copy_record("cat", tensors, y, lambda g: [torch.empty_like(x.memory) for x in tensors])
+        return _copy_record(name, tensors, y, lambda g: [torch.empty_like(x.memory) for x in tensors])
     first = joined[0][1]
     d = dim_index(dim, first.ndim)
     for i, x in joined:
@@ -826,7 +849,7 @@ def cat(tensors, dim=0):
     def graph(g, out):
         return [narrow(g, d, starts[i], x.shape[d]) if i in starts else Tensor(torch.zeros_like(x.memory))
                 for i, x in enumerate(tensors)]
-    return _copy_record("cat", tensors, y, backward, graph=graph)
+    return _copy_record(name, tensors, y, backward, graph=graph)
 
 
 concat = concatenate = cat  # torch's aliases; cat takes numpy's axis= too
@@ -845,7 +868,7 @@ def stack(tensors, dim=0):
     for i, x in enumerate(tensors):
         check(x.shape == tensors[0].shape, lambda: f"stack expects each tensor to be equal size, but got "
                                                    f"{list(tensors[0].shape)} at entry 0 and {list(x.shape)} at entry {i}")
-    return cat([unsqueeze(x, d) for x in tensors], d)
+    return _joined("stack", [unsqueeze(x, d) for x in tensors], d)
 
 
 def clone(input, memory_format=torch.preserve_format):

@@ -32,9 +32,9 @@ from ..tensor import tensor as tnet_tensor
 from .copy import (Indexing, basic_index, check_put_dtype, expand, index_put, reshape, scalar_indices, scatter, scatter_add,
                    sequence_as_tuple, to)
 from .inputs import check_tensors, needs_grad
-from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, checked_alpha, clamp, div, elu, exp,
-                        floor, graph_sum_to, hardsigmoid, hardswish, hardtanh, leaky_relu, lerp, log, mish, mul, neg,
-                        pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh,
+from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, checked_alpha, clamp, clamp_max, clamp_min,
+                        div, elu, exp, floor, graph_sum_to, hardsigmoid, hardswish, hardtanh, leaky_relu, lerp, log,
+                        mish, mul, neg, pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh,
                         threshold, trunc, where, record_relu, INPLACE_WRITERS)
 from .random import bernoulli_draw, draw
 from .reduce import any as _any
@@ -340,11 +340,13 @@ def clamp_(self, min=None, max=None):
 
 
 def clamp_min_(self, min):
-    return clamp_(self, min=min)
+    return inplace(self, "clamp_min_", lambda x: clamp_min(x, min), [min] if isinstance(min, Tensor) else [],
+                   keeps_self=True)
 
 
 def clamp_max_(self, max):
-    return clamp_(self, max=max)
+    return inplace(self, "clamp_max_", lambda x: clamp_max(x, max), [max] if isinstance(max, Tensor) else [],
+                   keeps_self=True)
 
 
 def _overwritten(name, x, data, src=None):

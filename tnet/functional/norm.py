@@ -1,5 +1,5 @@
 """Batch normalisation (kernels/norm.py), with its GELU fused where asked; layer and group
-normalisation composed of the reductions' and element-wise kernels."""
+normalisation composed of the reductions' and element-wise kernels, each one node with torch's native backward."""
 import math
 
 import torch
@@ -7,8 +7,8 @@ import torch
 from ..kernels import norm as _norm
 from ..kernels.copy import copy_
 from ..kernels.launch import InputError, InputTypeError, check, dense
-from ..tensor import Tensor, is_grad_enabled, record
-from .copy import repeat, reshape
+from ..tensor import Tensor, is_grad_enabled, no_grad, record
+from .copy import repeat, reshape, view
 from .inputs import check_args, check_tensors, needs_grad
 from .pad import pad
 from .pointwise import add, div, mul, pow, rsqrt, sqrt, sub
@@ -114,14 +114,67 @@ def _batch_norm_graph(g, input, weight, bias, training, eps, running):
     return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
 
 
-def _normalised(x, dims, eps):
-    """(x - mean) / sqrt(var + eps) over dims, the biased variance; 16-bit x in float32, which _affine
-    rounds once, after the weight and bias, as torch's layer and group norms: a 16-bit variance overflows
-    (65504 ** 2), and so would a 16-bit gradient of the normalised values times a large weight."""
-    if x.dtype in (torch.float16, torch.bfloat16):
-        x = x.to(torch.float32)
-    var, mean = var_mean(x, dims, keepdim=True, correction=0)
-    return div(sub(x, mean), sqrt(add(var, eps)))
+def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape):
+    """torch's native layer and group norms, one node named as torch's (native_layer_norm: NativeLayerNormBackward0):
+    xhat = (x - mean) / sqrt(var + eps), the statistics over `dims` of input viewed as stats_shape (the biased
+    variance), then xhat * weight + bias (_affine), weight and bias viewed as `shape`. 16-bit input is normalised in
+    float32 and rounded once, after the weight and bias, as torch's layer and group norms: a 16-bit variance overflows
+    (65504 ** 2), and so would a 16-bit gradient of the normalised values times a large weight. The backward is
+    torch's native formula (_native_grads), not the composition's, whose variance gradient's sum / n overflows where
+    torch's is finite; the composition runs on the tape only for create_graph, whose gradient differentiates it.
+    As torch's, the backward keeps the input and the statistics, not the output, which may be written in place (an
+    instance norm's ReLU(inplace=True)) and is xhat itself where there is no weight or bias: xhat is recomputed."""
+    with no_grad():
+        xhat, mu, std = _standardised(input, stats_shape, dims, eps)
+        y = _affine(xhat, weight, bias, shape, input.dtype)
+    del xhat
+    args = (input, stats_shape, dims, weight, bias, shape)
+
+    def backward(g):
+        with no_grad():
+            xhat = _standardised(input, stats_shape, dims, eps, (mu, std))[0]
+            return [None if v is None else v.memory for v in _native_grads(Tensor(g), xhat, std, *args)]
+
+    def graph(g, out):  # the statistics recomputed on the tape, so that a gradient of the gradient reaches them
+        xhat, _, std = _standardised(input, stats_shape, dims, eps)
+        return _native_grads(g, xhat, std, *args)
+    return record(name, y.memory, [v for v in (input, weight, bias) if v is not None], backward,
+                  saved=(input, weight), graph=graph)
+
+
+def _standardised(input, stats_shape, dims, eps, statistics=None):
+    """(xhat, mean, sqrt(var + eps)): input (16-bit in float32) viewed as stats_shape, less the mean over dims, over
+    the square root of the biased variance plus eps; xhat in input's shape, the statistics in stats_shape's with dims
+    kept. statistics: (mean, root) taken before (the backward's xhat, the forward's to the bit)."""
+    x = input.to(torch.float32) if input.dtype in (torch.float16, torch.bfloat16) else input
+    x = reshape(x, stats_shape)
+    if statistics is None:
+        var, mean_ = var_mean(x, dims, keepdim=True, correction=0)
+        statistics = mean_, sqrt(add(var, eps))
+    mean_, std = statistics
+    return reshape(div(sub(x, mean_), std), input.shape), mean_, std
+
+
+def _native_grads(g, xhat, std, input, stats_shape, dims, weight, bias, shape):
+    """The gradients of _native_norm's input, weight and bias (those given; None where not needed) for its output's
+    gradient g, torch's native formula in float32: with h = g * weight, viewed as stats_shape,
+        dx = (h - mean(h) - xhat * mean(h * xhat)) / sqrt(var + eps)  over dims,
+    dweight = sum(g * xhat) and dbias = sum(g) over the dims that weight and bias are broadcast along."""
+    need_x, need_w, need_b = needs_grad(input, weight, bias)
+    g = g.to(xhat.dtype)
+    dx = dw = db = None
+    if need_x:
+        h, x = (reshape(v, stats_shape) for v in (g if weight is None else mul(g, reshape(weight, shape)), xhat))
+        h = sub(sub(h, mean(h, dims, keepdim=True)), mul(x, mean(mul(h, x), dims, keepdim=True)))
+        dx = reshape(div(h, std), input.shape)
+    lead = input.ndim - len(shape)
+    broadcast = tuple(d for d in range(input.ndim) if d < lead or shape[d - lead] == 1)
+    summed = lambda v: v if not broadcast else sum(v, broadcast)  # noqa: E731 (sum over () would take every dim)
+    if need_w:
+        dw = reshape(summed(mul(g, xhat)), weight.shape)
+    if need_b:
+        db = reshape(summed(g), bias.shape)
+    return [gv for v, gv in zip((input, weight, bias), (dx, dw, db)) if v is not None]
 
 
 def _affine(y, weight, bias, shape, dtype=None, mixed=False):
@@ -154,10 +207,9 @@ def _last_dims(name, input, normalized_shape):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalisation over the last len(normalized_shape) dims of each sample, then weight and bias
-    of normalized_shape, as torch's; composed of the variance, mean and element-wise kernels."""
+    of normalized_shape, as torch's; composed of the variance, mean and element-wise kernels (_native_norm)."""
     shape = _last_dims("layer_norm", input, normalized_shape)
-    y = _normalised(input, tuple(range(-len(shape), 0)), eps)
-    return _affine(y, weight, bias, shape, input.dtype)
+    return _native_norm("native_layer_norm", input, input.shape, tuple(range(-len(shape), 0)), eps, weight, bias, shape)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -187,8 +239,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
     group = c // num_groups * math.prod(input.shape[2:])  # not -1: an empty batch's view is ambiguous
-    y = reshape(_normalised(reshape(input, (n, num_groups, group)), 2, eps), input.shape)
-    return _affine(y, weight, bias, (c,) + (1,) * (input.dim() - 2), input.dtype)
+    return _native_norm("native_group_norm", input, (n, num_groups, group), (2,), eps, weight, bias,
+                        (c,) + (1,) * (input.dim() - 2))
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
@@ -208,7 +260,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     if running_mean is None and running_var is None:
         check(use_input_stats, "instance_norm: use_input_stats=False needs running_mean and running_var")
         if n * c:  # no channels at all: torch's batch_norm below (of 0 channels: its IndexError for a weight or bias)
-            return group_norm(input, c, weight, bias, eps)
+            return view(group_norm(input, c, weight, bias, eps), input.shape)  # torch's ends in a view: ViewBackward0
     repeated = [None if v is None else repeat(v, n) for v in (running_mean, running_var, weight, bias)]
     out = batch_norm(reshape(input, (1, n * c, *input.shape[2:])), *repeated, use_input_stats, momentum, eps)
     for running, updated in zip((running_mean, running_var), repeated):

@@ -645,6 +645,12 @@ def clamp(input, min=None, max=None):
     included), min where x < min < max (or x < min without max), max where x > max or max < min;
     each summed back over the dims its operand was broadcast along. Integer tensors with int
     (number) bounds clamp exactly in their dtype (bool: int64), with a float bound in float32."""
+    return _clamp("clamp", input, min, max)
+
+
+def _clamp(name, input, min, max):
+    """clamp, recorded as the op `name` (clamp, clamp_min or clamp_max, whose nodes torch names apart): with number
+    bounds as name, with tensor bounds as name + "_tensors" (torch's overloads: ClampBackward1 and ClampBackward0)."""
     check_tensors("clamp", input=input)
     check(min is not None or max is not None, "torch.clamp: At least one of 'min' or 'max' must not be None")
     tensors = [isinstance(v, Tensor) for v in (min, max) if v is not None]
@@ -658,14 +664,14 @@ def clamp(input, min=None, max=None):
         if not all(tensors):
             raise TypeError(f"clamp() received an invalid combination of arguments - got min={type(min).__name__}, "
                             f"max={type(max).__name__}: both bounds must be tensors, or both numbers")
-        return _clamp_tensors(input, min, max)
+        return _clamp_tensors(f"{name}_tensors", input, min, max)
     for arg, v in (("min", min), ("max", max)):
         check_type(v is None or isinstance(v, numbers.Real),
               lambda: f"clamp: {arg} must be a number, a tnet.Tensor or None, got {type(v).__name__}")
     X = input.memory
     if X.dtype in _pw.INTEGERS:
         if not all(v is None or isinstance(v, numbers.Integral) for v in (min, max)):
-            return clamp(Tensor(ints_as_float32(X)), min, max)
+            return _clamp(name, Tensor(ints_as_float32(X)), min, max)
         if X.dtype == torch.bool:
             X = copy_(torch.empty_like(X, dtype=torch.int64), X)
         info = torch.iinfo(X.dtype)  # the bounds in X's dtype first, as torch's checked conversion (-1 of uint8: 255)
@@ -675,15 +681,15 @@ def clamp(input, min=None, max=None):
     hi = math.inf if max is None else as_float_of(max, X.dtype)
     y = _pw.pointwise("clamp", X, lo, hi)
     if lo > hi:  # y is max everywhere: no x lies within the bounds, so none takes a gradient (torch's rule)
-        return record("clamp", y, (input,), lambda g: (torch.zeros_like(g),))
+        return record(name, y, (input,), lambda g: (torch.zeros_like(g),))
     # g where x lies within the bounds; the output is recomputed, not saved, as torch's saves x alone, so
     # that a script may write the output in place (`y = x.clamp(...); y.mul_(2)`)
     kept = lambda g: _pw.pointwise("clamp_backward", g, X, _pw.pointwise("clamp", X, lo, hi))
     backward = lambda g: (kept(g),)
-    return record("clamp", y, (input,), backward, saved=(X,), graph=linear_graph("clamp", backward, kept))
+    return record(name, y, (input,), backward, saved=(X,), graph=linear_graph(name, backward, kept))
 
 
-def _clamp_tensors(input, min, max):
+def _clamp_tensors(name, input, min, max):
     """clamp with tensor bounds (either None): clamp_which codes which operand takes each
     element's gradient, worked out in the backward. Integer tensors clamp exactly, in their dtype."""
     if not any(v.memory.is_floating_point() for v in (input, min, max) if v is not None):
@@ -711,15 +717,15 @@ def _clamp_tensors(input, min, max):
         masked = lambda h, k: _pw.pointwise("clamp_backward", h, code, float(k), dtype=h.dtype)
         return tuple(record("clamp_backward", masked(g.memory, k), (g,), lambda h, k=k: (masked(h, k),)) if n else None
                      for k, n in enumerate(need))
-    return _record_each("clamp", y, operands, grads, saved=(X, lo, hi), graph=graph)
+    return _record_each(name, y, operands, grads, saved=(X, lo, hi), graph=graph)
 
 
 def clamp_min(input, min):
-    return clamp(input, min=min)
+    return _clamp("clamp_min", input, min, None)
 
 
 def clamp_max(input, max):
-    return clamp(input, max=max)
+    return _clamp("clamp_max", input, None, max)
 
 
 def _compare(name, input, other):

@@ -62,13 +62,15 @@ def _shape(shape, dims, keepdim):
 def sum_or_mean(name, input, dim, keepdim, mean):
     check_tensors(name, input=input)
     dims = _dims(name, input, dim, keepdim)
+    # sum and mean given a dim (or keepdim) ran torch's dim overload, whose node is SumBackward1 (MeanBackward1)
+    op = f"{name}_dim" if name in ("sum", "mean") and (dim is not None or keepdim) else name
     integer = _reduce.integer(input.memory)
     check(not (mean and integer), lambda: f"{name}(): could not infer output dtype. Input dtype must be either a "
                                           f"floating point or complex dtype. Got: {DTYPE_NAMES[input.dtype]}")
     if input.numel() == 0:  # torch's values for no elements: sums 0, means nan (0 / 0); gradients of no elements
         out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0,
                          dtype=torch.int64 if integer else input.dtype, device=input.device)
-        return record(name, out, (input,), lambda g: (torch.zeros_like(input.memory),),
+        return record(op, out, (input,), lambda g: (torch.zeros_like(input.memory),),
                       graph=lambda g, y: (Tensor(torch.zeros_like(input.memory)),))
     X, shape = _dense(input), input.shape
     count = math.prod(shape[d] for d in dims) if mean else 1
@@ -81,7 +83,7 @@ def sum_or_mean(name, input, dim, keepdim, mean):
     def graph(g, out):
         spread = expand(reshape(g, y.shape), shape)
         return (div(spread, float(count)) if mean else spread,)
-    return record(name, y.reshape(_shape(shape, dims, keepdim)), (input,), backward, graph=graph)
+    return record(op, y.reshape(_shape(shape, dims, keepdim)), (input,), backward, graph=graph)
 
 
 @numpy_names
@@ -160,7 +162,7 @@ def _max_or_min(name, input, dim, keepdim, result):
         return _max_or_min(name, reshape(input, 1), 0, False, result)  # 0-d out, keepdim or not
     X, shape, cl = _dense(input), input.shape, is_channels_last(input.memory)
     if dim is None:
-        return tie_shared(name, input, _reduce.reduce(X, tuple(range(input.ndim)), name)[0])
+        return tie_shared(f"{name}_all", input, _reduce.reduce(X, tuple(range(input.ndim)), name)[0])
     out = _shape(shape, d, keepdim)
     if input.numel() == 0:  # a kept axis of size 0: nothing to reduce
         y = torch.empty(out, device=input.device, dtype=input.dtype)
@@ -282,7 +284,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
             others = others_product(X, dims[0])
         factor = _pw.pointwise("where", _pw.pointwise("eq", zeros, 0), _pw.pointwise("div", y, X), others)
         return (_pw.pointwise("mul", factor, g.reshape(y.shape), dtype=input.dtype),)
-    return record("prod", out.reshape(out_shape), (input,), backward, saved=(X,))
+    return record("prod" if dim is None else "prod_dim", out.reshape(out_shape), (input,), backward, saved=(X,))
 
 
 def others_product(X, d):

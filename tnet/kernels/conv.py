@@ -35,7 +35,8 @@ from .._device import INTERPRET
 from . import conv_tma
 from .autotune import autotune, fit, jit, launch_kept
 from .gemm import SMS, shape_text, mma, pick_precision
-from .launch import FLOATS, cdiv, check, check_float, kept, memory_format, pair, plain, resident, stage_bytes, tile_config
+from .launch import (FLOATS, cdiv, check, check_float, kept, memory_format, ntuple, pair, plain, resident, stage_bytes,
+                     tile_config)
 from .reduce import PartSums, best_parts
 
 
@@ -362,10 +363,23 @@ def check_dy(name, dy, n, cout, oh, ow, device):
     check_float(name, dy, "grad_output")
 
 
+def conv_dilation(dilation, batch=None, n=2, transposed=False):
+    """The dilations of a convolution of n dims (transposed or not), as torch checks them: a negative one raises, and
+    so does 0 where the batch holds samples (or is not known: a layer's construction), with torch's texts; torch's
+    empty batch runs no kernel and takes its output's size from the window's span, d * (k - 1) + 1 (one pixel at
+    d = 0)."""
+    d = ntuple(dilation, n, f"conv{n}d: dilation", None, True)
+    check(min(d) >= 0, "dilation should be greater than zero")
+    got = lambda: ", ".join(f"dilation_{a}: {v}" for a, v in zip(("depth", "height", "width")[-n:], d)) \
+        if transposed else list(d)
+    check(batch == 0 or min(d) > 0, lambda: f"dilation should be greater than zero, but got {got()}")
+    return d
+
+
 def conv_pads(padding, stride=1, kernel=(1, 1), dilation=1):
     """((top, bottom), (left, right)): torch's padding, an int, a pair, 'valid' (none) or 'same'
     (stride 1 only, as torch; d*(k-1) rows and columns in all, the odd one at the end, as torch
-    pads them for an even kernel)."""
+    pads them for an even kernel). dilation: checked by conv_dilation first."""
     if isinstance(padding, str):
         check(padding in ("same", "valid"), lambda: f"conv2d: invalid padding string {padding!r}, should be one of "
                                                     "{'valid', 'same'}")
@@ -373,7 +387,7 @@ def conv_pads(padding, stride=1, kernel=(1, 1), dilation=1):
             return (0, 0), (0, 0)
         check(pair(stride, "conv2d: stride", 1, True) == (1, 1), "conv2d: padding='same' is not supported for strided "
                                                            "convolutions")
-        total = [d * (k - 1) for k, d in zip(kernel, pair(dilation, "conv2d: dilation", 1, True))]
+        total = [d * (k - 1) for k, d in zip(kernel, pair(dilation, "conv2d: dilation", 0, True))]
         return tuple((t // 2, t - t // 2) for t in total)
     ph, pw = pair(padding, "conv2d: padding", 0, True)  # a list of one int expanded, as torch's
     return (ph, ph), (pw, pw)
@@ -382,18 +396,19 @@ def conv_pads(padding, stride=1, kernel=(1, 1), dilation=1):
 _GEOMETRY = {}  # conv_geometry's results by their arguments, where plain ones
 
 
-def conv_geometry(name, size, kernel, stride, padding, dilation):
+def conv_geometry(name, size, kernel, stride, padding, dilation, batch=None):
     """stride, dilation, the padding before the image (PH, PW) and the output's size (OH, OW) of
-    a convolution of an image of size (H, W) by a kernel (kh, kw), from torch's arguments. The
+    a convolution of a batch of `batch` images of size (H, W) by a kernel (kh, kw), from torch's arguments (an empty
+    batch may have dilation 0: conv_dilation). The
     kernels need only the padding before: what is after shows in the output's size alone. Kept
     per arguments where they are plain (every forward and backward pass asks again)."""
-    key = (tuple(size), tuple(kernel), stride, padding, dilation)
-    work = lambda: _conv_geometry(name, size, kernel, stride, padding, dilation)
+    key = (tuple(size), tuple(kernel), stride, padding, dilation, batch == 0)
+    work = lambda: _conv_geometry(name, size, kernel, stride, padding, dilation, batch)
     return kept(_GEOMETRY, key, work) if plain(*key) else work()
 
 
-def _conv_geometry(name, size, kernel, stride, padding, dilation):
-    stride, dilation = pair(stride, "conv2d: stride", 1, True), pair(dilation, "conv2d: dilation", 1, True)
+def _conv_geometry(name, size, kernel, stride, padding, dilation, batch):
+    stride, dilation = pair(stride, "conv2d: stride", 1, True), conv_dilation(dilation, batch)
     pads = conv_pads(padding, stride, kernel, dilation)
     out = []
     for n, k, s, (before, after), d in zip(size, kernel, stride, pads, dilation):
@@ -467,7 +482,8 @@ def _conv2d_plan(x, w, bias, stride, padding, dilation, groups):
     cout, kernel = w.shape[0], tuple(w.shape[2:])
     check(bias is None or (bias.shape == (cout,) and bias.is_contiguous() and bias.dtype in FLOATS),
           lambda: f"conv2d: bias must be a contiguous float vector of {cout}, got {tuple(bias.shape)} {bias.dtype}")
-    stride, dilation, padding, out_hw = conv_geometry("conv2d", x.shape[2:], kernel, stride, padding, dilation)
+    stride, dilation, padding, out_hw = conv_geometry("conv2d", x.shape[2:], kernel, stride, padding, dilation,
+                                                      x.shape[0])
     return cout, kernel, stride, dilation, padding, out_hw
 
 
@@ -482,7 +498,7 @@ def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=
     N, C, H, W = input_size
     check_groups("conv2d_input", groups, C)
     check_weight("conv2d_input", weight, C, groups, grad_output.device)
-    geometry = conv_geometry("conv2d_input", (H, W), tuple(weight.shape[2:]), stride, padding, dilation)
+    geometry = conv_geometry("conv2d_input", (H, W), tuple(weight.shape[2:]), stride, padding, dilation, N)
     check_dy("conv2d_input", grad_output, N, weight.shape[0], *geometry[3], grad_output.device)
     return input_trusted(input_size, weight, grad_output, geometry, groups, precision, out_dtype)
 
@@ -522,7 +538,7 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
     check(c * groups == C and cout % groups == 0,
           lambda: f"conv2d_weight: weight_size {tuple(weight_size)} does not fit input {shape_text(input)}"
                   + (f" in groups={groups}" if groups > 1 else ""))
-    geometry = conv_geometry("conv2d_weight", (H, W), (KH, KW), stride, padding, dilation)
+    geometry = conv_geometry("conv2d_weight", (H, W), (KH, KW), stride, padding, dilation, N)
     check_dy("conv2d_weight", grad_output, N, cout, *geometry[3], input.device)
     return weight_trusted(input, weight_size, grad_output, geometry, groups, precision, channels_last, parts)
 

@@ -432,7 +432,8 @@ def conv2d(x, w, stride=1, padding=0, dilation=1, groups=None, *, bias=None, rel
     check(bias is None or (bias.shape == (cout,) and bias.is_contiguous() and bias.dtype in FLOATS),
           lambda: f"conv2d: bias must be a contiguous float vector of {cout}, got {tuple(bias.shape)} {bias.dtype}")
     pick_precision("conv2d", precision, x, w)
-    stride, dilation, padding, out_hw = conv_geometry("conv2d", x.shape[2:], kernel, stride, padding, dilation)
+    stride, dilation, padding, out_hw = conv_geometry("conv2d", x.shape[2:], kernel, stride, padding, dilation,
+                                                      x.shape[0])
     return _run(x, w, cout, out_hw, kernel, stride, padding, dilation, False, bias, relu, out_dtype or x.dtype)
 
 
@@ -447,7 +448,7 @@ def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=
     check_weight("conv2d_input", weight, C, groups, grad_output.device)
     cout, kernel = weight.shape[0], tuple(weight.shape[2:])
     pick_precision("conv2d_input", precision, grad_output, weight)
-    stride, dilation, padding, (OH, OW) = conv_geometry("conv2d_input", (H, W), kernel, stride, padding, dilation)
+    stride, dilation, padding, (OH, OW) = conv_geometry("conv2d_input", (H, W), kernel, stride, padding, dilation, N)
     check_dy("conv2d_input", grad_output, N, cout, OH, OW, grad_output.device)
     return _run(grad_output, weight, C, (H, W), kernel, stride, padding, dilation, True, None, False,
                 out_dtype or grad_output.dtype)
@@ -469,7 +470,7 @@ def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation
                   f"groups={groups}")
     pick_precision("conv2d_weight", precision, grad_output, input)
     (SH, SW), (DH, DW), (PH, PW), (OH, OW) = conv_geometry("conv2d_weight", (H, W), (KH, KW), stride, padding,
-                                                           dilation)
+                                                           dilation, N)
     check_dy("conv2d_weight", grad_output, N, cout, OH, OW, input.device)
     x, dy = (t.contiguous(memory_format=torch.channels_last) for t in (input, grad_output))
     npix = N * OH * OW
