@@ -1,0 +1,837 @@
+"""Training-recipe and self-supervised code the earlier files leave out, written from memory in its sources' styles
+and ported by its imports alone, as test_ported_scripts.py: optimizers written as torch.optim.Optimizer subclasses
+(juntang-zhuang's AdaBelief with its rectification buffer and a state_dict round trip, clovaai's AdamP and SGDP
+projections, sail-sg's Adan in its foreach and single-tensor forms, NovoGrad's per-layer second moment, Yong et al.'s
+gradient centralization, GSAM's surrogate-gap gradient decomposition over a base optimizer); self-supervised losses
+(NNCLR's nearest-neighbour support queue, NPID's memory bank updated inside a custom autograd Function's backward and
+its weighted kNN evaluation, decoupled contrastive learning, W-MSE's Cholesky whitening); face-recognition margins
+(AdaCos's dynamic scale by a median, CurricularFace's in-place hard-example reweighting, sub-center ArcFace); noisy
+and long-tailed labels (truncated GCE's per-sample weights, balanced softmax and logit adjustment); and
+zhunzhong07's Random Erasing in a Dataset. Each runs in tnet, then in torch from tnet's initial weights (state_dict
+through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws the batches; where a
+source draws with torch's generator (a queue's initial contents, a permutation), numpy draws it here instead and a
+comment says so."""
+import importlib
+import math
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def small_cnn(m, classes=5, width=4):
+    """A conv-BN-ReLU stem, a scale-invariant second conv (AdamP's projection acts there), a linear head."""
+    nn = m.nn
+    return nn.Sequential(nn.Conv2d(3, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(inplace=True),
+                         nn.Conv2d(width, width, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(width),
+                         nn.ReLU(inplace=True), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, classes))
+
+
+def fit(m, model, optimizer, rng, steps=3, shape=(4, 3, 6, 6), classes=5, scheduler=None):
+    """The plain loop these optimizers' READMEs show: zero_grad, forward, cross-entropy, backward, step."""
+    losses = []
+    for _ in range(steps):
+        x = m.torch.tensor(normal(rng, *shape))
+        y = m.torch.tensor(rng.integers(0, classes, shape[0]))
+        optimizer.zero_grad()
+        loss = m.F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        losses.append(loss.item())
+    return losses
+
+
+# (a) juntang-zhuang/Adabelief-Optimizer's adabelief_pytorch (0.2): the belief s_t = EMA of (g - m_t)^2 with eps added
+# in place, decoupled or L2 weight decay, AMSGrad by torch.max(..., out=), RAdam's rectification with its ten-slot
+# buffer list kept in the param group's defaults; the optimizer's state_dict loaded into a fresh one mid-run
+def adabelief(m, state=None):
+    torch, optim = m.torch, m.optim
+    Optimizer = optim.Optimizer
+    torch.manual_seed(0)
+    rng = np.random.default_rng(3)
+
+    class AdaBelief(Optimizer):
+        def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-16, weight_decay=0, amsgrad=False,
+                     weight_decouple=True, fixed_decay=False, rectify=True, degenerated_to_sgd=True):
+            if not 0.0 <= lr:
+                raise ValueError("Invalid learning rate: {}".format(lr))
+            if not 0.0 <= betas[0] < 1.0:
+                raise ValueError("Invalid beta parameter at index 0: {}".format(betas[0]))
+            self.degenerated_to_sgd = degenerated_to_sgd
+            if isinstance(params, (list, tuple)) and len(params) > 0 and isinstance(params[0], dict):
+                for param in params:
+                    if 'betas' in param and (param['betas'][0] != betas[0] or param['betas'][1] != betas[1]):
+                        param['buffer'] = [[None, None, None] for _ in range(10)]
+            defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                            buffer=[[None, None, None] for _ in range(10)])
+            super(AdaBelief, self).__init__(params, defaults)
+            self.weight_decouple = weight_decouple
+            self.rectify = rectify
+            self.fixed_decay = fixed_decay
+
+        def __setstate__(self, state):
+            super(AdaBelief, self).__setstate__(state)
+            for group in self.param_groups:
+                group.setdefault('amsgrad', False)
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad.data
+                    if grad.is_sparse:
+                        raise RuntimeError('AdaBelief does not support sparse gradients')
+                    amsgrad = group['amsgrad']
+                    state = self.state[p]
+                    beta1, beta2 = group['betas']
+                    if len(state) == 0:
+                        state['rho_inf'] = 2.0 / (1.0 - beta2) - 1.0
+                        state['step'] = 0
+                        state['exp_avg'] = torch.zeros_like(p.data, memory_format=torch.preserve_format)
+                        state['exp_avg_var'] = torch.zeros_like(p.data, memory_format=torch.preserve_format)
+                        if amsgrad:
+                            state['max_exp_avg_var'] = torch.zeros_like(p.data, memory_format=torch.preserve_format)
+                    if self.weight_decouple:
+                        if not self.fixed_decay:
+                            p.data.mul_(1.0 - group['lr'] * group['weight_decay'])
+                        else:
+                            p.data.mul_(1.0 - group['weight_decay'])
+                    else:
+                        if group['weight_decay'] != 0:
+                            grad.add_(p.data, alpha=group['weight_decay'])
+                    exp_avg, exp_avg_var = state['exp_avg'], state['exp_avg_var']
+                    state['step'] += 1
+                    bias_correction1 = 1 - beta1 ** state['step']
+                    bias_correction2 = 1 - beta2 ** state['step']
+                    exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
+                    grad_residual = grad - exp_avg
+                    exp_avg_var.mul_(beta2).addcmul_(grad_residual, grad_residual, value=1 - beta2)
+                    if amsgrad:
+                        max_exp_avg_var = state['max_exp_avg_var']
+                        torch.max(max_exp_avg_var, exp_avg_var.add_(group['eps']), out=max_exp_avg_var)
+                        denom = (max_exp_avg_var.sqrt() / math.sqrt(bias_correction2)).add_(group['eps'])
+                    else:
+                        denom = (exp_avg_var.add_(group['eps']).sqrt() / math.sqrt(bias_correction2)).add_(group['eps'])
+                    if not self.rectify:
+                        step_size = group['lr'] / bias_correction1
+                        p.data.addcdiv_(exp_avg, denom, value=-step_size)
+                    else:
+                        buffered = group['buffer'][int(state['step'] % 10)]
+                        if state['step'] == buffered[0]:
+                            N_sma, step_size = buffered[1], buffered[2]
+                        else:
+                            buffered[0] = state['step']
+                            beta2_t = beta2 ** state['step']
+                            N_sma_max = 2 / (1 - beta2) - 1
+                            N_sma = N_sma_max - 2 * state['step'] * beta2_t / (1 - beta2_t)
+                            buffered[1] = N_sma
+                            if N_sma >= 5:
+                                step_size = math.sqrt((1 - beta2_t) * (N_sma - 4) / (N_sma_max - 4) * (N_sma - 2) /
+                                                      N_sma * N_sma_max / (N_sma_max - 2)) / (1 - beta1 ** state['step'])
+                            elif self.degenerated_to_sgd:
+                                step_size = 1.0 / (1 - beta1 ** state['step'])
+                            else:
+                                step_size = -1
+                            buffered[2] = step_size
+                        if N_sma >= 5:
+                            denom = exp_avg_var.sqrt().add_(group['eps'])
+                            p.data.addcdiv_(exp_avg, denom, value=-step_size * group['lr'])
+                        elif step_size > 0:
+                            p.data.add_(exp_avg, alpha=-step_size * group['lr'])
+            return loss
+
+    model = small_cnn(m)
+    init = load(m, model, state)
+    decay = [p for n, p in model.named_parameters() if p.dim() > 1]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() <= 1]
+    # beta2 = 0.6 in the second group: N_sma_max = 3, so its steps take the degenerate SGD branch; the first group's
+    # beta2 = 0.05 reaches N_sma >= 5 never either, so a third optimizer below runs rectify=False with AMSGrad
+    optimizer = AdaBelief([{'params': decay, 'weight_decay': 1e-2}, {'params': no_decay, 'betas': (0.9, 0.6)}],
+                          lr=1e-2, eps=1e-12)
+    losses = fit(m, model, optimizer, rng, steps=2)
+    saved = optimizer.state_dict()
+    optimizer = AdaBelief([{'params': decay, 'weight_decay': 1e-2}, {'params': no_decay, 'betas': (0.9, 0.6)}],
+                          lr=1e-2, eps=1e-12)
+    optimizer.load_state_dict(saved)
+    assert optimizer.state[decay[0]]['step'] == 2 and optimizer.param_groups[0]['buffer'][2][0] == 2
+    losses += fit(m, model, optimizer, rng, steps=1)
+    other = small_cnn(m)
+    load(m, other, init)
+    amsgrad = AdaBelief(other.parameters(), lr=1e-2, weight_decay=1e-3, amsgrad=True, weight_decouple=False,
+                        rectify=False)
+    losses += fit(m, other, amsgrad, rng, steps=2)
+    return init, losses + summary(model.parameters()) + summary(other.parameters()) + summary(other.buffers())
+
+
+def test_adabelief():
+    compare(adabelief)
+
+
+# (b) clovaai/AdamP's adamp.py and sgdp.py: where a weight's gradient is near orthogonal to it per output channel
+# (_channel_view) or as a whole (_layer_view), by F.cosine_similarity(...).abs_() against delta / sqrt(fan-in), the
+# update loses its radial part and the weight decay is scaled by wd_ratio; the deprecated add_(scalar, tensor) forms
+def adamp_sgdp(m, state=None):
+    torch, F, optim = m.torch, m.F, m.optim
+    Optimizer = optim.Optimizer
+    required = importlib.import_module(m.torch.__name__ + ".optim.optimizer").required
+    torch.manual_seed(0)
+    rng = np.random.default_rng(4)
+
+    class Projection:
+        def _channel_view(self, x):
+            return x.view(x.size(0), -1)
+
+        def _layer_view(self, x):
+            return x.view(1, -1)
+
+        def _cosine_similarity(self, x, y, eps, view_func):
+            x = view_func(x)
+            y = view_func(y)
+            return F.cosine_similarity(x, y, dim=1, eps=eps).abs_()
+
+        def _projection(self, p, grad, perturb, delta, wd_ratio, eps):
+            wd = 1
+            expand_size = [-1] + [1] * (len(p.shape) - 1)
+            for view_func in [self._channel_view, self._layer_view]:
+                cosine_sim = self._cosine_similarity(grad, p.data, eps, view_func)
+                if cosine_sim.max() < delta / math.sqrt(view_func(p.data).size(1)):
+                    p_n = p.data / view_func(p.data).norm(dim=1).view(expand_size).add_(eps)
+                    perturb -= p_n * view_func(p_n * perturb).sum(dim=1).view(expand_size)
+                    wd = wd_ratio
+                    return perturb, wd
+            return perturb, wd
+
+    class AdamP(Optimizer, Projection):
+        def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, delta=0.1, wd_ratio=0.1,
+                     nesterov=False):
+            defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, delta=delta, wd_ratio=wd_ratio,
+                            nesterov=nesterov)
+            super(AdamP, self).__init__(params, defaults)
+
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                loss = closure()
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad.data
+                    beta1, beta2 = group['betas']
+                    nesterov = group['nesterov']
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state['step'] = 0
+                        state['exp_avg'] = torch.zeros_like(p.data)
+                        state['exp_avg_sq'] = torch.zeros_like(p.data)
+                    exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                    state['step'] += 1
+                    bias_correction1 = 1 - beta1 ** state['step']
+                    bias_correction2 = 1 - beta2 ** state['step']
+                    exp_avg.mul_(beta1).add_(1 - beta1, grad)
+                    exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)
+                    denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(group['eps'])
+                    step_size = group['lr'] / bias_correction1
+                    if nesterov:
+                        perturb = (beta1 * exp_avg + (1 - beta1) * grad) / denom
+                    else:
+                        perturb = exp_avg / denom
+                    wd_ratio = 1
+                    if len(p.shape) > 1:
+                        perturb, wd_ratio = self._projection(p, grad, perturb, group['delta'], group['wd_ratio'],
+                                                             group['eps'])
+                    if group['weight_decay'] > 0:
+                        p.data.mul_(1 - group['lr'] * group['weight_decay'] * wd_ratio)
+                    p.data.add_(-step_size, perturb)
+            return loss
+
+    class SGDP(Optimizer, Projection):
+        def __init__(self, params, lr=required, momentum=0, dampening=0, weight_decay=0, nesterov=False, eps=1e-8,
+                     delta=0.1, wd_ratio=0.1):
+            defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                            nesterov=nesterov, eps=eps, delta=delta, wd_ratio=wd_ratio)
+            super(SGDP, self).__init__(params, defaults)
+
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                loss = closure()
+            for group in self.param_groups:
+                weight_decay = group['weight_decay']
+                momentum = group['momentum']
+                dampening = group['dampening']
+                nesterov = group['nesterov']
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad.data
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state['momentum'] = torch.zeros_like(p.data)
+                    buf = state['momentum']
+                    buf.mul_(momentum).add_(1 - dampening, grad)
+                    if nesterov:
+                        d_p = grad + momentum * buf
+                    else:
+                        d_p = buf
+                    wd_ratio = 1
+                    if len(p.shape) > 1:
+                        d_p, wd_ratio = self._projection(p, grad, d_p, group['delta'], group['wd_ratio'], group['eps'])
+                    if weight_decay != 0:
+                        p.data.mul_(1 - group['lr'] * group['weight_decay'] * wd_ratio / (1 - momentum))
+                    p.data.add_(-group['lr'], d_p)
+            return loss
+
+    model = small_cnn(m)
+    init = load(m, model, state)
+    losses = fit(m, model, AdamP(model.parameters(), lr=0.01, betas=(0.9, 0.999), weight_decay=1e-2, nesterov=True),
+                 rng, steps=2)
+    other = small_cnn(m)
+    load(m, other, init)
+    losses += fit(m, other, SGDP(other.parameters(), lr=0.1, weight_decay=1e-3, momentum=0.9, nesterov=True), rng,
+                  steps=2)
+    return init, losses + summary(model.parameters()) + summary(other.parameters())
+
+
+def test_adamp_sgdp():
+    compare(adamp_sgdp)
+
+
+# (c) sail-sg/Adan's adan.py: Nesterov-like gradient differences kept as neg_pre_grad, a global gradient-norm clip
+# summed into torch.zeros(1) by add_ and clamped by a max_grad_norm tensor, the group's own 'step' counter, and the
+# update by torch._foreach_* on lists of tensors in one group and the single-tensor loop in the other
+def adan(m, state=None):
+    torch, optim = m.torch, m.optim
+    Optimizer = optim.Optimizer
+    torch.manual_seed(0)
+    rng = np.random.default_rng(5)
+
+    def _single_tensor_adan(params, grads, exp_avgs, exp_avg_sqs, exp_avg_diffs, neg_pre_grads, *, beta1, beta2,
+                            beta3, bias_correction1, bias_correction2, bias_correction3_sqrt, lr, weight_decay, eps,
+                            no_prox, clip_global_grad_norm):
+        for i, param in enumerate(params):
+            grad = grads[i]
+            exp_avg = exp_avgs[i]
+            exp_avg_sq = exp_avg_sqs[i]
+            exp_avg_diff = exp_avg_diffs[i]
+            neg_grad_or_diff = neg_pre_grads[i]
+            grad.mul_(clip_global_grad_norm)
+            neg_grad_or_diff.add_(grad)
+            exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)  # m_t
+            exp_avg_diff.mul_(beta2).add_(neg_grad_or_diff, alpha=1 - beta2)  # diff_t
+            neg_grad_or_diff.mul_(beta2).add_(grad)
+            exp_avg_sq.mul_(beta3).addcmul_(neg_grad_or_diff, neg_grad_or_diff, value=1 - beta3)  # n_t
+            denom = ((exp_avg_sq).sqrt() / bias_correction3_sqrt).add_(eps)
+            step_size_diff = lr * beta2 / bias_correction2
+            step_size = lr / bias_correction1
+            if no_prox:
+                param.mul_(1 - lr * weight_decay)
+                param.addcdiv_(exp_avg, denom, value=-step_size)
+                param.addcdiv_(exp_avg_diff, denom, value=-step_size_diff)
+            else:
+                param.addcdiv_(exp_avg, denom, value=-step_size)
+                param.addcdiv_(exp_avg_diff, denom, value=-step_size_diff)
+                param.div_(1 + lr * weight_decay)
+            neg_grad_or_diff.zero_().add_(grad, alpha=-1.0)
+
+    def _multi_tensor_adan(params, grads, exp_avgs, exp_avg_sqs, exp_avg_diffs, neg_pre_grads, *, beta1, beta2, beta3,
+                           bias_correction1, bias_correction2, bias_correction3_sqrt, lr, weight_decay, eps, no_prox,
+                           clip_global_grad_norm):
+        if len(params) == 0:
+            return
+        torch._foreach_mul_(grads, clip_global_grad_norm)
+        torch._foreach_add_(neg_pre_grads, grads)
+        torch._foreach_mul_(exp_avgs, beta1)
+        torch._foreach_add_(exp_avgs, grads, alpha=1 - beta1)  # m_t
+        torch._foreach_mul_(exp_avg_diffs, beta2)
+        torch._foreach_add_(exp_avg_diffs, neg_pre_grads, alpha=1 - beta2)  # diff_t
+        torch._foreach_mul_(neg_pre_grads, beta2)
+        torch._foreach_add_(neg_pre_grads, grads)
+        torch._foreach_mul_(exp_avg_sqs, beta3)
+        torch._foreach_addcmul_(exp_avg_sqs, neg_pre_grads, neg_pre_grads, value=1 - beta3)  # n_t
+        denom = torch._foreach_sqrt(exp_avg_sqs)
+        torch._foreach_div_(denom, bias_correction3_sqrt)
+        torch._foreach_add_(denom, eps)
+        step_size_diff = lr * beta2 / bias_correction2
+        step_size = lr / bias_correction1
+        if no_prox:
+            torch._foreach_mul_(params, 1 - lr * weight_decay)
+            torch._foreach_addcdiv_(params, exp_avgs, denom, value=-step_size)
+            torch._foreach_addcdiv_(params, exp_avg_diffs, denom, value=-step_size_diff)
+        else:
+            torch._foreach_addcdiv_(params, exp_avgs, denom, value=-step_size)
+            torch._foreach_addcdiv_(params, exp_avg_diffs, denom, value=-step_size_diff)
+            torch._foreach_div_(params, 1 + lr * weight_decay)
+        torch._foreach_zero_(neg_pre_grads)
+        torch._foreach_add_(neg_pre_grads, grads, alpha=-1.0)
+
+    class Adan(Optimizer):
+        def __init__(self, params, lr=1e-3, betas=(0.98, 0.92, 0.99), eps=1e-8, weight_decay=0.0, max_grad_norm=0.0,
+                     no_prox=False, foreach: bool = True):
+            if not 0.0 <= max_grad_norm:
+                raise ValueError('Invalid Max grad norm: {}'.format(max_grad_norm))
+            defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, max_grad_norm=max_grad_norm,
+                            no_prox=no_prox, foreach=foreach)
+            super().__init__(params, defaults)
+
+        def __setstate__(self, state):
+            super(Adan, self).__setstate__(state)
+            for group in self.param_groups:
+                group.setdefault('no_prox', False)
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            if self.defaults['max_grad_norm'] > 0:
+                device = self.param_groups[0]['params'][0].device
+                global_grad_norm = torch.zeros(1, device=device)
+                max_grad_norm = torch.tensor(self.defaults['max_grad_norm'], device=device)
+                for group in self.param_groups:
+                    for p in group['params']:
+                        if p.grad is not None:
+                            grad = p.grad
+                            global_grad_norm.add_(grad.pow(2).sum())
+                global_grad_norm = torch.sqrt(global_grad_norm)
+                clip_global_grad_norm = torch.clamp(max_grad_norm / (global_grad_norm + group['eps']), max=1.0).item()
+            else:
+                clip_global_grad_norm = 1.0
+            for group in self.param_groups:
+                params_with_grad, grads, exp_avgs, exp_avg_sqs, exp_avg_diffs, neg_pre_grads = [], [], [], [], [], []
+                beta1, beta2, beta3 = group['betas']
+                if 'step' in group:
+                    group['step'] += 1
+                else:
+                    group['step'] = 1
+                bias_correction1 = 1.0 - beta1 ** group['step']
+                bias_correction2 = 1.0 - beta2 ** group['step']
+                bias_correction3 = 1.0 - beta3 ** group['step']
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    params_with_grad.append(p)
+                    grads.append(p.grad)
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state['exp_avg'] = torch.zeros_like(p)
+                        state['exp_avg_sq'] = torch.zeros_like(p)
+                        state['exp_avg_diff'] = torch.zeros_like(p)
+                    if 'neg_pre_grad' not in state or group['step'] == 1:
+                        state['neg_pre_grad'] = p.grad.clone().mul_(-clip_global_grad_norm)
+                    exp_avgs.append(state['exp_avg'])
+                    exp_avg_sqs.append(state['exp_avg_sq'])
+                    exp_avg_diffs.append(state['exp_avg_diff'])
+                    neg_pre_grads.append(state['neg_pre_grad'])
+                kwargs = dict(params=params_with_grad, grads=grads, exp_avgs=exp_avgs, exp_avg_sqs=exp_avg_sqs,
+                              exp_avg_diffs=exp_avg_diffs, neg_pre_grads=neg_pre_grads, beta1=beta1, beta2=beta2,
+                              beta3=beta3, bias_correction1=bias_correction1, bias_correction2=bias_correction2,
+                              bias_correction3_sqrt=math.sqrt(bias_correction3), lr=group['lr'],
+                              weight_decay=group['weight_decay'], eps=group['eps'], no_prox=group['no_prox'],
+                              clip_global_grad_norm=clip_global_grad_norm)
+                if group['foreach']:
+                    _multi_tensor_adan(**kwargs)
+                else:
+                    _single_tensor_adan(**kwargs)
+            return loss
+
+    model = small_cnn(m)
+    init = load(m, model, state)
+    convs = [p for p in model.parameters() if p.dim() == 4]
+    rest = [p for p in model.parameters() if p.dim() != 4]
+    optimizer = Adan([{'params': convs}, {'params': rest, 'foreach': False, 'no_prox': True}], lr=0.01,
+                     weight_decay=0.02, max_grad_norm=0.5)
+    losses = fit(m, model, optimizer, rng, steps=3)
+    return init, losses + [optimizer.param_groups[1]['step']] + summary(model.parameters())
+
+
+def test_adan():
+    compare(adan)
+
+
+# (d) NovoGrad as the PyTorch ports of NVIDIA OpenSeq2Seq's write it: a per-layer second moment held in a 0-d tensor
+# (torch.zeros([]).to(device)), first set by copy_ where `exp_avg_sq == 0`, AMSGrad by torch.max(out=) on 0-d tensors,
+# the gradient divided by it in place; and Yong et al.'s gradient centralization (SGD_GC, Adam_GC): each conv and
+# linear weight's gradient less its mean over all dimensions but the first, then SGD's momentum or Adam's step
+def novograd_gc(m, state=None):
+    torch, optim = m.torch, m.optim
+    Optimizer, required = optim.Optimizer, importlib.import_module(m.torch.__name__ + ".optim.optimizer").required
+    torch.manual_seed(0)
+    rng = np.random.default_rng(6)
+
+    class Novograd(Optimizer):
+        def __init__(self, params, lr=1e-3, betas=(0.95, 0.98), eps=1e-8, weight_decay=0, grad_averaging=False,
+                     amsgrad=False):
+            defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, grad_averaging=grad_averaging,
+                            amsgrad=amsgrad)
+            super(Novograd, self).__init__(params, defaults)
+
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                loss = closure()
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad.data
+                    if grad.is_sparse:
+                        raise RuntimeError('Sparse gradients are not supported.')
+                    amsgrad = group['amsgrad']
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state['step'] = 0
+                        state['exp_avg'] = torch.zeros_like(p.data)
+                        state['exp_avg_sq'] = torch.zeros([]).to(state['exp_avg'].device)
+                        if amsgrad:
+                            state['max_exp_avg_sq'] = torch.zeros([]).to(state['exp_avg'].device)
+                    exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                    if amsgrad:
+                        max_exp_avg_sq = state['max_exp_avg_sq']
+                    beta1, beta2 = group['betas']
+                    state['step'] += 1
+                    norm = torch.sum(torch.pow(grad, 2))
+                    if exp_avg_sq == 0:
+                        exp_avg_sq.copy_(norm)
+                    else:
+                        exp_avg_sq.mul_(beta2).add_(1 - beta2, norm)
+                    if amsgrad:
+                        torch.max(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+                        denom = max_exp_avg_sq.sqrt().add_(group['eps'])
+                    else:
+                        denom = exp_avg_sq.sqrt().add_(group['eps'])
+                    grad.div_(denom)
+                    if group['weight_decay'] != 0:
+                        grad.add_(group['weight_decay'], p.data)
+                    if group['grad_averaging']:
+                        grad.mul_(1 - beta1)
+                    exp_avg.mul_(beta1).add_(grad)
+                    p.data.add_(-group['lr'], exp_avg)
+            return loss
+
+    class SGD_GC(Optimizer):
+        def __init__(self, params, lr=required, momentum=0, dampening=0, weight_decay=0, nesterov=False):
+            if lr is not required and lr < 0.0:
+                raise ValueError("Invalid learning rate: {}".format(lr))
+            defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                            nesterov=nesterov)
+            if nesterov and (momentum <= 0 or dampening != 0):
+                raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+            super(SGD_GC, self).__init__(params, defaults)
+
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                loss = closure()
+            for group in self.param_groups:
+                weight_decay = group['weight_decay']
+                momentum = group['momentum']
+                dampening = group['dampening']
+                nesterov = group['nesterov']
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    d_p = p.grad.data
+                    if weight_decay != 0:
+                        d_p.add_(weight_decay, p.data)
+                    # GC operation for Conv layers and FC layers
+                    if len(list(d_p.size())) > 1:
+                        d_p.add_(-d_p.mean(dim=tuple(range(1, len(list(d_p.size())))), keepdim=True))
+                    if momentum != 0:
+                        param_state = self.state[p]
+                        if 'momentum_buffer' not in param_state:
+                            buf = param_state['momentum_buffer'] = torch.clone(d_p).detach()
+                        else:
+                            buf = param_state['momentum_buffer']
+                            buf.mul_(momentum).add_(1 - dampening, d_p)
+                        if nesterov:
+                            d_p = d_p.add(momentum, buf)
+                        else:
+                            d_p = buf
+                    p.data.add_(-group['lr'], d_p)
+            return loss
+
+    class Adam_GC(Optimizer):
+        def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False):
+            defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad)
+            super(Adam_GC, self).__init__(params, defaults)
+
+        def step(self, closure=None):
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad.data
+                    amsgrad = group['amsgrad']
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state['step'] = 0
+                        state['exp_avg'] = torch.zeros_like(p.data)
+                        state['exp_avg_sq'] = torch.zeros_like(p.data)
+                        if amsgrad:
+                            state['max_exp_avg_sq'] = torch.zeros_like(p.data)
+                    exp_avg, exp_avg_sq = state['exp_avg'], state['exp_avg_sq']
+                    beta1, beta2 = group['betas']
+                    state['step'] += 1
+                    bias_correction1 = 1 - beta1 ** state['step']
+                    bias_correction2 = 1 - beta2 ** state['step']
+                    if group['weight_decay'] != 0:
+                        grad.add_(group['weight_decay'], p.data)
+                    if len(list(grad.size())) > 1:
+                        grad.add_(-grad.mean(dim=tuple(range(1, len(list(grad.size())))), keepdim=True))
+                    exp_avg.mul_(beta1).add_(1 - beta1, grad)
+                    exp_avg_sq.mul_(beta2).addcmul_(1 - beta2, grad, grad)
+                    if amsgrad:
+                        max_exp_avg_sq = state['max_exp_avg_sq']
+                        torch.max(max_exp_avg_sq, exp_avg_sq, out=max_exp_avg_sq)
+                        denom = (max_exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(group['eps'])
+                    else:
+                        denom = (exp_avg_sq.sqrt() / math.sqrt(bias_correction2)).add_(group['eps'])
+                    step_size = group['lr'] / bias_correction1
+                    p.data.addcdiv_(-step_size, exp_avg, denom)
+
+    models = [small_cnn(m) for _ in range(3)]
+    init = load(m, models[0], state)
+    for other in models[1:]:
+        load(m, other, init)
+    optimizers = [Novograd(models[0].parameters(), lr=0.01, weight_decay=1e-3, grad_averaging=True, amsgrad=True),
+                  SGD_GC(models[1].parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4, nesterov=True),
+                  Adam_GC(models[2].parameters(), lr=0.01, weight_decay=1e-4, amsgrad=True)]
+    losses = []
+    for model, optimizer in zip(models, optimizers):
+        losses += fit(m, model, optimizer, rng, steps=2) + summary(model.parameters())
+    return init, losses
+
+
+def test_novograd_gradient_centralization():
+    compare(novograd_gc)
+
+
+# (e) juntang-zhuang/GSAM: a torch.optim.Optimizer that shares a base SGD's param_groups, perturbs the weights by rho_t
+# along the gradient (rho_t from a ProportionScheduler that follows the base lr scheduler's get_last_lr), takes the
+# gradient there with BatchNorm's momentum set to 0 through model.apply (bypass_bn's disable_running_stats), removes
+# the part of the old gradient orthogonal to the new one scaled by alpha, restores the weights and steps the base
+def gsam(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    _BatchNorm = importlib.import_module(m.torch.__name__ + ".nn.modules.batchnorm")._BatchNorm
+    ReduceOp = importlib.import_module(m.torch.__name__ + ".distributed").ReduceOp
+    import contextlib
+    torch.manual_seed(0)
+    rng = np.random.default_rng(7)
+
+    def disable_running_stats(model):
+        def _disable(module):
+            if isinstance(module, _BatchNorm):
+                module.backup_momentum = module.momentum
+                module.momentum = 0
+        model.apply(_disable)
+
+    def enable_running_stats(model):
+        def _enable(module):
+            if isinstance(module, _BatchNorm) and hasattr(module, "backup_momentum"):
+                module.momentum = module.backup_momentum
+        model.apply(_enable)
+
+    class ProportionScheduler:
+        def __init__(self, pytorch_lr_scheduler, max_lr, min_lr, max_value, min_value):
+            self.t = 0
+            self.pytorch_lr_scheduler = pytorch_lr_scheduler
+            self.max_lr = max_lr
+            self.min_lr = min_lr
+            self.max_value = max_value
+            self.min_value = min_value
+            assert (max_lr > min_lr) or ((max_lr == min_lr) and (max_value == min_value))
+            self.step()
+
+        def lr(self):
+            return self._last_lr[0]
+
+        def step(self):
+            self.t += 1
+            if hasattr(self.pytorch_lr_scheduler, 'last_epoch'):
+                lr = self.pytorch_lr_scheduler.get_last_lr()[0]
+            else:
+                lr = self.pytorch_lr_scheduler.optimizer.param_groups[0]['lr']
+            if self.max_lr > self.min_lr:
+                value = self.min_value + (self.max_value - self.min_value) * (lr - self.min_lr) / (self.max_lr - self.min_lr)
+            else:
+                value = self.max_value
+            self._last_lr = [value]
+            return value
+
+    class GSAM(torch.optim.Optimizer):
+        def __init__(self, params, base_optimizer, rho_scheduler, gsam_alpha, model, adaptive=False,
+                     perturb_eps=1e-12, grad_reduce='mean', **kwargs):
+            defaults = dict(adaptive=adaptive, **kwargs)
+            super(GSAM, self).__init__(params, defaults)
+            self.model = model
+            self.base_optimizer = base_optimizer
+            self.param_groups = self.base_optimizer.param_groups
+            self.adaptive = adaptive
+            self.rho_scheduler = rho_scheduler
+            self.perturb_eps = perturb_eps
+            self.alpha = gsam_alpha
+            self.update_rho_t()
+            if grad_reduce.lower() == 'mean':
+                if hasattr(ReduceOp, 'AVG'):
+                    self.grad_reduce = ReduceOp.AVG
+                    self.manual_average = False
+                else:
+                    self.grad_reduce = ReduceOp.SUM
+                    self.manual_average = True
+            elif grad_reduce.lower() == 'sum':
+                self.grad_reduce = ReduceOp.SUM
+                self.manual_average = False
+            else:
+                raise ValueError('"grad_reduce" should be one of ["mean", "sum"].')
+
+        @torch.no_grad()
+        def update_rho_t(self):
+            self.rho_t = self.rho_scheduler.step()
+            return self.rho_t
+
+        @torch.no_grad()
+        def perturb_weights(self, rho=0.0):
+            grad_norm = self._grad_norm(weight_adaptive=self.adaptive)
+            for group in self.param_groups:
+                scale = rho / (grad_norm + self.perturb_eps)
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    self.state[p]["old_g"] = p.grad.data.clone()
+                    e_w = p.grad * scale.to(p)
+                    if self.adaptive:
+                        e_w *= torch.pow(p, 2)
+                    p.add_(e_w)  # climb to the local maximum "w + e(w)"
+                    self.state[p]['e_w'] = e_w
+
+        @torch.no_grad()
+        def unperturb(self):
+            for group in self.param_groups:
+                for p in group['params']:
+                    if 'e_w' in self.state[p].keys():
+                        p.data.sub_(self.state[p]['e_w'])
+
+        @torch.no_grad()
+        def gradient_decompose(self, alpha=0.0):
+            inner_prod = 0.0
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    inner_prod += torch.sum(self.state[p]['old_g'] * p.grad.data)
+            new_grad_norm = self._grad_norm()
+            old_grad_norm = self._grad_norm(by='old_g')
+            cosine = inner_prod / (new_grad_norm * old_grad_norm + self.perturb_eps)
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    vertical = self.state[p]['old_g'] - cosine * old_grad_norm * p.grad.data / (
+                        new_grad_norm + self.perturb_eps)
+                    p.grad.data.add_(vertical, alpha=-alpha)
+
+        @torch.no_grad()
+        def _sync_grad(self):
+            if torch.distributed.is_initialized():
+                raise AssertionError("single process here")
+
+        @torch.no_grad()
+        def _grad_norm(self, by=None, weight_adaptive=False):
+            if not by:
+                norm = torch.norm(torch.stack([((torch.abs(p.data) if weight_adaptive else 1.0) * p.grad).norm(p=2)
+                                               for group in self.param_groups for p in group["params"]
+                                               if p.grad is not None]), p=2)
+            else:
+                norm = torch.norm(torch.stack([((torch.abs(p.data) if weight_adaptive else 1.0) *
+                                                self.state[p][by]).norm(p=2)
+                                               for group in self.param_groups for p in group["params"]
+                                               if p.grad is not None]), p=2)
+            return norm
+
+        def load_state_dict(self, state_dict):
+            super().load_state_dict(state_dict)
+            self.base_optimizer.param_groups = self.param_groups
+
+        def maybe_no_sync(self):
+            if torch.distributed.is_initialized():
+                return self.model.no_sync()
+            else:
+                return contextlib.ExitStack()
+
+        @torch.no_grad()
+        def set_closure(self, loss_fn, inputs, targets, **kwargs):
+            def get_grad():
+                self.base_optimizer.zero_grad()
+                with torch.enable_grad():
+                    outputs = self.model(inputs)
+                    loss = loss_fn(outputs, targets, **kwargs)
+                loss_value = loss.data.clone().detach()
+                loss.backward()
+                return outputs, loss_value
+            self.forward_backward_func = get_grad
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            if closure:
+                get_grad = closure
+            else:
+                get_grad = self.forward_backward_func
+            with self.maybe_no_sync():
+                outputs, loss_value = get_grad()
+                self.perturb_weights(rho=self.rho_t)
+                disable_running_stats(self.model)
+                get_grad()
+                self.gradient_decompose(self.alpha)
+                self.unperturb()
+            self._sync_grad()
+            self.base_optimizer.step()
+            enable_running_stats(self.model)
+            return outputs, loss_value
+
+    def smooth_crossentropy(pred, gold, smoothing=0.1):
+        n_class = pred.size(1)
+        one_hot = torch.full_like(pred, fill_value=smoothing / (n_class - 1))
+        one_hot.scatter_(dim=1, index=gold.unsqueeze(1), value=1.0 - smoothing)
+        log_prob = F.log_softmax(pred, dim=1)
+        return F.kl_div(input=log_prob, target=one_hot, reduction='none').sum(-1)
+
+    model = small_cnn(m)
+    init = load(m, model, state)
+    lr = 0.1
+    base_optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=5e-4)
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(base_optimizer, T_max=4)
+    rho_scheduler = ProportionScheduler(pytorch_lr_scheduler=scheduler, max_lr=lr, min_lr=0.0, max_value=0.1,
+                                        min_value=0.02)
+    optimizer = GSAM(params=model.parameters(), base_optimizer=base_optimizer, model=model, gsam_alpha=0.4,
+                     rho_scheduler=rho_scheduler, adaptive=True)
+    losses = []
+    for _ in range(3):
+        inputs = torch.tensor(normal(rng, 4, 3, 6, 6))
+        targets = torch.tensor(rng.integers(0, 5, 4))
+        optimizer.set_closure(lambda o, t: smooth_crossentropy(o, t).mean(), inputs, targets)
+        predictions, loss = optimizer.step()
+        with torch.no_grad():
+            correct = torch.argmax(predictions.data, 1) == targets
+        scheduler.step()
+        optimizer.update_rho_t()
+        losses += [loss.item(), float(correct.sum()), optimizer.rho_t]
+    assert all(isinstance(mod, _BatchNorm) and mod.momentum == 0.1 for mod in model if isinstance(mod, nn.BatchNorm2d))
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_gsam():
+    compare(gsam)
