@@ -835,3 +835,361 @@ def gsam(m, state=None):
 
 def test_gsam():
     compare(gsam)
+
+
+def encoder(m, dim=8, width=4):
+    """A small ResNet-like backbone's stand-in: conv, BN, ReLU, global pool, flatten to `width` features, then a
+    projector of Linear-BN-ReLU-Linear to `dim` (SimCLR's and its successors' heads; the first Linear without a bias,
+    which the BatchNorm after it would cancel: Adam would scale its round-off gradient into steps)."""
+    nn = m.nn
+    backbone = nn.Sequential(nn.Conv2d(3, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
+                             nn.AdaptiveAvgPool2d(1), nn.Flatten())
+    projector = nn.Sequential(nn.Linear(width, 16, bias=False), nn.BatchNorm1d(16), nn.ReLU(), nn.Linear(16, dim))
+    return backbone, projector
+
+
+# (f) NNCLR as solo-learn writes it: a queue of projected embeddings and their labels in register_buffer's, the
+# nearest neighbour of each normalized embedding found by z @ queue.T and max(dim=1)[1], the queue filled by slice
+# assignment at an int(queue_ptr) pointer, and the loss of each neighbour against the other view's predictions as a
+# cross-entropy over arange labels; the queue's initial content is drawn by numpy (torch.randn in the source)
+def nnclr(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(8)
+
+    def nnclr_loss_func(nn_, p, temperature=0.1):
+        nn_ = F.normalize(nn_, dim=-1)
+        p = F.normalize(p, dim=-1)
+        logits = nn_ @ p.T / temperature
+        n = p.size(0)
+        labels = torch.arange(n, device=p.device)
+        return F.cross_entropy(logits, labels)
+
+    class NNCLR(nn.Module):
+        def __init__(self, proj_output_dim=8, queue_size=8, temperature=0.2):
+            super().__init__()
+            self.backbone, self.projector = encoder(m, proj_output_dim)
+            self.predictor = nn.Sequential(nn.Linear(proj_output_dim, 16), nn.BatchNorm1d(16), nn.ReLU(),
+                                           nn.Linear(16, proj_output_dim))
+            self.queue_size = queue_size
+            self.temperature = temperature
+            self.register_buffer("queue", torch.tensor(normal(rng, queue_size, proj_output_dim)))
+            self.register_buffer("queue_y", -torch.ones(self.queue_size, dtype=torch.long))
+            self.queue = F.normalize(self.queue, dim=1)
+            self.register_buffer("queue_ptr", torch.zeros(1, dtype=torch.long))
+
+        @torch.no_grad()
+        def dequeue_and_enqueue(self, z, y):
+            batch_size = z.shape[0]
+            ptr = int(self.queue_ptr)
+            assert self.queue_size % batch_size == 0
+            self.queue[ptr:ptr + batch_size, :] = z
+            self.queue_y[ptr:ptr + batch_size] = y
+            ptr = (ptr + batch_size) % self.queue_size
+            self.queue_ptr[0] = ptr
+
+        @torch.no_grad()
+        def find_nn(self, z):
+            idx = (z @ self.queue.T).max(dim=1)[1]
+            nn_ = self.queue[idx]
+            return idx, nn_
+
+        def forward(self, X):
+            feats = self.backbone(X)
+            z = self.projector(feats)
+            p = self.predictor(z)
+            z = F.normalize(z, dim=-1)
+            return {"feats": feats, "z": z, "p": p}
+
+        def training_step(self, batch):
+            targets = batch[-1]
+            out = [self(x) for x in batch[0]]
+            z1, z2 = out[0]["z"], out[1]["z"]
+            p1, p2 = out[0]["p"], out[1]["p"]
+            idx1, nn1 = self.find_nn(z1)
+            _, nn2 = self.find_nn(z2)
+            nnclr_loss = (nnclr_loss_func(nn1, p2, temperature=self.temperature) / 2
+                          + nnclr_loss_func(nn2, p1, temperature=self.temperature) / 2)
+            b = targets.size(0)
+            nn_acc = (targets == self.queue_y[idx1]).sum() / b
+            self.dequeue_and_enqueue(z1, targets)
+            return nnclr_loss, nn_acc
+
+    model = NNCLR()
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for _ in range(3):
+        x = normal(rng, 4, 3, 5, 5)
+        views = [torch.tensor(x + 0.1 * normal(rng, *x.shape)) for _ in range(2)]
+        loss, acc = model.training_step((views, torch.tensor(rng.integers(0, 3, 4))))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), acc.item(), int(model.queue_ptr)]
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_nnclr():
+    compare(nnclr)
+
+
+# (g) zhirongw/lemniscate.pytorch (NPID, instance discrimination): LinearAverageOp, an autograd Function whose forward
+# is x @ memory.t() / T with T read by params[0].item(), and whose backward divides gradOutput in place, then
+# updates the memory bank by index_select, resize_as_, a momentum mix, an L2 renormalisation and index_copy_; its
+# kNN monitor: topk of the memory's similarities, gather of the neighbours' labels, a one-hot by resize_, zero_ and
+# scatter_, votes weighted by exp(d / sigma), predictions by sort(1, True) and correct.narrow(1, 0, 1)
+def npid(m, state=None):
+    torch, nn = m.torch, m.nn
+    Function = torch.autograd.Function
+    torch.manual_seed(0)
+    rng = np.random.default_rng(9)
+
+    class LinearAverageOp(Function):
+        @staticmethod
+        def forward(self, x, y, memory, params):
+            T = params[0].item()
+            out = torch.mm(x.data, memory.t())
+            out.div_(T)  # batchSize * N
+            self.save_for_backward(x, memory, y, params)
+            return out
+
+        @staticmethod
+        def backward(self, gradOutput):
+            x, memory, y, params = self.saved_tensors
+            T = params[0].item()
+            momentum = params[1].item()
+            gradOutput.data.div_(T)
+            gradInput = torch.mm(gradOutput.data, memory)
+            gradInput.resize_as_(x)
+            weight_pos = memory.index_select(0, y.data.view(-1)).resize_as_(x)
+            weight_pos.mul_(momentum)
+            weight_pos.add_(torch.mul(x.data, 1 - momentum))
+            w_norm = weight_pos.pow(2).sum(1, keepdim=True).pow(0.5)
+            updated_weight = weight_pos.div(w_norm)
+            memory.index_copy_(0, y, updated_weight)
+            return gradInput, None, None, None
+
+    class LinearAverage(nn.Module):
+        def __init__(self, inputSize, outputSize, T=0.07, momentum=0.5):
+            super(LinearAverage, self).__init__()
+            self.nLem = outputSize
+            self.register_buffer('params', torch.tensor([T, momentum]))
+            stdv = 1. / math.sqrt(inputSize / 3)
+            self.register_buffer('memory', torch.rand(outputSize, inputSize).mul_(2 * stdv).add_(-stdv))
+
+        def forward(self, x, y):
+            return LinearAverageOp.apply(x, y, self.memory, self.params)
+
+    class Normalize(nn.Module):
+        def __init__(self, power=2):
+            super(Normalize, self).__init__()
+            self.power = power
+
+        def forward(self, x):
+            norm = x.pow(self.power).sum(1, keepdim=True).pow(1. / self.power)
+            return x.div(norm)
+
+    def kNN(net, lemniscate, trainLabels, testloader, K, sigma, C):
+        net.eval()
+        total, top1 = 0, 0.
+        trainFeatures = lemniscate.memory.t()
+        with torch.no_grad():
+            retrieval_one_hot = torch.zeros(K, C)
+            for batch_idx, (inputs, targets) in enumerate(testloader):
+                batchSize = inputs.size(0)
+                features = net(inputs)
+                dist = torch.mm(features, trainFeatures)
+                yd, yi = dist.topk(K, dim=1, largest=True, sorted=True)
+                candidates = trainLabels.view(1, -1).expand(batchSize, -1)
+                retrieval = torch.gather(candidates, 1, yi)
+                retrieval_one_hot.resize_(batchSize * K, C).zero_()
+                retrieval_one_hot.scatter_(1, retrieval.view(-1, 1), 1)
+                yd_transform = yd.clone().div_(sigma).exp_()
+                probs = torch.sum(torch.mul(retrieval_one_hot.view(batchSize, -1, C), yd_transform.view(batchSize, -1, 1)), 1)
+                _, predictions = probs.sort(1, True)
+                correct = predictions.eq(targets.data.view(-1, 1))
+                top1 = top1 + correct.narrow(1, 0, 1).sum().item()
+                total += targets.size(0)
+        return top1 / total, probs.sum().item()
+
+    ndata, low_dim = 8, 6
+    backbone, _ = encoder(m)
+    net = nn.Sequential(backbone, nn.Linear(4, low_dim), Normalize(2))
+    lemniscate = LinearAverage(low_dim, ndata, T=0.1, momentum=0.5)
+    holder = nn.ModuleList([net, lemniscate])
+    init = load(m, holder, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.03, momentum=0.9, weight_decay=5e-4)
+    images = normal(rng, ndata, 3, 5, 5)
+    train_labels = torch.tensor(rng.integers(0, 3, ndata))
+    losses = []
+    for indexes in ([0, 3, 5, 6], [1, 2, 4, 7], [7, 0, 2, 5]):
+        net.train()
+        inputs, indexes = torch.tensor(images[indexes]), torch.tensor(indexes)
+        features = net(inputs)
+        outputs = lemniscate(features, indexes)
+        loss = criterion(outputs, indexes)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    testloader = [(torch.tensor(normal(rng, 3, 3, 5, 5)), torch.tensor(rng.integers(0, 3, 3))) for _ in range(2)]
+    losses += list(kNN(net, lemniscate, train_labels, testloader, K=4, sigma=0.1, C=3))
+    return init, losses + summary(holder.parameters()) + summary(holder.buffers())
+
+
+def test_npid_memory_bank():
+    compare(npid)
+
+
+# (h) Decoupled contrastive learning (Yeh et al., its reference loss.py): the positive pair's similarity alone in
+# the numerator, the negatives' logsumexp with the positive masked by adding log(1e-45) through an eye(N).repeat(1, 2)
+# mask, both directions summed; DCLW's von Mises-Fisher weight 2 - N softmax((z1 * z2).sum(1) / sigma).squeeze()
+def dcl(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(10)
+    SMALL_NUM = np.log(1e-45)
+
+    class DCL(object):
+        def __init__(self, temperature=0.1, weight_fn=None):
+            super(DCL, self).__init__()
+            self.temperature = temperature
+            self.weight_fn = weight_fn
+
+        def __call__(self, z1, z2):
+            cross_view_distance = torch.mm(z1, z2.t())
+            positive_loss = -torch.diag(cross_view_distance) / self.temperature
+            if self.weight_fn is not None:
+                positive_loss = positive_loss * self.weight_fn(z1, z2)
+            neg_similarity = torch.cat((torch.mm(z1, z1.t()), cross_view_distance), dim=1) / self.temperature
+            neg_mask = torch.eye(z1.size(0), device=z1.device).repeat(1, 2)
+            negative_loss = torch.logsumexp(neg_similarity + neg_mask * SMALL_NUM, dim=1, keepdim=False)
+            return (positive_loss + negative_loss).mean()
+
+    class DCLW(DCL):
+        def __init__(self, sigma=0.5, temperature=0.1):
+            weight_fn = lambda z1, z2: 2 - z1.size(0) * torch.nn.functional.softmax((z1 * z2).sum(dim=1) / sigma, dim=0).squeeze()  # noqa: E731
+            super(DCLW, self).__init__(weight_fn=weight_fn, temperature=temperature)
+
+    backbone, projector = encoder(m)
+    model = nn.Sequential(backbone, projector)
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for loss_fn in (DCL(temperature=0.5), DCLW(temperature=0.5), DCLW(sigma=0.2, temperature=0.2)):
+        x = normal(rng, 6, 3, 5, 5)
+        z1 = F.normalize(model(torch.tensor(x + 0.1 * normal(rng, *x.shape))), dim=1)
+        z2 = F.normalize(model(torch.tensor(x + 0.1 * normal(rng, *x.shape))), dim=1)
+        loss = loss_fn(z1, z2) + loss_fn(z2, z1)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + summary(model.parameters())
+
+
+def test_decoupled_contrastive_loss():
+    compare(dcl)
+
+
+# (i) htdt/self-supervised's W-MSE: Whitening2d, the batch covariance of x.unsqueeze(2).unsqueeze(3) by mm of a
+# permuted contiguous view, shrunk towards eye(...).type(f_cov.type()), whitened by triangular_solve(eye,
+# cholesky(...), upper=False)[0] applied as a 1x1 conv2d, running statistics updated by torch.add(..., out=buffer);
+# each whitening sub-batch written into torch.empty_like(h) by index assignment z[idx + i * bs] = ...; the
+# normalized-MSE loss between views. The sub-batch permutation is numpy's (torch.randperm in the source)
+def wmse(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    conv2d = F.conv2d
+    torch.manual_seed(0)
+    rng = np.random.default_rng(11)
+
+    class Whitening2d(nn.Module):
+        def __init__(self, num_features, momentum=0.01, track_running_stats=True, eps=0):
+            super(Whitening2d, self).__init__()
+            self.num_features = num_features
+            self.momentum = momentum
+            self.track_running_stats = track_running_stats
+            self.eps = eps
+            if self.track_running_stats:
+                self.register_buffer("running_mean", torch.zeros([1, self.num_features, 1, 1]))
+                self.register_buffer("running_variance", torch.eye(self.num_features))
+
+        def forward(self, x):
+            x = x.unsqueeze(2).unsqueeze(3)
+            m_ = x.mean(0).view(self.num_features, -1).mean(-1).view(1, -1, 1, 1)
+            if not self.training and self.track_running_stats:  # for inference
+                m_ = self.running_mean
+            xn = x - m_
+            T = xn.permute(1, 0, 2, 3).contiguous().view(self.num_features, -1)
+            f_cov = torch.mm(T, T.permute(1, 0)) / (T.shape[-1] - 1)
+            eye = torch.eye(self.num_features).type(f_cov.type())
+            if not self.training and self.track_running_stats:  # for inference
+                f_cov = self.running_variance
+            f_cov_shrinked = (1 - self.eps) * f_cov + self.eps * eye
+            inv_sqrt = torch.triangular_solve(eye, torch.cholesky(f_cov_shrinked), upper=False)[0]
+            inv_sqrt = inv_sqrt.contiguous().view(self.num_features, self.num_features, 1, 1)
+            decorrelated = conv2d(xn, inv_sqrt)
+            if self.training and self.track_running_stats:
+                self.running_mean = torch.add(self.momentum * m_.detach(), (1 - self.momentum) * self.running_mean,
+                                              out=self.running_mean)
+                self.running_variance = torch.add(self.momentum * f_cov.detach(),
+                                                  (1 - self.momentum) * self.running_variance,
+                                                  out=self.running_variance)
+            return decorrelated.squeeze(2).squeeze(2)
+
+    def norm_mse_loss(x0, x1):
+        x0 = F.normalize(x0)
+        x1 = F.normalize(x1)
+        return 2 - 2 * (x0 * x1).sum(dim=-1).mean()
+
+    class WMSE(nn.Module):
+        def __init__(self, emb=3, w_size=6, w_iter=2, w_eps=0.1):
+            super().__init__()
+            self.model, self.head = encoder(m, dim=emb)
+            self.whitening = Whitening2d(emb, eps=w_eps, track_running_stats=True)
+            self.loss_f = norm_mse_loss
+            self.w_iter = w_iter
+            self.w_size = w_size
+            self.num_pairs = 1
+
+        def forward(self, samples, perms):
+            bs = len(samples[0])
+            h = [self.model(x) for x in samples]
+            h = self.head(torch.cat(h))
+            loss = 0
+            for it in range(self.w_iter):
+                z = torch.empty_like(h)
+                perm = torch.tensor(perms[it]).view(-1, self.w_size)
+                for idx in perm:
+                    for i in range(len(samples)):
+                        z[idx + i * bs] = self.whitening(h[idx + i * bs])
+                for i in range(len(samples) - 1):
+                    for j in range(i + 1, len(samples)):
+                        x0 = z[i * bs: (i + 1) * bs]
+                        x1 = z[j * bs: (j + 1) * bs]
+                        loss += self.loss_f(x0, x1)
+            loss /= self.w_iter * self.num_pairs
+            return loss
+
+    model = WMSE()
+    init = load(m, model, state)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, weight_decay=1e-6)
+    losses = []
+    for _ in range(2):
+        x = normal(rng, 12, 3, 4, 4)
+        samples = [torch.tensor(x + 0.2 * normal(rng, *x.shape)) for _ in range(2)]
+        loss = model(samples, [rng.permutation(12) for _ in range(model.w_iter)])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        out = model.whitening(model.head(model.model(torch.tensor(normal(rng, 4, 3, 4, 4)))))
+    return init, losses + [out.sum().item()] + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_wmse_whitening():
+    compare(wmse)
