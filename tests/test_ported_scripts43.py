@@ -1193,3 +1193,402 @@ def wmse(m, state=None):
 
 def test_wmse_whitening():
     compare(wmse)
+
+
+# (j) 4uiiurz1/pytorch-adacos's AdaCos: W = Parameter(torch.FloatTensor(C, D)) initialised by xavier_uniform_, cosine
+# logits by F.linear of F.normalize'd features and weights, theta by acos of clamped logits, one_hot by scatter_; under
+# no_grad the scale s becomes a 0-d tensor: the log of the non-target logits' mean exp(s * logits) (torch.where) over
+# the cosine of torch.min(pi/4, median of the target angles theta[one_hot == 1])
+def adacos(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Parameter = nn.Parameter
+    torch.manual_seed(0)
+    rng = np.random.default_rng(12)
+
+    class AdaCos(nn.Module):
+        def __init__(self, num_features, num_classes, m=0.50):
+            super(AdaCos, self).__init__()
+            self.num_features = num_features
+            self.n_classes = num_classes
+            self.s = math.sqrt(2) * math.log(num_classes - 1)
+            self.m = m
+            self.W = Parameter(torch.FloatTensor(num_classes, num_features))
+            nn.init.xavier_uniform_(self.W)
+
+        def forward(self, input, label=None):
+            x = F.normalize(input)
+            W = F.normalize(self.W)
+            logits = F.linear(x, W)
+            if label is None:
+                return logits
+            theta = torch.acos(torch.clamp(logits, -1.0 + 1e-7, 1.0 - 1e-7))
+            one_hot = torch.zeros_like(logits)
+            one_hot.scatter_(1, label.view(-1, 1).long(), 1)
+            with torch.no_grad():
+                B_avg = torch.where(one_hot < 1, torch.exp(self.s * logits), torch.zeros_like(logits))
+                B_avg = torch.sum(B_avg) / input.size(0)
+                theta_med = torch.median(theta[one_hot == 1])
+                self.s = torch.log(B_avg) / torch.cos(torch.min(math.pi / 4 * torch.ones_like(theta_med), theta_med))
+            output = self.s * logits
+            return output
+
+    backbone, _ = encoder(m)
+    model = nn.Sequential(backbone, nn.Linear(4, 6), nn.BatchNorm1d(6))
+    metric_fc = AdaCos(num_features=6, num_classes=5)
+    holder = nn.ModuleList([model, metric_fc])
+    init = load(m, holder, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(holder.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    losses = []
+    for _ in range(3):
+        input = torch.tensor(normal(rng, 5, 3, 5, 5))
+        target = torch.tensor(rng.integers(0, 5, 5))
+        feature = model(input)
+        output = metric_fc(feature, target)
+        loss = criterion(output, target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        acc1 = (output.argmax(1) == target).float().mean() * 100
+        losses += [loss.item(), float(metric_fc.s), acc1.item()]
+    return init, losses + summary(holder.parameters())
+
+
+def test_adacos():
+    compare(adacos)
+
+
+# (k) HuangYG123/CurricularFace's head: kernel normalized by l2_norm (torch.norm(input, 2, axis, True)), the target
+# logits picked by cos_theta[torch.arange(0, N), label], cos(theta + m) from sin = sqrt(1 - cos^2), hard negatives
+# (cos_theta > cos_theta_m) reweighted in place by cos_theta[mask] = hard * (t + hard) with t a buffer set as a plain
+# attribute (an EMA of the target logits), the target column written by scatter_; and insightface's sub-center
+# ArcFace: K sub-centres per class, cosine.view(-1, C, K) reduced by torch.max(dim=2), ArcFace's phi by torch.where
+def curricularface(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    Parameter = nn.Parameter
+    torch.manual_seed(0)
+    rng = np.random.default_rng(13)
+
+    def l2_norm(input, axis=1):
+        norm = torch.norm(input, 2, axis, True)
+        output = torch.div(input, norm)
+        return output
+
+    class CurricularFace(nn.Module):
+        def __init__(self, in_features, out_features, m=0.5, s=64.):
+            super(CurricularFace, self).__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.m = m
+            self.s = s
+            self.cos_m = math.cos(m)
+            self.sin_m = math.sin(m)
+            self.threshold = math.cos(math.pi - m)
+            self.mm = math.sin(math.pi - m) * m
+            self.kernel = Parameter(torch.Tensor(in_features, out_features))
+            self.register_buffer('t', torch.zeros(1))
+            nn.init.normal_(self.kernel, std=0.01)
+
+        def forward(self, embbedings, label):
+            embbedings = l2_norm(embbedings, axis=1)
+            kernel_norm = l2_norm(self.kernel, axis=0)
+            cos_theta = torch.mm(embbedings, kernel_norm)
+            cos_theta = cos_theta.clamp(-1, 1)  # for numerical stability
+            with torch.no_grad():
+                origin_cos = cos_theta.clone()
+            target_logit = cos_theta[torch.arange(0, embbedings.size(0)), label].view(-1, 1)
+            sin_theta = torch.sqrt(1.0 - torch.pow(target_logit, 2))
+            cos_theta_m = target_logit * self.cos_m - sin_theta * self.sin_m  # cos(target+margin)
+            mask = cos_theta > cos_theta_m
+            final_target_logit = torch.where(target_logit > self.threshold, cos_theta_m, target_logit - self.mm)
+            hard_example = cos_theta[mask]
+            with torch.no_grad():
+                self.t = target_logit.mean() * 0.01 + (1 - 0.01) * self.t
+            cos_theta[mask] = hard_example * (self.t + hard_example)
+            cos_theta.scatter_(1, label.view(-1, 1).long(), final_target_logit)
+            output = cos_theta * self.s
+            return output, origin_cos * self.s
+
+    class SubcenterArcFace(nn.Module):
+        def __init__(self, in_features, out_features, k=3, s=30.0, m=0.50, easy_margin=False):
+            super().__init__()
+            self.in_features = in_features
+            self.out_features = out_features
+            self.k = k
+            self.s = s
+            self.weight = Parameter(torch.FloatTensor(out_features * k, in_features))
+            nn.init.xavier_uniform_(self.weight)
+            self.easy_margin = easy_margin
+            self.cos_m = math.cos(m)
+            self.sin_m = math.sin(m)
+            self.th = math.cos(math.pi - m)
+            self.mm = math.sin(math.pi - m) * m
+
+        def forward(self, input, label):
+            cosine = F.linear(F.normalize(input), F.normalize(self.weight))
+            cosine = cosine.view(-1, self.out_features, self.k)
+            cosine, _ = torch.max(cosine, dim=2)
+            sine = torch.sqrt((1.0 - torch.pow(cosine, 2)).clamp(0, 1))
+            phi = cosine * self.cos_m - sine * self.sin_m
+            if self.easy_margin:
+                phi = torch.where(cosine > 0, phi, cosine)
+            else:
+                phi = torch.where(cosine > self.th, phi, cosine - self.mm)
+            one_hot = torch.zeros(cosine.size(), device=input.device)
+            one_hot.scatter_(1, label.view(-1, 1).long(), 1)
+            output = (one_hot * phi) + ((1.0 - one_hot) * cosine)
+            output *= self.s
+            return output
+
+    backbone, _ = encoder(m)
+    model = nn.Sequential(backbone, nn.Linear(4, 6))
+    heads = nn.ModuleList([CurricularFace(6, 5, s=8.0), SubcenterArcFace(6, 5, s=8.0)])
+    holder = nn.ModuleList([model, heads])
+    init = load(m, holder, state)
+    optimizer = torch.optim.SGD(holder.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for _ in range(3):
+        inputs = torch.tensor(normal(rng, 6, 3, 5, 5))
+        labels = torch.tensor(rng.integers(0, 5, 6))
+        features = model(inputs)
+        outputs, original_logits = heads[0](features, labels)
+        loss = F.cross_entropy(outputs, labels) + F.cross_entropy(heads[1](features, labels), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [loss.item(), original_logits.sum().item(), heads[0].t.item()]
+    assert "t" in dict(heads[0].named_buffers())
+    return init, losses + summary(holder.parameters())
+
+
+def test_curricularface_subcenter_arcface():
+    compare(curricularface)
+
+
+# (l) AlanChou/Truncated-Loss (Zhang and Sabuncu's truncated Lq loss for noisy labels): per-sample weights held in a
+# Parameter(requires_grad=False) of shape [trainset, 1], picked by the dataset's indexes; Yg by torch.gather of the
+# softmax; update_weight (run outside no_grad, as the source's prune pass) compares Lq with a constant built by
+# np.repeat and torch.from_numpy(...).type(torch.FloatTensor) and assigns the bool's .type(FloatTensor) by index.
+# The Dataset returns (img, target, index), as the source's CIFAR10 subclass
+def truncated_gce(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    data = m.data
+    torch.manual_seed(0)
+    rng = np.random.default_rng(14)
+
+    class TruncatedLoss(nn.Module):
+        def __init__(self, q=0.7, k=0.5, trainset_size=50000):
+            super(TruncatedLoss, self).__init__()
+            self.q = q
+            self.k = k
+            self.weight = torch.nn.Parameter(data=torch.ones(trainset_size, 1), requires_grad=False)
+
+        def forward(self, logits, targets, indexes):
+            p = F.softmax(logits, dim=1)
+            Yg = torch.gather(p, 1, torch.unsqueeze(targets, 1))
+            loss = ((1 - (Yg ** self.q)) / self.q) * self.weight[indexes] - ((1 - (self.k ** self.q)) / self.q) * self.weight[indexes]
+            loss = torch.mean(loss)
+            return loss
+
+        def update_weight(self, logits, targets, indexes):
+            p = F.softmax(logits, dim=1)
+            Yg = torch.gather(p, 1, torch.unsqueeze(targets, 1))
+            Lq = ((1 - (Yg ** self.q)) / self.q)
+            Lqk = np.repeat(((1 - (self.k ** self.q)) / self.q), targets.size(0))
+            Lqk = torch.from_numpy(Lqk).type(torch.FloatTensor)
+            Lqk = torch.unsqueeze(Lqk, 1)
+            condition = torch.gt(Lqk, Lq)
+            self.weight[indexes] = condition.type(torch.FloatTensor)
+
+    class IndexedDataset(data.Dataset):
+        def __init__(self, images, labels):
+            self.data, self.targets = images, labels
+
+        def __getitem__(self, index):
+            img, target = self.data[index], self.targets[index]
+            return torch.from_numpy(img), target, index
+
+        def __len__(self):
+            return len(self.data)
+
+    trainset = IndexedDataset(normal(rng, 12, 3, 5, 5), [int(v) for v in rng.integers(0, 4, 12)])
+    trainloader = data.DataLoader(trainset, batch_size=4, shuffle=False)
+    backbone, _ = encoder(m)
+    net = nn.Sequential(backbone, nn.Linear(4, 4))
+    criterion = TruncatedLoss(trainset_size=len(trainset), q=0.7, k=0.3)
+    init = load(m, net, state)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.5, momentum=0.9, weight_decay=1e-4)
+    losses = []
+    for epoch in range(2):
+        net.train()
+        for batch_idx, (inputs, targets, indexes) in enumerate(trainloader):
+            outputs = net(inputs)
+            loss = criterion(outputs, targets, indexes)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            _, predicted = outputs.max(1)
+            losses += [loss.item(), predicted.eq(targets).sum().item()]
+        net.eval()
+        for batch_idx, (inputs, targets, indexes) in enumerate(trainloader):
+            outputs = net(inputs)
+            criterion.update_weight(outputs, targets, indexes)
+        losses.append(criterion.weight.sum().item())
+    assert not criterion.weight.requires_grad and criterion.weight.grad is None
+    return init, losses + summary(net.parameters())
+
+
+def test_truncated_gce():
+    compare(truncated_gce)
+
+
+# (m) Long-tailed recognition: jiawei-ren/BalancedMetaSoftmax's BalancedSoftmax (a _Loss subclass; the class counts
+# from JSON, added as spc.type_as(logits).unsqueeze(0).expand(...).log()) and the PyTorch reimplementations of Menon
+# et al.'s logit adjustment: label frequencies counted by j.item() over a DataLoader, tau * log(prior + 1e-12) by
+# numpy and torch.from_numpy, a float64 tensor added to float32 logits (torch promotes the loss to float64; tnet, which
+# has no float64, makes the array float32: README's porting section), and the post-hoc adjustment at evaluation
+def long_tail_losses(m, state=None):
+    import json
+    torch, nn, F = m.torch, m.nn, m.F
+    _Loss = importlib.import_module(m.torch.__name__ + ".nn.modules.loss")._Loss
+    data = m.data
+    torch.manual_seed(0)
+    rng = np.random.default_rng(15)
+
+    def balanced_softmax_loss(labels, logits, sample_per_class, reduction):
+        spc = sample_per_class.type_as(logits)
+        spc = spc.unsqueeze(0).expand(logits.shape[0], -1)
+        logits = logits + spc.log()
+        loss = F.cross_entropy(input=logits, target=labels, reduction=reduction)
+        return loss
+
+    class BalancedSoftmax(_Loss):
+        def __init__(self, freq_json):
+            super(BalancedSoftmax, self).__init__()
+            freq = json.loads(freq_json)
+            freq = torch.tensor(freq)
+            self.sample_per_class = freq
+
+        def forward(self, input, label, reduction='mean'):
+            return balanced_softmax_loss(label, input, self.sample_per_class, reduction)
+
+    def compute_adjustment(train_loader, tro):
+        label_freq = {}
+        for i, (inputs, target) in enumerate(train_loader):
+            for j in target:
+                key = int(j.item())
+                label_freq[key] = label_freq.get(key, 0) + 1
+        label_freq = dict(sorted(label_freq.items()))
+        label_freq_array = np.array(list(label_freq.values()))
+        label_freq_array = label_freq_array / label_freq_array.sum()
+        adjustments = np.log(label_freq_array ** tro + 1e-12)
+        adjustments = torch.from_numpy(adjustments)
+        return adjustments
+
+    labels = np.repeat(np.arange(4), [7, 3, 1, 1])
+    images = normal(rng, len(labels), 8)
+    train_set = data.TensorDataset(torch.tensor(images), torch.tensor(labels))
+    train_loader = data.DataLoader(train_set, batch_size=6, shuffle=False)
+    models = [nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)) for _ in range(2)]
+    holder = nn.ModuleList(models)
+    init = load(m, holder, state)
+    criterion = BalancedSoftmax(json.dumps([7, 3, 1, 1]))
+    logit_adjustments = compute_adjustment(train_loader, tro=1.0)
+    ce = nn.CrossEntropyLoss()
+    optimizers = [torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9) for model in models]
+    losses = []
+    for epoch in range(2):
+        for input, target in train_loader:
+            loss = criterion(models[0](input), target)
+            optimizers[0].zero_grad()
+            loss.backward()
+            optimizers[0].step()
+            output = models[1](input)
+            output = output + logit_adjustments
+            loss2 = ce(output, target)
+            optimizers[1].zero_grad()
+            loss2.backward()
+            optimizers[1].step()
+            losses += [loss.item(), loss2.item()]
+    with torch.no_grad():
+        input = torch.tensor(normal(rng, 5, 8))
+        output = models[1](input) - logit_adjustments
+        per_sample = criterion(models[0](input), torch.tensor([0, 1, 2, 3, 0]), reduction='none')
+    return init, losses + [output.sum().item()] + per_sample.tolist() + summary(
+        holder.parameters())
+
+
+def test_long_tail_losses():
+    compare(long_tail_losses)
+
+
+# (n) zhunzhong07/Random-Erasing's transforms.RandomErasing, a transform on a CHW tensor: python's random.uniform
+# for probability, area and aspect ratio, int(round(math.sqrt(...))) for the box, and each channel's rectangle set to
+# the dataset mean by img[c, x1:x1+h, y1:y1+w] = mean[c]; applied in a Dataset's __getitem__ to a clone of the image,
+# batched by a DataLoader and trained on, as the source's CIFAR script (python's random seeded alike in both runs)
+def random_erasing(m, state=None):
+    import random
+    torch, nn, F = m.torch, m.nn, m.F
+    data = m.data
+    torch.manual_seed(0)
+    rng = np.random.default_rng(16)
+    random.seed(5)
+
+    class RandomErasing(object):
+        def __init__(self, probability=0.5, sl=0.02, sh=0.4, r1=0.3, mean=[0.4914, 0.4822, 0.4465]):
+            self.probability = probability
+            self.mean = mean
+            self.sl = sl
+            self.sh = sh
+            self.r1 = r1
+
+        def __call__(self, img):
+            if random.uniform(0, 1) > self.probability:
+                return img
+            for attempt in range(100):
+                area = img.size()[1] * img.size()[2]
+                target_area = random.uniform(self.sl, self.sh) * area
+                aspect_ratio = random.uniform(self.r1, 1 / self.r1)
+                h = int(round(math.sqrt(target_area * aspect_ratio)))
+                w = int(round(math.sqrt(target_area / aspect_ratio)))
+                if w < img.size()[2] and h < img.size()[1]:
+                    x1 = random.randint(0, img.size()[1] - h)
+                    y1 = random.randint(0, img.size()[2] - w)
+                    if img.size()[0] == 3:
+                        img[0, x1:x1 + h, y1:y1 + w] = self.mean[0]
+                        img[1, x1:x1 + h, y1:y1 + w] = self.mean[1]
+                        img[2, x1:x1 + h, y1:y1 + w] = self.mean[2]
+                    else:
+                        img[0, x1:x1 + h, y1:y1 + w] = self.mean[0]
+                    return img
+            return img
+
+    class Erased(data.Dataset):
+        def __init__(self, images, labels, transform):
+            self.images, self.labels, self.transform = torch.tensor(images), torch.tensor(labels), transform
+
+        def __getitem__(self, index):
+            return self.transform(self.images[index].clone()), self.labels[index]
+
+        def __len__(self):
+            return len(self.labels)
+
+    trainset = Erased(normal(rng, 8, 3, 8, 8), rng.integers(0, 5, 8), RandomErasing(probability=0.8, mean=[0.0, 0.5, -0.5]))
+    trainloader = data.DataLoader(trainset, batch_size=4, shuffle=False)
+    model = small_cnn(m)
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    losses = []
+    for epoch in range(2):
+        for inputs, targets in trainloader:
+            outputs = model(inputs)
+            loss = F.cross_entropy(outputs, targets)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses += [loss.item(), inputs.sum().item(), (inputs == 0.5).sum().item()]
+    return init, losses + summary(model.parameters())
+
+
+def test_random_erasing():
+    compare(random_erasing)
