@@ -625,7 +625,7 @@ def test_novograd_gradient_centralization():
 # gradient there with BatchNorm's momentum set to 0 through model.apply (bypass_bn's disable_running_stats), removes
 # the part of the old gradient orthogonal to the new one scaled by alpha, restores the weights and steps the base
 def gsam(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, F = m.torch, m.nn, m.F
     _BatchNorm = importlib.import_module(m.torch.__name__ + ".nn.modules.batchnorm")._BatchNorm
     ReduceOp = importlib.import_module(m.torch.__name__ + ".distributed").ReduceOp
     import contextlib
@@ -1528,7 +1528,7 @@ def test_long_tail_losses():
 # batched by a DataLoader and trained on, as the source's CIFAR script (python's random seeded alike in both runs)
 def random_erasing(m, state=None):
     import random
-    torch, nn, F = m.torch, m.nn, m.F
+    torch, F = m.torch, m.F
     data = m.data
     torch.manual_seed(0)
     rng = np.random.default_rng(16)
