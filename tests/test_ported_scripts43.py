@@ -7,12 +7,14 @@ gradient centralization, GSAM's surrogate-gap gradient decomposition over a base
 its weighted kNN evaluation, decoupled contrastive learning, W-MSE's Cholesky whitening); face-recognition margins
 (AdaCos's dynamic scale by a median, CurricularFace's in-place hard-example reweighting, sub-center ArcFace); noisy
 and long-tailed labels (truncated GCE's per-sample weights, balanced softmax and logit adjustment); and
-zhunzhong07's Random Erasing in a Dataset. Each runs in tnet, then in torch from tnet's initial weights (state_dict
+zhunzhong07's Random Erasing in a Dataset; solo-learn's and open_clip's gathered contrastive losses in a
+one-rank process group. Each runs in tnet, then in torch from tnet's initial weights (state_dict
 through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws the batches; where a
 source draws with torch's generator (a queue's initial contents, a permutation), numpy draws it here instead and a
 comment says so."""
 import importlib
 import math
+import os
 
 import numpy as np
 
@@ -1592,3 +1594,152 @@ def random_erasing(m, state=None):
 
 def test_random_erasing():
     compare(random_erasing)
+
+
+# (o) Contrastive losses written for several GPUs, run in a one-rank gloo group (as a single-GPU DDP run has):
+# solo-learn's GatherLayer (an autograd Function over dist.all_gather whose backward all_reduces the stacked
+# gradients and keeps this rank's) and its SimCLR loss over gathered embeddings and sample indexes (positives by
+# indexes.t() == gathered, fill_diagonal_ on a column slice of the mask); open_clip's gather_features, both with
+# gradients (torch.distributed.nn.all_gather, after `import torch.distributed.nn`) and without (dist.all_gather into
+# zeros_like buffers, the local features put back at this rank), and its ClipLoss with a learned logit_scale.exp()
+def gathered_contrastive(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    importlib.import_module(m.torch.__name__ + ".distributed.nn")
+    dist = torch.distributed
+    torch.manual_seed(0)
+    rng = np.random.default_rng(17)
+
+    class GatherLayer(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if dist.is_available() and dist.is_initialized():
+                output = [torch.zeros_like(x) for _ in range(dist.get_world_size())]
+                dist.all_gather(output, x)
+            else:
+                output = [x]
+            return tuple(output)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            if dist.is_available() and dist.is_initialized():
+                all_gradients = torch.stack(grads)
+                dist.all_reduce(all_gradients)
+                grad_out = all_gradients[get_rank()]
+            else:
+                grad_out = grads[0]
+            return grad_out
+
+    def get_rank():
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank()
+        return 0
+
+    def gather(X, dim=0):
+        return torch.cat(GatherLayer.apply(X), dim=dim)
+
+    def simclr_loss_func(z, indexes, temperature=0.1):
+        z = F.normalize(z, dim=-1)
+        gathered_z = gather(z)
+        sim = torch.exp(torch.einsum("if, jf -> ij", z, gathered_z) / temperature)
+        gathered_indexes = gather(indexes)
+        indexes = indexes.unsqueeze(0)
+        gathered_indexes = gathered_indexes.unsqueeze(0)
+        pos_mask = indexes.t() == gathered_indexes
+        pos_mask[:, z.size(0) * get_rank():].fill_diagonal_(0)
+        neg_mask = indexes.t() != gathered_indexes
+        pos = torch.sum(sim * pos_mask, 1)
+        neg = torch.sum(sim * neg_mask, 1)
+        loss = -(torch.mean(torch.log(pos / (pos + neg))))
+        return loss
+
+    def gather_features(image_features, text_features, local_loss=False, gather_with_grad=False, rank=0,
+                        world_size=1):
+        if gather_with_grad:
+            all_image_features = torch.cat(torch.distributed.nn.all_gather(image_features), dim=0)
+            all_text_features = torch.cat(torch.distributed.nn.all_gather(text_features), dim=0)
+        else:
+            gathered_image_features = [torch.zeros_like(image_features) for _ in range(world_size)]
+            gathered_text_features = [torch.zeros_like(text_features) for _ in range(world_size)]
+            dist.all_gather(gathered_image_features, image_features)
+            dist.all_gather(gathered_text_features, text_features)
+            if not local_loss:
+                # ensure grads for local rank when all_* features don't have a gradient
+                gathered_image_features[rank] = image_features
+                gathered_text_features[rank] = text_features
+            all_image_features = torch.cat(gathered_image_features, dim=0)
+            all_text_features = torch.cat(gathered_text_features, dim=0)
+        return all_image_features, all_text_features
+
+    class ClipLoss(nn.Module):
+        def __init__(self, local_loss=False, gather_with_grad=False, rank=0, world_size=1):
+            super().__init__()
+            self.local_loss = local_loss
+            self.gather_with_grad = gather_with_grad
+            self.rank = rank
+            self.world_size = world_size
+            self.prev_num_logits = 0
+            self.labels = {}
+
+        def get_ground_truth(self, device, num_logits):
+            if self.prev_num_logits != num_logits or device not in self.labels:
+                labels = torch.arange(num_logits, device=device, dtype=torch.long)
+                if self.local_loss:
+                    labels = labels + num_logits * self.rank
+                self.labels[device] = labels
+                self.prev_num_logits = num_logits
+            else:
+                labels = self.labels[device]
+            return labels
+
+        def forward(self, image_features, text_features, logit_scale):
+            device = image_features.device
+            all_image_features, all_text_features = gather_features(
+                image_features, text_features, self.local_loss, self.gather_with_grad, self.rank, self.world_size)
+            if self.local_loss:
+                logits_per_image = logit_scale * image_features @ all_text_features.T
+                logits_per_text = logit_scale * text_features @ all_image_features.T
+            else:
+                logits_per_image = logit_scale * all_image_features @ all_text_features.T
+                logits_per_text = logits_per_image.T
+            labels = self.get_ground_truth(device, logits_per_image.shape[0])
+            return (F.cross_entropy(logits_per_image, labels) + F.cross_entropy(logits_per_text, labels)) / 2
+
+    backbone, projector = encoder(m)
+    model = nn.Sequential(backbone, projector)
+    text = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 8))
+    logit_scale = nn.Parameter(torch.ones([]) * np.log(1 / 0.07))
+    holder = nn.ModuleList([model, text])
+    holder.register_parameter("logit_scale", logit_scale)
+    init = load(m, holder, state)
+    optimizer = torch.optim.AdamW(holder.parameters(), lr=1e-2, weight_decay=0.1)
+    port = importlib.import_module("socket").socket()
+    port.bind(("127.0.0.1", 0))
+    address = "tcp://127.0.0.1:{}".format(port.getsockname()[1])
+    port.close()
+    dist.init_process_group("gloo", init_method=address, rank=0, world_size=1)
+    losses = []
+    try:
+        for gather_with_grad, local_loss in ((True, False), (False, False), (False, True)):
+            x = normal(rng, 4, 3, 5, 5)
+            indexes = torch.tensor([0, 1, 2, 3, 0, 1, 2, 3])
+            z = model(torch.tensor(np.concatenate([x + 0.1 * normal(rng, *x.shape) for _ in range(2)])))
+            loss = simclr_loss_func(z, indexes, temperature=0.2)
+            clip = ClipLoss(local_loss=local_loss, gather_with_grad=gather_with_grad)
+            image_features = F.normalize(z[:4], dim=-1)
+            text_features = F.normalize(text(torch.tensor(normal(rng, 4, 6))), dim=-1)
+            loss = loss + clip(image_features, text_features, logit_scale.exp())
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            with torch.no_grad():
+                logit_scale.clamp_(0, math.log(100))
+            losses.append(loss.item())
+    finally:
+        dist.destroy_process_group()
+    return init, losses + summary(holder.parameters())
+
+
+def test_gathered_contrastive_losses(monkeypatch):
+    if os.path.exists("/sys/class/net/lo"):  # gloo on the loopback interface, as test_distributed.py's
+        monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
+    compare(gathered_contrastive)
