@@ -12,7 +12,7 @@ import torch
 import tnet
 from tnet import nn, optim
 from tnet.kernels import optim as kernels
-from helpers import TOL, Launches, assert_close
+from helpers import DEV, TOL, Launches, assert_close
 
 SHAPES = [(5, 3), (7,), (4,)]  # the second in group 1; the third frozen (no gradient)
 GROUP1 = {"lr": 0.02, "weight_decay": 0.05}
@@ -293,6 +293,48 @@ PLAIN = [
     ("Adafactor", {"eps": (1e-6, 1e-3), "maximize": True}),
     ("SparseAdam", {"lr": 0.05}),
 ]
+
+
+def test_helpers_a_copy_of_torchs_optimizers_imports():
+    """torch.optim.optimizer's private helpers that a copied adam.py or sgd.py imports give torch's answers on
+    tnet tensors: grad mode from defaults["differentiable"], step counts by _get_value, (fused, foreach) by the
+    device type (torch's tensors on tnet's device), tensors grouped by device and dtype with their positions, the
+    graph-capture check outside a capture."""
+    results = {}
+    for lib in (torch, tnet):
+        base = importlib.import_module(lib.__name__ + ".optim.optimizer")
+        a, b, c = lib.ones(2, device=DEV), lib.ones(3, dtype=lib.int64, device=DEV), lib.zeros(2, device=DEV)
+        p = lib.nn.Parameter(lib.ones(2))
+
+        class Copied(base.Optimizer):
+            def __init__(self, params, differentiable=False):
+                super().__init__(params, dict(lr=0.1, differentiable=differentiable))
+
+            @base._use_grad_for_differentiable
+            def step(self):
+                self._cuda_graph_capture_health_check()
+                return lib.is_grad_enabled()
+
+        groups = base.Optimizer._group_tensors_by_device_and_dtype([[a, b, c], [c, None, a]], with_indices=True)
+        plain = base.Optimizer._group_tensors_by_device_and_dtype([[a, b]])
+        results[lib.__name__] = [
+            Copied([p]).step(), Copied([p], differentiable=True).step(), lib.is_grad_enabled(),
+            base._get_value(lib.tensor(3.0)), base._get_value(4), base._stack_if_compiling([a]) == [a],
+            base._default_to_fused_or_foreach([a, None], False), base._default_to_fused_or_foreach([a], True, True),
+            base._default_to_fused_or_foreach([a], False, use_fused=True), str(base._get_scalar_dtype()),
+            tuple(base._to_scalar(lib.ones(1)).shape), base._to_scalar(0.5),
+            sorted((str(k[1]), [[None if t is None else tuple(t.shape) for t in ts] for ts in v[0]], v[1])
+                   for k, v in groups.items()),
+            sorted((str(k[1]), v[1]) for k, v in plain.items()),
+            all(isinstance(getattr(base, n), str) for n in ("_params_doc", "_foreach_doc", "_fused_doc",
+                                                            "_capturable_doc", "_differentiable_doc", "_maximize_doc"))]
+        base._view_as_real([a], [c])
+        base._device_dtype_check_for_fused(a)
+        with pytest.raises(RuntimeError, match="floating point"):
+            base._device_dtype_check_for_fused(b)
+        assert base._disable_dynamo_if_unsupported(single_tensor_fn=None)(lambda x: x + 1)(2) == 3
+        assert "ParamsT" in dir(base)
+    assert results["tnet"] == results["torch"], results
 
 
 @pytest.mark.parametrize("name,kwargs", PLAIN, ids=[f"{n}-{'-'.join(k)}" for n, k in PLAIN])

@@ -73,6 +73,33 @@ class Optimizer:
         """hook(optimizer, args, kwargs) after each step(), as torch's."""
         return add_hook(self, "_optimizer_step_post_hooks", hook)
 
+    def _accelerator_graph_capture_health_check(self):
+        """torch's check, which a copied optimizer's step() calls first: a step captured into a CUDA graph needs
+        capturable=True in every param group. tnet's own rules are always capturable, so only a subclass without
+        RULE (a hand-written or copied step) is checked."""
+        if (self.RULE is None and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+                and not all(group.get("capturable", False) for group in self.param_groups)):
+            raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of {type(self).__name__} "
+                               "but param_groups' capturable is False.")
+
+    _cuda_graph_capture_health_check = _accelerator_graph_capture_health_check
+
+    @staticmethod
+    def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+        """torch's grouping for a copied foreach step: {(device, dtype): (lists, indices)}, the device and dtype
+        those of the first list's tensors; each group holds the same positions of every list (None kept) and, with
+        with_indices, those positions (else an empty list)."""
+        groups = {}
+        for i, t in enumerate(tensorlistlist[0]):
+            key = (t.device, t.dtype)
+            if key not in groups:
+                groups[key] = ([[] for _ in tensorlistlist], [])
+            for j, tensors in enumerate(tensorlistlist):
+                groups[key][0][j].append(tensors[i])
+            if with_indices:
+                groups[key][1].append(i)
+        return groups
+
     def __init__(self, params, defaults):
         name = type(self).__name__
         if isinstance(params, Tensor):  # one tensor, not an iterable of them (torch's TypeError)
