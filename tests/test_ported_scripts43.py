@@ -1743,3 +1743,307 @@ def test_gathered_contrastive_losses(monkeypatch):
     if os.path.exists("/sys/class/net/lo"):  # gloo on the loopback interface, as test_distributed.py's
         monkeypatch.setenv("GLOO_SOCKET_IFNAME", "lo")
     compare(gathered_contrastive)
+
+
+# (p) Copies of torch 2's own optimizers, as repositories fork torch/optim/sgd.py and adam.py to change a line:
+# the imports of torch.optim.optimizer's helpers (ParamsT, _use_grad_for_differentiable, _default_to_fused_or_foreach,
+# _get_value, _stack_if_compiling, _get_scalar_dtype, _view_as_real), _init_group, the functional form choosing
+# _single_tensor_* or _multi_tensor_* (foreach given), Optimizer._group_tensors_by_device_and_dtype with indices,
+# torch._foreach_* with scalar lists, step counts held in 0-d tensors advanced by _foreach_add_, and the
+# capture health check; the forks' own change here: the SGD's weight decay skips 1-D parameters
+def copied_torch_optimizers(m, state=None):
+    torch, nn = m.torch, m.nn
+    Tensor = torch.Tensor
+    base = importlib.import_module(m.torch.__name__ + ".optim.optimizer")
+    (Optimizer, ParamsT, _use_grad_for_differentiable, _default_to_fused_or_foreach, _get_value,
+     _stack_if_compiling, _get_scalar_dtype, _view_as_real, _device_dtype_check_for_fused) = (
+        base.Optimizer, base.ParamsT, base._use_grad_for_differentiable, base._default_to_fused_or_foreach,
+        base._get_value, base._stack_if_compiling, base._get_scalar_dtype, base._view_as_real,
+        base._device_dtype_check_for_fused)
+    from typing import List, Optional, Union
+    torch.manual_seed(0)
+    rng = np.random.default_rng(18)
+
+    class SGD(Optimizer):
+        def __init__(self, params: ParamsT, lr: Union[float, Tensor] = 1e-3, momentum: float = 0, dampening: float = 0,
+                     weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                     foreach: Optional[bool] = None, differentiable: bool = False, fused: Optional[bool] = None):
+            if isinstance(lr, Tensor) and lr.numel() != 1:
+                raise ValueError("Tensor lr must be 1-element")
+            if lr < 0.0:
+                raise ValueError(f"Invalid learning rate: {lr}")
+            if momentum < 0.0:
+                raise ValueError(f"Invalid momentum value: {momentum}")
+            defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                            nesterov=nesterov, maximize=maximize, foreach=foreach, differentiable=differentiable,
+                            fused=fused)
+            if nesterov and (momentum <= 0 or dampening != 0):
+                raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+            super().__init__(params, defaults)
+
+        def __setstate__(self, state):
+            super().__setstate__(state)
+            for group in self.param_groups:
+                group.setdefault("nesterov", False)
+                group.setdefault("maximize", False)
+                group.setdefault("foreach", None)
+                group.setdefault("differentiable", False)
+                group.setdefault("fused", False)
+
+        def _init_group(self, group, params, grads, momentum_buffer_list):
+            has_sparse_grad = False
+            for p in group["params"]:
+                if p.grad is not None:
+                    if group["fused"] and getattr(self, "_need_device_dtype_check_for_fused", True):
+                        _device_dtype_check_for_fused(p)
+                        self._need_device_dtype_check_for_fused = False
+                    params.append(p)
+                    grads.append(p.grad)
+                    if p.grad.is_sparse:
+                        has_sparse_grad = True
+                    if group["momentum"] != 0:
+                        state = self.state[p]
+                        momentum_buffer_list.append(state.get("momentum_buffer"))
+            return has_sparse_grad
+
+        @_use_grad_for_differentiable
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                params: List[Tensor] = []
+                grads: List[Tensor] = []
+                momentum_buffer_list: List[Optional[Tensor]] = []
+                has_sparse_grad = self._init_group(group, params, grads, momentum_buffer_list)
+                sgd(params, grads, momentum_buffer_list, weight_decay=group["weight_decay"],
+                    momentum=group["momentum"], lr=group["lr"], dampening=group["dampening"],
+                    nesterov=group["nesterov"], maximize=group["maximize"], has_sparse_grad=has_sparse_grad,
+                    foreach=group["foreach"], fused=group["fused"])
+                if group["momentum"] != 0:
+                    # update momentum_buffers in state
+                    for p, momentum_buffer in zip(params, momentum_buffer_list):
+                        state = self.state[p]
+                        state["momentum_buffer"] = momentum_buffer
+            return loss
+
+    def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=None, fused=None, *,
+            weight_decay, momentum, lr, dampening, nesterov, maximize):
+        if foreach is None and fused is None:
+            if not torch.jit.is_scripting():
+                fused, foreach = _default_to_fused_or_foreach(params, differentiable=False, use_fused=False)
+            else:
+                foreach = False
+                fused = False
+        if foreach is None:
+            foreach = False
+        if fused is None:
+            fused = False
+        if foreach and not torch.jit.is_scripting():
+            func = _multi_tensor_sgd
+        else:
+            func = _single_tensor_sgd
+        func(params, d_p_list, momentum_buffer_list, weight_decay=weight_decay, momentum=momentum, lr=lr,
+             dampening=dampening, nesterov=nesterov, has_sparse_grad=has_sparse_grad, maximize=maximize)
+
+    def _single_tensor_sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov,
+                           maximize, has_sparse_grad):
+        for i, param in enumerate(params):
+            grad = grads[i] if not maximize else -grads[i]
+            if weight_decay != 0 and param.dim() > 1:  # the fork's change
+                grad = grad.add(param, alpha=weight_decay)
+            if momentum != 0:
+                buf = momentum_buffer_list[i]
+                if buf is None:
+                    buf = torch.clone(grad).detach()
+                    momentum_buffer_list[i] = buf
+                else:
+                    buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                if nesterov:
+                    grad = grad.add(buf, alpha=momentum)
+                else:
+                    grad = buf
+            param.add_(grad, alpha=-lr)
+
+    def _multi_tensor_sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov,
+                          maximize, has_sparse_grad):
+        if len(params) == 0:
+            return
+        grouped_tensors = Optimizer._group_tensors_by_device_and_dtype([params, grads, momentum_buffer_list],
+                                                                      with_indices=True)
+        for (device_params, device_grads, device_momentum_buffer_list), indices in grouped_tensors.values():
+            device_has_sparse_grad = has_sparse_grad and any(grad.is_sparse for grad in device_grads)
+            if maximize:
+                device_grads = torch._foreach_neg(device_grads)
+            if weight_decay != 0:
+                decayed = [p if p.dim() > 1 else torch.zeros_like(p) for p in device_params]  # the fork's change
+                if maximize:
+                    torch._foreach_add_(device_grads, decayed, alpha=weight_decay)
+                else:
+                    device_grads = torch._foreach_add(device_grads, decayed, alpha=weight_decay)
+            if momentum != 0:
+                bufs = []
+                all_states_with_momentum_buffer = True
+                for i in range(len(device_momentum_buffer_list)):
+                    if device_momentum_buffer_list[i] is None:
+                        all_states_with_momentum_buffer = False
+                        break
+                    else:
+                        bufs.append(device_momentum_buffer_list[i])
+                if all_states_with_momentum_buffer:
+                    torch._foreach_mul_(bufs, momentum)
+                    torch._foreach_add_(bufs, device_grads, alpha=1 - dampening)
+                else:
+                    bufs = []
+                    for i in range(len(device_momentum_buffer_list)):
+                        if device_momentum_buffer_list[i] is None:
+                            buf = device_momentum_buffer_list[i] = momentum_buffer_list[indices[i]] = torch.clone(
+                                device_grads[i]).detach()
+                        else:
+                            buf = device_momentum_buffer_list[i]
+                            buf.mul_(momentum).add_(device_grads[i], alpha=1 - dampening)
+                        bufs.append(buf)
+                if nesterov:
+                    torch._foreach_add_(device_grads, bufs, alpha=momentum)
+                else:
+                    device_grads = bufs
+            if not device_has_sparse_grad:
+                torch._foreach_add_(device_params, device_grads, alpha=-lr)
+            else:
+                for i in range(len(device_params)):
+                    device_params[i].add_(device_grads[i], alpha=-lr)
+
+    class Adam(Optimizer):
+        def __init__(self, params: ParamsT, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                     foreach: Optional[bool] = None, maximize: bool = False, capturable: bool = False,
+                     differentiable: bool = False, fused: Optional[bool] = None):
+            defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                            maximize=maximize, foreach=foreach, capturable=capturable,
+                            differentiable=differentiable, fused=fused)
+            super().__init__(params, defaults)
+
+        def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
+            has_complex = False
+            for p in group["params"]:
+                if p.grad is not None:
+                    has_complex |= torch.is_complex(p)
+                    params_with_grad.append(p)
+                    grads.append(p.grad)
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["step"] = torch.tensor(0.0, dtype=_get_scalar_dtype())
+                        state["exp_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                        state["exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                        if group["amsgrad"]:
+                            state["max_exp_avg_sq"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    exp_avgs.append(state["exp_avg"])
+                    exp_avg_sqs.append(state["exp_avg_sq"])
+                    if group["amsgrad"]:
+                        max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+                    state_steps.append(state["step"])
+            return has_complex
+
+        @_use_grad_for_differentiable
+        def step(self, closure=None):
+            self._cuda_graph_capture_health_check()
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps = [], [], [], [], [], []
+                beta1, beta2 = group["betas"]
+                has_complex = self._init_group(group, params_with_grad, grads, exp_avgs, exp_avg_sqs,
+                                               max_exp_avg_sqs, state_steps)
+                func = _multi_tensor_adam if group["foreach"] else _single_tensor_adam
+                func(params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
+                     amsgrad=group["amsgrad"], has_complex=has_complex, beta1=beta1, beta2=beta2, lr=group["lr"],
+                     weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"])
+            return loss
+
+    def _single_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad,
+                            has_complex, beta1, beta2, lr, weight_decay, eps, maximize):
+        for i, param in enumerate(params):
+            grad = grads[i] if not maximize else -grads[i]
+            exp_avg = exp_avgs[i]
+            exp_avg_sq = exp_avg_sqs[i]
+            step_t = state_steps[i]
+            step_t += 1
+            if weight_decay != 0:
+                grad = grad.add(param, alpha=weight_decay)
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad.conj(), value=1 - beta2)
+            step = _get_value(step_t)
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            step_size = lr / bias_correction1
+            bias_correction2_sqrt = bias_correction2 ** 0.5
+            if amsgrad:
+                torch.maximum(max_exp_avg_sqs[i], exp_avg_sq, out=max_exp_avg_sqs[i])
+                denom = (max_exp_avg_sqs[i].sqrt() / bias_correction2_sqrt).add_(eps)
+            else:
+                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            param.addcdiv_(exp_avg, denom, value=-step_size)
+
+    def _multi_tensor_adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad,
+                           has_complex, beta1, beta2, lr, weight_decay, eps, maximize):
+        if len(params) == 0:
+            return
+        grouped_tensors = Optimizer._group_tensors_by_device_and_dtype(
+            [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps])
+        for ((device_params, device_grads, device_exp_avgs, device_exp_avg_sqs, device_max_exp_avg_sqs,
+              device_state_steps), _) in grouped_tensors.values():
+            if has_complex:
+                if amsgrad:
+                    _view_as_real(device_params, device_grads, device_exp_avgs, device_exp_avg_sqs,
+                                  device_max_exp_avg_sqs)
+                else:
+                    _view_as_real(device_params, device_grads, device_exp_avgs, device_exp_avg_sqs)
+            if maximize:
+                device_grads = torch._foreach_neg(device_grads)
+            if device_state_steps[0].is_cpu:
+                torch._foreach_add_(device_state_steps, torch.tensor(1.0, device="cpu"), alpha=1.0)
+            else:
+                torch._foreach_add_(device_state_steps, 1)
+            if weight_decay != 0:
+                if maximize:
+                    torch._foreach_add_(device_grads, device_params, alpha=weight_decay)
+                else:
+                    device_grads = torch._foreach_add(device_grads, device_params, alpha=weight_decay)
+            torch._foreach_lerp_(device_exp_avgs, device_grads, 1 - beta1)
+            torch._foreach_mul_(device_exp_avg_sqs, beta2)
+            torch._foreach_addcmul_(device_exp_avg_sqs, device_grads, device_grads, 1 - beta2)
+            del device_grads
+            bias_correction1 = [1 - beta1 ** _get_value(step) for step in device_state_steps]
+            bias_correction2 = [1 - beta2 ** _get_value(step) for step in device_state_steps]
+            step_size = _stack_if_compiling([(lr / bc) * -1 for bc in bias_correction1])
+            bias_correction2_sqrt = [bc ** 0.5 for bc in bias_correction2]
+            if amsgrad:
+                torch._foreach_maximum_(device_max_exp_avg_sqs, device_exp_avg_sqs)
+                exp_avg_sq_sqrt = torch._foreach_sqrt(device_max_exp_avg_sqs)
+            else:
+                exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)
+            torch._foreach_div_(exp_avg_sq_sqrt, bias_correction2_sqrt)
+            torch._foreach_add_(exp_avg_sq_sqrt, eps)
+            torch._foreach_addcdiv_(device_params, device_exp_avgs, exp_avg_sq_sqrt, step_size)
+
+    models = [small_cnn(m) for _ in range(4)]
+    holder = nn.ModuleList(models)
+    init = load(m, models[0], state)
+    for other in models[1:]:
+        load(m, other, init)
+    optimizers = [SGD(models[0].parameters(), lr=0.1, momentum=0.9, weight_decay=1e-2, nesterov=True),
+                  SGD(models[1].parameters(), lr=0.1, momentum=0.9, weight_decay=1e-2, foreach=True, maximize=True),
+                  Adam(models[2].parameters(), lr=1e-2, weight_decay=1e-2, amsgrad=True),
+                  Adam([{"params": models[3][0].parameters(), "lr": 3e-2}, {"params": models[3][1:].parameters()}],
+                       lr=1e-2, amsgrad=True, foreach=True)]
+    losses = []
+    for model, optimizer in zip(models, optimizers):
+        losses += fit(m, model, optimizer, rng, steps=2)
+    assert optimizers[3].state[models[3][0].weight]["step"].item() == 2
+    return init, losses + summary(holder.parameters())
+
+
+def test_copied_torch_optimizers():
+    compare(copied_torch_optimizers)
