@@ -2047,3 +2047,171 @@ def copied_torch_optimizers(m, state=None):
 
 def test_copied_torch_optimizers():
     compare(copied_torch_optimizers)
+
+
+# (q) Test-time adaptation: DequanWang/tent's Tent (the model in train mode with requires_grad_(False) but for its
+# BatchNorm2d layers, whose track_running_stats is set False and running_mean/var None, so that they normalize by
+# the batch even in episodes; their affine parameters collected by named_parameters; the entropy of the softmax
+# minimised under @torch.enable_grad(); the model's and optimizer's state_dicts deep-copied and loaded back by
+# reset()); and tim-learner/SHOT's information maximisation (entropy less the batch-mean prediction's entropy) on
+# a frozen weight-normed classifier (torch.nn.utils.weight_norm), with its per-parameter groups, op_copy's lr0 and
+# a schedule that writes weight_decay, momentum and nesterov into groups made without them
+def test_time_adaptation(m, state=None):
+    from copy import deepcopy
+    torch, nn = m.torch, m.nn
+    weightNorm = importlib.import_module(m.torch.__name__ + ".nn.utils.weight_norm").weight_norm
+    torch.manual_seed(0)
+    rng = np.random.default_rng(19)
+
+    class Tent(nn.Module):
+        def __init__(self, model, optimizer, steps=1, episodic=False):
+            super().__init__()
+            self.model = model
+            self.optimizer = optimizer
+            self.steps = steps
+            assert steps > 0, "tent requires >= 1 step(s) to forward and update"
+            self.episodic = episodic
+            self.model_state, self.optimizer_state = copy_model_and_optimizer(self.model, self.optimizer)
+
+        def forward(self, x):
+            if self.episodic:
+                self.reset()
+            for _ in range(self.steps):
+                outputs = forward_and_adapt(x, self.model, self.optimizer)
+            return outputs
+
+        def reset(self):
+            if self.model_state is None or self.optimizer_state is None:
+                raise Exception("cannot reset without saved model/optimizer state")
+            load_model_and_optimizer(self.model, self.optimizer, self.model_state, self.optimizer_state)
+
+    def softmax_entropy(x):
+        return -(x.softmax(1) * x.log_softmax(1)).sum(1)
+
+    @torch.enable_grad()  # ensure grads in possible no grad context for testing
+    def forward_and_adapt(x, model, optimizer):
+        outputs = model(x)
+        loss = softmax_entropy(outputs).mean(0)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        return outputs
+
+    def collect_params(model):
+        params = []
+        names = []
+        for nm, m_ in model.named_modules():
+            if isinstance(m_, nn.BatchNorm2d):
+                for np_, p in m_.named_parameters():
+                    if np_ in ['weight', 'bias']:  # weight is scale, bias is shift
+                        params.append(p)
+                        names.append(f"{nm}.{np_}")
+        return params, names
+
+    def copy_model_and_optimizer(model, optimizer):
+        model_state = deepcopy(model.state_dict())
+        optimizer_state = deepcopy(optimizer.state_dict())
+        return model_state, optimizer_state
+
+    def load_model_and_optimizer(model, optimizer, model_state, optimizer_state):
+        model.load_state_dict(model_state, strict=True)
+        optimizer.load_state_dict(optimizer_state)
+
+    def configure_model(model):
+        model.train()
+        model.requires_grad_(False)
+        for m_ in model.modules():
+            if isinstance(m_, nn.BatchNorm2d):
+                m_.requires_grad_(True)
+                # force use of batch stats in train and eval modes
+                m_.track_running_stats = False
+                m_.running_mean = None
+                m_.running_var = None
+        return model
+
+    def Entropy(input_):
+        epsilon = 1e-5
+        entropy = -input_ * torch.log(input_ + epsilon)
+        entropy = torch.sum(entropy, dim=1)
+        return entropy
+
+    class feat_classifier(nn.Module):
+        def __init__(self, class_num, bottleneck_dim=256, type="linear"):
+            super(feat_classifier, self).__init__()
+            self.type = type
+            if type == 'wn':
+                self.fc = weightNorm(nn.Linear(bottleneck_dim, class_num), name="weight")
+            else:
+                self.fc = nn.Linear(bottleneck_dim, class_num)
+
+        def forward(self, x):
+            return self.fc(x)
+
+    def op_copy(optimizer):
+        for param_group in optimizer.param_groups:
+            param_group['lr0'] = param_group['lr']
+        return optimizer
+
+    def lr_scheduler(optimizer, iter_num, max_iter, gamma=10, power=0.75):
+        decay = (1 + gamma * iter_num / max_iter) ** (-power)
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = param_group['lr0'] * decay
+            param_group['weight_decay'] = 1e-3
+            param_group['momentum'] = 0.9
+            param_group['nesterov'] = True
+        return optimizer
+
+    # Tent on a source model
+    model = small_cnn(m)
+    netF, netC = small_cnn(m)[:-1], feat_classifier(5, bottleneck_dim=4, type='wn')
+    holder = nn.ModuleList([model, netF, netC])
+    init = load(m, holder, state)
+    model = configure_model(model)
+    params, param_names = collect_params(model)
+    assert param_names == ['1.weight', '1.bias', '4.weight', '4.bias']
+    assert "1.running_mean" not in model.state_dict() and not model[0].weight.requires_grad
+    optimizer = torch.optim.Adam(params, lr=1e-2, betas=(0.9, 0.999), weight_decay=0.0)
+    tented = Tent(model, optimizer, steps=2, episodic=False)
+    losses = []
+    for _ in range(2):
+        x = torch.tensor(normal(rng, 4, 3, 6, 6))
+        with torch.no_grad():
+            outputs = tented(x)
+        losses += [outputs.sum().item(), softmax_entropy(outputs).mean().item()]
+    adapted = summary(params)
+    tented.reset()
+    model.eval()
+    with torch.no_grad():
+        losses.append(model(torch.tensor(normal(rng, 4, 3, 6, 6))).sum().item())
+    losses += adapted + summary(params)
+
+    # SHOT's target adaptation: the feature extractor trained, the classifier frozen
+    param_group = []
+    for k, v in netF.named_parameters():
+        param_group += [{'params': v, 'lr': 0.01 * 0.1}]
+    for k, v in netC.named_parameters():
+        v.requires_grad = False
+    optimizer = torch.optim.SGD(param_group)
+    optimizer = op_copy(optimizer)
+    max_iter, iter_num = 3, 0
+    while iter_num < max_iter:
+        inputs_test = torch.tensor(normal(rng, 6, 3, 6, 6))
+        iter_num += 1
+        lr_scheduler(optimizer, iter_num=iter_num, max_iter=max_iter)
+        features_test = netF(inputs_test)
+        outputs_test = netC(features_test)
+        softmax_out = nn.Softmax(dim=1)(outputs_test)
+        entropy_loss = torch.mean(Entropy(softmax_out))
+        msoftmax = softmax_out.mean(dim=0)
+        gentropy_loss = torch.sum(-msoftmax * torch.log(msoftmax + 1e-5))
+        entropy_loss -= gentropy_loss
+        im_loss = entropy_loss * 1.0
+        optimizer.zero_grad()
+        im_loss.backward()
+        optimizer.step()
+        losses += [im_loss.item(), optimizer.param_groups[0]['lr']]
+    return init, losses + summary(netF.parameters()) + summary(netC.parameters())
+
+
+def test_tent_and_shot_adaptation():
+    compare(test_time_adaptation)
