@@ -337,6 +337,17 @@ def test_helpers_a_copy_of_torchs_optimizers_imports():
     assert results["tnet"] == results["torch"], results
 
 
+def test_per_optimizer_module_paths():
+    """torch.optim's modules of one optimizer each (`from torch.optim.adamw import AdamW`) hold tnet's classes."""
+    for module, name in (("sgd", "SGD"), ("adam", "Adam"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"),
+                         ("adagrad", "Adagrad"), ("radam", "RAdam"), ("nadam", "NAdam"), ("sparse_adam", "SparseAdam")):
+        ours = importlib.import_module(f"tnet.optim.{module}")
+        assert getattr(ours, name) is getattr(optim, name) and ours.Optimizer is optim.Optimizer
+        assert hasattr(importlib.import_module(f"torch.optim.{module}"), name)
+    from tnet.optim.adamw import AdamW
+    assert AdamW is optim.AdamW and optim.sgd.SGD is optim.SGD
+
+
 @pytest.mark.parametrize("name,kwargs", PLAIN, ids=[f"{n}-{'-'.join(k)}" for n, k in PLAIN])
 def test_plain_base_optimizers_match_torch(name, kwargs, rng):
     """Rprop, ASGD, Adafactor and SparseAdam (tnet's on the plain base) against torch's in float64:

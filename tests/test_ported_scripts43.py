@@ -141,7 +141,8 @@ def adabelief(m, state=None):
                             buffered[1] = N_sma
                             if N_sma >= 5:
                                 step_size = math.sqrt((1 - beta2_t) * (N_sma - 4) / (N_sma_max - 4) * (N_sma - 2) /
-                                                      N_sma * N_sma_max / (N_sma_max - 2)) / (1 - beta1 ** state['step'])
+                                                      N_sma * N_sma_max / (N_sma_max - 2)) / (
+                                    1 - beta1 ** state['step'])
                             elif self.degenerated_to_sgd:
                                 step_size = 1.0 / (1 - beta1 ** state['step'])
                             else:
@@ -668,7 +669,8 @@ def gsam(m, state=None):
             else:
                 lr = self.pytorch_lr_scheduler.optimizer.param_groups[0]['lr']
             if self.max_lr > self.min_lr:
-                value = self.min_value + (self.max_value - self.min_value) * (lr - self.min_lr) / (self.max_lr - self.min_lr)
+                value = self.min_value + (self.max_value - self.min_value) * (lr - self.min_lr) / (
+                    self.max_lr - self.min_lr)
             else:
                 value = self.max_value
             self._last_lr = [value]

@@ -12,6 +12,7 @@ keeps its address, so the captured step writes it."""
 import collections
 import functools
 import math
+import sys
 import types
 
 import numpy as np
@@ -878,3 +879,14 @@ from . import swa_utils  # noqa: E402
 from . import optimizer  # noqa: E402
 from .lbfgs import LBFGS  # noqa: E402
 from .plain import ASGD, Adafactor, Rprop, SparseAdam  # noqa: E402
+
+# torch.optim's per-optimizer modules, for their import paths (`from torch.optim.adamw import AdamW`): each holds its
+# class and Optimizer; torch's functional forms there (torch.optim.adam.adam, sgd.sgd, ...) are not in tnet
+for _module_name, _class in (("adadelta", Adadelta), ("adagrad", Adagrad), ("adam", Adam), ("adamax", Adamax),
+                             ("adamw", AdamW), ("asgd", ASGD), ("nadam", NAdam), ("radam", RAdam),
+                             ("rmsprop", RMSprop), ("rprop", Rprop), ("sgd", SGD), ("sparse_adam", SparseAdam),
+                             ("_adafactor", Adafactor), ("_muon", Muon)):
+    _module = types.ModuleType(f"{__name__}.{_module_name}", f"torch.optim.{_module_name}'s {_class.__name__}")
+    _module.__dict__.update({_class.__name__: _class, "Optimizer": Optimizer})
+    sys.modules[_module.__name__] = _module
+    globals()[_module_name] = _module
