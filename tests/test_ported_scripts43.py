@@ -2217,3 +2217,325 @@ def test_time_adaptation(m, state=None):
 
 def test_tent_and_shot_adaptation():
     compare(test_time_adaptation)
+
+
+# (r) wvangansbeke/Unsupervised-Classification (SCAN): neighbours mined by the top-k of normalized features'
+# similarities (faiss in the source), SCANLoss (softmax consistency of anchor and neighbour by a [b,1,n] x [b,n,1]
+# bmm under BCELoss, less the entropy of the mean prediction), several cluster heads summed by torch.stack; then
+# self-labelling's ConfidenceBasedCE: confident weak-view predictions (max_prob > threshold) as targets through
+# torch.masked_select, class-balancing weights by torch.unique(return_counts=True) written by index
+def scan(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(20)
+    EPS = 1e-8
+
+    class MaskedCrossEntropyLoss(nn.Module):
+        def __init__(self):
+            super(MaskedCrossEntropyLoss, self).__init__()
+
+        def forward(self, input, target, mask, weight, reduction='mean'):
+            if not (mask != 0).any():
+                raise ValueError('Mask in MaskedCrossEntropyLoss is all zeros.')
+            target = torch.masked_select(target, mask)
+            b, c = input.size()
+            n = target.size(0)
+            input = torch.masked_select(input, mask.view(b, 1)).view(n, c)
+            return F.cross_entropy(input, target, weight=weight, reduction=reduction)
+
+    class ConfidenceBasedCE(nn.Module):
+        def __init__(self, threshold, apply_class_balancing):
+            super(ConfidenceBasedCE, self).__init__()
+            self.loss = MaskedCrossEntropyLoss()
+            self.softmax = nn.Softmax(dim=1)
+            self.threshold = threshold
+            self.apply_class_balancing = apply_class_balancing
+
+        def forward(self, anchors_weak, anchors_strong):
+            weak_anchors_prob = self.softmax(anchors_weak)
+            max_prob, target = torch.max(weak_anchors_prob, dim=1)
+            mask = max_prob > self.threshold
+            b, c = weak_anchors_prob.size()
+            target_masked = torch.masked_select(target, mask.squeeze())
+            n = target_masked.size(0)
+            input_ = anchors_strong
+            if self.apply_class_balancing:
+                idx, counts = torch.unique(target_masked, return_counts=True)
+                freq = 1 / (counts.float() / n)
+                weight = torch.ones(c).to(anchors_strong.device)
+                weight[idx] = freq
+            else:
+                weight = None
+            loss = self.loss(input_, target, mask, weight=weight, reduction='mean')
+            return loss
+
+    def entropy(x, input_as_probabilities):
+        if input_as_probabilities:
+            x_ = torch.clamp(x, min=EPS)
+            b = x_ * torch.log(x_)
+        else:
+            b = F.softmax(x, dim=1) * F.log_softmax(x, dim=1)
+        if len(b.size()) == 2:  # Sample-wise entropy
+            return -b.sum(dim=1).mean()
+        elif len(b.size()) == 1:  # Distribution-wise entropy
+            return - b.sum()
+        else:
+            raise ValueError('Input tensor is %d-Dimensional' % (len(b.size())))
+
+    class SCANLoss(nn.Module):
+        def __init__(self, entropy_weight=2.0):
+            super(SCANLoss, self).__init__()
+            self.softmax = nn.Softmax(dim=1)
+            self.bce = nn.BCELoss()
+            self.entropy_weight = entropy_weight
+
+        def forward(self, anchors, neighbors):
+            b, n = anchors.size()
+            anchors_prob = self.softmax(anchors)
+            positives_prob = self.softmax(neighbors)
+            similarity = torch.bmm(anchors_prob.view(b, 1, n), positives_prob.view(b, n, 1)).squeeze()
+            ones = torch.ones_like(similarity)
+            consistency_loss = self.bce(similarity, ones)
+            entropy_loss = entropy(torch.mean(anchors_prob, 0), input_as_probabilities=True)
+            total_loss = consistency_loss - self.entropy_weight * entropy_loss
+            return total_loss, consistency_loss, entropy_loss
+
+    class ClusteringModel(nn.Module):
+        def __init__(self, backbone, nclusters, nheads=1):
+            super(ClusteringModel, self).__init__()
+            self.backbone = backbone['backbone']
+            self.backbone_dim = backbone['dim']
+            self.nheads = nheads
+            assert (isinstance(self.nheads, int))
+            assert (self.nheads > 0)
+            self.cluster_head = nn.ModuleList([nn.Linear(self.backbone_dim, nclusters) for _ in range(self.nheads)])
+
+        def forward(self, x, forward_pass='default'):
+            if forward_pass == 'default':
+                features = self.backbone(x)
+                out = [cluster_head(features) for cluster_head in self.cluster_head]
+            elif forward_pass == 'backbone':
+                out = self.backbone(x)
+            else:
+                raise ValueError('Invalid forward pass {}'.format(forward_pass))
+            return out
+
+    backbone, _ = encoder(m)
+    model = ClusteringModel({'backbone': backbone, 'dim': 4}, nclusters=3, nheads=2)
+    init = load(m, model, state)
+    images = torch.tensor(normal(rng, 10, 3, 5, 5))
+    with torch.no_grad():
+        model.eval()
+        features = F.normalize(model(images, forward_pass='backbone'), dim=1)
+        _, indices = (features @ features.t()).topk(3, dim=1)
+    neighbours = indices[:, 1:]
+    criterion = SCANLoss(entropy_weight=5.0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, weight_decay=1e-4)
+    losses = []
+    model.train()
+    for i, batch in enumerate(([0, 2, 4, 6, 8], [1, 3, 5, 7, 9])):
+        anchors = images[batch]
+        neighbors = images[neighbours[batch, i]]
+        anchors_output = model(anchors)
+        neighbors_output = model(neighbors)
+        total_loss, consistency_loss, entropy_loss = [], [], []
+        for anchors_output_subhead, neighbors_output_subhead in zip(anchors_output, neighbors_output):
+            total_loss_, consistency_loss_, entropy_loss_ = criterion(anchors_output_subhead, neighbors_output_subhead)
+            total_loss.append(total_loss_)
+            consistency_loss.append(consistency_loss_)
+            entropy_loss.append(entropy_loss_)
+        total_loss = torch.sum(torch.stack(total_loss, dim=0))
+        optimizer.zero_grad()
+        total_loss.backward()
+        optimizer.step()
+        losses += [total_loss.item(), consistency_loss[0].item(), entropy_loss[1].item()]
+    # self-labelling on the first head
+    criterion = ConfidenceBasedCE(threshold=0.4, apply_class_balancing=True)
+    for _ in range(2):
+        x = normal(rng, 8, 3, 5, 5)
+        with torch.no_grad():
+            output = model(torch.tensor(x))[0]
+        output_augmented = model(torch.tensor(x + 0.2 * normal(rng, *x.shape)))[0]
+        loss = criterion(output, output_augmented)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + [int(v) for v in neighbours.flatten().tolist()] + summary(model.parameters())
+
+
+def test_scan_clustering():
+    compare(scan)
+
+
+# (s) Online Label Smoothing (zhangchbin/OnlineLabelSmoothing): a [C, C] soft-label buffer set by fill_ and
+# fill_diagonal_, the targets picked by index_select(supervise, 1, y).swapaxes(-1, -2); the correctly predicted
+# samples' probabilities accumulated per predicted class by index_add_ along dim 1 and counted by index_add_; at each
+# epoch's end zero counts set to 1 by boolean index, the buffer replaced (a registered buffer re-assigned) by the
+# averages; and the bi-tempered logistic loss (Amid et al., its PyTorch port): log_t and exp_t, the tempered
+# softmax's normalisation by fixed-point iterations (t > 1) or bisection (t < 1) inside an autograd Function whose
+# backward gives the escort distribution, label smoothing on scatter_'s one-hot targets
+def online_label_smoothing(m, state=None):
+    torch, nn = m.torch, m.nn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(21)
+
+    class OnlineLabelSmoothing(nn.Module):
+        def __init__(self, alpha, n_classes, smoothing=0.1):
+            super().__init__()
+            assert 0 <= alpha <= 1, 'Alpha must be in range [0, 1]'
+            self.a = alpha
+            self.n_classes = n_classes
+            self.register_buffer('supervise', torch.zeros(n_classes, n_classes))
+            self.supervise.fill_(smoothing / (n_classes - 1))
+            self.supervise.fill_diagonal_(1 - smoothing)
+            self.register_buffer('update', torch.zeros_like(self.supervise))
+            self.register_buffer('idx_count', torch.zeros(n_classes))
+            self.hard_loss = nn.CrossEntropyLoss()
+
+        def forward(self, y_h, y):
+            soft_loss = self.soft_loss(y_h, y)
+            hard_loss = self.hard_loss(y_h, y)
+            return self.a * hard_loss + (1 - self.a) * soft_loss
+
+        def soft_loss(self, y_h, y):
+            y_h = y_h.log_softmax(dim=-1)
+            if self.training:
+                with torch.no_grad():
+                    self.step(y_h.exp(), y)
+            true_dist = torch.index_select(self.supervise, 1, y).swapaxes(-1, -2)
+            return torch.mean(torch.sum(-true_dist * y_h, dim=-1))
+
+        def step(self, y_h, y):
+            y_h_idx = y_h.argmax(dim=-1)
+            mask = torch.eq(y_h_idx, y)
+            y_h_c = y_h[mask]
+            y_h_idx_c = y_h_idx[mask]
+            self.update.index_add_(1, y_h_idx_c, y_h_c.swapaxes(-1, -2))
+            self.idx_count.index_add_(0, y_h_idx_c, torch.ones_like(y_h_idx_c, dtype=torch.float32))
+
+        def next_epoch(self):
+            self.idx_count[torch.eq(self.idx_count, 0)] = 1  # Avoid 0 denominator
+            self.update /= self.idx_count
+            self.idx_count.zero_()
+            self.supervise = self.update
+            self.update = self.update.clone().zero_()
+
+    def log_t(u, t):
+        if t == 1.0:
+            return u.log()
+        else:
+            return (u.pow(1.0 - t) - 1.0) / (1.0 - t)
+
+    def exp_t(u, t):
+        if t == 1:
+            return u.exp()
+        else:
+            return (1.0 + (1.0 - t) * u).relu().pow(1.0 / (1.0 - t))
+
+    def compute_normalization_fixed_point(activations, t, num_iters):
+        mu, _ = torch.max(activations, -1, keepdim=True)
+        normalized_activations_step_0 = activations - mu
+        normalized_activations = normalized_activations_step_0
+        for _ in range(num_iters):
+            logt_partition = torch.sum(exp_t(normalized_activations, t), -1, keepdim=True)
+            normalized_activations = normalized_activations_step_0 * logt_partition.pow(1.0 - t)
+        logt_partition = torch.sum(exp_t(normalized_activations, t), -1, keepdim=True)
+        normalization_constants = - log_t(1.0 / logt_partition, t) + mu
+        return normalization_constants
+
+    def compute_normalization_binary_search(activations, t, num_iters):
+        mu, _ = torch.max(activations, -1, keepdim=True)
+        normalized_activations = activations - mu
+        effective_dim = torch.sum((normalized_activations > -1.0 / (1.0 - t)).to(torch.int32), dim=-1,
+                                  keepdim=True).to(activations.dtype)
+        shape_partition = activations.shape[:-1] + (1,)
+        lower = torch.zeros(shape_partition, dtype=activations.dtype, device=activations.device)
+        upper = -log_t(1.0 / effective_dim, t) * torch.ones_like(lower)
+        for _ in range(num_iters):
+            logt_partition = (upper + lower) / 2.0
+            sum_probs = torch.sum(exp_t(normalized_activations - logt_partition, t), dim=-1, keepdim=True)
+            update = (sum_probs < 1.0).to(activations.dtype)
+            lower = torch.reshape(lower * update + (1.0 - update) * logt_partition, shape_partition)
+            upper = torch.reshape(upper * (1.0 - update) + update * logt_partition, shape_partition)
+        logt_partition = (upper + lower) / 2.0
+        return logt_partition + mu
+
+    class ComputeNormalization(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, activations, t, num_iters):
+            if t < 1.0:
+                normalization_constants = compute_normalization_binary_search(activations, t, num_iters)
+            else:
+                normalization_constants = compute_normalization_fixed_point(activations, t, num_iters)
+            ctx.save_for_backward(activations, normalization_constants)
+            ctx.t = t
+            return normalization_constants
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            activations, normalization_constants = ctx.saved_tensors
+            t = ctx.t
+            normalized_activations = activations - normalization_constants
+            probabilities = exp_t(normalized_activations, t)
+            escorts = probabilities.pow(t)
+            escorts = escorts / escorts.sum(dim=-1, keepdim=True)
+            grad_input = escorts * grad_output
+            return grad_input, None, None
+
+    def tempered_softmax(activations, t, num_iters=5):
+        if t == 1.0:
+            return activations.softmax(dim=-1)
+        normalization_constants = ComputeNormalization.apply(activations, t, num_iters)
+        return exp_t(activations - normalization_constants, t)
+
+    def bi_tempered_logistic_loss(activations, labels, t1, t2, label_smoothing=0.0, num_iters=5, reduction='mean'):
+        if len(labels.shape) < len(activations.shape):  # not one-hot
+            labels_onehot = torch.zeros_like(activations)
+            labels_onehot.scatter_(1, labels[..., None], 1)
+        else:
+            labels_onehot = labels
+        if label_smoothing > 0:
+            num_classes = labels_onehot.shape[-1]
+            labels_onehot = (1 - label_smoothing * num_classes / (num_classes - 1)) * labels_onehot + \
+                label_smoothing / (num_classes - 1)
+        probabilities = tempered_softmax(activations, t2, num_iters)
+        loss_values = labels_onehot * log_t(labels_onehot + 1e-10, t1) - labels_onehot * log_t(probabilities, t1) - \
+            labels_onehot.pow(2.0 - t1) / (2.0 - t1) + probabilities.pow(2.0 - t1) / (2.0 - t1)
+        loss_values = loss_values.sum(dim=-1)  # sum over classes
+        if reduction == 'none':
+            return loss_values
+        if reduction == 'sum':
+            return loss_values.sum()
+        if reduction == 'mean':
+            return loss_values.mean()
+
+    models = [small_cnn(m) for _ in range(2)]
+    holder = nn.ModuleList(models)
+    init = load(m, holder, state)
+    ols = OnlineLabelSmoothing(alpha=0.5, n_classes=5, smoothing=0.1)
+    optimizers = [torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.9) for model in models]
+    losses = []
+    for epoch in range(2):
+        ols.train()
+        for _ in range(2):
+            x = torch.tensor(normal(rng, 8, 3, 6, 6))
+            y = torch.tensor(rng.integers(0, 5, 8))
+            loss = ols(models[0](x), y)
+            optimizers[0].zero_grad()
+            loss.backward()
+            optimizers[0].step()
+            loss2 = bi_tempered_logistic_loss(models[1](x), y, t1=0.8, t2=1.2, label_smoothing=0.1) + \
+                bi_tempered_logistic_loss(models[1](x), y, t1=0.9, t2=0.8, num_iters=8, reduction='sum') / 8
+            optimizers[1].zero_grad()
+            loss2.backward()
+            optimizers[1].step()
+            losses += [loss.item(), loss2.item()]
+        ols.next_epoch()
+        losses += ols.supervise.flatten().tolist()
+    assert "supervise" in dict(ols.named_buffers())
+    return init, losses + summary(holder.parameters())
+
+
+def test_online_label_smoothing_bi_tempered_loss():
+    compare(online_label_smoothing)
