@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 
-from helpers import compare, load, summary
+from helpers import compare, imports, load, summary
 
 
 def normal(rng, *shape):
@@ -2539,3 +2539,104 @@ def online_label_smoothing(m, state=None):
 
 def test_online_label_smoothing_bi_tempered_loss():
     compare(online_label_smoothing)
+
+
+# (t) pytorch/examples' imagenet checkpointing grown as repositories grow it: save_checkpoint of {'epoch', 'arch',
+# 'state_dict', 'best_acc1', 'optimizer', 'scheduler' (SequentialLR of a LinearLR warm-up and CosineAnnealingLR),
+# 'scaler', 'args' (an argparse Namespace), the set of classes seen, and the RNG states of torch, numpy's global
+# generator and python's random} through torch.save, shutil.copyfile to model_best, then a fresh model, optimizer,
+# scheduler and scaler resumed from torch.load(..., map_location='cpu', weights_only=False) with set_rng_state,
+# np.random.set_state and random.setstate. Batches come from numpy's global generator and a python coin flip, so a
+# resumed run sees the same data; with dropout, tnet's resumed run repeats its uninterrupted one exactly
+def resume_with_rng_states(m, state=None, drop=0.0, tmp=None, split=2):
+    import argparse
+    import random
+    import shutil
+    torch, nn, F = m.torch, m.nn, m.F
+    outer = np.random.get_state(), random.getstate()
+    args = argparse.Namespace(arch="small_cnn", lr=0.05, epochs=4, warmup=2, amp=False)
+
+    def build():
+        model = nn.Sequential(*small_cnn(m)[:-1], nn.Dropout(drop), nn.Linear(4, 5))
+        optimizer = torch.optim.AdamW(model.parameters(), args.lr, weight_decay=0.05)
+        warmup = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.1, total_iters=args.warmup)
+        cosine = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=args.epochs - args.warmup)
+        scheduler = torch.optim.lr_scheduler.SequentialLR(optimizer, [warmup, cosine], milestones=[args.warmup])
+        scaler = torch.amp.GradScaler("cuda", enabled=args.amp)
+        return model, optimizer, scheduler, scaler
+
+    def train(model, optimizer, scheduler, scaler, seen):
+        model.train()
+        x = np.random.standard_normal((4, 3, 6, 6)).astype(np.float32)
+        if random.random() < 0.5:
+            x = x[..., ::-1].copy()  # a horizontal flip
+        y = np.random.randint(0, 5, 4)
+        seen.update(int(v) for v in y)
+        with torch.autocast("cuda", enabled=args.amp):
+            loss = F.cross_entropy(model(torch.tensor(x)), torch.tensor(y))
+        optimizer.zero_grad()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        scheduler.step()
+        return loss.item()
+
+    def save_checkpoint(state, is_best, filename):
+        torch.save(state, filename)
+        if is_best:
+            shutil.copyfile(filename, filename.replace("checkpoint", "model_best"))
+
+    try:
+        np.random.seed(0)
+        random.seed(0)
+        torch.manual_seed(0)
+        model, optimizer, scheduler, scaler = build()
+        init = load(m, model, state)
+        losses, seen, best_acc1 = [], set(), 0.0
+        filename = os.path.join(tmp, m.torch.__name__ + "_checkpoint.pth.tar")
+        for epoch in range(args.epochs):
+            if epoch == split:
+                save_checkpoint({'epoch': epoch, 'arch': args.arch, 'state_dict': model.state_dict(),
+                                 'best_acc1': best_acc1, 'optimizer': optimizer.state_dict(),
+                                 'scheduler': scheduler.state_dict(), 'scaler': scaler.state_dict(), 'args': args,
+                                 'seen': seen, 'rng_state': {'torch': torch.get_rng_state(),
+                                                             'numpy': np.random.get_state(),
+                                                             'python': random.getstate()}},
+                                is_best=True, filename=filename)
+                uninterrupted = [train(model, optimizer, scheduler, scaler, set(seen)) for _ in range(split, args.epochs)]
+                # start afresh: everything from the checkpoint, the generators moved on meanwhile
+                torch.manual_seed(123)
+                np.random.seed(123)
+                random.seed(123)
+                model, optimizer, scheduler, scaler = build()
+                checkpoint = torch.load(filename.replace("checkpoint", "model_best"), map_location='cpu',
+                                        weights_only=False)
+                start_epoch = checkpoint['epoch']
+                best_acc1 = checkpoint['best_acc1']
+                model.load_state_dict(checkpoint['state_dict'])
+                optimizer.load_state_dict(checkpoint['optimizer'])
+                scheduler.load_state_dict(checkpoint['scheduler'])
+                scaler.load_state_dict(checkpoint['scaler'])
+                torch.set_rng_state(checkpoint['rng_state']['torch'])
+                np.random.set_state(checkpoint['rng_state']['numpy'])
+                random.setstate(checkpoint['rng_state']['python'])
+                seen = checkpoint['seen']
+                assert start_epoch == split and checkpoint['args'].arch == "small_cnn" and isinstance(seen, set)
+            losses.append(train(model, optimizer, scheduler, scaler, seen))
+            best_acc1 = max(best_acc1, -losses[-1])
+        resumed = losses[split:]
+    finally:
+        np.random.set_state(outer[0])
+        random.setstate(outer[1])
+    return init, losses + [optimizer.param_groups[0]['lr'], len(seen)] + summary(model.parameters()) + \
+        [float(np.max(np.abs(np.subtract(resumed, uninterrupted))))]
+
+
+def test_resume_with_rng_states(tmp_path):
+    compare(resume_with_rng_states, tmp=str(tmp_path))
+
+
+def test_resume_with_rng_states_repeats_dropout_masks(tmp_path):
+    """In tnet alone (its dropout masks are its own): the resumed steps' losses are the uninterrupted ones'."""
+    _, out = resume_with_rng_states(imports("tnet"), drop=0.3, tmp=str(tmp_path))
+    assert out[-1] == 0.0, out
