@@ -2640,3 +2640,169 @@ def test_resume_with_rng_states_repeats_dropout_masks(tmp_path):
     """In tnet alone (its dropout masks are its own): the resumed steps' losses are the uninterrupted ones'."""
     _, out = resume_with_rng_states(imports("tnet"), drop=0.3, tmp=str(tmp_path))
     assert out[-1] == 0.0, out
+
+
+# (u) Deep metric learning with proxies and pairs: tjddus9597/Proxy-Anchor-CVPR2020 (proxies a Parameter initialised
+# by kaiming_normal_(mode='fan_out') in a param group of their own at 100x the lr, its l2_norm by expand_as, targets
+# binarized into torch.FloatTensor of a numpy one-hot (sklearn's label_binarize in the source), the proxies with
+# positives by torch.nonzero(...).squeeze(dim=1), sums under torch.where; BatchNorm frozen by m.eval(); gradients
+# clipped by value; Recall@K by topk of F.linear(X, X) and `t in torch.Tensor(y).long()[:k]`); idstcv/SoftTriple (K
+# centres per class, a bool mask filled by slice assignment and used to index the centres' similarities, a margin
+# written by index); TinyZeaMays/CircleLoss (pair similarities picked by the flattened bool triu of a label matrix,
+# weights from detached similarities by clamp_min, softplus of two logsumexps)
+def metric_learning_proxies(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    init_ = nn.init
+    Parameter = nn.Parameter
+    torch.manual_seed(0)
+    rng = np.random.default_rng(22)
+
+    def binarize(T, nb_classes):
+        T = T.cpu().numpy()
+        T = np.eye(nb_classes)[T]  # sklearn.preprocessing.label_binarize in the source
+        T = torch.FloatTensor(T)
+        return T
+
+    def l2_norm(input):
+        input_size = input.size()
+        buffer = torch.pow(input, 2)
+        normp = torch.sum(buffer, 1).add_(1e-12)
+        norm = torch.sqrt(normp)
+        _output = torch.div(input, norm.view(-1, 1).expand_as(input))
+        output = _output.view(input_size)
+        return output
+
+    class Proxy_Anchor(torch.nn.Module):
+        def __init__(self, nb_classes, sz_embed, mrg=0.1, alpha=32):
+            torch.nn.Module.__init__(self)
+            self.proxies = torch.nn.Parameter(torch.randn(nb_classes, sz_embed))
+            nn.init.kaiming_normal_(self.proxies, mode='fan_out')
+            self.nb_classes = nb_classes
+            self.sz_embed = sz_embed
+            self.mrg = mrg
+            self.alpha = alpha
+
+        def forward(self, X, T):
+            P = self.proxies
+            cos = F.linear(l2_norm(X), l2_norm(P))  # Calcluate cosine similarity
+            P_one_hot = binarize(T=T, nb_classes=self.nb_classes)
+            N_one_hot = 1 - P_one_hot
+            pos_exp = torch.exp(-self.alpha * (cos - self.mrg))
+            neg_exp = torch.exp(self.alpha * (cos + self.mrg))
+            with_pos_proxies = torch.nonzero(P_one_hot.sum(dim=0) != 0).squeeze(dim=1)
+            num_valid_proxies = len(with_pos_proxies)
+            P_sim_sum = torch.where(P_one_hot == 1, pos_exp, torch.zeros_like(pos_exp)).sum(dim=0)
+            N_sim_sum = torch.where(N_one_hot == 1, neg_exp, torch.zeros_like(neg_exp)).sum(dim=0)
+            pos_term = torch.log(1 + P_sim_sum).sum() / num_valid_proxies
+            neg_term = torch.log(1 + N_sim_sum).sum() / self.nb_classes
+            loss = pos_term + neg_term
+            return loss
+
+    class SoftTriple(nn.Module):
+        def __init__(self, la, gamma, tau, margin, dim, cN, K):
+            super(SoftTriple, self).__init__()
+            self.la = la
+            self.gamma = 1. / gamma
+            self.tau = tau
+            self.margin = margin
+            self.cN = cN
+            self.K = K
+            self.fc = Parameter(torch.Tensor(dim, cN * K))
+            self.weight = torch.zeros(cN * K, cN * K, dtype=torch.bool)
+            for i in range(0, cN):
+                for j in range(0, K):
+                    self.weight[i * K + j, i * K + j + 1:(i + 1) * K] = 1
+            init_.kaiming_uniform_(self.fc, a=math.sqrt(5))
+            return
+
+        def forward(self, input, target):
+            centers = F.normalize(self.fc, p=2, dim=0)
+            simInd = input.matmul(centers)
+            simStruc = simInd.reshape(-1, self.cN, self.K)
+            prob = F.softmax(simStruc * self.gamma, dim=2)
+            simClass = torch.sum(prob * simStruc, dim=2)
+            marginM = torch.zeros(simClass.shape)
+            marginM[torch.arange(0, marginM.shape[0]), target] = self.margin
+            lossClassify = F.cross_entropy(self.la * (simClass - marginM), target)
+            if self.tau > 0 and self.K > 1:
+                simCenter = centers.t().matmul(centers)
+                reg = torch.sum(torch.sqrt(2.0 + 1e-5 - 2. * simCenter[self.weight])) / (self.cN * self.K * (self.K - 1.))
+                return lossClassify + self.tau * reg
+            else:
+                return lossClassify
+
+    def convert_label_to_similarity(normed_feature, label):
+        similarity_matrix = normed_feature @ normed_feature.transpose(1, 0)
+        label_matrix = label.unsqueeze(1) == label.unsqueeze(0)
+        positive_matrix = label_matrix.triu(diagonal=1)
+        negative_matrix = label_matrix.logical_not().triu(diagonal=1)
+        similarity_matrix = similarity_matrix.view(-1)
+        positive_matrix = positive_matrix.view(-1)
+        negative_matrix = negative_matrix.view(-1)
+        return similarity_matrix[positive_matrix], similarity_matrix[negative_matrix]
+
+    class CircleLoss(nn.Module):
+        def __init__(self, m: float, gamma: float) -> None:
+            super(CircleLoss, self).__init__()
+            self.m = m
+            self.gamma = gamma
+            self.soft_plus = nn.Softplus()
+
+        def forward(self, sp, sn):
+            ap = torch.clamp_min(- sp.detach() + 1 + self.m, min=0.)
+            an = torch.clamp_min(sn.detach() + self.m, min=0.)
+            delta_p = 1 - self.m
+            delta_n = self.m
+            logit_p = - ap * (sp - delta_p) * self.gamma
+            logit_n = an * (sn - delta_n) * self.gamma
+            loss = self.soft_plus(torch.logsumexp(logit_n, dim=0) + torch.logsumexp(logit_p, dim=0))
+            return loss
+
+    def calc_recall_at_k(T, Y, k):
+        s = 0
+        for t, y in zip(T, Y):
+            if t in torch.Tensor(y).long()[:k]:
+                s += 1
+        return s / (1. * len(T))
+
+    backbone, _ = encoder(m)
+    model = nn.Sequential(backbone, nn.Linear(4, 6))
+    criterion = Proxy_Anchor(nb_classes=4, sz_embed=6, mrg=0.1, alpha=8)
+    soft_triple = SoftTriple(la=5, gamma=0.1, tau=0.2, margin=0.01, dim=6, cN=4, K=3)
+    circle = CircleLoss(m=0.25, gamma=16)
+    holder = nn.ModuleList([model, criterion, soft_triple])
+    init = load(m, holder, state)
+    param_groups = [{'params': model.parameters()},
+                    {'params': list(criterion.parameters()) + list(soft_triple.parameters()), 'lr': 1e-3 * 100}]
+    opt = torch.optim.AdamW(param_groups, lr=1e-3, weight_decay=1e-4)
+    losses = []
+    for epoch in range(2):
+        model.train()
+        modules = model.modules()
+        for m_ in modules:
+            if isinstance(m_, nn.BatchNorm2d) and epoch > 0:  # bn_freeze
+                m_.eval()
+        x = torch.tensor(normal(rng, 8, 3, 5, 5))
+        y = torch.tensor(np.array([0, 0, 1, 1, 2, 2, 3, 1]))
+        m_out = model(x)
+        loss = criterion(m_out, y) + soft_triple(F.normalize(m_out, p=2, dim=1), y) + \
+            circle(*convert_label_to_similarity(F.normalize(m_out), y)) / 8
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_value_(model.parameters(), 10)
+        torch.nn.utils.clip_grad_value_(criterion.parameters(), 10)
+        opt.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        X = l2_norm(model(torch.tensor(normal(rng, 8, 3, 5, 5))))
+        T = torch.tensor(np.array([0, 0, 1, 1, 2, 2, 3, 3]))
+        cos_sim = F.linear(X, X)
+        Y = T[cos_sim.topk(1 + 4)[1][:, 1:]]
+        Y = Y.float().cpu()
+        recall = [calc_recall_at_k(T, Y, k) for k in (1, 2, 4)]
+    return init, losses + recall + summary(holder.parameters())
+
+
+def test_metric_learning_proxies():
+    compare(metric_learning_proxies)
