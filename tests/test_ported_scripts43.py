@@ -1718,7 +1718,8 @@ def gathered_contrastive(m, state=None):
     port.bind(("127.0.0.1", 0))
     address = "tcp://127.0.0.1:{}".format(port.getsockname()[1])
     port.close()
-    dist.init_process_group("gloo", init_method=address, rank=0, world_size=1)
+    dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo", init_method=address, rank=0,
+                            world_size=1)
     losses = []
     try:
         for gather_with_grad, local_loss in ((True, False), (False, False), (False, True)):
@@ -2058,7 +2059,7 @@ def test_copied_torch_optimizers():
 # reset()); and tim-learner/SHOT's information maximisation (entropy less the batch-mean prediction's entropy) on
 # a frozen weight-normed classifier (torch.nn.utils.weight_norm), with its per-parameter groups, op_copy's lr0 and
 # a schedule that writes weight_decay, momentum and nesterov into groups made without them
-def test_time_adaptation(m, state=None):
+def time_adaptation(m, state=None):
     from copy import deepcopy
     torch, nn = m.torch, m.nn
     weightNorm = importlib.import_module(m.torch.__name__ + ".nn.utils.weight_norm").weight_norm
@@ -2216,7 +2217,7 @@ def test_time_adaptation(m, state=None):
 
 
 def test_tent_and_shot_adaptation():
-    compare(test_time_adaptation)
+    compare(time_adaptation)
 
 
 # (r) wvangansbeke/Unsupervised-Classification (SCAN): neighbours mined by the top-k of normalized features'
