@@ -2,16 +2,33 @@
 and ported by its imports alone, as test_ported_scripts.py: optimizers written as torch.optim.Optimizer subclasses
 (juntang-zhuang's AdaBelief with its rectification buffer and a state_dict round trip, clovaai's AdamP and SGDP
 projections, sail-sg's Adan in its foreach and single-tensor forms, NovoGrad's per-layer second moment, Yong et al.'s
-gradient centralization, GSAM's surrogate-gap gradient decomposition over a base optimizer); self-supervised losses
-(NNCLR's nearest-neighbour support queue, NPID's memory bank updated inside a custom autograd Function's backward and
-its weighted kNN evaluation, decoupled contrastive learning, W-MSE's Cholesky whitening); face-recognition margins
-(AdaCos's dynamic scale by a median, CurricularFace's in-place hard-example reweighting, sub-center ArcFace); noisy
-and long-tailed labels (truncated GCE's per-sample weights, balanced softmax and logit adjustment); and
-zhunzhong07's Random Erasing in a Dataset; solo-learn's and open_clip's gathered contrastive losses in a
-one-rank process group. Each runs in tnet, then in torch from tnet's initial weights (state_dict
-through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws the batches; where a
-source draws with torch's generator (a queue's initial contents, a permutation), numpy draws it here instead and a
-comment says so."""
+gradient centralization, GSAM's surrogate-gap gradient decomposition over a base optimizer, forks of torch 2's own
+sgd.py and adam.py); self-supervised losses (NNCLR's nearest-neighbour support queue, NPID's memory bank updated
+inside a custom autograd Function's backward and its weighted kNN evaluation, decoupled contrastive learning, W-MSE's
+Cholesky whitening, solo-learn's and open_clip's gathered contrastive losses in a one-rank process group, SCAN's
+clustering and self-labelling); face-recognition and metric-learning margins (AdaCos's dynamic scale by a median,
+CurricularFace's in-place hard-example reweighting, sub-center ArcFace, Proxy Anchor, SoftTriple, Circle loss);
+noisy and long-tailed labels (truncated GCE's per-sample weights, balanced softmax and logit adjustment, Online Label
+Smoothing, the bi-tempered logistic loss); zhunzhong07's Random Erasing in a Dataset; Tent's and SHOT's test-time
+adaptation; and a checkpoint with RNG states, scheduler, scaler, args and a set, resumed. Each runs in tnet, then in
+torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a few
+numbers, agree. Numpy draws the batches; where a source draws with torch's generator (a queue's initial contents, a
+permutation), numpy draws it here instead and a comment says so.
+
+Fixed in tnet on the way (each with its unit test):
+- `import torch.distributed.nn` (CLIP's and SimCLR's losses) raised ModuleNotFoundError: tnet.distributed is now a
+  package with nn.all_gather and nn.all_reduce, autograd Functions with torch's gradients (test_distributed.py, over
+  two gloo ranks).
+- A fork of torch's adam.py or sgd.py failed on its imports from torch.optim.optimizer (ParamsT,
+  _use_grad_for_differentiable, _get_value, _default_to_fused_or_foreach, ...) and on
+  Optimizer._group_tensors_by_device_and_dtype and _cuda_graph_capture_health_check: all there now, with torch's
+  answers (test_optimizers.py); `from torch.optim.adamw import AdamW` and the other per-optimizer module paths import.
+- SHOT's `import torch.nn.utils.weight_norm as weightNorm` raised ModuleNotFoundError: weight_norm and spectral_norm
+  are modules too, the package's attributes staying the functions (test_modules.py); tnet.autograd.profiler imports.
+- WeightedRandomSampler(replacement=False) raised numpy's ValueError where fewer weights are positive than samples
+  are asked (torch draws the zero weights last) and for bad weights: torch.multinomial's draw and RuntimeErrors now
+  (test_utils_data.py).
+- tnet.save refused sets and bytes, which torch's weights_only load reads (test_serialize.py)."""
 import importlib
 import math
 import os
