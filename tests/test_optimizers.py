@@ -348,6 +348,38 @@ def test_per_optimizer_module_paths():
     assert AdamW is optim.AdamW and optim.sgd.SGD is optim.SGD
 
 
+@pytest.mark.parametrize("name,kwargs", [
+    ("sgd", dict(weight_decay=0.1, momentum=0.9, lr=0.1, dampening=0.0, nesterov=True, maximize=False)),
+    ("sgd", dict(weight_decay=0.0, momentum=0.5, lr=0.2, dampening=0.3, nesterov=False, maximize=True)),
+    ("adam", dict(amsgrad=True, beta1=0.8, beta2=0.9, lr=0.01, weight_decay=0.1, eps=1e-8, maximize=True)),
+    ("adam", dict(amsgrad=False, beta1=0.9, beta2=0.99, lr=0.01, weight_decay=0.1, eps=1e-6, maximize=False,
+                  decoupled_weight_decay=True)),
+    ("adamw", dict(amsgrad=True, beta1=0.9, beta2=0.999, lr=0.02, weight_decay=0.05, eps=1e-8, maximize=False))])
+def test_functional_steps_match_torchs(name, kwargs, rng):
+    """torch.optim.sgd.sgd, adam.adam and adamw.adamw, which a fork's step() calls: three steps on two tensors of
+    odd shapes update parameters, moments, buffers and step counts as torch's (SGD's None buffers replaced)."""
+    shapes = [(5, 3), (7,)]
+    values = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(3)]
+    out = {}
+    for lib in (torch, tnet):
+        step = getattr(importlib.import_module(f"{lib.__name__}.optim.{name}"), name)
+        params = [lib.tensor(v) for v in values]
+        buffers = [None, None]
+        moments = [[lib.zeros_like(p) for p in params] for _ in range(3)]
+        steps = [lib.tensor(0.0) for _ in params]
+        for g in grads:
+            gs = [lib.tensor(v) for v in g]
+            if name == "sgd":
+                step(params, gs, buffers, **kwargs)
+            else:
+                step(params, gs, *moments, steps, **kwargs)
+        out[lib.__name__] = [params, moments if name != "sgd" else [buffers], steps]
+    for ours, ref in zip(out["tnet"][0] + sum(out["tnet"][1], []), out["torch"][0] + sum(out["torch"][1], [])):
+        assert_close(ours, ref, TOL["ieee"], name)
+    assert [float(s) for s in out["tnet"][2]] == [float(s) for s in out["torch"][2]]
+
+
 @pytest.mark.parametrize("name,kwargs", PLAIN, ids=[f"{n}-{'-'.join(k)}" for n, k in PLAIN])
 def test_plain_base_optimizers_match_torch(name, kwargs, rng):
     """Rprop, ASGD, Adafactor and SparseAdam (tnet's on the plain base) against torch's in float64:

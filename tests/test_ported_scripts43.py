@@ -22,7 +22,8 @@ Fixed in tnet on the way (each with its unit test):
 - A fork of torch's adam.py or sgd.py failed on its imports from torch.optim.optimizer (ParamsT,
   _use_grad_for_differentiable, _get_value, _default_to_fused_or_foreach, ...) and on
   Optimizer._group_tensors_by_device_and_dtype and _cuda_graph_capture_health_check: all there now, with torch's
-  answers (test_optimizers.py); `from torch.optim.adamw import AdamW` and the other per-optimizer module paths import.
+  answers (test_optimizers.py); `from torch.optim.adamw import AdamW` and the other per-optimizer module paths import,
+  and torch.optim.sgd.sgd, adam.adam and adamw.adamw, the functional steps a fork calls, are there.
 - SHOT's `import torch.nn.utils.weight_norm as weightNorm` raised ModuleNotFoundError: weight_norm and spectral_norm
   are modules too, the package's attributes staying the functions (test_modules.py); tnet.autograd.profiler imports.
 - WeightedRandomSampler(replacement=False) raised numpy's ValueError where fewer weights are positive than samples
@@ -1770,7 +1771,8 @@ def test_gathered_contrastive_losses(monkeypatch):
 # _get_value, _stack_if_compiling, _get_scalar_dtype, _view_as_real), _init_group, the functional form choosing
 # _single_tensor_* or _multi_tensor_* (foreach given), Optimizer._group_tensors_by_device_and_dtype with indices,
 # torch._foreach_* with scalar lists, step counts held in 0-d tensors advanced by _foreach_add_, and the
-# capture health check; the forks' own change here: the SGD's weight decay skips 1-D parameters
+# capture health check; the forks' own changes here: the SGD's weight decay skips 1-D parameters, and an Adam hands
+# torch.optim.adam's functional adam (decoupled decay) the gradients' signs
 def copied_torch_optimizers(m, state=None):
     torch, nn = m.torch, m.nn
     Tensor = torch.Tensor
@@ -2048,7 +2050,26 @@ def copied_torch_optimizers(m, state=None):
             torch._foreach_add_(exp_avg_sq_sqrt, eps)
             torch._foreach_addcdiv_(device_params, device_exp_avgs, exp_avg_sq_sqrt, step_size)
 
-    models = [small_cnn(m) for _ in range(4)]
+    adam = importlib.import_module(m.torch.__name__ + ".optim.adam").adam
+
+    class GradSignAdam(Adam):
+        """A fork that keeps the copy's _init_group and hands torch's functional adam the gradients' signs."""
+
+        @_use_grad_for_differentiable
+        def step(self, closure=None):
+            for group in self.param_groups:
+                params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps = [], [], [], [], [], []
+                beta1, beta2 = group["betas"]
+                has_complex = self._init_group(group, params_with_grad, grads, exp_avgs, exp_avg_sqs,
+                                               max_exp_avg_sqs, state_steps)
+                adam(params_with_grad, [g.sign() for g in grads], exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
+                     state_steps, amsgrad=group["amsgrad"], has_complex=has_complex, beta1=beta1, beta2=beta2,
+                     lr=group["lr"], weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
+                     foreach=group["foreach"], capturable=group["capturable"], differentiable=group["differentiable"],
+                     fused=group["fused"], grad_scale=getattr(self, "grad_scale", None),
+                     found_inf=getattr(self, "found_inf", None), decoupled_weight_decay=True)
+
+    models = [small_cnn(m) for _ in range(5)]
     holder = nn.ModuleList(models)
     init = load(m, models[0], state)
     for other in models[1:]:
@@ -2057,7 +2078,8 @@ def copied_torch_optimizers(m, state=None):
                   SGD(models[1].parameters(), lr=0.1, momentum=0.9, weight_decay=1e-2, foreach=True, maximize=True),
                   Adam(models[2].parameters(), lr=1e-2, weight_decay=1e-2, amsgrad=True),
                   Adam([{"params": models[3][0].parameters(), "lr": 3e-2}, {"params": models[3][1:].parameters()}],
-                       lr=1e-2, amsgrad=True, foreach=True)]
+                       lr=1e-2, amsgrad=True, foreach=True),
+                  GradSignAdam(models[4].parameters(), lr=1e-2, weight_decay=0.1)]
     losses = []
     for model, optimizer in zip(models, optimizers):
         losses += fit(m, model, optimizer, rng, steps=2)

@@ -881,12 +881,15 @@ from .lbfgs import LBFGS  # noqa: E402
 from .plain import ASGD, Adafactor, Rprop, SparseAdam  # noqa: E402
 
 # torch.optim's per-optimizer modules, for their import paths (`from torch.optim.adamw import AdamW`): each holds its
-# class and Optimizer; torch's functional forms there (torch.optim.adam.adam, sgd.sgd, ...) are not in tnet
+# class and Optimizer, and sgd, adam and adamw their functional steps (functional.py); the others' are not in tnet
+from . import functional  # noqa: E402
 for _module_name, _class in (("adadelta", Adadelta), ("adagrad", Adagrad), ("adam", Adam), ("adamax", Adamax),
                              ("adamw", AdamW), ("asgd", ASGD), ("nadam", NAdam), ("radam", RAdam),
                              ("rmsprop", RMSprop), ("rprop", Rprop), ("sgd", SGD), ("sparse_adam", SparseAdam),
                              ("_adafactor", Adafactor), ("_muon", Muon)):
     _module = types.ModuleType(f"{__name__}.{_module_name}", f"torch.optim.{_module_name}'s {_class.__name__}")
     _module.__dict__.update({_class.__name__: _class, "Optimizer": Optimizer})
+    if _module_name in ("sgd", "adam", "adamw"):
+        setattr(_module, _module_name, getattr(functional, _module_name))
     sys.modules[_module.__name__] = _module
     globals()[_module_name] = _module

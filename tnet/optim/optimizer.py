@@ -31,9 +31,12 @@ def _use_grad_for_differentiable(func):
     return _use_grad
 
 
-def _get_value(x):
-    """A step count as a Python number: x.item() of a tensor (a host read), x itself otherwise."""
+def host_value(x):
+    """A step count or hyperparameter as a Python number: x.item() of a tensor (a host read), x itself otherwise."""
     return x.item() if isinstance(x, Tensor) else x
+
+
+_get_value = host_value  # torch's name
 
 
 def _stack_if_compiling(x):
