@@ -348,6 +348,45 @@ def test_per_optimizer_module_paths():
     assert AdamW is optim.AdamW and optim.sgd.SGD is optim.SGD
 
 
+def test_an_adam_subclass_stepping_by_init_group_and_functional_adam(rng):
+    """CAdam's shape: a subclass of torch.optim.Adam whose step() takes the state by _init_group and calls
+    torch.optim.adam.adam itself (the gradients' signs here); weights and state after three steps as torch's."""
+    values = [rng.standard_normal(s).astype(np.float32) for s in ((5, 3), (7,))]
+    grads = [[rng.standard_normal(v.shape).astype(np.float32) for v in values] for _ in range(3)]
+    out = {}
+    for lib in (torch, tnet):
+        base = importlib.import_module(lib.__name__ + ".optim.optimizer")
+        adam = importlib.import_module(lib.__name__ + ".optim.adam").adam
+
+        class SignAdam(lib.optim.Adam):
+            @base._use_grad_for_differentiable
+            def step(self, closure=None):
+                for group in self.param_groups:
+                    lists = [], [], [], [], [], []
+                    has_complex = self._init_group(group, *lists)
+                    params, grads_, *rest = lists
+                    adam(params, [g.sign() for g in grads_], *rest, amsgrad=group["amsgrad"], has_complex=has_complex,
+                         beta1=group["betas"][0], beta2=group["betas"][1], lr=group["lr"],
+                         weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
+                         foreach=group["foreach"], capturable=group["capturable"],
+                         differentiable=group["differentiable"], fused=group["fused"],
+                         decoupled_weight_decay=group["decoupled_weight_decay"])
+
+        params = [lib.nn.Parameter(lib.tensor(v)) for v in values]
+        frozen = lib.nn.Parameter(lib.ones(2))  # no gradient: skipped
+        optimizer = SignAdam([{"params": params[:1]}, {"params": [params[1], frozen], "lr": 0.02}], lr=0.01,
+                             weight_decay=0.1, amsgrad=True, decoupled_weight_decay=True)
+        for g in grads:
+            for p, v in zip(params, g):
+                p.grad = lib.tensor(v)
+            optimizer.step()
+        state = optimizer.state[params[0]]
+        out[lib.__name__] = [*params, frozen, state["exp_avg"], state["max_exp_avg_sq"], float(state["step"])]
+    for i, (ours, ref) in enumerate(zip(out["tnet"][:-1], out["torch"][:-1])):
+        assert_close(ours, ref.detach(), TOL["ieee"], f"entry {i}")
+    assert out["tnet"][-1] == out["torch"][-1] == 3.0
+
+
 @pytest.mark.parametrize("name,kwargs", [
     ("sgd", dict(weight_decay=0.1, momentum=0.9, lr=0.1, dampening=0.0, nesterov=True, maximize=False)),
     ("sgd", dict(weight_decay=0.0, momentum=0.5, lr=0.2, dampening=0.3, nesterov=False, maximize=True)),

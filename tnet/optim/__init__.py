@@ -529,6 +529,23 @@ class Adam(Optimizer):
     def _slots_of(self, group):
         return kernels.SLOTS["adam"] if group["amsgrad"] else kernels.SLOTS["adam"][:2]
 
+    def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
+        """torch's: the group's parameters that have a gradient, their gradients and their state appended to the
+        lists, for a subclass's own step() that hands them to torch.optim.adam.adam (a fork); has_complex (False:
+        tnet has none) returned. The state is the one made at construction, which that step changes in place."""
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            params_with_grad.append(p)
+            grads.append(p.grad)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if group["amsgrad"]:
+                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+            state_steps.append(state["step"])
+        return False
+
     def _rule_hyper(self, group):
         betas = group["betas"]
         return [*map(_one_minus, betas), *map(_log, betas), group["eps"]]
