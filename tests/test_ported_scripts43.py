@@ -23,7 +23,8 @@ Fixed in tnet on the way (each with its unit test):
   _use_grad_for_differentiable, _get_value, _default_to_fused_or_foreach, ...) and on
   Optimizer._group_tensors_by_device_and_dtype and _cuda_graph_capture_health_check: all there now, with torch's
   answers (test_optimizers.py); `from torch.optim.adamw import AdamW` and the other per-optimizer module paths import,
-  and torch.optim.sgd.sgd, adam.adam and adamw.adamw, the functional steps a fork calls, are there.
+  and torch.optim.sgd.sgd, adam.adam and adamw.adamw, the functional steps a fork calls, are there, with
+  Adam._init_group for a subclass's own step().
 - SHOT's `import torch.nn.utils.weight_norm as weightNorm` raised ModuleNotFoundError: weight_norm and spectral_norm
   are modules too, the package's attributes staying the functions (test_modules.py); tnet.autograd.profiler imports.
 - WeightedRandomSampler(replacement=False) raised numpy's ValueError where fewer weights are positive than samples
