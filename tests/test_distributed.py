@@ -155,7 +155,8 @@ def collectives_worker(rank, world, port, out):
     """One rank of tnet.multiprocessing.spawn (pytorch/examples' imagenet: mp.spawn(main_worker, ...)):
     torch.distributed's collectives on tnet tensors, as a MetricLogger's all_reduce and MoCo's
     concat_all_gather call them, reached as tnet.distributed without its own import; then gradient
-    accumulation under DDP's no_sync: two micro-batches of this rank's half, the first within no_sync."""
+    accumulation under DDP's no_sync: two micro-batches of this rank's half, the first within no_sync; and a
+    SimCLR/CLIP loss across ranks (gather_loss)."""
     dist = tnet.distributed
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     assert dist.is_available() and dist.is_initialized() and dist.get_backend() == "gloo"
@@ -181,8 +182,42 @@ def collectives_worker(rank, world, port, out):
     F.cross_entropy(model(tnet.tensor(x[quarters[1]])), tnet.tensor(y[quarters[1]])).backward()
     grads = {f"grad.{n}": p.grad.numpy() for n, p in model.module.named_parameters()}
     np.savez(out.format(rank), counts=counts.numpy(), gathered=tnet.cat(gathered).numpy(), weights=weights.numpy(),
-             unreduced=unreduced, **grads)
+             unreduced=unreduced, **grads, **gather_loss(rank, world))
     dist.destroy_process_group()
+
+
+def gather_inputs():
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((2, 3, 4)).astype(np.float32), rng.standard_normal((4, 5)).astype(np.float32),
+            rng.standard_normal((2, 6, 5)).astype(np.float32))
+
+
+def gather_loss(rank, world):
+    """One rank's share of a loss over every rank's embeddings (the others' as negatives), gathered by
+    torch.distributed.nn.all_gather, plus a sum by torch.distributed.nn.all_reduce; each rank's loss differs.
+    Its input's gradient, the gathered embeddings and the sum, for the test."""
+    import tnet.distributed.nn
+    x, w, c = gather_inputs()
+    xr = tnet.tensor(x[rank], requires_grad=True)
+    z = xr @ tnet.tensor(w)
+    embeddings = tnet.distributed.nn.all_gather(z)
+    assert isinstance(embeddings, tuple) and len(embeddings) == world
+    total = tnet.distributed.nn.all_reduce(z.sum())
+    loss = (tnet.cat(embeddings) * tnet.tensor(c[rank])).pow(2).sum() + (rank + 1) * total
+    loss.backward()
+    return {"nn.grad": xr.grad.numpy(), "nn.total": total.numpy(), "nn.gathered": tnet.cat(embeddings).numpy()}
+
+
+def check_gather_loss(saved, rank):
+    """Each rank's input gradient is that of the sum of all ranks' losses, as torch.distributed.nn's."""
+    x, w, c = gather_inputs()
+    xs = [torch.tensor(v, requires_grad=True) for v in x]
+    zs = [v @ torch.tensor(w) for v in xs]
+    total = zs[0].sum() + zs[1].sum()
+    sum(((torch.cat(zs) * torch.tensor(c[r])).pow(2).sum() + (r + 1) * total) for r in range(2)).backward()
+    assert_close(saved["nn.gathered"], torch.cat(zs).detach(), TOL["ieee"], "gathered embeddings")
+    assert_close(saved["nn.total"], total.detach(), TOL["ieee"], "all_reduce's sum")
+    assert_close(saved["nn.grad"], xs[rank].grad, TOL["ieee"], f"rank {rank}'s gradient through the collectives")
 
 
 def test_collectives_on_tnet_tensors_under_spawn(tmp_path):
@@ -201,8 +236,10 @@ def test_collectives_on_tnet_tensors_under_spawn(tmp_path):
         assert saved["counts"].tolist() == [3.0, 10.0]
         assert saved["gathered"].tolist() == [0, 1, 2, 10, 11, 12]
         assert saved["weights"].tolist() == [1.0, 1.0]
+        check_gather_loss(saved, rank)
         if rank == 0:  # within no_sync the gradient is this rank's own
             assert_close(torch.from_numpy(saved["unreduced"]), torch.from_numpy(first), TOL["ieee"], "unreduced")
         for name, p in model.named_parameters():
             assert_close(torch.from_numpy(saved[f"grad.{name}"]), p.grad.memory.cpu() / 2, TOL["ieee"],
                          f"rank {rank}'s accumulated gradient of {name}")
+

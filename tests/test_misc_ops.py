@@ -827,6 +827,8 @@ def test_old_autograd_paths_multithreading_flag_and_module_flags():
     from tnet.autograd.anomaly_mode import detect_anomaly
     from tnet.autograd.variable import Variable
     assert Variable is tnet.autograd.Variable and detect_anomaly is tnet.autograd.detect_anomaly
+    from tnet.autograd.profiler import record_function  # torch's own (instrumentation only)
+    assert record_function is torch.autograd.profiler.record_function
     for lib in (tnet, torch):
         assert lib.autograd.is_multithreading_enabled()
         with lib.autograd.set_multithreading_enabled(False):

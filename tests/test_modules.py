@@ -558,6 +558,15 @@ def test_skip_init_memory_format_and_nn_utils_import_paths():
     assert (clip_grad_norm_, parameters_to_vector, skip_init, convert_conv2d_weight_memory_format) == (
         nn.utils.clip_grad_norm_, nn.utils.parameters_to_vector, nn.utils.skip_init,
         nn.utils.convert_conv2d_weight_memory_format)
+    # modules of their own whose package attributes stay the functions, as torch's (SHOT's `import
+    # torch.nn.utils.weight_norm as weightNorm` binds the function)
+    import tnet.nn.utils.weight_norm as weightNorm
+    import torch.nn.utils.weight_norm as torch_weight_norm
+    from tnet.nn.utils.spectral_norm import SpectralNorm, spectral_norm
+    from tnet.nn.utils.weight_norm import WeightNorm, remove_weight_norm
+    assert weightNorm is nn.utils.weight_norm and callable(torch_weight_norm) and spectral_norm is nn.utils.spectral_norm
+    assert (WeightNorm, SpectralNorm, remove_weight_norm) == (nn.utils.WeightNorm, nn.utils.SpectralNorm,
+                                                              nn.utils.remove_weight_norm)
 
 
 def test_global_registration_and_legacy_backward_hooks_as_torch():

@@ -12,7 +12,7 @@ import torch
 import tnet
 from tnet import nn, optim
 from tnet.kernels import optim as kernels
-from helpers import TOL, Launches, assert_close
+from helpers import DEV, TOL, Launches, assert_close
 
 SHAPES = [(5, 3), (7,), (4,)]  # the second in group 1; the third frozen (no gradient)
 GROUP1 = {"lr": 0.02, "weight_decay": 0.05}
@@ -293,6 +293,130 @@ PLAIN = [
     ("Adafactor", {"eps": (1e-6, 1e-3), "maximize": True}),
     ("SparseAdam", {"lr": 0.05}),
 ]
+
+
+def test_helpers_a_copy_of_torchs_optimizers_imports():
+    """torch.optim.optimizer's private helpers that a copied adam.py or sgd.py imports give torch's answers on
+    tnet tensors: grad mode from defaults["differentiable"], step counts by _get_value, (fused, foreach) by the
+    device type (torch's tensors on tnet's device), tensors grouped by device and dtype with their positions, the
+    graph-capture check outside a capture."""
+    results = {}
+    for lib in (torch, tnet):
+        base = importlib.import_module(lib.__name__ + ".optim.optimizer")
+        a, b, c = lib.ones(2, device=DEV), lib.ones(3, dtype=lib.int64, device=DEV), lib.zeros(2, device=DEV)
+        p = lib.nn.Parameter(lib.ones(2))
+
+        class Copied(base.Optimizer):
+            def __init__(self, params, differentiable=False):
+                super().__init__(params, dict(lr=0.1, differentiable=differentiable))
+
+            @base._use_grad_for_differentiable
+            def step(self):
+                self._cuda_graph_capture_health_check()
+                return lib.is_grad_enabled()
+
+        groups = base.Optimizer._group_tensors_by_device_and_dtype([[a, b, c], [c, None, a]], with_indices=True)
+        plain = base.Optimizer._group_tensors_by_device_and_dtype([[a, b]])
+        results[lib.__name__] = [
+            Copied([p]).step(), Copied([p], differentiable=True).step(), lib.is_grad_enabled(),
+            base._get_value(lib.tensor(3.0)), base._get_value(4), base._stack_if_compiling([a]) == [a],
+            base._default_to_fused_or_foreach([a, None], False), base._default_to_fused_or_foreach([a], True, True),
+            base._default_to_fused_or_foreach([a], False, use_fused=True), str(base._get_scalar_dtype()),
+            tuple(base._to_scalar(lib.ones(1)).shape), base._to_scalar(0.5),
+            sorted((str(k[1]), [[None if t is None else tuple(t.shape) for t in ts] for ts in v[0]], v[1])
+                   for k, v in groups.items()),
+            sorted((str(k[1]), v[1]) for k, v in plain.items()),
+            all(isinstance(getattr(base, n), str) for n in ("_params_doc", "_foreach_doc", "_fused_doc",
+                                                            "_capturable_doc", "_differentiable_doc", "_maximize_doc"))]
+        base._view_as_real([a], [c])
+        base._device_dtype_check_for_fused(a)
+        with pytest.raises(RuntimeError, match="floating point"):
+            base._device_dtype_check_for_fused(b)
+        assert base._disable_dynamo_if_unsupported(single_tensor_fn=None)(lambda x: x + 1)(2) == 3
+        assert "ParamsT" in dir(base)
+    assert results["tnet"] == results["torch"], results
+
+
+def test_per_optimizer_module_paths():
+    """torch.optim's modules of one optimizer each (`from torch.optim.adamw import AdamW`) hold tnet's classes."""
+    for module, name in (("sgd", "SGD"), ("adam", "Adam"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"),
+                         ("adagrad", "Adagrad"), ("radam", "RAdam"), ("nadam", "NAdam"), ("sparse_adam", "SparseAdam")):
+        ours = importlib.import_module(f"tnet.optim.{module}")
+        assert getattr(ours, name) is getattr(optim, name) and ours.Optimizer is optim.Optimizer
+        assert hasattr(importlib.import_module(f"torch.optim.{module}"), name)
+    from tnet.optim.adamw import AdamW
+    assert AdamW is optim.AdamW and optim.sgd.SGD is optim.SGD
+
+
+def test_an_adam_subclass_stepping_by_init_group_and_functional_adam(rng):
+    """CAdam's shape: a subclass of torch.optim.Adam whose step() takes the state by _init_group and calls
+    torch.optim.adam.adam itself (the gradients' signs here); weights and state after three steps as torch's."""
+    values = [rng.standard_normal(s).astype(np.float32) for s in ((5, 3), (7,))]
+    grads = [[rng.standard_normal(v.shape).astype(np.float32) for v in values] for _ in range(3)]
+    out = {}
+    for lib in (torch, tnet):
+        base = importlib.import_module(lib.__name__ + ".optim.optimizer")
+        adam = importlib.import_module(lib.__name__ + ".optim.adam").adam
+
+        class SignAdam(lib.optim.Adam):
+            @base._use_grad_for_differentiable
+            def step(self, closure=None):
+                for group in self.param_groups:
+                    lists = [], [], [], [], [], []
+                    has_complex = self._init_group(group, *lists)
+                    params, grads_, *rest = lists
+                    adam(params, [g.sign() for g in grads_], *rest, amsgrad=group["amsgrad"], has_complex=has_complex,
+                         beta1=group["betas"][0], beta2=group["betas"][1], lr=group["lr"],
+                         weight_decay=group["weight_decay"], eps=group["eps"], maximize=group["maximize"],
+                         foreach=group["foreach"], capturable=group["capturable"],
+                         differentiable=group["differentiable"], fused=group["fused"],
+                         decoupled_weight_decay=group["decoupled_weight_decay"])
+
+        params = [lib.nn.Parameter(lib.tensor(v)) for v in values]
+        frozen = lib.nn.Parameter(lib.ones(2))  # no gradient: skipped
+        optimizer = SignAdam([{"params": params[:1]}, {"params": [params[1], frozen], "lr": 0.02}], lr=0.01,
+                             weight_decay=0.1, amsgrad=True, decoupled_weight_decay=True)
+        for g in grads:
+            for p, v in zip(params, g):
+                p.grad = lib.tensor(v)
+            optimizer.step()
+        state = optimizer.state[params[0]]
+        out[lib.__name__] = [*params, frozen, state["exp_avg"], state["max_exp_avg_sq"], float(state["step"])]
+    for i, (ours, ref) in enumerate(zip(out["tnet"][:-1], out["torch"][:-1])):
+        assert_close(ours, ref.detach(), TOL["ieee"], f"entry {i}")
+    assert out["tnet"][-1] == out["torch"][-1] == 3.0
+
+
+@pytest.mark.parametrize("name,kwargs", [
+    ("sgd", dict(weight_decay=0.1, momentum=0.9, lr=0.1, dampening=0.0, nesterov=True, maximize=False)),
+    ("sgd", dict(weight_decay=0.0, momentum=0.5, lr=0.2, dampening=0.3, nesterov=False, maximize=True)),
+    ("adam", dict(amsgrad=True, beta1=0.8, beta2=0.9, lr=0.01, weight_decay=0.1, eps=1e-8, maximize=True)),
+    ("adam", dict(amsgrad=False, beta1=0.9, beta2=0.99, lr=0.01, weight_decay=0.1, eps=1e-6, maximize=False,
+                  decoupled_weight_decay=True)),
+    ("adamw", dict(amsgrad=True, beta1=0.9, beta2=0.999, lr=0.02, weight_decay=0.05, eps=1e-8, maximize=False))])
+def test_functional_steps_match_torchs(name, kwargs, rng):
+    """torch.optim.sgd.sgd, adam.adam and adamw.adamw, which a fork's step() calls: three steps on two tensors of
+    odd shapes update parameters, moments, buffers and step counts as torch's (SGD's None buffers replaced)."""
+    shapes = [(5, 3), (7,)]
+    values = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(3)]
+    out = {}
+    for lib in (torch, tnet):
+        step = getattr(importlib.import_module(f"{lib.__name__}.optim.{name}"), name)
+        params = [lib.tensor(v) for v in values]
+        buffers = [None, None]
+        moments = [[lib.zeros_like(p) for p in params] for _ in range(3)]
+        steps = [lib.tensor(0.0) for _ in params]
+        for g in grads:
+            gs = [lib.tensor(v) for v in g]
+            if name == "sgd":
+                step(params, gs, buffers, **kwargs)
+            else:
+                step(params, gs, *moments, steps, **kwargs)
+        out[lib.__name__] = [params, moments if name != "sgd" else [buffers], steps]
+    for ours, ref in zip(out["tnet"][0] + sum(out["tnet"][1], []), out["torch"][0] + sum(out["torch"][1], [])):
+        assert_close(ours, ref, TOL["ieee"], name)
+    assert [float(s) for s in out["tnet"][2]] == [float(s) for s in out["torch"][2]]
 
 
 @pytest.mark.parametrize("name,kwargs", PLAIN, ids=[f"{n}-{'-'.join(k)}" for n, k in PLAIN])

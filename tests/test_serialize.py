@@ -166,6 +166,19 @@ def test_dtypes_devices_and_sizes_round_trip(tmp_path):
     assert type(back["size"]) is torch.Size and back["size"] == (2, 3)
 
 
+def test_sets_and_bytes_round_trip_as_torchs():
+    """Sets (a script's seen ids, tuples among them) and bytes or bytearrays come back as themselves, as torch's
+    weights_only load gives them."""
+    buffer = io.BytesIO()
+    obj = {"seen": {3, (1, 2), "a"}, "empty": set(), "raw": b"\x00ab", "buf": bytearray(b"xy"), "none": b""}
+    tnet.save(obj, buffer)
+    buffer.seek(0)
+    back = tnet.load(buffer)
+    assert back == obj and type(back["buf"]) is bytearray and type(back["raw"]) is bytes
+    with pytest.raises(ValueError, match="cannot store a frozenset"):  # torch's weights_only load refuses it too
+        tnet.save(frozenset({1}), io.BytesIO())
+
+
 def test_argparse_namespace_round_trip(tmp_path):
     """A script's parsed options saved in its checkpoint (SupContrast's `{'opt': opt, 'model': ...}`)
     come back as an argparse.Namespace; one holding what save refuses is refused."""

@@ -153,6 +153,25 @@ def test_samplers():
         data.RandomSampler(range(3), num_samples=0)
 
 
+
+def test_weighted_random_sampler_draws_and_errors_as_torchs():
+    """torch.multinomial's rules: without replacement every positive weight is drawn before any zero one, and
+    the counts over many draws follow the weights; bad weights raise torch's RuntimeError when iterated."""
+    tnet.manual_seed(0)
+    for _ in range(5):
+        assert sorted(list(data.WeightedRandomSampler([0.0, 0.9, 0.0, 0.2], 3, replacement=False))[:2]) == [1, 3]
+    firsts = collections.Counter(next(iter(data.WeightedRandomSampler([1.0, 3.0], 1, replacement=False)))
+                                 for _ in range(2000))
+    assert 0.72 < firsts[1] / 2000 < 0.78  # P(first = 1) = 3/4, as torch's successive draws
+    drawn = collections.Counter(data.WeightedRandomSampler(tnet.tensor([1.0, 0.0, 3.0]), 4000))
+    assert drawn[1] == 0 and 0.72 < drawn[2] / 4000 < 0.78
+    for weights, n, replacement, match in [([0.1, 0.9], 5, False, "cannot sample n_sample"),
+                                           ([-1.0, 2.0], 1, True, "element < 0"), ([np.nan, 1.0], 1, True, "nan"),
+                                           ([0.0, 0.0], 1, True, "sum of probabilities <= 0")]:
+        for lib in (tud, data):
+            with pytest.raises(RuntimeError, match=match):
+                list(lib.WeightedRandomSampler(weights, n, replacement))
+
 def test_batch_size_none_converts_items_as_torch():
     """No batching: each item through default_convert (numpy into tensors; tuples into lists;
     Python numbers and strings kept; torch tensors, which torch keeps, into tnet Tensors)."""

@@ -90,6 +90,10 @@ def _encode(obj, saved, depth=0):
         return obj
     if isinstance(obj, list):
         return [_encode(v, saved, depth + 1) for v in obj]
+    if isinstance(obj, set):  # a script's set of seen ids or labels; torch's weights_only load reads sets
+        return {"$set": [_encode(v, saved, depth + 1) for v in obj]}
+    if isinstance(obj, (bytes, bytearray)):  # each comes back as its own type, as torch's
+        return {"$bytes": saved.add(np.frombuffer(bytes(obj), np.uint8)), "bytearray": isinstance(obj, bytearray)}
     if isinstance(obj, tuple):  # (a namedtuple as a plain tuple)
         return {"$tuple": [_encode(v, saved, depth + 1) for v in obj]}
     if isinstance(obj, argparse.Namespace):  # a script's parsed options (SupContrast saves `'opt': opt`)
@@ -105,8 +109,8 @@ def _encode(obj, saved, depth=0):
         if all(isinstance(k, (str, int)) for k in obj):  # int keys (an optimizer's state)
             return {"$items": [[k, _encode(v, saved, depth + 1)] for k, v in obj.items()]}
         raise ValueError("tnet.save: dict keys must be strings or ints")
-    raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, "
-                     "strings, None, lists, tuples, dicts, argparse Namespaces, dtypes, devices and sizes only)")
+    raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, strings, bytes, "
+                     "None, lists, tuples, sets, dicts, argparse Namespaces, dtypes, devices and sizes only)")
 
 
 def _is_parameter(t):
@@ -216,12 +220,12 @@ def _discard(tmp):
 
 
 def save(obj, path, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
-    """Save obj (nested dicts, lists and tuples of tnet or torch tensors, numpy arrays, numbers,
-    strings, None, torch dtypes, devices and sizes, and argparse Namespaces of them) to path, atomically (a file object, such as io.BytesIO, is written from where
-    it stands). Tuples come back as tuples (an optimizer's betas, a script's input size), Parameters as Parameters,
-    tensors with their requires_grad and OrderedDicts (a state_dict) with their _metadata, as torch's, and tensors that
-    share memory (a tensor and its slice, tied weights) sharing it again, one tensor saved twice as one object (views
-    in two dtypes load apart). torch.save's other
+    """Save obj (nested dicts, lists, tuples and sets of tnet or torch tensors, numpy arrays, numbers, strings, bytes,
+    None, torch dtypes, devices and sizes, and argparse Namespaces of them) to path, atomically (a file object, such
+    as io.BytesIO, is written from where it stands). Tuples come back as tuples (an optimizer's betas, a script's
+    input size), Parameters as Parameters, tensors with their requires_grad and OrderedDicts (a state_dict) with
+    their _metadata, as torch's, and tensors that share memory (a tensor and its slice, tied weights) sharing it
+    again, one tensor saved twice as one object (views in two dtypes load apart). torch.save's other
     arguments are accepted and change nothing: tnet's format is its own, never pickle."""
     saved = _Saved()
     node = _encode(obj, saved)
@@ -494,6 +498,20 @@ def _decode(obj, loaded, where="obj", depth=0):
         if obj.keys() != {"$tuple"} or not isinstance(obj["$tuple"], list):
             raise _Bad(f"{where}: bad tuple entry")
         return tuple(_decode(v, loaded, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj["$tuple"]))
+    if "$set" in obj:
+        if obj.keys() != {"$set"} or not isinstance(obj["$set"], list):
+            raise _Bad(f"{where}: bad set entry")
+        try:
+            return set(_decode(v, loaded, f"{where}[{i}]", depth + 1) for i, v in enumerate(obj["$set"]))
+        except TypeError:
+            raise _Bad(f"{where}: a set of unhashable members") from None
+    if "$bytes" in obj:
+        if obj.keys() != {"$bytes", "bytearray"} or not isinstance(obj["bytearray"], bool):
+            raise _Bad(f"{where}: bad bytes entry {str(obj)[:80]}")
+        a = loaded.array(obj["$bytes"], where)
+        if a.dtype != np.uint8 or a.ndim != 1:
+            raise _Bad(f"{where}: bytes stored as a {a.dtype} array of {a.ndim} dimensions")
+        return bytearray(a.tobytes()) if obj["bytearray"] else a.tobytes()
     if "$namespace" in obj:
         options = _decode(obj["$namespace"], loaded, where, depth + 1) if obj.keys() == {"$namespace"} else None
         if not (isinstance(options, dict) and all(isinstance(k, str) for k in options)):

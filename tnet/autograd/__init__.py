@@ -225,3 +225,5 @@ for _name, _names in (("variable", ["Variable"]), ("anomaly_mode", ["detect_anom
     _sys.modules[_module.__name__] = _module
     globals()[_name] = _module
 __all__ += ["is_multithreading_enabled", "set_multithreading_enabled", "variable", "anomaly_mode"]
+# torch's own profiler, as tnet.autograd.profiler is (`from torch.autograd.profiler import record_function`)
+_sys.modules[f"{__name__}.profiler"] = profiler

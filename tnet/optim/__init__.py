@@ -12,6 +12,7 @@ keeps its address, so the captured step writes it."""
 import collections
 import functools
 import math
+import sys
 import types
 
 import numpy as np
@@ -72,6 +73,33 @@ class Optimizer:
     def register_step_post_hook(self, hook):
         """hook(optimizer, args, kwargs) after each step(), as torch's."""
         return add_hook(self, "_optimizer_step_post_hooks", hook)
+
+    def _accelerator_graph_capture_health_check(self):
+        """torch's check, which a copied optimizer's step() calls first: a step captured into a CUDA graph needs
+        capturable=True in every param group. tnet's own rules are always capturable, so only a subclass without
+        RULE (a hand-written or copied step) is checked."""
+        if (self.RULE is None and torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
+                and not all(group.get("capturable", False) for group in self.param_groups)):
+            raise RuntimeError(f"Attempting CUDA graph capture of step() for an instance of {type(self).__name__} "
+                               "but param_groups' capturable is False.")
+
+    _cuda_graph_capture_health_check = _accelerator_graph_capture_health_check
+
+    @staticmethod
+    def _group_tensors_by_device_and_dtype(tensorlistlist, with_indices=False):
+        """torch's grouping for a copied foreach step: {(device, dtype): (lists, indices)}, the device and dtype
+        those of the first list's tensors; each group holds the same positions of every list (None kept) and, with
+        with_indices, those positions (else an empty list)."""
+        groups = {}
+        for i, t in enumerate(tensorlistlist[0]):
+            key = (t.device, t.dtype)
+            if key not in groups:
+                groups[key] = ([[] for _ in tensorlistlist], [])
+            for j, tensors in enumerate(tensorlistlist):
+                groups[key][0][j].append(tensors[i])
+            if with_indices:
+                groups[key][1].append(i)
+        return groups
 
     def __init__(self, params, defaults):
         name = type(self).__name__
@@ -501,6 +529,23 @@ class Adam(Optimizer):
     def _slots_of(self, group):
         return kernels.SLOTS["adam"] if group["amsgrad"] else kernels.SLOTS["adam"][:2]
 
+    def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
+        """torch's: the group's parameters that have a gradient, their gradients and their state appended to the
+        lists, for a subclass's own step() that hands them to torch.optim.adam.adam (a fork); has_complex (False:
+        tnet has none) returned. The state is the one made at construction, which that step changes in place."""
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            params_with_grad.append(p)
+            grads.append(p.grad)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if group["amsgrad"]:
+                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+            state_steps.append(state["step"])
+        return False
+
     def _rule_hyper(self, group):
         betas = group["betas"]
         return [*map(_one_minus, betas), *map(_log, betas), group["eps"]]
@@ -851,3 +896,17 @@ from . import swa_utils  # noqa: E402
 from . import optimizer  # noqa: E402
 from .lbfgs import LBFGS  # noqa: E402
 from .plain import ASGD, Adafactor, Rprop, SparseAdam  # noqa: E402
+
+# torch.optim's per-optimizer modules, for their import paths (`from torch.optim.adamw import AdamW`): each holds its
+# class and Optimizer, and sgd, adam and adamw their functional steps (functional.py); the others' are not in tnet
+from . import functional  # noqa: E402
+for _module_name, _class in (("adadelta", Adadelta), ("adagrad", Adagrad), ("adam", Adam), ("adamax", Adamax),
+                             ("adamw", AdamW), ("asgd", ASGD), ("nadam", NAdam), ("radam", RAdam),
+                             ("rmsprop", RMSprop), ("rprop", Rprop), ("sgd", SGD), ("sparse_adam", SparseAdam),
+                             ("_adafactor", Adafactor), ("_muon", Muon)):
+    _module = types.ModuleType(f"{__name__}.{_module_name}", f"torch.optim.{_module_name}'s {_class.__name__}")
+    _module.__dict__.update({_class.__name__: _class, "Optimizer": Optimizer})
+    if _module_name in ("sgd", "adam", "adamw"):
+        setattr(_module, _module_name, getattr(functional, _module_name))
+    sys.modules[_module.__name__] = _module
+    globals()[_module_name] = _module

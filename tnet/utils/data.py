@@ -405,9 +405,22 @@ class WeightedRandomSampler(Sampler):
         host_generator("WeightedRandomSampler", generator)
 
     def __iter__(self):
+        """torch.multinomial's draw and errors (RuntimeError, at the first item): without replacement, weights
+        divided by exponential draws and the largest num_samples taken, so that zero weights come last, once the
+        positive ones are all drawn."""
         rng = host_generator("WeightedRandomSampler", self.generator)
-        p = self.weights / self.weights.sum()
-        yield from rng.choice(len(p), size=self.num_samples, replace=self.replacement, p=p).tolist()
+        w = self.weights
+        if not (np.isfinite(w).all() and (w >= 0).all()):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if w.sum() <= 0:
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+        if not self.replacement and self.num_samples > len(w):
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+        if self.replacement:
+            yield from rng.choice(len(w), size=self.num_samples, p=w / w.sum()).tolist()
+        else:
+            keys = w / rng.exponential(size=len(w))
+            yield from np.argsort(-keys, kind="stable")[:self.num_samples].tolist()
 
     def __len__(self):
         return self.num_samples

@@ -573,3 +573,13 @@ for _name, _names in (("clip_grad", ["clip_grad_norm", "clip_grad_norm_", "clip_
         setattr(_module, _n, globals()[_n])
     sys.modules[_module.__name__] = _module
     globals()[_name] = _module
+
+# torch.nn.utils.weight_norm and .spectral_norm are modules too (`from torch.nn.utils.spectral_norm import
+# spectral_norm`), while the package's attributes of those names stay the functions, as torch's: SHOT's
+# `import torch.nn.utils.weight_norm as weightNorm` binds the function
+for _name, _names in (("weight_norm", ["WeightNorm", "weight_norm", "remove_weight_norm"]),
+                      ("spectral_norm", ["SpectralNorm", "spectral_norm", "remove_spectral_norm"])):
+    _module = types.ModuleType(f"{__name__}.{_name}", f"torch.nn.utils.{_name}'s {', '.join(_names)}")
+    for _n in _names:
+        setattr(_module, _n, globals()[_n])
+    sys.modules[_module.__name__] = _module

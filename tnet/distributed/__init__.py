@@ -28,12 +28,12 @@ from torch.distributed import (ReduceOp, all_gather_object, barrier, broadcast_o
 from torch.distributed import (Backend, GroupMember, get_node_local_rank, group, is_gloo_available, is_mpi_available,
                                is_nccl_available, is_torchelastic_launched, monitored_barrier)
 
-from . import amp
-from .kernels.copy import copy_
-from .kernels.launch import check
-from .kernels.pointwise import scale_
-from .nn import Module
-from .tensor import Tensor, bump_version, empty_in_layout, is_grad_enabled, queue_callback
+from .. import amp
+from ..kernels.copy import copy_
+from ..kernels.launch import check
+from ..kernels.pointwise import scale_
+from ..nn import Module
+from ..tensor import Tensor, bump_version, empty_in_layout, is_grad_enabled, queue_callback
 
 __all__ = ["Backend", "DistributedDataParallel", "GroupMember", "ReduceOp", "all_gather", "all_gather_into_tensor",
            "all_gather_object", "all_reduce", "barrier", "broadcast", "broadcast_object_list", "destroy_process_group",
