@@ -215,9 +215,10 @@ def check_gather_loss(saved, rank):
     zs = [v @ torch.tensor(w) for v in xs]
     total = zs[0].sum() + zs[1].sum()
     sum(((torch.cat(zs) * torch.tensor(c[r])).pow(2).sum() + (r + 1) * total) for r in range(2)).backward()
-    assert_close(saved["nn.gathered"], torch.cat(zs).detach(), TOL["ieee"], "gathered embeddings")
-    assert_close(saved["nn.total"], total.detach(), TOL["ieee"], "all_reduce's sum")
-    assert_close(saved["nn.grad"], xs[rank].grad, TOL["ieee"], f"rank {rank}'s gradient through the collectives")
+    tol = TOL["tf32"]  # tnet's float32 matmul runs in tf32 by default on a GPU (gpu61: 7e-4 from the ieee bound)
+    assert_close(saved["nn.gathered"], torch.cat(zs).detach(), tol, "gathered embeddings")
+    assert_close(saved["nn.total"], total.detach(), tol, "all_reduce's sum")
+    assert_close(saved["nn.grad"], xs[rank].grad, tol, f"rank {rank}'s gradient through the collectives")
 
 
 def test_collectives_on_tnet_tensors_under_spawn(tmp_path):

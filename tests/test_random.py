@@ -492,7 +492,9 @@ def test_validate_args_raises_as_torch(case):
                 law.log_prob(value(tensor))
         messages.append(str(raised.value))
     if case < 4 or case in (7, 19):  # Normal's, Gamma's, Uniform's and Geometric's reprs are torch's
-        assert messages[0] == messages[1]
+        # torch 2.11's Gamma prints its invalid value without the device (a GPU's gpu61 run), 2.13's with it
+        device = f", device='{tnet.DEVICE}'" if tnet.DEVICE.type == "cuda" else ""
+        assert messages[0].replace(device, "") == messages[1].replace(device, "")
     if value is None or case >= len(VALIDATED) - 2:  # their laws, or scores, raise otherwise without the checks
         return
     tnet.distributions.Distribution.set_default_validate_args(False)

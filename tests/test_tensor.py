@@ -445,7 +445,9 @@ def test_other_backends_flags_dim_order_and_volatile_as_torch():
     for m in (torch, tnet):
         x = m.ones(1, 2, 3, 4).contiguous(memory_format=torch.channels_last)
         flags = [getattr(x, f) for f in ("is_mps", "is_xpu", "is_ipu", "is_xla", "is_vulkan", "is_sparse_csr")]
-        assert flags == [False] * 6 and x.const_data_ptr() == x.data_ptr() and x.dim_order() == (0, 2, 3, 1)
+        assert flags == [False] * 6 and x.dim_order() == (0, 2, 3, 1)
+        if hasattr(x, "const_data_ptr"):  # torch 2.11's Python tensors lack it (a GPU's gpu61 run); tnet's has it
+            assert x.const_data_ptr() == x.data_ptr()
         with pytest.warns(UserWarning, match="volatile was removed"):
             x.volatile = True
             assert x.volatile is False

@@ -490,7 +490,7 @@ for _name, _method in {
         "conj": _itself, "resolve_conj": _itself, "resolve_neg": _itself, "real": property(_itself),
         "layout": property(lambda self: torch.strided), "output_nr": property(lambda self: 0),
         "name": property(lambda self: None), "cov": cov,
-        "const_data_ptr": lambda self: self.memory.const_data_ptr(), "dim_order": lambda self: self.memory.dim_order(),
+        "const_data_ptr": lambda self: self.memory.data_ptr(), "dim_order": lambda self: self.memory.dim_order(),
         "volatile": property(_volatile, _set_volatile)}.items():
     setattr(Tensor, _name, _method)
 # the other backends' flags, False on tnet's one device (`if x.is_mps:` in device-agnostic code), as torch's on CUDA
