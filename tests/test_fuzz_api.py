@@ -1581,9 +1581,19 @@ def test_atan2_gradients_round_each_step_as_torchs(a_dtype, b_dtype, b_0d):
     lambda m, f, t: f.conv_transpose1d(m.zeros(0, 2, 5), m.zeros(2, 3, 0)),
     lambda m, f, t: f.conv_transpose2d(m.zeros(1, 2, 3, 3), m.zeros(2, 3, 0, 2)),
     lambda m, f, t: f.conv_transpose3d(m.zeros(0, 2, 3, 3, 3), m.zeros(2, 3, 0, 2, 2)),
-    lambda m, f, t: f.conv_transpose3d(m.zeros(1, 2, 3, 3, 3), m.zeros(2, 3, 2, 0, 2))]])
+    lambda m, f, t: f.conv_transpose3d(m.zeros(1, 2, 3, 3, 3), m.zeros(2, 3, 2, 0, 2)),
+    # the layers take such a kernel, as torch's, and raise at the forward (fuzz seed 485 at --bad 0.4, case 485,
+    # and 491 at 0.25, case 484: tnet's constructor raised a RuntimeError where torch's empty batch an IndexError)
+    lambda m, f, t: m.nn.Conv1d(2, 3, 0, padding=1)(m.zeros(0, 2, 5)),
+    lambda m, f, t: m.nn.Conv2d(2, 3, 0, padding=1, bias=False)(m.zeros(0, 2, 4, 5)),
+    lambda m, f, t: m.nn.Conv2d(2, 3, (2, 0))(m.zeros(1, 2, 4, 5)),
+    lambda m, f, t: m.nn.Conv3d(2, 3, (1, 0, 1))(m.zeros(0, 2, 3, 3, 3)),
+    lambda m, f, t: m.nn.ConvTranspose2d(2, 3, (0, 2))(m.zeros(0, 2, 3, 3)),
+    lambda m, f, t: m.nn.LazyConv1d(3, 0)(m.zeros(1, 2, 5))]])
 def test_a_kernel_of_size_0_raises_as_torch(call):
-    _same_outcome(call)
+    with warnings.catch_warnings():  # torch's init of a zero-element weight warns that it does nothing
+        warnings.simplefilter("ignore", UserWarning)
+        _same_outcome(call)
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

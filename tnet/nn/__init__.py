@@ -1160,8 +1160,9 @@ def _torch_default_init(layer):
 def _check_conv_layer(in_channels, out_channels, groups, padding=0, stride=(1,), padding_mode="zeros"):
     """torch's _ConvNd.__init__ checks, in its order and with its ValueErrors' messages (an InputError is
     one): groups positive and dividing both channel counts, a padding string ('same': stride (a tuple) all 1)
-    and padding_mode. Unlike torch's, a layer also checks its kernel, stride, padding and dilation values
-    here (check_conv_args), where torch raises at the first forward."""
+    and padding_mode. Unlike torch's, a layer also checks its stride, padding and dilation values here
+    (check_conv_args), where torch raises at the first forward; a kernel dim of size 0 passes, as torch's, and
+    raises torch's error (an empty batch's IndexError) at the forward."""
     check(groups > 0, "groups must be a positive integer")
     check(in_channels % groups == 0, "in_channels must be divisible by groups")
     check(out_channels % groups == 0, "out_channels must be divisible by groups")
@@ -1245,7 +1246,7 @@ class Conv2d(_ConvNd):
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels)):
             check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
                   lambda: f"Conv2d: {arg} must be a positive int, got {v!r}")
-        kh, kw = pair(kernel_size, "Conv2d: kernel_size", 1)
+        kh, kw = pair(kernel_size, "Conv2d: kernel_size")
         _check_conv_layer(in_channels, out_channels, groups, padding, pair(stride, "Conv2d: stride", 1),
                           padding_mode)
         check_conv_args((kh, kw), stride, padding, dilation, groups, in_channels, out_channels)
@@ -1443,7 +1444,7 @@ class _ConvTransposeNd(_ConvNd):
         name = type(self).__name__
         if padding_mode != "zeros":  # torch's first check
             raise ValueError(f'Only "zeros" padding mode is supported for {name}')
-        kernel = ntuple(kernel_size, self.dims, f"{name}: kernel_size", 1)
+        kernel = ntuple(kernel_size, self.dims, f"{name}: kernel_size")
         _check_conv_layer(in_channels, out_channels, groups)  # torch's checks of padding: at the forward
         factory_args(name, device, dtype)
         tup = lambda v, name: ntuple(v, self.dims, name)  # torch's tuples
@@ -1509,7 +1510,7 @@ class Conv3d(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
-        kernel = triple(kernel_size, "Conv3d: kernel_size", 1, True)
+        kernel = triple(kernel_size, "Conv3d: kernel_size", 0, True)
         _check_conv_layer(in_channels, out_channels, groups, padding, triple(stride, "stride", 1, True), padding_mode)
         check_conv_args(kernel[1:], 1, 0, 1, groups, in_channels, out_channels)
         factory_args(type(self).__name__, device, dtype)
