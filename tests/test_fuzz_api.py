@@ -1813,3 +1813,24 @@ def test_seeds_256_318_as_torch(call):
     lambda m, f, t: m.zeros(3, dtype=torch.float16).copy_(1e10), lambda m, f, t: m.zeros(3, dtype=torch.int32).copy_(2.7)])
 def test_seeds_319_up_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 470 up
+    # multi_margin_loss's margin of another type: torch's parser's TypeError before the target's range (seed 503 at
+    # --bad 0.25, case 434: tnet's IndexError of the target 1 past the one class)
+    lambda m, f, t: f.multi_margin_loss(m.zeros(3, 1), t([0, 1, 0]), margin="x"),
+    lambda m, f, t: f.multi_margin_loss(m.zeros(2), t(0), margin=[1]),
+    # beside it, a sweep of numbers' arguments given a str: the parser's TypeError (tnet's float() raised ValueError,
+    # or a value's check came first)
+    lambda m, f, t: f.leaky_relu(m.zeros(3), "x"), lambda m, f, t: f.leaky_relu(m.zeros(3), "x", inplace=True),
+    lambda m, f, t: f.elu(m.zeros(3), "x"), lambda m, f, t: f.threshold(m.zeros(3), "x", 0.0),
+    lambda m, f, t: f.threshold(m.zeros(3), 0.5, "x"),
+    lambda m, f, t: f.batch_norm(m.zeros(3, 4), None, None, training=True, momentum="x"),
+    lambda m, f, t: f.embedding(t([0, 5]), m.zeros(3, 4), max_norm="x"),
+    lambda m, f, t: m.var(m.zeros(3, 4), 0, unbiased="x"), lambda m, f, t: m.std(m.zeros(3, 4), 0, unbiased=1),
+    lambda m, f, t: m.repeat_interleave(m.zeros(3), "x"), lambda m, f, t: m.repeat_interleave(m.zeros(3), 2.0),
+    lambda m, f, t: m.repeat_interleave(m.zeros(3), True),
+    lambda m, f, t: m.mvlgamma(m.full((3,), 4.0), "x"), lambda m, f, t: m.mvlgamma(m.full((3,), 4.0), 2.0),
+    lambda m, f, t: m.searchsorted(t([0.0, 1.0]), t([0.5]), side=3)])
+def test_seeds_470_up_as_torch(call):
+    _same_outcome(call)

@@ -593,6 +593,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         counts = input.memory.cpu().numpy()
         check(counts.min(initial=0) >= 0, "repeats can not be negative")
         return tensor(np.repeat(np.arange(len(counts)), counts), dtype=input.dtype)
+    # torch's parser takes an int or a tensor (tnet a list or tuple too): another type is its TypeError
+    check_type(isinstance(repeats, (numbers.Integral, Tensor, list, tuple)) and not isinstance(repeats, bool),
+               lambda: f"repeat_interleave() received an invalid combination of arguments - got (Tensor, "
+                       f"{type(repeats).__name__})")
     if dim is None:
         input, dim = reshape(input, -1), 0
     d = dim_index(dim, input.ndim)
@@ -975,6 +979,7 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
     weight's version changes). No index renorms no row (nor writes weight). A weight expanded along its rows
     (one row in memory) is renormed as torch's loop over the sorted unique indices renorms it: once (the row
     renormed is within max_norm for its aliases after it); another that overlaps itself raises torch's error."""
+    check_args("embedding_renorm_", "float", max_norm=max_norm, norm_type=norm_type)  # the parser's, first
     if not indices.numel():
         return
     with no_grad():

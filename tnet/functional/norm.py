@@ -51,6 +51,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if momentum is not None:  # torch.batch_norm's parser's TypeError, past F.batch_norm's checks (None: tnet's own)
+        check_args("batch_norm", "float", momentum=momentum)
     if input.numel() == 0:  # torch's empty batch: input * weight[0] + bias[0], no size checked, no statistic updated
         if training and num_batches_tracked is not None:  # but the batch counted, as by torch's module
             copy_(num_batches_tracked.memory, add(num_batches_tracked, 1).memory)

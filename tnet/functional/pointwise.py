@@ -614,6 +614,7 @@ def hardsigmoid(input, inplace=False):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x. """ + INPLACE
+    check_args("leaky_relu", "float", negative_slope=negative_slope)  # torch's parser's TypeError, first
     if inplace:
         return _written("leaky_relu", input, negative_slope)
     return _unary("leaky_relu", input, "leaky_relu", "leaky_relu_backward", False, float(negative_slope),
@@ -622,6 +623,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1) (an accurate expm1). """ + INPLACE
+    check_args("elu", "float", alpha=alpha)  # torch's parser's TypeError, first
     if inplace:
         return _written("elu", input, alpha)
     return _unary("elu", input, "elu", "elu_backward", False, float(alpha), 1.0, graph=_elu_graph)
@@ -1132,6 +1134,7 @@ def tanhshrink(input):
 
 def threshold(input, threshold, value, inplace=False):
     """x where x > threshold, else value (NaN kept); the gradient is 0 where x <= threshold. """ + INPLACE
+    check_args("threshold", "float", threshold=threshold, value=value)  # torch's parser's TypeError, first
     if inplace:
         return _written("threshold", input, threshold, value)
     check_tensors("threshold", input=input)

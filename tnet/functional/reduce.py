@@ -415,6 +415,7 @@ def _correction(name, dim, unbiased, correction):
     if isinstance(dim, bool):  # var(x, False): the second argument is unbiased
         dim, unbiased = None, dim
     check_args(name, "float", correction=0 if correction is None else correction)  # before the dims, as torch's parser
+    check_args(name, "bool", unbiased=False if unbiased is None else unbiased)
     check(unbiased is None or correction is None, lambda: f"{name}: give unbiased or correction, not both")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
@@ -1093,7 +1094,9 @@ def mvlgamma(input, p):
     p (p - 1) / 4 log(pi), as torch.mvlgamma (differentiable). Elements at or below (p - 1) / 2 are not
     refused (torch 2.13 dropped its check): they give lgamma's values there (inf at its poles)."""
     check_tensors("mvlgamma", input=input)
-    check(isinstance(p, numbers.Integral) and p >= 1, "p has to be greater than or equal to 1")
+    check_args("mvlgamma", "int", p=p)  # torch's parser's TypeError (a bool or a float p too)
+    p = int(p)
+    check(p >= 1, "p has to be greater than or equal to 1")
     check(input.dtype in _pw.FLOATS, lambda: f"mvlgamma: expected a float tensor, got {input.dtype}")
     terms = lgamma(add(unsqueeze(input, -1), arange(0.0, -p / 2.0, -0.5, dtype=input.dtype)))
     return add(sum(terms, -1), p * (p - 1) / 4.0 * math.log(math.pi))
