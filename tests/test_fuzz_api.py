@@ -1831,6 +1831,11 @@ def test_seeds_319_up_as_torch(call):
     lambda m, f, t: m.repeat_interleave(m.zeros(3), "x"), lambda m, f, t: m.repeat_interleave(m.zeros(3), 2.0),
     lambda m, f, t: m.repeat_interleave(m.zeros(3), True),
     lambda m, f, t: m.mvlgamma(m.full((3,), 4.0), "x"), lambda m, f, t: m.mvlgamma(m.full((3,), 4.0), 2.0),
-    lambda m, f, t: m.searchsorted(t([0.0, 1.0]), t([0.5]), side=3)])
+    lambda m, f, t: m.searchsorted(t([0.0, 1.0]), t([0.5]), side=3),
+    # a negative p's norm over an empty dim has no identity: torch's RuntimeError, as for inf (seed 503, case 1386:
+    # F.normalize of [3, 0] at p=-7 returned); cdist's inf norm over no columns is 0, as torch's (tnet raised)
+    lambda m, f, t: f.normalize(m.zeros(3, 0), -7.0, -1), lambda m, f, t: m.linalg.vector_norm(m.zeros(3, 0), -1),
+    lambda m, f, t: m.dist(m.zeros(0), m.zeros(0), -0.5), lambda m, f, t: m.linalg.vector_norm(m.zeros(3, 0), -1, 0),
+    lambda m, f, t: m.cdist(m.zeros(2, 0), m.zeros(3, 0), float("inf"))])
 def test_seeds_470_up_as_torch(call):
     _same_outcome(call)

@@ -179,8 +179,8 @@ def _chebyshev(diff):
     g sign(diff) (1 - min(1, ceil(||diff| - d|))): g sign(diff) at each element whose |diff| is the norm d (every one
     of a tie, where vector_norm's shares g), 0 at the others, NaN where |diff| - d is NaN (an infinite norm's
     infinite elements too)."""
-    with no_grad():
-        d = vector_norm(diff, math.inf, -1)
+    with no_grad():  # no columns: 0, as torch's (vector_norm's inf norm, without an identity, raises there)
+        d = vector_norm(diff, math.inf, -1) if diff.shape[-1] else _reduce_sum(abs(diff), -1)
 
     def grads(g):
         gap = sub(abs(diff), unsqueeze(d, -1))

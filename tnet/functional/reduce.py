@@ -748,10 +748,11 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     dim = () if dim is None else dim
     if ord == 2:
         return _two_norm(x, dim, keepdim)
-    if ord in (math.inf, -math.inf):
+    if ord < 0 or ord == math.inf:  # a min, a max or a sum of |x|^-p under a negative power: no identity
         reduced = [x.shape[d] for d in _dims("linalg.vector_norm", x, dim)]  # () is every dim, 0 the first
-        check(x.ndim == 0 or builtins.all(reduced), "linalg.vector_norm cannot compute the inf norm on an empty tensor "
-                                           "because the operation does not have an identity")
+        check(x.ndim == 0 or builtins.all(reduced), lambda: f"linalg.vector_norm cannot compute the {ord} norm on an "
+                                                            f"empty tensor because the operation does not have an identity")
+    if ord in (math.inf, -math.inf):
         return _inf_norm(x, ord > 0, dim, keepdim)
     if ord == 1:
         return sum(abs(x), dim, keepdim)
