@@ -559,11 +559,12 @@ def rpow(input, base):
         y = _pw.pointwise("pow", torch.full((), _pw.round_to(float(base), X.dtype), dtype=X.dtype, device=X.device), X)
         return _record_each("pow", y, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y, math.log(base))),),
                             saved=(y,))
-    if math.isfinite(base):
-        return exp2(mul(input, math.log2(base)))
-    # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf); the gradient torch's g (y log(base)): inf ** 0's is inf, not NaN
+    # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf); the gradient torch's g (y log(base)), y log(base) first: it
+    # overflows where y is near the range's end (1e30 ** 1.23 is 6.8e36, times log(1e30) past it), and inf ** 0's
+    # is inf, not NaN
     with no_grad():
-        y = where(eq(input, 0), 1.0, exp2(mul(input, math.log2(base))))
+        y = exp2(mul(input, math.log2(base)))
+        y = y if math.isfinite(base) else where(eq(input, 0), 1.0, y)
     return _record_each("pow", y.memory, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y.memory, math.log(base))),),
                         saved=(y.memory,), graph=lambda g, out: (mul(g, mul(out, math.log(base))),))
 
