@@ -645,7 +645,8 @@ def clamp(input, min=None, max=None):
     NaN, and min > max gives max. Gradients as torch's: x takes g where min <= x <= max (bounds
     included), min where x < min < max (or x < min without max), max where x > max or max < min;
     each summed back over the dims its operand was broadcast along. Integer tensors with int
-    (number) bounds clamp exactly in their dtype (bool: int64), with a float bound in float32."""
+    (number) bounds clamp exactly in their dtype (bool: int64), with a float bound in float32; a bool tensor
+    with bool bounds raises torch's NotImplementedError."""
     check_tensors("clamp", input=input)
     check(min is not None or max is not None, "torch.clamp: At least one of 'min' or 'max' must not be None")
     tensors = [isinstance(v, Tensor) for v in (min, max) if v is not None]
@@ -664,6 +665,10 @@ def clamp(input, min=None, max=None):
         check_type(v is None or isinstance(v, numbers.Real),
               lambda: f"clamp: {arg} must be a number, a tnet.Tensor or None, got {type(v).__name__}")
     X = input.memory
+    if X.dtype == torch.bool and all(v is None or isinstance(v, bool) for v in (min, max)):
+        # a bool tensor with bool bounds is a bool clamp, which torch's kernels lack (an int bound promotes to int64)
+        which = "" if min is not None and max is not None else "_min" if max is None else "_max"
+        raise not_implemented(f"clamp{which}_scalar_cpu", torch.bool)
     if X.dtype in _pw.INTEGERS:
         if not all(v is None or isinstance(v, numbers.Integral) for v in (min, max)):
             return clamp(Tensor(ints_as_float32(X)), min, max)
