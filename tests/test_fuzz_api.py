@@ -1842,7 +1842,13 @@ def test_seeds_319_up_as_torch(call):
     lambda m, f, t: m.clamp_max(m.zeros(4, 0, dtype=torch.bool), True),
     lambda m, f, t: m.clamp_min(t([[False, True]]), True), lambda m, f, t: m.clamp(t([False, True]), True, False),
     lambda m, f, t: t([False, True]).clamp_max_(False), lambda m, f, t: m.clamp(t([False, True]), True, 1),
-    lambda m, f, t: m.clamp_min(t([False, True]), 1)])
+    lambda m, f, t: m.clamp_min(t([False, True]), 1),
+    # beside it, a sweep of the layers' number arguments: PReLU's init through torch's fill_ (a str, a list, None:
+    # TypeError; a tensor of 1 dim: RuntimeError), pairwise_distance's parser (p=None was the 2-norm)
+    lambda m, f, t: m.nn.PReLU(init="x")(m.zeros(2)), lambda m, f, t: m.nn.PReLU(init=[1])(m.zeros(2)),
+    lambda m, f, t: m.nn.PReLU(init=t([0.5]))(m.zeros(2)), lambda m, f, t: m.nn.PReLU(init=t(0.5))(t([-2.0, 1.0])).detach(),
+    lambda m, f, t: f.pairwise_distance(m.zeros(2, 3), m.ones(2, 3), p=None),
+    lambda m, f, t: f.pairwise_distance(m.zeros(2, 3), m.ones(2, 3), keepdim=1)])
 def test_seeds_470_up_as_torch(call):
     _same_outcome(call)
 

@@ -976,6 +976,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """||x1 - x2 + eps||_p over the last dim (broadcasting x1 and x2), as torch's."""
     check_tensors("pairwise_distance", x1=x1, x2=x2)
+    check_args("pairwise_distance", "float", p=p, eps=eps)  # torch's parser's TypeErrors (p=None is no 2-norm)
+    check_args("pairwise_distance", "bool", keepdim=keepdim)
     return norm(add(sub(x1, x2), eps), p, builtins.max(x1.ndim, x2.ndim) - 1, keepdim)
 
 

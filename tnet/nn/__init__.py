@@ -1,6 +1,7 @@
 """Modules in the PyTorch style, with Caffe's fillers and per-parameter lr/decay multipliers."""
 import dataclasses
 import math
+import numbers
 import operator
 import sys
 import warnings
@@ -2455,6 +2456,13 @@ class PReLU(Module):
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
         factory_args(type(self).__name__, device, dtype)
+        if isinstance(init, Tensor):  # torch's fill_ takes a 0-d tensor's value
+            check(init.ndim == 0, lambda: f"fill_ only supports 0-dimension value tensor but got tensor with "
+                                          f"{init.ndim} dimensions.")
+            init = init.item()
+        if not isinstance(init, numbers.Real):
+            raise InputTypeError(f"fill_() received an invalid combination of arguments - got "
+                                 f"({type(init).__name__}), but expected one of: (Tensor value), (Number value)")
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(np.full(num_parameters, init, dtype=np.float32))
 
