@@ -1848,7 +1848,18 @@ def test_seeds_319_up_as_torch(call):
     lambda m, f, t: m.nn.PReLU(init="x")(m.zeros(2)), lambda m, f, t: m.nn.PReLU(init=[1])(m.zeros(2)),
     lambda m, f, t: m.nn.PReLU(init=t([0.5]))(m.zeros(2)), lambda m, f, t: m.nn.PReLU(init=t(0.5))(t([-2.0, 1.0])).detach(),
     lambda m, f, t: f.pairwise_distance(m.zeros(2, 3), m.ones(2, 3), p=None),
-    lambda m, f, t: f.pairwise_distance(m.zeros(2, 3), m.ones(2, 3), keepdim=1)])
+    lambda m, f, t: f.pairwise_distance(m.zeros(2, 3), m.ones(2, 3), keepdim=1),
+    # and of the tensor methods' and factories' arguments: torch's parser's TypeError (tnet's int() or float() raised
+    # ValueError, or a value's check came first, or the argument was taken)
+    lambda m, f, t: m.zeros(3, 4).split("x"), lambda m, f, t: m.zeros(3, 4).tensor_split("x"),
+    lambda m, f, t: m.zeros(3, 4).hsplit("x"), lambda m, f, t: m.zeros(3, 4).requires_grad_("x"),
+    lambda m, f, t: m.zeros(3, 4).requires_grad_(1), lambda m, f, t: m.zeros(3).isclose(m.zeros(3), rtol="x"),
+    lambda m, f, t: f.layer_norm(m.zeros(3, 4), ["x"]), lambda m, f, t: m.zeros(3, 4).rot90(1.5),
+    lambda m, f, t: m.zeros(3, 4).round(decimals=1.5), lambda m, f, t: m.randint(0, 1.5, (2,)),
+    lambda m, f, t: m.tril_indices(3, 1.5), lambda m, f, t: m.einsum(1.5, m.zeros(3, 4)),
+    lambda m, f, t: f.group_norm(m.zeros(3, 4, 1), 1.5), lambda m, f, t: m.arange(0, 1, None),
+    lambda m, f, t: m.zeros(3, 4).logsumexp(None), lambda m, f, t: m.zeros(3, 4).movedim([1], 0),
+    lambda m, f, t: m.zeros(3, 4).split([1, 2])[1], lambda m, f, t: m.zeros(3, 4).movedim([1], [0])])
 def test_seeds_470_up_as_torch(call):
     _same_outcome(call)
 

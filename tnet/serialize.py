@@ -334,6 +334,8 @@ def _decode(obj, array, as_tensor, where="obj", depth=0):
             if str(t.dtype).removeprefix("torch.") != tag:
                 raise _Bad(f"{where}: a {tag} tensor stored as {a.dtype}")
         requires_grad = obj.get("requires_grad", False)
+        if not isinstance(requires_grad, bool):
+            raise _Bad(f"{where}: requires_grad is {type(requires_grad).__name__}, not a bool")
         if requires_grad and not t.is_floating_point():
             raise _Bad(f"{where}: a {tag} tensor that requires grad")
         if obj.get("parameter"):

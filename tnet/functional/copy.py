@@ -473,7 +473,7 @@ def movedim(input, source, destination):
     check_tensors("movedim", input=input)
     n = input.ndim
     src, dst = ([*map(as_int, v)] if isinstance(v, (tuple, list)) else [as_int(v)] for v in (source, destination))
-    check_type(all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in src + dst),  # before ranges
+    check_type(isinstance(source, (tuple, list)) == isinstance(destination, (tuple, list)) and all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in src + dst),  # before ranges
                lambda: f"movedim() received an invalid combination of arguments - got (Tensor, "
                        f"{type(source).__name__}, {type(destination).__name__}), but expected ints or tuples of ints")
     src, dst = [dim_index(d, n) for d in src], [dim_index(d, n) for d in dst]
@@ -679,6 +679,7 @@ def split(tensor, split_size_or_sections, dim=0):
     """tensor in pieces along dim, each a view: of split_size_or_sections elements each (an int;
     the last may be smaller) or of the listed sizes."""
     check_args("split", "int", dim=dim)
+    check_args("split", "tuple of ints", split_size_or_sections=split_size_or_sections)  # the parser's TypeError
     split_size_or_sections = as_int(split_size_or_sections)
     if isinstance(split_size_or_sections, numbers.Integral):  # a negative size before the dim's range, as torch's
         check(split_size_or_sections >= 0,
@@ -702,6 +703,7 @@ def split(tensor, split_size_or_sections, dim=0):
 def tensor_split(input, indices_or_sections, dim=0):
     """input in views along dim, as torch.tensor_split: n sections (the first size % n one longer)
     or cut at the listed indices."""
+    check_args("tensor_split", "tuple of ints", indices_or_sections=indices_or_sections)  # the parser's TypeError
     d, size = _split_dim("tensor_split", input, dim)
     if isinstance(indices_or_sections, numbers.Integral):
         n = int(indices_or_sections)
@@ -731,6 +733,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 def rot90(input, k=1, dims=(0, 1)):
     """input rotated by k quarter turns in the plane of dims (from the first towards the second
     axis), as torch.rot90: flips and a transpose (a copy)."""
+    check_args("rot90", "int", k=k)
+    check_args("rot90", "tuple of ints", dims=dims)
     check(len(dims) == 2 and dim_index(dims[0], input.ndim) != dim_index(dims[1], input.ndim),
           lambda: f"expected rotation dims to be 2 different dims, got {dims}")
     a, b = dims
@@ -1547,6 +1551,7 @@ row_stack = vstack
 
 
 def _split_along(name, input, indices_or_sections, dim, least):
+    check_args(name, "tuple of ints", indices_or_sections=indices_or_sections)  # the parser's TypeError, first
     check(input.ndim >= least, lambda: f"torch.{name} requires a tensor with at least {least} dimension"
                                        f"{'s' if name != 'hsplit' and least > 1 else ''}, but got a tensor with "
                                        f"{input.ndim} dimensions!")

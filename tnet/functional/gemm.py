@@ -384,6 +384,8 @@ def einsum(equation, *operands):
     operand takes that operand's diagonal first; a pair with no label summed (an outer product) is an element-wise
     product instead. Not supported: sizes that broadcast (1 against n). torch's sublist form,
     einsum(op1, [0, 1], op2, [1, 2], [0, 2]), is read as its equation."""
+    check_type(isinstance(equation, (str, Tensor)),  # the sublist form starts with a tensor
+               lambda: f"einsum(): argument 'equation' (position 1) must be str, not {type(equation).__name__}")
     if not isinstance(equation, str):
         equation, operands = _einsum_sublists((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):

@@ -157,6 +157,7 @@ def _last_dims(name, input, normalized_shape):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalisation over the last len(normalized_shape) dims of each sample, then weight and bias
     of normalized_shape, as torch's; composed of the variance, mean and element-wise kernels."""
+    check_args("layer_norm", "tuple of ints", normalized_shape=normalized_shape)  # the parser's TypeError, first
     shape = _last_dims("layer_norm", input, normalized_shape)
     y = _normalised(input, tuple(range(-len(shape), 0)), eps)
     return _affine(y, weight, bias, shape, input.dtype)
@@ -181,6 +182,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalisation over each sample's groups of C / num_groups channels (and every position),
     then per-channel weight and bias, as torch's; composed as layer_norm."""
     check_tensors("group_norm", input=input)
+    check_args("group_norm", "int", num_groups=num_groups)
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     n, c = input.shape[:2]

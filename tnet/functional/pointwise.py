@@ -869,6 +869,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other| elementwise, as torch's: equal values (infinities too)
     are close, a finite and an infinite value are not, NaN is close to NaN only with equal_nan. A
     bool tensor without gradient."""
+    check_args("isclose", "float", rtol=rtol, atol=atol)
     check_args("isclose", "bool", equal_nan=equal_nan)
     check_tensors("isclose", input=input, other=other)
     check(input.dtype == other.dtype, lambda: f"isclose: {input.dtype} did not match {other.dtype}")
@@ -1056,6 +1057,7 @@ def round(input, *, decimals=0):
     """x rounded to the nearest integer, ties to even, as torch.round; decimals != 0: to that many
     decimal places (negative: tens, hundreds...), as torch's: round(x * 10^d) / 10^d, or
     round(x / 10^-d) * 10^-d, in fp32. The gradient is 0."""
+    check_args("round", "int", decimals=decimals)
     if decimals == 0:
         return _elementwise("round", input, "round")
     check_tensors("round", input=input)

@@ -348,6 +348,7 @@ def logsumexp(input, dim, keepdim=False):
     A slice of -inf gives -inf, one holding +inf gives inf, NaN gives NaN; the gradient g * exp(x -
     result) is NaN on a slice of -inf, as torch's. Integers are cast to float32 first, as torch."""
     check_tensors("logsumexp", input=input)
+    check_args("logsumexp", "tuple of ints", dim=dim)  # no None: torch's parser's TypeError
     if input.dtype not in FLOATS:
         input = input.float()
     dims = _dims("logsumexp", input, dim, keepdim)
