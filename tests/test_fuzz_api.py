@@ -1859,7 +1859,16 @@ def test_seeds_319_up_as_torch(call):
     lambda m, f, t: m.tril_indices(3, 1.5), lambda m, f, t: m.einsum(1.5, m.zeros(3, 4)),
     lambda m, f, t: f.group_norm(m.zeros(3, 4, 1), 1.5), lambda m, f, t: m.arange(0, 1, None),
     lambda m, f, t: m.zeros(3, 4).logsumexp(None), lambda m, f, t: m.zeros(3, 4).movedim([1], 0),
-    lambda m, f, t: m.zeros(3, 4).split([1, 2])[1], lambda m, f, t: m.zeros(3, 4).movedim([1], [0])])
+    lambda m, f, t: m.zeros(3, 4).split([1, 2])[1], lambda m, f, t: m.zeros(3, 4).movedim([1], [0]),
+    # and of the layers' constructors: torch's error kinds (a negative size is torch.empty's RuntimeError, where
+    # numpy's was a ValueError; a str in_channels is a TypeError; Bilinear's in1_features of 0 its ValueError)
+    lambda m, f, t: m.nn.Conv2d("x", 3, 2).weight, lambda m, f, t: m.nn.Unflatten(1, "x")(m.zeros(2, 4)),
+    lambda m, f, t: m.nn.Unflatten(1, (2, "x"))(m.zeros(2, 4)), lambda m, f, t: m.nn.Sequential("x")(m.zeros(2)),
+    lambda m, f, t: m.nn.Embedding(-1, 3).weight, lambda m, f, t: m.nn.EmbeddingBag(3, -2).weight,
+    lambda m, f, t: m.nn.BatchNorm2d(-1).weight, lambda m, f, t: m.nn.LayerNorm(-1).weight,
+    lambda m, f, t: m.nn.GroupNorm(1, -1).weight, lambda m, f, t: m.nn.PReLU(-1).weight,
+    lambda m, f, t: m.nn.Bilinear(0, 2, 3).weight, lambda m, f, t: m.nn.Bilinear(2, 3, -1).weight,
+    lambda m, f, t: m.nn.Unflatten(1, [2, 2])(m.zeros(2, 4)), lambda m, f, t: m.nn.InstanceNorm1d(-1)(m.zeros(2, 3, 4))])
 def test_seeds_470_up_as_torch(call):
     _same_outcome(call)
 

@@ -1137,6 +1137,12 @@ def _copy_loaded(t, v, assign=False):
         amp.refresh_low_copies(t)
 
 
+def _new_size(*size):
+    """size, for a layer's new parameter: torch's RuntimeError for a negative dim (numpy's is a ValueError)."""
+    check(all(d >= 0 for d in size), lambda: f"Trying to create tensor with negative dimension {min(size)}: {list(size)}")
+    return size
+
+
 def _torch_default_init(layer):
     """torch's reset_parameters of Conv2d and Linear: the weight kaiming_uniform_ with a=sqrt(5),
     U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn
@@ -1245,8 +1251,9 @@ class Conv2d(_ConvNd):
         # numpy's integers and one-element integer tensors pass for ints, as torch's parser takes them
         in_channels, out_channels, groups = (as_int(plain_ints(v)) for v in (in_channels, out_channels, groups))
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels)):
-            check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
-                  lambda: f"Conv2d: {arg} must be a positive int, got {v!r}")
+            if not isinstance(v, int) or isinstance(v, bool):  # torch's TypeError (of its `%` on the value)
+                raise InputTypeError(f"Conv2d: {arg} must be a positive int, got {v!r}")
+            check(v > 0, lambda: f"Conv2d: {arg} must be a positive int, got {v!r}")
         kh, kw = pair(kernel_size, "Conv2d: kernel_size")
         _check_conv_layer(in_channels, out_channels, groups, padding, pair(stride, "Conv2d: stride", 1),
                           padding_mode)
@@ -1627,6 +1634,7 @@ class LayerNorm(Module):
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
+        _new_size(*self.normalized_shape)
         affine = lambda value, on: Parameter(np.full(self.normalized_shape, value)) if on else None
         self.register_parameter("weight", affine(1.0, elementwise_affine))
         self.register_parameter("bias", affine(0.0, elementwise_affine and bias))
@@ -1652,6 +1660,7 @@ class RMSNorm(Module):
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
+        _new_size(*self.normalized_shape)
         self.register_parameter("weight", Parameter(np.ones(self.normalized_shape)) if elementwise_affine else None)
 
     reset_parameters = reset_affine
@@ -1672,6 +1681,7 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        _new_size(num_channels)
         self.register_parameter("weight", Parameter(np.ones(num_channels)) if affine else None)
         self.register_parameter("bias", Parameter(np.zeros(num_channels)) if affine and bias else None)
 
@@ -1700,7 +1710,7 @@ class Embedding(Module):
             raise AssertionError("Padding_idx must be within num_embeddings")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
-        table = np.empty((num_embeddings, embedding_dim)) if _weight is None else _weight
+        table = np.empty(_new_size(num_embeddings, embedding_dim)) if _weight is None else _weight
         self.weight = Parameter(table, requires_grad=not _freeze)
         if _weight is None:
             self.reset_parameters()
@@ -1851,6 +1861,8 @@ class _NormBase(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
+        if affine or track_running_stats:  # InstanceNorm's defaults make no tensor of that size
+            _new_size(num_features)
         self.register_parameter("weight", Parameter(np.ones(num_features, np.float32)) if affine else None)
         self.register_parameter("bias", Parameter(np.zeros(num_features, np.float32)) if affine and bias else None)
         track = track_running_stats
@@ -2441,6 +2453,14 @@ class Unflatten(Module):
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
+        if not isinstance(dim, str):  # torch's checks of a size (a str dim takes named sizes)
+            if not isinstance(unflattened_size, (tuple, list)):
+                raise InputTypeError(f"unflattened_size must be a tuple of ints, but found type "
+                                     f"{type(unflattened_size).__name__}")
+            for i, v in enumerate(unflattened_size):
+                if not isinstance(v, numbers.Integral) or isinstance(v, bool):
+                    raise InputTypeError(f"unflattened_size must be tuple of ints, but found element of type "
+                                         f"{type(v).__name__} at pos {i}")
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
     def forward(self, input):
@@ -2464,7 +2484,7 @@ class PReLU(Module):
             raise InputTypeError(f"fill_() received an invalid combination of arguments - got "
                                  f"({type(init).__name__}), but expected one of: (Tensor value), (Number value)")
         self.num_parameters, self.init = num_parameters, init
-        self.weight = Parameter(np.full(num_parameters, init, dtype=np.float32))
+        self.weight = Parameter(np.full(_new_size(num_parameters), init, dtype=np.float32))
 
     def reset_parameters(self):
         init.constant_(self.weight, self.init)
@@ -2739,7 +2759,8 @@ class Sequential(_Numbered):
         for name, layer in layers:
             if _TorchLayer.takes(layer):
                 layer = _TorchLayer(layer)
-            check(isinstance(layer, Module), lambda: f"Sequential: {name} is a {type(layer).__name__}, not a Module")
+            if not isinstance(layer, Module):  # torch's add_module's TypeError (unlike torch's, None is refused too)
+                raise InputTypeError(f"{type(layer).__name__} is not a Module subclass (Sequential's layer {name})")
             setattr(self, name, layer)
 
     def forward(self, input):
@@ -3546,7 +3567,7 @@ class EmbeddingBag(Module):
         self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = max_norm, norm_type, scale_grad_by_freq, sparse
         self.include_last_offset = include_last_offset
         self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
-        self.weight = Parameter(np.empty((num_embeddings, embedding_dim)) if _weight is None else _weight)
+        self.weight = Parameter(np.empty(_new_size(num_embeddings, embedding_dim)) if _weight is None else _weight)
         if _weight is None:
             self.reset_parameters()
 
@@ -3585,13 +3606,15 @@ class Bilinear(Module):
         super().__init__()
         factory_args(type(self).__name__, device, dtype)
         self.in1_features, self.in2_features, self.out_features, self.rng = in1_features, in2_features, out_features, rng
-        self.weight = Parameter(np.zeros((out_features, in1_features, in2_features), np.float32))
+        self.weight = Parameter(np.zeros(_new_size(out_features, in1_features, in2_features), np.float32))
         self.register_parameter("bias", Parameter(np.zeros(out_features, np.float32)) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self):
         rng = init_generator() if self.rng is None else self.rng
-        bound = 1 / math.sqrt(self.in1_features) if self.in1_features else 0
+        if self.in1_features == 0:  # torch's check, past the parameters' sizes
+            raise ValueError(f"in1_features must be > 0, but got (in1_features={self.in1_features})")
+        bound = 1 / math.sqrt(self.in1_features)
         for p in (self.weight, self.bias):
             if p is not None:
                 init.uniform_(p, -bound, bound, generator=rng)
