@@ -1039,6 +1039,8 @@ def _sinc_grad_rounded(g, X):
 # torch's gradient formulas of 16-bit input as its separate ops, each rounded to the dtype, where a MATH kernel's
 # single rounding differs: rule(g, *the MATH rule's operands)
 ROUNDED_GRADS = {"sinc": _sinc_grad_rounded,
+                 # g (1 + y y): y y past float16's range is inf, so -inf or inf (fuzz seed 560, case 892)
+                 "tan": lambda g, y: _pw.pointwise("mul", g, _pw.pointwise("add", _pw.pointwise("mul", y, y), 1.0)),
                  "reciprocal": lambda g, y: _pw.pointwise("mul", _pw.pointwise("neg", g), _pw.pointwise("mul", y, y))}
 
 
