@@ -310,7 +310,7 @@ def test_bad_input_messages(rng):
 def test_bad_hyperparameters_are_value_errors():
     x = tnet.tensor(np.ones((1, 3, 6, 6)))
     w = tnet.tensor(np.ones((2, 3, 3, 3)))
-    for bad in (lambda: tnet.nn.Conv2d(3, 4, 0), lambda: tnet.nn.Conv2d(3, 4, 3, stride=0),
+    for bad in (lambda: tnet.nn.Conv2d(3, 4, 0)(x), lambda: tnet.nn.Conv2d(3, 4, 3, stride=0),
                 lambda: F.conv2d(x, w, stride=0), lambda: F.max_pool2d(x, 0), lambda: F.avg_pool2d(x, 2, stride=-1),
                 lambda: F.conv2d(x, w, padding=-1),
                 lambda: F.cross_entropy(tnet.tensor(np.ones((2, 3))), tnet.tensor([0, 1]), label_smoothing=2),

@@ -409,6 +409,9 @@ def arange(*bounds, start=None, end=None, step=None, dtype=None, layout=torch.st
     dtype = dtype if dtype is None else check_dtype("arange", dtype)
     if len(bounds) > 3:
         raise InputTypeError(f"arange() takes from 1 to 3 positional arguments but {len(bounds)} were given")
+    if any(b is None for b in bounds):  # None given by position matches none of torch's forms
+        raise InputTypeError(f"arange() received an invalid combination of arguments - got "
+                             f"({', '.join(type(b).__name__ for b in bounds)})")
     if len(bounds) == 1 and end is None:  # arange(end), which takes no step
         if step is not None:
             raise InputTypeError("arange() received an invalid combination of arguments: a step needs a start")
@@ -503,6 +506,10 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layou
     if high is None or size is None:
         raise TypeError("randint() missing the high or size argument")
     low = 0 if low is None else low
+    for v in (low, high):  # torch's parser: ints (a float bound matches none of its forms)
+        if not isinstance(v, (numbers.Integral, Tensor)) or isinstance(v, bool):
+            raise InputTypeError(f"randint() received an invalid combination of arguments - got ({type(low).__name__}, "
+                                 f"{type(high).__name__}, {type(size).__name__})")
     if low >= high:  # torch's RuntimeError (numpy's is a ValueError only)
         raise InputError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
     dtype = dtype or int64
@@ -564,6 +571,9 @@ LongTensor, IntTensor, BoolTensor, ByteTensor, ShortTensor, CharTensor = (_typed
 
 def _triangle_indices(name, pick, row, col, offset, dtype, device):
     check_factory_device(name, device)
+    for arg, v in (("row", row), ("col", col), ("offset", offset)):  # torch's parser's TypeError
+        if not isinstance(v, numbers.Integral) or isinstance(v, bool):
+            raise InputTypeError(f"{name}(): argument '{arg}' must be int, not {type(v).__name__}")
     if row < 0 or col < 0:
         raise RuntimeError(f"{'row' if row < 0 else 'col'} must be non-negative, got {row if row < 0 else col}")
     return Tensor(as_storage(np.stack(pick(row, offset, col)).reshape(2, -1), dtype))

@@ -446,6 +446,8 @@ def _decode(obj, loaded, where="obj", depth=0):
             if str(t.dtype).removeprefix("torch.") != tag:
                 raise _Bad(f"{where}: a {tag} tensor stored as {a.dtype}")
         requires_grad = obj.get("requires_grad", False)
+        if not isinstance(requires_grad, bool):
+            raise _Bad(f"{where}: requires_grad is {type(requires_grad).__name__}, not a bool")
         if requires_grad and not t.is_floating_point():
             raise _Bad(f"{where}: a {tag} tensor that requires grad")
         t = loaded.tensor(t, obj["$tensor"] if view else None)

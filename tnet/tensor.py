@@ -727,6 +727,9 @@ class Tensor:
 
     def requires_grad_(self, requires_grad=True):
         """Set requires_grad on a leaf, in place; returns self. A non-leaf can't drop it, as torch."""
+        if not isinstance(requires_grad, bool):  # torch's parser's TypeError (no truthiness)
+            raise InputTypeError(f"requires_grad_(): argument 'requires_grad' (position 1) must be bool, not "
+                                 f"{type(requires_grad).__name__}")
         if self._entry is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to use a "
                                "computed variable in a subgraph that doesn't require differentiation use "

@@ -25,10 +25,10 @@ from .reduce import sum as sum_dims
 def check_conv_args(kernel, stride, padding, dilation, groups, in_channels, out_channels):
     """A convolution's arguments as torch takes them: stride and dilation positive ints or
     pairs, padding an int, a pair, 'valid' or 'same' (stride 1 only, as torch), groups a
-    positive int that divides both channel counts, no kernel dim of size 0 (torch's RuntimeError)."""
+    positive int that divides both channel counts. A kernel dim of size 0 passes, as torch's layers take
+    it: the convolution raises torch's error at the forward (check_kernel_size)."""
     conv_arg_types(stride, padding, dilation, groups)
     _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out_channels)
-    check_kernel_size(kernel)
 
 
 def _conv_arg_values(kernel, stride, padding, dilation, groups, in_channels, out_channels, batch=None):

@@ -490,7 +490,7 @@ def movedim(input, source, destination):
     check_tensors("movedim", input=input)
     n = input.ndim
     src, dst = ([*map(as_int, v)] if isinstance(v, (tuple, list)) else [as_int(v)] for v in (source, destination))
-    check_type(all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in src + dst),  # before ranges
+    check_type(isinstance(source, (tuple, list)) == isinstance(destination, (tuple, list)) and all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in src + dst),  # before ranges
                lambda: f"movedim() received an invalid combination of arguments - got (Tensor, "
                        f"{type(source).__name__}, {type(destination).__name__}), but expected ints or tuples of ints")
     src, dst = [dim_index(d, n) for d in src], [dim_index(d, n) for d in dst]
@@ -611,6 +611,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         counts = input.memory.cpu().numpy()
         check(counts.min(initial=0) >= 0, "repeats can not be negative")
         return tensor(np.repeat(np.arange(len(counts)), counts), dtype=input.dtype)
+    # torch's parser takes an int or a tensor (tnet a list or tuple too): another type is its TypeError
+    check_type(isinstance(repeats, (numbers.Integral, Tensor, list, tuple)) and not isinstance(repeats, bool),
+               lambda: f"repeat_interleave() received an invalid combination of arguments - got (Tensor, "
+                       f"{type(repeats).__name__})")
     if dim is None:
         input, dim = reshape(input, -1), 0
     d = dim_index(dim, input.ndim)
@@ -694,6 +698,7 @@ def split(tensor, split_size_or_sections, dim=0):
     """tensor in pieces along dim, each a view: of split_size_or_sections elements each (an int;
     the last may be smaller) or of the listed sizes."""
     check_args("split", "int", dim=dim)
+    check_args("split", "tuple of ints", split_size_or_sections=split_size_or_sections)  # the parser's TypeError
     split_size_or_sections = as_int(split_size_or_sections)
     if isinstance(split_size_or_sections, numbers.Integral):  # a negative size before the dim's range, as torch's
         check(split_size_or_sections >= 0,
@@ -716,6 +721,7 @@ def split(tensor, split_size_or_sections, dim=0):
 def tensor_split(input, indices_or_sections, dim=0):
     """input in views along dim, as torch.tensor_split: n sections (the first size % n one longer)
     or cut at the listed indices."""
+    check_args("tensor_split", "tuple of ints", indices_or_sections=indices_or_sections)  # the parser's TypeError
     d, size = _split_dim("tensor_split", input, dim)
     if isinstance(indices_or_sections, numbers.Integral):
         n = int(indices_or_sections)
@@ -745,6 +751,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 def rot90(input, k=1, dims=(0, 1)):
     """input rotated by k quarter turns in the plane of dims (from the first towards the second
     axis), as torch.rot90: flips and a transpose (a copy)."""
+    check_args("rot90", "int", k=k)
+    check_args("rot90", "tuple of ints", dims=dims)
     check(len(dims) == 2 and dim_index(dims[0], input.ndim) != dim_index(dims[1], input.ndim),
           lambda: f"expected rotation dims to be 2 different dims, got {dims}")
     a, b = dims
@@ -998,6 +1006,7 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
     weight's version changes). No index renorms no row (nor writes weight). A weight expanded along its rows
     (one row in memory) is renormed as torch's loop over the sorted unique indices renorms it: once (the row
     renormed is within max_norm for its aliases after it); another that overlaps itself raises torch's error."""
+    check_args("embedding_renorm_", "float", max_norm=max_norm, norm_type=norm_type)  # the parser's, first
     if not indices.numel():
         return
     with no_grad():
@@ -1567,6 +1576,7 @@ row_stack = vstack
 
 
 def _split_along(name, input, indices_or_sections, dim, least):
+    check_args(name, "tuple of ints", indices_or_sections=indices_or_sections)  # the parser's TypeError, first
     check(input.ndim >= least, lambda: f"torch.{name} requires a tensor with at least {least} dimension"
                                        f"{'s' if name != 'hsplit' and least > 1 else ''}, but got a tensor with "
                                        f"{input.ndim} dimensions!")

@@ -179,8 +179,8 @@ def _chebyshev(diff):
     g sign(diff) (1 - min(1, ceil(||diff| - d|))): g sign(diff) at each element whose |diff| is the norm d (every one
     of a tie, where vector_norm's shares g), 0 at the others, NaN where |diff| - d is NaN (an infinite norm's
     infinite elements too)."""
-    with no_grad():
-        d = vector_norm(diff, math.inf, -1)
+    with no_grad():  # no columns: 0, as torch's (vector_norm's inf norm, without an identity, raises there)
+        d = vector_norm(diff, math.inf, -1) if diff.shape[-1] else _reduce_sum(abs(diff), -1)
 
     def grads(g):
         gap = sub(abs(diff), unsqueeze(d, -1))
@@ -384,6 +384,8 @@ def einsum(equation, *operands):
     operand takes that operand's diagonal first; a pair with no label summed (an outer product) is an element-wise
     product instead. Not supported: sizes that broadcast (1 against n). torch's sublist form,
     einsum(op1, [0, 1], op2, [1, 2], [0, 2]), is read as its equation."""
+    check_type(isinstance(equation, (str, Tensor)),  # the sublist form starts with a tensor
+               lambda: f"einsum(): argument 'equation' (position 1) must be str, not {type(equation).__name__}")
     if not isinstance(equation, str):
         equation, operands = _einsum_sublists((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):

@@ -1,5 +1,6 @@
 """The checks every op makes of its tensor arguments (and of its bool, int and number ones), which of
 them need a gradient, numpy's argument names, the losses' deprecated reduction arguments, and `out=`."""
+import builtins
 import functools
 import numbers
 import warnings
@@ -42,6 +43,8 @@ _KINDS = {  # torch's argument parser: a bool is no int; a tensor passes for a n
                       or isinstance(v, Tensor) and not v.is_floating_point()),
     "float": lambda v: isinstance(v, (numbers.Real, Tensor)),
     "str": lambda v: isinstance(v, str),
+    # an int or a tuple or list of ints (a size, sizes, dims, split points), or an integer tensor (a 0-d one an int)
+    "tuple of ints": lambda v: (_KINDS["int"](v) or isinstance(v, (tuple, list)) and builtins.all(_KINDS["int"](i) for i in v)),
     "Tensor": lambda v: v is None or isinstance(v, Tensor),  # an optional tensor argument
 }
 
@@ -59,7 +62,8 @@ ABSENT = _Absent()
 
 def check_args(name, kind, **args):
     """Each keyword argument must be of kind 'bool' (True or False), 'int' (an integer, not a bool),
-    'float' (a real number), 'str' or 'Tensor' (a tnet.Tensor or None: torch's optional tensor); else torch's
+    'float' (a real number), 'str', 'tuple of ints' (an int or a sequence of them) or 'Tensor' (a tnet.Tensor or
+    None: torch's optional tensor); else torch's
     argument parser's TypeError (InputTypeError), which it raises before any check of the values:
     "name(): argument 'arg' must be bool, not str"."""
     ok = _KINDS[kind]

@@ -51,6 +51,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise ValueError(f"batch_norm eps must be positive during training, but got {eps}")
     if eps < 0.0:
         raise ValueError(f"batch_norm eps must be non-negative, but got {eps}")
+    if momentum is not None:  # torch.batch_norm's parser's TypeError, past F.batch_norm's checks (None: tnet's own)
+        check_args("batch_norm", "float", momentum=momentum)
     if input.numel() == 0:  # torch's empty batch: input * weight[0] + bias[0], no size checked, no statistic updated
         if training and num_batches_tracked is not None:  # but the batch counted, as by torch's module
             copy_(num_batches_tracked.memory, add(num_batches_tracked, 1).memory)
@@ -208,6 +210,7 @@ def _last_dims(name, input, normalized_shape):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalisation over the last len(normalized_shape) dims of each sample, then weight and bias
     of normalized_shape, as torch's; composed of the variance, mean and element-wise kernels (_native_norm)."""
+    check_args("layer_norm", "tuple of ints", normalized_shape=normalized_shape)  # the parser's TypeError, first
     shape = _last_dims("layer_norm", input, normalized_shape)
     return _native_norm("native_layer_norm", input, input.shape, tuple(range(-len(shape), 0)), eps, weight, bias, shape)
 
@@ -231,6 +234,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalisation over each sample's groups of C / num_groups channels (and every position),
     then per-channel weight and bias, as torch's; composed as layer_norm."""
     check_tensors("group_norm", input=input)
+    check_args("group_norm", "int", num_groups=num_groups)
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     n, c = input.shape[:2]

@@ -561,11 +561,12 @@ def rpow(input, base):
         y = _pw.pointwise("pow", torch.full((), _pw.round_to(float(base), X.dtype), dtype=X.dtype, device=X.device), X)
         return _record_each("pow", y, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y, math.log(base))),),
                             saved=(y,))
-    if math.isfinite(base):
-        return exp2(mul(input, math.log2(base)))
-    # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf); the gradient torch's g (y log(base)): inf ** 0's is inf, not NaN
+    # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf); the gradient torch's g (y log(base)), y log(base) first: it
+    # overflows where y is near the range's end (1e30 ** 1.23 is 6.8e36, times log(1e30) past it), and inf ** 0's
+    # is inf, not NaN
     with no_grad():
-        y = where(eq(input, 0), 1.0, exp2(mul(input, math.log2(base))))
+        y = exp2(mul(input, math.log2(base)))
+        y = y if math.isfinite(base) else where(eq(input, 0), 1.0, y)
     return _record_each("pow", y.memory, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y.memory, math.log(base))),),
                         saved=(y.memory,), graph=lambda g, out: (mul(g, mul(out, math.log(base))),))
 
@@ -616,6 +617,7 @@ def hardsigmoid(input, inplace=False):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """x where x > 0, else negative_slope * x. """ + INPLACE
+    check_args("leaky_relu", "float", negative_slope=negative_slope)  # torch's parser's TypeError, first
     if inplace:
         return _written("leaky_relu", input, negative_slope)
     return _unary("leaky_relu", input, "leaky_relu", "leaky_relu_backward", False, float(negative_slope),
@@ -624,6 +626,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def elu(input, alpha=1.0, inplace=False):
     """x where x > 0, else alpha * (exp(x) - 1) (an accurate expm1). """ + INPLACE
+    check_args("elu", "float", alpha=alpha)  # torch's parser's TypeError, first
     if inplace:
         return _written("elu", input, alpha)
     return _unary("elu", input, "elu", "elu_backward", False, float(alpha), 1.0, graph=_elu_graph)
@@ -644,7 +647,8 @@ def clamp(input, min=None, max=None):
     NaN, and min > max gives max. Gradients as torch's: x takes g where min <= x <= max (bounds
     included), min where x < min < max (or x < min without max), max where x > max or max < min;
     each summed back over the dims its operand was broadcast along. Integer tensors with int
-    (number) bounds clamp exactly in their dtype (bool: int64), with a float bound in float32."""
+    (number) bounds clamp exactly in their dtype (bool: int64), with a float bound in float32; a bool tensor
+    with bool bounds raises torch's NotImplementedError."""
     return _clamp("clamp", input, min, max)
 
 
@@ -669,6 +673,10 @@ def _clamp(name, input, min, max):
         check_type(v is None or isinstance(v, numbers.Real),
               lambda: f"clamp: {arg} must be a number, a tnet.Tensor or None, got {type(v).__name__}")
     X = input.memory
+    if X.dtype == torch.bool and all(v is None or isinstance(v, bool) for v in (min, max)):
+        # a bool tensor with bool bounds is a bool clamp, which torch's kernels lack (an int bound promotes to int64)
+        which = "" if min is not None and max is not None else "_min" if max is None else "_max"
+        raise not_implemented(f"clamp{which}_scalar_cpu", torch.bool)
     if X.dtype in _pw.INTEGERS:
         if not all(v is None or isinstance(v, numbers.Integral) for v in (min, max)):
             return _clamp(name, Tensor(ints_as_float32(X)), min, max)
@@ -874,6 +882,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """|input - other| <= atol + rtol * |other| elementwise, as torch's: equal values (infinities too)
     are close, a finite and an infinite value are not, NaN is close to NaN only with equal_nan. A
     bool tensor without gradient."""
+    check_args("isclose", "float", rtol=rtol, atol=atol)
     check_args("isclose", "bool", equal_nan=equal_nan)
     check_tensors("isclose", input=input, other=other)
     check(input.dtype == other.dtype, lambda: f"isclose: {input.dtype} did not match {other.dtype}")
@@ -1043,6 +1052,8 @@ def _sinc_grad_rounded(g, X):
 # torch's gradient formulas of 16-bit input as its separate ops, each rounded to the dtype, where a MATH kernel's
 # single rounding differs: rule(g, *the MATH rule's operands)
 ROUNDED_GRADS = {"sinc": _sinc_grad_rounded,
+                 # g (1 + y y): y y past float16's range is inf, so -inf or inf (fuzz seed 560, case 892)
+                 "tan": lambda g, y: _pw.pointwise("mul", g, _pw.pointwise("add", _pw.pointwise("mul", y, y), 1.0)),
                  "reciprocal": lambda g, y: _pw.pointwise("mul", _pw.pointwise("neg", g), _pw.pointwise("mul", y, y))}
 
 
@@ -1061,6 +1072,7 @@ def round(input, *, decimals=0):
     """x rounded to the nearest integer, ties to even, as torch.round; decimals != 0: to that many
     decimal places (negative: tens, hundreds...), as torch's: round(x * 10^d) / 10^d, or
     round(x / 10^-d) * 10^-d, in fp32. The gradient is 0."""
+    check_args("round", "int", decimals=decimals)
     if decimals == 0:
         return _elementwise("round", input, "round")
     check_tensors("round", input=input)
@@ -1145,6 +1157,7 @@ def tanhshrink(input):
 
 def threshold(input, threshold, value, inplace=False):
     """x where x > threshold, else value (NaN kept); the gradient is 0 where x <= threshold. """ + INPLACE
+    check_args("threshold", "float", threshold=threshold, value=value)  # torch's parser's TypeError, first
     if inplace:
         return _written("threshold", input, threshold, value)
     check_tensors("threshold", input=input)

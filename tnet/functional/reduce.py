@@ -350,6 +350,7 @@ def logsumexp(input, dim, keepdim=False):
     A slice of -inf gives -inf, one holding +inf gives inf, NaN gives NaN; the gradient g * exp(x -
     result) is NaN on a slice of -inf, as torch's. Integers are cast to float32 first, as torch."""
     check_tensors("logsumexp", input=input)
+    check_args("logsumexp", "tuple of ints", dim=dim)  # no None: torch's parser's TypeError
     if input.dtype not in FLOATS:
         input = input.float()
     dims = _dims("logsumexp", input, dim, keepdim)
@@ -417,6 +418,7 @@ def _correction(name, dim, unbiased, correction):
     if isinstance(dim, bool):  # var(x, False): the second argument is unbiased
         dim, unbiased = None, dim
     check_args(name, "float", correction=0 if correction is None else correction)  # before the dims, as torch's parser
+    check_args(name, "bool", unbiased=False if unbiased is None else unbiased)
     check(unbiased is None or correction is None, lambda: f"{name}: give unbiased or correction, not both")
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
@@ -749,10 +751,11 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     dim = () if dim is None else dim
     if ord == 2:
         return _two_norm(x, dim, keepdim)
-    if ord in (math.inf, -math.inf):
+    if ord < 0 or ord == math.inf:  # a min, a max or a sum of |x|^-p under a negative power: no identity
         reduced = [x.shape[d] for d in _dims("linalg.vector_norm", x, dim)]  # () is every dim, 0 the first
-        check(x.ndim == 0 or builtins.all(reduced), "linalg.vector_norm cannot compute the inf norm on an empty tensor "
-                                           "because the operation does not have an identity")
+        check(x.ndim == 0 or builtins.all(reduced), lambda: f"linalg.vector_norm cannot compute the {ord} norm on an "
+                                                            f"empty tensor because the operation does not have an identity")
+    if ord in (math.inf, -math.inf):
         return _inf_norm(x, ord > 0, dim, keepdim)
     if ord == 1:
         return sum(abs(x), dim, keepdim)
@@ -979,6 +982,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """||x1 - x2 + eps||_p over the last dim (broadcasting x1 and x2), as torch's."""
     check_tensors("pairwise_distance", x1=x1, x2=x2)
+    check_args("pairwise_distance", "float", p=p, eps=eps)  # torch's parser's TypeErrors (p=None is no 2-norm)
+    check_args("pairwise_distance", "bool", keepdim=keepdim)
     return norm(add(sub(x1, x2), eps), p, builtins.max(x1.ndim, x2.ndim) - 1, keepdim)
 
 
@@ -1098,7 +1103,9 @@ def mvlgamma(input, p):
     p (p - 1) / 4 log(pi), as torch.mvlgamma (differentiable). Elements at or below (p - 1) / 2 are not
     refused (torch 2.13 dropped its check): they give lgamma's values there (inf at its poles)."""
     check_tensors("mvlgamma", input=input)
-    check(isinstance(p, numbers.Integral) and p >= 1, "p has to be greater than or equal to 1")
+    check_args("mvlgamma", "int", p=p)  # torch's parser's TypeError (a bool or a float p too)
+    p = int(p)
+    check(p >= 1, "p has to be greater than or equal to 1")
     check(input.dtype in _pw.FLOATS, lambda: f"mvlgamma: expected a float tensor, got {input.dtype}")
     terms = lgamma(add(unsqueeze(input, -1), arange(0.0, -p / 2.0, -0.5, dtype=input.dtype)))
     return add(sum(terms, -1), p * (p - 1) / 4.0 * math.log(math.pi))

@@ -389,6 +389,8 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     element is >= the value (right, or side 'right': >), NaN the largest, as torch.searchsorted
     (sorter: the indices that sort the rows). A binary search kernel; int64 (out_int32: int32)."""
     check_args("searchsorted", "bool", out_int32=out_int32, right=right)
+    if side is not None:
+        check_args("searchsorted", "str", side=side)
     check_tensors("searchsorted", sorted_sequence=sorted_sequence)
     check(side in (None, "left", "right"), lambda: f"torch.searchsorted(): side can only be 'left' or 'right' but got "
                                                    f"{side}")

@@ -1,6 +1,7 @@
 """Modules in the PyTorch style, with Caffe's fillers and per-parameter lr/decay multipliers."""
 import dataclasses
 import math
+import numbers
 import operator
 import sys
 import warnings
@@ -1147,6 +1148,12 @@ def _copy_loaded(t, v, assign=False):
         amp.refresh_low_copies(t)
 
 
+def _new_size(*size):
+    """size, for a layer's new parameter: torch's RuntimeError for a negative dim (numpy's is a ValueError)."""
+    check(all(d >= 0 for d in size), lambda: f"Trying to create tensor with negative dimension {min(size)}: {list(size)}")
+    return size
+
+
 def _torch_default_init(layer):
     """torch's reset_parameters of Conv2d and Linear: the weight kaiming_uniform_ with a=sqrt(5),
     U(-1/sqrt(fan_in), 1/sqrt(fan_in)), the bias U(-1/sqrt(fan_in), 1/sqrt(fan_in)), drawn
@@ -1171,8 +1178,9 @@ def _torch_default_init(layer):
 def _check_conv_layer(in_channels, out_channels, groups, padding=0, stride=(1,), padding_mode="zeros"):
     """torch's _ConvNd.__init__ checks, in its order and with its ValueErrors' messages (an InputError is
     one): groups positive and dividing both channel counts, a padding string ('same': stride (a tuple) all 1)
-    and padding_mode. Unlike torch's, a layer also checks its kernel, stride, padding and dilation values
-    here (check_conv_args), where torch raises at the first forward."""
+    and padding_mode. Unlike torch's, a layer also checks its stride, padding and dilation values here
+    (check_conv_args), where torch raises at the first forward; a kernel dim of size 0 passes, as torch's, and
+    raises torch's error (an empty batch's IndexError) at the forward."""
     check(groups > 0, "groups must be a positive integer")
     check(in_channels % groups == 0, "in_channels must be divisible by groups")
     check(out_channels % groups == 0, "out_channels must be divisible by groups")
@@ -1254,9 +1262,10 @@ class Conv2d(_ConvNd):
         # numpy's integers and one-element integer tensors pass for ints, as torch's parser takes them
         in_channels, out_channels, groups = (as_int(plain_ints(v)) for v in (in_channels, out_channels, groups))
         for arg, v in (("in_channels", in_channels), ("out_channels", out_channels)):
-            check(isinstance(v, int) and not isinstance(v, bool) and v > 0,
-                  lambda: f"Conv2d: {arg} must be a positive int, got {v!r}")
-        kh, kw = pair(kernel_size, "Conv2d: kernel_size", 1)
+            if not isinstance(v, int) or isinstance(v, bool):  # torch's TypeError (of its `%` on the value)
+                raise InputTypeError(f"Conv2d: {arg} must be a positive int, got {v!r}")
+            check(v > 0, lambda: f"Conv2d: {arg} must be a positive int, got {v!r}")
+        kh, kw = pair(kernel_size, "Conv2d: kernel_size")
         _check_conv_layer(in_channels, out_channels, groups, padding, pair(stride, "Conv2d: stride", 1),
                           padding_mode)
         check_conv_args((kh, kw), stride, padding, dilation, groups, in_channels, out_channels)
@@ -1454,7 +1463,7 @@ class _ConvTransposeNd(_ConvNd):
         name = type(self).__name__
         if padding_mode != "zeros":  # torch's first check
             raise ValueError(f'Only "zeros" padding mode is supported for {name}')
-        kernel = ntuple(kernel_size, self.dims, f"{name}: kernel_size", 1)
+        kernel = ntuple(kernel_size, self.dims, f"{name}: kernel_size")
         _check_conv_layer(in_channels, out_channels, groups)  # torch's checks of padding: at the forward
         factory_args(name, device, dtype)
         tup = lambda v, name: ntuple(v, self.dims, name)  # torch's tuples
@@ -1520,7 +1529,7 @@ class Conv3d(_ConvNd):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", device=None, dtype=None, *, rng=None):
         super().__init__()
-        kernel = triple(kernel_size, "Conv3d: kernel_size", 1, True)
+        kernel = triple(kernel_size, "Conv3d: kernel_size", 0, True)
         _check_conv_layer(in_channels, out_channels, groups, padding, triple(stride, "stride", 1, True), padding_mode)
         check_conv_args(kernel[1:], 1, 0, 1, groups, in_channels, out_channels)
         factory_args(type(self).__name__, device, dtype)
@@ -1636,6 +1645,7 @@ class LayerNorm(Module):
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
+        _new_size(*self.normalized_shape)
         affine = lambda value, on: Parameter(np.full(self.normalized_shape, value)) if on else None
         self.register_parameter("weight", affine(1.0, elementwise_affine))
         self.register_parameter("bias", affine(0.0, elementwise_affine and bias))
@@ -1661,6 +1671,7 @@ class RMSNorm(Module):
         self.normalized_shape = ((normalized_shape,) if isinstance(normalized_shape, int)
                                  else tuple(normalized_shape))
         self.eps, self.elementwise_affine = eps, elementwise_affine
+        _new_size(*self.normalized_shape)
         self.register_parameter("weight", Parameter(np.ones(self.normalized_shape)) if elementwise_affine else None)
 
     reset_parameters = reset_affine
@@ -1681,6 +1692,7 @@ class GroupNorm(Module):
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
+        _new_size(num_channels)
         self.register_parameter("weight", Parameter(np.ones(num_channels)) if affine else None)
         self.register_parameter("bias", Parameter(np.zeros(num_channels)) if affine and bias else None)
 
@@ -1709,7 +1721,7 @@ class Embedding(Module):
             raise AssertionError("Padding_idx must be within num_embeddings")
         self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
         self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
-        table = np.empty((num_embeddings, embedding_dim)) if _weight is None else _weight
+        table = np.empty(_new_size(num_embeddings, embedding_dim)) if _weight is None else _weight
         self.weight = Parameter(table, requires_grad=not _freeze)
         if _weight is None:
             self.reset_parameters()
@@ -1860,6 +1872,8 @@ class _NormBase(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
+        if affine or track_running_stats:  # InstanceNorm's defaults make no tensor of that size
+            _new_size(num_features)
         self.register_parameter("weight", Parameter(np.ones(num_features, np.float32)) if affine else None)
         self.register_parameter("bias", Parameter(np.zeros(num_features, np.float32)) if affine and bias else None)
         track = track_running_stats
@@ -2450,6 +2464,14 @@ class Unflatten(Module):
 
     def __init__(self, dim, unflattened_size):
         super().__init__()
+        if not isinstance(dim, str):  # torch's checks of a size (a str dim takes named sizes)
+            if not isinstance(unflattened_size, (tuple, list)):
+                raise InputTypeError(f"unflattened_size must be a tuple of ints, but found type "
+                                     f"{type(unflattened_size).__name__}")
+            for i, v in enumerate(unflattened_size):
+                if not isinstance(v, numbers.Integral) or isinstance(v, bool):
+                    raise InputTypeError(f"unflattened_size must be tuple of ints, but found element of type "
+                                         f"{type(v).__name__} at pos {i}")
         self.dim, self.unflattened_size = dim, tuple(unflattened_size)
 
     def forward(self, input):
@@ -2465,8 +2487,15 @@ class PReLU(Module):
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
         factory_args(type(self).__name__, device, dtype)
+        if isinstance(init, Tensor):  # torch's fill_ takes a 0-d tensor's value
+            check(init.ndim == 0, lambda: f"fill_ only supports 0-dimension value tensor but got tensor with "
+                                          f"{init.ndim} dimensions.")
+            init = init.item()
+        if not isinstance(init, numbers.Real):
+            raise InputTypeError(f"fill_() received an invalid combination of arguments - got "
+                                 f"({type(init).__name__}), but expected one of: (Tensor value), (Number value)")
         self.num_parameters, self.init = num_parameters, init
-        self.weight = Parameter(np.full(num_parameters, init, dtype=np.float32))
+        self.weight = Parameter(np.full(_new_size(num_parameters), init, dtype=np.float32))
 
     def reset_parameters(self):
         init.constant_(self.weight, self.init)
@@ -2741,7 +2770,8 @@ class Sequential(_Numbered):
         for name, layer in layers:
             if _TorchLayer.takes(layer):
                 layer = _TorchLayer(layer)
-            check(isinstance(layer, Module), lambda: f"Sequential: {name} is a {type(layer).__name__}, not a Module")
+            if not isinstance(layer, Module):  # torch's add_module's TypeError (unlike torch's, None is refused too)
+                raise InputTypeError(f"{type(layer).__name__} is not a Module subclass (Sequential's layer {name})")
             setattr(self, name, layer)
 
     def forward(self, input):
@@ -3548,7 +3578,7 @@ class EmbeddingBag(Module):
         self.max_norm, self.norm_type, self.scale_grad_by_freq, self.sparse = max_norm, norm_type, scale_grad_by_freq, sparse
         self.include_last_offset = include_last_offset
         self.padding_idx = None if padding_idx is None else padding_idx % num_embeddings
-        self.weight = Parameter(np.empty((num_embeddings, embedding_dim)) if _weight is None else _weight)
+        self.weight = Parameter(np.empty(_new_size(num_embeddings, embedding_dim)) if _weight is None else _weight)
         if _weight is None:
             self.reset_parameters()
 
@@ -3587,13 +3617,15 @@ class Bilinear(Module):
         super().__init__()
         factory_args(type(self).__name__, device, dtype)
         self.in1_features, self.in2_features, self.out_features, self.rng = in1_features, in2_features, out_features, rng
-        self.weight = Parameter(np.zeros((out_features, in1_features, in2_features), np.float32))
+        self.weight = Parameter(np.zeros(_new_size(out_features, in1_features, in2_features), np.float32))
         self.register_parameter("bias", Parameter(np.zeros(out_features, np.float32)) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self):
         rng = init_generator() if self.rng is None else self.rng
-        bound = 1 / math.sqrt(self.in1_features) if self.in1_features else 0
+        if self.in1_features == 0:  # torch's check, past the parameters' sizes
+            raise ValueError(f"in1_features must be > 0, but got (in1_features={self.in1_features})")
+        bound = 1 / math.sqrt(self.in1_features)
         for p in (self.weight, self.bias):
             if p is not None:
                 init.uniform_(p, -bound, bound, generator=rng)
