@@ -1835,3 +1835,20 @@ def test_seeds_319_up_as_torch(call):
     lambda m, f, t: f.multilabel_margin_loss(t([[0.5, 1.0, -1.0, 2.0]]), t([[3, 0, -1, 2]]))])
 def test_seeds_of_the_aliases_as_torch(call):
     _same_outcome(call, rtol=1e-2)
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 700 up
+    # binary_cross_entropy's weight broadcasts to target's shape, no further: torch expands it and its kernel's
+    # output keeps target's shape (found beside seed 708, case 465: tnet gave a [2, 3] loss)
+    lambda m, f, t: f.binary_cross_entropy(m.full((3,), 0.5), m.full((3,), 0.25), weight=m.ones(2, 3), reduction="none"),
+    lambda m, f, t: f.binary_cross_entropy(m.full((3,), 0.5), m.full((3,), 0.25), weight=m.ones(4)),
+    lambda m, f, t: f.binary_cross_entropy(m.full((2, 3), 0.5), m.full((2, 3), 0.25), weight=t([1.0, 2.0, 3.0]))])
+def test_seeds_700_up_as_torch(call):
+    _same_outcome(call)
+
+
+def test_binary_cross_entropy_refuses_a_number_weight():
+    # seed 708, case 465: weight=-7 scaled the loss; torch's weight.size() raises AttributeError, tnet a TypeError
+    with pytest.raises(AttributeError):
+        tF.binary_cross_entropy(torch.full((3,), 0.5), torch.full((3,), 0.25), weight=-7)
+    one_line_error(TypeError, lambda: F.binary_cross_entropy(tnet.full((3,), 0.5), tnet.full((3,), 0.25), weight=-7))
