@@ -1846,7 +1846,11 @@ def test_seeds_of_the_aliases_as_torch(call):
     # narrow_copy's own check of a dim past the last is a RuntimeError, before narrow's IndexError for a negative
     # one (seed 804 on the aliases' entries, case 1418)
     lambda m, f, t: m.narrow_copy(m.zeros(3, 1, dtype=torch.bool), 7, 9, 9), lambda m, f, t: m.narrow_copy(m.zeros(3), 1, 0, 1),
-    lambda m, f, t: m.narrow_copy(m.zeros(3, 1), -3, 0, 1), lambda m, f, t: m.narrow_copy(m.zeros(3, 2), 1, -1, 1)])
+    lambda m, f, t: m.narrow_copy(m.zeros(3, 1), -3, 0, 1), lambda m, f, t: m.narrow_copy(m.zeros(3, 2), 1, -1, 1),
+    # multi_margin_loss's margin must be a number (torch's parser) before the target's range (seed 713, case 434)
+    lambda m, f, t: f.multi_margin_loss(m.zeros(3, 1), t([0, 2, 0]), margin="x"),
+    lambda m, f, t: f.multi_margin_loss(m.zeros(3, 2), t([0, 1, 1]), margin=None),
+    lambda m, f, t: f.multi_margin_loss(m.zeros(3, 2), t([0, 1, 1]), margin=t(0.5))])
 def test_seeds_700_up_as_torch(call):
     _same_outcome(call)
 

@@ -63,6 +63,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.ndim != 1:
         raise ValueError("weight must be one-dimensional")
+    check_args("multi_margin_loss", "float", margin=margin)  # torch's parser, before the target's range
     x, t = _as_batch("multi_margin_loss", input, target)
     z = add(sub(margin, gather(x, 1, t)), x)  # torch's order (margin - x[y]) + x[i], its rounding
     # torch sums the terms i != y (the target's own is no margin) where z > 0: a NaN one is left out, zeroed
