@@ -1860,3 +1860,15 @@ def test_binary_cross_entropy_refuses_a_number_weight():
     with pytest.raises(AttributeError):
         tF.binary_cross_entropy(torch.full((3,), 0.5), torch.full((3,), 0.25), weight=-7)
     one_line_error(TypeError, lambda: F.binary_cross_entropy(tnet.full((3,), 0.5), tnet.full((3,), 0.25), weight=-7))
+
+
+@pytest.mark.parametrize("shapes", [((3, 0), (1, 3, 0, 2)), ((0, 3), (2, 3, 2))])
+def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
+    # a [3, 0] matrix times a batch: its gradient sums the batch into an empty output, whose split count divided by
+    # no tiles (seed 729 on the aliases' tool, case 881: ZeroDivisionError)
+    (sa, sb), got, want = shapes, [], []
+    for m, out in ((torch, want), (tnet, got)):
+        a, b = m.ones(*sa, requires_grad=True), m.ones(*sb, requires_grad=True)
+        m.matmul(a, b).sum().backward()
+        out += [tuple(a.grad.shape), tuple(b.grad.shape), float(b.grad.sum())]
+    assert got == want
