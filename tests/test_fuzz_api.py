@@ -1850,7 +1850,14 @@ def test_seeds_of_the_aliases_as_torch(call):
     # multi_margin_loss's margin must be a number (torch's parser) before the target's range (seed 713, case 434)
     lambda m, f, t: f.multi_margin_loss(m.zeros(3, 1), t([0, 2, 0]), margin="x"),
     lambda m, f, t: f.multi_margin_loss(m.zeros(3, 2), t([0, 1, 1]), margin=None),
-    lambda m, f, t: f.multi_margin_loss(m.zeros(3, 2), t([0, 1, 1]), margin=t(0.5))])
+    lambda m, f, t: f.multi_margin_loss(m.zeros(3, 2), t([0, 1, 1]), margin=t(0.5)),
+    # diff with n=0 is a copy of input, prepend and append not joined (their shapes checked), dim unchecked without
+    # them; torch's order of checks (seed 729 on the aliases' tool, case 1285: tnet joined a bf16 prepend, float32)
+    lambda m, f, t: m.diff(m.ones(3, 2).half(), n=0, dim=-2, prepend=m.zeros(3, 2).bfloat16()),
+    lambda m, f, t: m.diff(m.ones(3, 2), n=0, dim=5), lambda m, f, t: m.diff(m.ones(3, 2), n=0, prepend=m.zeros(1, 2)),
+    lambda m, f, t: m.diff(m.ones(3, 2), prepend=m.zeros(2)), lambda m, f, t: m.diff(m.ones(3, 2), n=-1, dim=9),
+    lambda m, f, t: m.diff(m.ones(3, 2), n=0, dim=9, prepend=m.zeros(3, 1)), lambda m, f, t: m.diff(t(1.0), n=-1),
+    lambda m, f, t: m.diff(m.ones(3, 2), n=2, dim=0, append=t([[1.0, 5.0]]))])
 def test_seeds_700_up_as_torch(call):
     _same_outcome(call)
 

@@ -727,10 +727,21 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
-    """The n-th forward difference along dim (prepend/append joined first), as torch.diff."""
+    """The n-th forward difference along dim (prepend/append joined first), as torch.diff, whose checks come in
+    its order; n = 0 gives a copy of input itself, prepend and append not joined (their shapes checked)."""
     check_args("diff", "int", n=n, dim=dim)  # types before values, as torch's parser
-    check(n >= 0, lambda: f"diff expects n to be non-negative, got {n}")
     check(input.ndim > 0, "diff expects input to be at least one-dimensional")
+    check(n >= 0, lambda: f"order must be non-negative but got {n}")
+    for other in (prepend, append):
+        if other is not None:
+            d = dim_index(dim, input.ndim)
+            check(other.ndim == input.ndim, "diff expects prepend or append to be the same dimension as input")
+            for i in range(input.ndim):
+                check(i == d or other.shape[i] == input.shape[i], lambda: "diff expects the shape of tensor to prepend or "
+                      f"append to match that of input except along the differencing dimension; input.size({i}) = "
+                      f"{input.shape[i]}, but got tensor.size({i}) = {other.shape[i]}")
+    if n == 0:  # torch's: dim unchecked without prepend or append
+        return clone(input)
     d = dim_index(dim, input.ndim)
     x = cat([v for v in (prepend, input, append) if v is not None], d) if prepend is not None or append is not None \
         else input
