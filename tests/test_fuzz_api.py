@@ -1857,7 +1857,12 @@ def test_seeds_of_the_aliases_as_torch(call):
     lambda m, f, t: m.diff(m.ones(3, 2), n=0, dim=5), lambda m, f, t: m.diff(m.ones(3, 2), n=0, prepend=m.zeros(1, 2)),
     lambda m, f, t: m.diff(m.ones(3, 2), prepend=m.zeros(2)), lambda m, f, t: m.diff(m.ones(3, 2), n=-1, dim=9),
     lambda m, f, t: m.diff(m.ones(3, 2), n=0, dim=9, prepend=m.zeros(3, 1)), lambda m, f, t: m.diff(t(1.0), n=-1),
-    lambda m, f, t: m.diff(m.ones(3, 2), n=2, dim=0, append=t([[1.0, 5.0]]))])
+    lambda m, f, t: m.diff(m.ones(3, 2), n=2, dim=0, append=t([[1.0, 5.0]])),
+    # a negative constant pad crops before the other side pads: past the dim's length is torch's narrow() error
+    # (seed 729 on the aliases' tool, case 581: an empty dim's (-1, 1))
+    lambda m, f, t: m.constant_pad_nd(m.ones(2, 3, 0), (-1, 1), 7.0), lambda m, f, t: f.pad(m.ones(2), (-3, 5)),
+    lambda m, f, t: f.pad(m.ones(2), (5, -3), value=2.0), lambda m, f, t: f.pad(m.ones(2), (-2, -1)),
+    lambda m, f, t: f.pad(t([1.0, 2.0, 3.0]), (-2, 1), value=7.0), lambda m, f, t: f.pad(t([[1.0, 2.0, 3.0]]), (2, -1, -1, 1))])
 def test_seeds_700_up_as_torch(call):
     _same_outcome(call)
 
