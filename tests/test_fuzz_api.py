@@ -1929,3 +1929,52 @@ def test_tan_gradient_of_16_bit_input_rounds_each_step_as_torchs(dtype):
         m.tan(x).backward(m.full((5,), -0.25, dtype=dtype))
         return x.grad.float()
     np.testing.assert_array_equal(host(run(tnet)).numpy(), run(torch).numpy())
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 700 up
+    # binary_cross_entropy's weight broadcasts to target's shape, no further: torch expands it and its kernel's
+    # output keeps target's shape (found beside seed 708, case 465: tnet gave a [2, 3] loss)
+    lambda m, f, t: f.binary_cross_entropy(m.full((3,), 0.5), m.full((3,), 0.25), weight=m.ones(2, 3), reduction="none"),
+    lambda m, f, t: f.binary_cross_entropy(m.full((3,), 0.5), m.full((3,), 0.25), weight=m.ones(4)),
+    lambda m, f, t: f.binary_cross_entropy(m.full((2, 3), 0.5), m.full((2, 3), 0.25), weight=t([1.0, 2.0, 3.0])),
+    # narrow_copy's own check of a dim past the last is a RuntimeError, before narrow's IndexError for a negative
+    # one (seed 804 on the aliases' entries, case 1418)
+    lambda m, f, t: m.narrow_copy(m.zeros(3, 1, dtype=torch.bool), 7, 9, 9), lambda m, f, t: m.narrow_copy(m.zeros(3), 1, 0, 1),
+    lambda m, f, t: m.narrow_copy(m.zeros(3, 1), -3, 0, 1), lambda m, f, t: m.narrow_copy(m.zeros(3, 2), 1, -1, 1),
+    # multi_margin_loss's margin must be a number (torch's parser) before the target's range (seed 713, case 434)
+    lambda m, f, t: f.multi_margin_loss(m.zeros(3, 1), t([0, 2, 0]), margin="x"),
+    lambda m, f, t: f.multi_margin_loss(m.zeros(3, 2), t([0, 1, 1]), margin=None),
+    lambda m, f, t: f.multi_margin_loss(m.zeros(3, 2), t([0, 1, 1]), margin=t(0.5)),
+    # diff with n=0 is a copy of input, prepend and append not joined (their shapes checked), dim unchecked without
+    # them; torch's order of checks (seed 729 on the aliases' tool, case 1285: tnet joined a bf16 prepend, float32)
+    lambda m, f, t: m.diff(m.ones(3, 2).half(), n=0, dim=-2, prepend=m.zeros(3, 2).bfloat16()),
+    lambda m, f, t: m.diff(m.ones(3, 2), n=0, dim=5), lambda m, f, t: m.diff(m.ones(3, 2), n=0, prepend=m.zeros(1, 2)),
+    lambda m, f, t: m.diff(m.ones(3, 2), prepend=m.zeros(2)), lambda m, f, t: m.diff(m.ones(3, 2), n=-1, dim=9),
+    lambda m, f, t: m.diff(m.ones(3, 2), n=0, dim=9, prepend=m.zeros(3, 1)), lambda m, f, t: m.diff(t(1.0), n=-1),
+    lambda m, f, t: m.diff(m.ones(3, 2), n=2, dim=0, append=t([[1.0, 5.0]])),
+    # a negative constant pad crops before the other side pads: past the dim's length is torch's narrow() error
+    # (seed 729 on the aliases' tool, case 581: an empty dim's (-1, 1))
+    lambda m, f, t: m.constant_pad_nd(m.ones(2, 3, 0), (-1, 1), 7.0), lambda m, f, t: f.pad(m.ones(2), (-3, 5)),
+    lambda m, f, t: f.pad(m.ones(2), (5, -3), value=2.0), lambda m, f, t: f.pad(m.ones(2), (-2, -1)),
+    lambda m, f, t: f.pad(t([1.0, 2.0, 3.0]), (-2, 1), value=7.0), lambda m, f, t: f.pad(t([[1.0, 2.0, 3.0]]), (2, -1, -1, 1))])
+def test_seeds_700_up_as_torch(call):
+    _same_outcome(call)
+
+
+def test_binary_cross_entropy_refuses_a_number_weight():
+    # seed 708, case 465: weight=-7 scaled the loss; torch's weight.size() raises AttributeError, tnet a TypeError
+    with pytest.raises(AttributeError):
+        tF.binary_cross_entropy(torch.full((3,), 0.5), torch.full((3,), 0.25), weight=-7)
+    one_line_error(TypeError, lambda: F.binary_cross_entropy(tnet.full((3,), 0.5), tnet.full((3,), 0.25), weight=-7))
+
+
+@pytest.mark.parametrize("shapes", [((3, 0), (1, 3, 0, 2)), ((0, 3), (2, 3, 2))])
+def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
+    # a [3, 0] matrix times a batch: its gradient sums the batch into an empty output, whose split count divided by
+    # no tiles (seed 729 on the aliases' tool, case 881: ZeroDivisionError)
+    (sa, sb), got, want = shapes, [], []
+    for m, out in ((torch, want), (tnet, got)):
+        a, b = m.ones(*sa, requires_grad=True), m.ones(*sb, requires_grad=True)
+        m.matmul(a, b).sum().backward()
+        out += [tuple(a.grad.shape), tuple(b.grad.shape), float(b.grad.sum())]
+    assert got == want

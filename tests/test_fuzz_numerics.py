@@ -347,6 +347,19 @@ def test_cross_entropy_of_huge_equal_logits_keeps_log_c(dtype, smoothing):
     np.testing.assert_allclose(got.float().numpy()[:3], want.float().numpy()[:3], rtol=1e-2)  # log 4, not 0
 
 
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+def test_cross_entropy_smoothing_sum_overflows_as_torch(reduction):
+    # torch adds smoothing / C times -sum(log_softmax): three logits near -3e38 beside a 3e38 sum to -inf, a loss
+    # of inf (fuzz seeds 704 and 713, case 1106: tnet scaled each term first, 1.1e38); smoothing 1 takes
+    # torch's 0 * inf at a -inf label
+    x = np.array([[3e38, -0.5, 1.26, 1.04], [0.49, 1.54, 3e38, 0.0], [-1.18, -0.18, 0.94, -0.07], [1.0, -np.inf, 0.5, 2.0]],
+                 np.float32)
+    for smoothing, y in ((0.2, [2, 2, 2, 0]), (1.0, [0, 1, 2, 1])):
+        want = tF.cross_entropy(torch.tensor(x), torch.tensor(y), label_smoothing=smoothing, reduction=reduction)
+        got = F.cross_entropy(tnet.tensor(x), tnet.tensor(y), label_smoothing=smoothing, reduction=reduction)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5)
+
+
 def test_log_softmax_of_large_equal_logits_is_minus_log_c():
     for x, dim in ((np.full((3,), 1e5, np.float32), 0), (np.full((2, 3, 4), 1e5, np.float32), 1)):
         want = torch.log_softmax(torch.tensor(x), dim)

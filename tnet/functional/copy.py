@@ -733,10 +733,21 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
-    """The n-th forward difference along dim (prepend/append joined first), as torch.diff."""
+    """The n-th forward difference along dim (prepend/append joined first), as torch.diff, whose checks come in
+    its order; n = 0 gives a copy of input itself, prepend and append not joined (their shapes checked)."""
     check_args("diff", "int", n=n, dim=dim)  # types before values, as torch's parser
-    check(n >= 0, lambda: f"diff expects n to be non-negative, got {n}")
     check(input.ndim > 0, "diff expects input to be at least one-dimensional")
+    check(n >= 0, lambda: f"order must be non-negative but got {n}")
+    for other in (prepend, append):
+        if other is not None:
+            d = dim_index(dim, input.ndim)
+            check(other.ndim == input.ndim, "diff expects prepend or append to be the same dimension as input")
+            for i in range(input.ndim):
+                check(i == d or other.shape[i] == input.shape[i], lambda: "diff expects the shape of tensor to prepend or "
+                      f"append to match that of input except along the differencing dimension; input.size({i}) = "
+                      f"{input.shape[i]}, but got tensor.size({i}) = {other.shape[i]}")
+    if n == 0:  # torch's: dim unchecked without prepend or append
+        return clone(input)
     d = dim_index(dim, input.ndim)
     x = cat([v for v in (prepend, input, append) if v is not None], d) if prepend is not None or append is not None \
         else input
@@ -1606,7 +1617,10 @@ def split_with_sizes(input, split_sizes, dim=0):
 
 
 def narrow_copy(input, dim, start, length):
-    """torch.narrow_copy: narrow's slice as a new tensor of its own memory."""
+    """torch.narrow_copy: narrow's slice as a new tensor of its own memory. A dim past the last is torch's
+    RuntimeError (its own check before narrow's: a negative one out of range stays narrow's IndexError)."""
+    if isinstance(dim, int) and isinstance(input, Tensor) and input.ndim:
+        check(dim < input.ndim, "Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.")
     return clone(narrow(input, dim, start, length))
 
 

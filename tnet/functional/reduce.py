@@ -674,12 +674,18 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     as torch's; input and target of one dtype, as torch's. An input or target outside
     [0, 1] (or NaN) raises RuntimeError, as torch's: on the CPU at once, on a GPU at a later flagging
     call or host read, without a synchronisation (kernels.launch.check_flag); not inside a CUDA graph
-    capture."""
+    capture. A weight must be a Tensor (torch's weight.size() raises AttributeError for a number; tnet's
+    refusal is a TypeError) that broadcasts to target's shape, as torch's expand and its kernel's output."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     x, y = _loss_inputs("binary_cross_entropy", input, target, reduction)
     if x.shape != y.shape:
         raise ValueError(f"Using a target size ({y.shape}) that is different to the input size ({x.shape}) is "
                          f"deprecated. Please ensure they have the same size.")
+    if weight is not None:
+        check_tensors("binary_cross_entropy", weight=weight)
+        shape = _pw.broadcast_shape("binary_cross_entropy", y.shape, weight.shape)
+        check(shape == tuple(y.shape),
+              lambda: f"output with shape {list(y.shape)} doesn't match the broadcast shape {list(shape)}")
     check(x.dtype == y.dtype, lambda: f"Found dtype {DTYPE_NAMES[y.dtype]} but expected {DTYPE_NAMES[x.dtype]}")  # torch's
     with no_grad():
         raise_flagged(x.memory.device)  # an earlier call's values outside [0, 1], as far as the GPU has run

@@ -353,7 +353,7 @@ def _launch(a, b, out, M, N, K, batch, *, a_strides, b_strides, precision, bias=
         # Split-K over the batch, so that a small output still fills the GPU (weight
         # gradients: a 32x75 output summed over 100 images); the parts, fp32 whatever out's
         # dtype, are summed after.
-        tiles = cdiv(M, 64) * cdiv(N, 64)
+        tiles = max(1, cdiv(M, 64) * cdiv(N, 64))  # an empty output (N = 0: a [3, 0] operand's gradient) has none
         parts = 1 if accumulate or bias is not None or relu else max(1, min(batch, SPLIT_WAVES * SMS // tiles))
         per = max(1, cdiv(batch, parts))  # an empty batch: one part, which writes the sum's zeros
         parts = max(1, cdiv(batch, per))

@@ -136,8 +136,9 @@ def pads_of(name, shape, pad, mode):
             check(mode != "circular" or (b <= L and a <= L),
                   lambda: f"{name}: Padding value causes wrapping around more than once.")
     for d, (b, a) in enumerate(pads):
-        check(shape[d] + b + a >= 0,
-              lambda: f"{name}: the padding {pad} leaves dimension {d} of {list(shape)} negative")
+        # torch's constant_pad_nd crops by each negative pad in turn (before, then after) before it pads: a crop
+        # past what is left is its narrow()'s error, whatever the other side adds ((-3, 5) of 2 elements)
+        check(shape[d] + min(b, 0) >= 0 and shape[d] + min(b, 0) + min(a, 0) >= 0, "narrow(): length must be non-negative.")
     return pads
 
 

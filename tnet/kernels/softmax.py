@@ -101,8 +101,12 @@ def cross_entropy_kernel(x_ptr, label_ptr, loss_ptr, dx_ptr, bad_ptr, R, C, smoo
     s = tl.sum(e, axis=1)
     target = tl.where(onehot, 1.0 - smoothing, 0.0) + tl.where(mask, smoothing / C, 0.0)
     # target sums to 1, so the loss is log(s) - sum(target * (x - m)): m + log(s) - sum(target * x)
-    # loses log(s) beside a huge m (3e38 + log 4 - 3e38 = 0)
-    picked = tl.sum(tl.where(mask & (target != 0.0), target * (x - m[:, None]), 0.0), axis=1)  # no 0 * -inf
+    # loses log(s) beside a huge m (3e38 + log 4 - 3e38 = 0). In torch's order: (1 - smoothing) times the
+    # label's term plus smoothing / C times the row's sum, which overflows to -inf as torch's sum of
+    # log_softmax does (three logits near -3e38 beside a 3e38); no smoothing adds no sum (no 0 * -inf)
+    shifted = tl.where(mask, x - m[:, None], 0.0)
+    picked = tl.sum(tl.where(onehot, shifted, 0.0), axis=1) * (1.0 - smoothing)
+    picked += tl.where(smoothing > 0.0, tl.sum(shifted, axis=1) * (smoothing / C), 0.0)
     row_loss = tl.where(row_ok, tl.log(s) - picked, 0.0)
     if REDUCTION == 0:
         tl.store(loss_ptr + rows, row_loss.to(loss_ptr.dtype.element_ty), mask=rows < R)
