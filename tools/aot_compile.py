@@ -195,8 +195,19 @@ def norm():
                dict(STATS=stats, TRACK=track, CUMULATIVE=cumulative, BLOCK_S=n.MAX_PARTS, BLOCK_C=n.FINAL_BLOCK_C))
 
 
+def loss():
+    """cross_entropy_kernel (the label-smoothed loss and its gradient) as airbench's step runs it: fp16 logits, 10
+    classes, 128 rows a program, each reduction."""
+    from tnet.kernels import softmax as s
+    arg_types = {"x_ptr": "*fp16", "label_ptr": "*i64", "loss_ptr": "*fp32", "dx_ptr": "*fp16", "bad_ptr": "*i64",
+                 "R": "i32", "C": "i32", "smoothing": "fp32", "ignore_index": "i32"}
+    for reduction in range(len(s.REDUCTIONS)):
+        yield (f"cross_entropy_kernel reduction={s.REDUCTIONS[reduction]}", s.cross_entropy_kernel, arg_types,
+               dict(ROWS=128, COLS=16, REDUCTION=reduction, LABELS=1024))
+
+
 GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip, "tma": tma,
-          "special": special, "norm": norm}
+          "special": special, "norm": norm, "loss": loss}
 
 
 def main():
