@@ -127,6 +127,9 @@ def test_the_float32_list_computes_in_float32_as_torchs_cuda_autocast(dtype):
         sum(o.sum() for o in outs).backward()
     assert x.grad.dtype == dtype  # exp(12)'s gradient rounds to float16's inf, as torch's
     assert x.exp().dtype == x.sum().dtype == F.layer_norm(x, (3,)).dtype == dtype  # outside a block
+    out = tnet.empty(2, 3, dtype=dtype)
+    with tnet.autocast("cuda", dtype=dtype), tnet.no_grad():
+        assert tnet.exp(x, out=out) is out and out.dtype == dtype  # out= as given, as torch's
 
 
 def test_low_copy_is_made_once_and_cached(rng):

@@ -137,10 +137,11 @@ def _float32(v):
 
 def float32_under_autocast(fn):
     """fn (an op of FLOAT32_OPS, a function or a Tensor method) computing in float32 inside an enabled autocast
-    block: its 16-bit tensor arguments cast first (a cast on the tape: the gradients flow back in 16 bits)."""
+    block: its 16-bit tensor arguments cast first (a cast on the tape: the gradients flow back in 16 bits). A call
+    with out= is left as it is, as torch's autocast leaves out= calls alone."""
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        if _state["dtype"] is None:
+        if _state["dtype"] is None or kwargs.get("out") is not None:
             return fn(*args, **kwargs)
         return fn(*map(_float32, args), **{k: _float32(v) for k, v in kwargs.items()})
     return op
