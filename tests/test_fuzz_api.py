@@ -1842,7 +1842,11 @@ def test_seeds_319_up_as_torch(call):
     lambda m, f, t: m.nn.ConvTranspose3d(2, 2, 2, stride=2)(m.zeros(0, 2, 2, 3, 4, dtype=torch.float16)).detach(),
     lambda m, f, t: f.multilabel_margin_loss(t([[0.5, 1.0, -1.0, 2.0]]), t([[0, -1, 9, 1]])),
     lambda m, f, t: f.multilabel_margin_loss(t([0.5, 1.0, -1.0, 2.0]), t([0, -2, 1, 1])),
-    lambda m, f, t: f.multilabel_margin_loss(t([[0.5, 1.0, -1.0, 2.0]]), t([[3, 0, -1, 2]]))])
+    lambda m, f, t: f.multilabel_margin_loss(t([[0.5, 1.0, -1.0, 2.0]]), t([[3, 0, -1, 2]])),
+    # the Tensor-method entries: softmax's and log_softmax's methods take an int dim only; uint8 is unsigned
+    lambda m, f, t: t([[1.0, 2.0]]).softmax(None), lambda m, f, t: t([[1.0, 2.0]]).log_softmax(None, dtype=torch.float32),
+    lambda m, f, t: t([[1.0, 2.0]]).log_softmax(dim=1), lambda m, f, t: t([1.0, 2.0]).softmax(0),
+    lambda m, f, t: t([t([1], dtype=torch.uint8).is_signed(), t([True]).is_signed(), t([1]).is_signed()])])
 def test_seeds_of_the_aliases_as_torch(call):
     _same_outcome(call, rtol=1e-2)
 

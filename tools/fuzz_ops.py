@@ -552,6 +552,34 @@ meth("std", red(dt=FLOATS))
 meth("argmax", red(dt=ANY), grad=False)
 
 
+# Tensor methods the rounds above left out (thirtieth session): the new_* factories, views and queries by method
+meth("new_ones", lambda g: ((g.t(dt=ANY), g.maybe((2, 3), (-1,), (2.5,))), {"dtype": g.pick((None, F16, I64))}), grad=False)
+meth("new_tensor", lambda g: ((g.t(dt=ANY), g.pick(([1, 2.5], [[1, 2]], [], 3, [True, False]))), {}), grad=False)
+meth("new_empty", lambda g: ((g.t(dt=ANY), g.maybe((2, 3), (-1,))), {}), grad=False, cmp="shape")
+meth("view_as", lambda g: (lambda x: ((x, g.t(shape=g.maybe(tuple(reversed(x.shape)), (7,)))), {}))(g.t(dt=ANY, layout="c")))
+meth("clone", lambda g: ((g.t(dt=ANY),), {"memory_format": g.pick((torch.preserve_format, torch.contiguous_format))}))
+meth("softmax", lambda g: (lambda x: ((x, g.dim(x)), {}))(g.t()))
+meth("log_softmax", lambda g: (lambda x: ((x, g.dim(x)), {"dtype": g.pick((None, F32))}))(g.t()))
+meth("stride", lambda g: (lambda x: ((x,) + ((g.dim(x),) if g.chance(0.5) else ()), {}))(g.t(dt=ANY)), grad=False)
+meth("storage_offset", u(dt=ANY), grad=False)
+meth("element_size", u(dt=ANY), grad=False)
+meth("nelement", u(dt=ANY), grad=False)
+meth("is_contiguous", lambda g: ((g.t(dt=ANY),), {"memory_format": g.pick((torch.contiguous_format, torch.channels_last))}),
+     grad=False)
+meth("is_floating_point", u(dt=ANY), grad=False)
+meth("is_signed", u(dt=ANY), grad=False)
+meth("byte", u(dt=ANY), grad=False)
+meth("short", u(dt=ANY), grad=False)
+meth("char", u(dt=ANY), grad=False)
+meth("bfloat16", u(dt=ANY))
+meth("type", lambda g: ((g.t(dt=ANY), g.pick(("torch.FloatTensor", "torch.LongTensor", torch.float16, "torch.BoolTensor"))), {}),
+     grad=False)
+meth("unsafe_chunk", lambda g: (lambda x: ((x, g.maybe(2, 0, -1)), {"dim": g.dim(x)}))(g.t(dt=ANY)))
+meth("unsafe_split", lambda g: (lambda x: ((x, g.maybe(2, 0, -1)), {"dim": g.dim(x)}))(g.t(dt=ANY)))
+meth("resolve_conj", u(dt=ANY))
+meth("conj", u(dt=ANY))
+
+
 def inplace(name, gen):
     def fn(x, *a, **k):
         y = x.clone() if x.requires_grad else x

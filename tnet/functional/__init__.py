@@ -8,6 +8,7 @@ memory), where the convolutions read a tap's channels as one vector. Element-wis
 input's layout. The tape hands every backward its gradient in the layout of the op's output.
 
 Tensor's operators and methods are bound here, at the end, and nowhere else."""
+import functools
 import numbers
 import warnings
 
@@ -16,7 +17,7 @@ import torch
 
 from .. import factory
 from ..kernels.copy import overlaps
-from ..kernels.launch import InputError, check_type
+from ..kernels.launch import InputError, InputTypeError, check_type
 from ..tensor import Tensor, is_grad_enabled, tensor
 from .conv import conv1d, conv2d, conv2d_relu_pool2d, conv_transpose2d
 from .copy import contiguous, flatten, getitem, reshape, shape_args, sizes_or_keyword, t, to, view
@@ -101,6 +102,17 @@ def _cast(dtype):
     return lambda self: to(self, dtype)
 
 
+def _method_dim(op):
+    """The Tensor method of softmax or log_softmax: its dim required, an int, as torch's method parser (the
+    function's dim=None, torch's implicit choice, is the function's only)."""
+    @functools.wraps(op)
+    def method(self, dim, *args, **kwargs):
+        if dim is None or isinstance(dim, bool):
+            raise InputTypeError(f"{op.__name__}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
+        return op(self, dim, *args, **kwargs)
+    return method
+
+
 def _T(self):
     """x.T: x's dims reversed (a permute, as torch's: any number of dims; a 0-d tensor itself, with torch's
     deprecation warning)."""
@@ -131,7 +143,7 @@ for _name, _method in {
         "le": le, "gt": gt, "ge": ge, "logical_not": logical_not, "logical_and": logical_and,
         "logical_or": logical_or, "relu": relu, "sigmoid": sigmoid, "tanh": tanh, "abs": abs, "__abs__": abs,
         "clamp": clamp, "clip": clamp, "clamp_min": clamp_min, "clamp_max": clamp_max, "amax": amax, "amin": amin,
-        "std": std, "var": var, "softmax": softmax, "log_softmax": log_softmax, "long": _cast(torch.int64),
+        "std": std, "var": var, "softmax": _method_dim(softmax), "log_softmax": _method_dim(log_softmax), "long": _cast(torch.int64),
         "int": _cast(torch.int32), "bool": _cast(torch.bool),
         # torch's method forms of the functions above
         "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg, "isnan": isnan, "isinf": isinf,

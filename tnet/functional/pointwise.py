@@ -1822,8 +1822,8 @@ def is_nonzero(input):
 
 
 def is_signed(input):
-    """Whether input's dtype is signed: all of tnet's but bool."""
-    return input.dtype != torch.bool
+    """Whether input's dtype is signed: all of tnet's but bool and uint8."""
+    return input.dtype.is_signed
 
 
 def is_same_size(input, other):
