@@ -106,10 +106,11 @@ def _method_dim(op):
     """The Tensor method of softmax or log_softmax: its dim required, an int, as torch's method parser (the
     function's dim=None, torch's implicit choice, is the function's only)."""
     @functools.wraps(op)
-    def method(self, dim, *args, **kwargs):
+    def method(self, *args, **kwargs):
+        dim = args[0] if args else kwargs.get("dim", kwargs.get("axis"))  # numpy's axis= too, as torch's parser
         if dim is None or isinstance(dim, bool):
             raise InputTypeError(f"{op.__name__}(): argument 'dim' (position 1) must be int, not {type(dim).__name__}")
-        return op(self, dim, *args, **kwargs)
+        return op(self, *args, **kwargs)
     return method
 
 
