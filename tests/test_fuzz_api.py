@@ -1846,7 +1846,8 @@ def test_seeds_319_up_as_torch(call):
     # the Tensor-method entries: softmax's and log_softmax's methods take an int dim only; uint8 is unsigned
     lambda m, f, t: t([[1.0, 2.0]]).softmax(None), lambda m, f, t: t([[1.0, 2.0]]).log_softmax(None, dtype=torch.float32),
     lambda m, f, t: t([[1.0, 2.0]]).log_softmax(dim=1), lambda m, f, t: t([1.0, 2.0]).softmax(0),
-    lambda m, f, t: t([t([1], dtype=torch.uint8).is_signed(), t([True]).is_signed(), t([1]).is_signed()])])
+    lambda m, f, t: t([t([1], dtype=torch.uint8).is_signed(), t([True]).is_signed(), t([1]).is_signed()]),
+    lambda m, f, t: m.bitwise_and(2.5, 3), lambda m, f, t: m.bitwise_or(2, 3)])  # no tensor: the parser's TypeError
 def test_seeds_of_the_aliases_as_torch(call):
     _same_outcome(call, rtol=1e-2)
 

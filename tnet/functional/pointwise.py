@@ -676,7 +676,7 @@ def _clamp(name, input, min, max):
     if X.dtype == torch.bool and all(v is None or isinstance(v, bool) for v in (min, max)):
         # a bool tensor with bool bounds is a bool clamp, which torch's kernels lack (an int bound promotes to int64)
         which = "" if min is not None and max is not None else "_min" if max is None else "_max"
-        raise not_implemented(f"clamp{which}_scalar_cpu", torch.bool)
+        raise not_implemented(f"clamp{which}_scalar_{X.device.type}", torch.bool)
     if X.dtype in _pw.INTEGERS:
         if not all(v is None or isinstance(v, numbers.Integral) for v in (min, max)):
             return _clamp(name, Tensor(ints_as_float32(X)), min, max)
@@ -812,11 +812,12 @@ def _bitwise(name):
     """torch.{name} of integer or bool tensors and Python ints (&, |, ^): the dtype by torch's
     promotion (bool with bool stays bool)."""
     def op(input, other):
+        tensors = [v for v in (input, other) if isinstance(v, Tensor)]
+        check_type(tensors, lambda: f"{name}: input or other must be a tnet.Tensor")  # torch's parser's TypeError
         floats = [v.dtype if isinstance(v, Tensor) else torch.float32 for v in (input, other)
                   if isinstance(v, float) or isinstance(v, Tensor) and v.dtype.is_floating_point]
         if floats:  # torch's kernel has no float form: its NotImplementedError names the promoted dtype
-            device = next(v.device for v in (input, other) if isinstance(v, Tensor))
-            raise not_implemented(f"{name}_{device.type}", floats[0])
+            raise not_implemented(f"{name}_{tensors[0].device.type}", floats[0])
         for v in (input, other):
             check(isinstance(v, numbers.Integral) or isinstance(v, Tensor) and v.dtype in _pw.INTEGERS,
                   lambda: f"{name}: not implemented for {getattr(v, 'dtype', type(v).__name__)} (bool and integer "
