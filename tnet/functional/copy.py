@@ -1229,7 +1229,7 @@ def index_put(input, indices, values, accumulate=False):
         out[indices] = values
         return out
     if any(isinstance(i, Tensor) and i.dtype.is_floating_point for i in indices):
-        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        raise IndexError(_BAD_INDEX_DTYPE)
     check(0 < len(indices) <= input.ndim and all(isinstance(i, Tensor) and i.dtype in _copy.INDEX_DTYPES for i in indices),
           lambda: f"index_put_: accumulate=True takes 1 to {input.ndim} integer index tensors")
     shape = _pw.broadcast_shape("index_put_", *[i.shape for i in indices])
