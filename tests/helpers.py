@@ -25,6 +25,8 @@ TORCH_BEFORE_2_13 = tuple(map(int, torch.__version__.split(".")[:2])) < (2, 13)
 DEV = tnet.DEVICE
 CL = torch.channels_last
 TOL = {"ieee": 1e-5, "tf32": 2e-3, "bf16": 2e-2, "fp16": 1e-2}
+# fp32 matmuls run in tf32 on the GPU by default (tnet.set_float32_matmul_precision's 'high')
+MATMUL_TOL = TOL["tf32"] if DEV.type == "cuda" else TOL["ieee"]
 # A 16-bit result's rounding alone (about 2^-9 and 2^-12 relative), with
 # room, for outputs whose fp32 sums are exact but for their order (convolutions): TOL's 16-bit bounds
 # let through a GPU miscompile that gave 1.5e-2 (docs/results.md, 2026-12-05)

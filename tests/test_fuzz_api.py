@@ -11,7 +11,7 @@ import tnet
 import tnet.functional as F
 from tnet import nn
 
-from helpers import TOL, TORCH_BEFORE_2_13, dev, host, flag_checked, rel_err
+from helpers import MATMUL_TOL, TORCH_BEFORE_2_13, dev, host, flag_checked, rel_err
 
 
 def one_line_error(kind, fn):
@@ -981,7 +981,7 @@ def test_transposed_convolution_output_padding_past_the_stride_as_torch(fn, xs, 
     out.backward(tnet.tensor(g))
     assert out.shape == ref.shape
     # fp32 convolutions run at tf32 on the GPU (torch's cuDNN default)
-    tol = TOL["tf32"] if tnet.DEVICE.type == "cuda" else 1e-5
+    tol = MATMUL_TOL
     for a, r in zip([out] + [t.grad for t in got], [ref] + [t.grad for t in want]):
         assert rel_err(a, r.detach()) < tol
 
