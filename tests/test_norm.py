@@ -492,6 +492,33 @@ NATIVE_NORMS = {  # (tnet's call, torch's, the input's shape and layout, the wei
 }
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_group_norm_kernels_over_many_loop_steps_and_parts(monkeypatch, rng, dtype):
+    """kernels/group_norm.py with small steps: groups of many loop steps (NCHW, channels-last, a layer norm's
+    rows, a transposed view), the weight gradients' pairs in several parts, a gradient laid out unlike x (copied),
+    the weight's gradient alone; against torch in float64 (16-bit x with float32 parameters, as torch's layers)."""
+    from helpers import check, leaf
+    from tnet.kernels import group_norm
+    for name, value in (("ROW_BLOCK", 16), ("PART", 32), ("PAIRS", 16), ("CHANNELS", 16)):
+        monkeypatch.setattr(group_norm, name, value)
+    tol = tol_for(dtype)
+    for shape, channels_last in (((3, 8, 5, 6), False), ((3, 8, 5, 6), True), ((2, 8, 41), False)):
+        w, b = leaf(rng, 8), leaf(rng, 8)
+        check(lambda x, w, b: F.group_norm(x, 2, w, b), lambda x, w, b: tF.group_norm(x, 2, w, b),
+              [leaf(rng, *shape, channels_last=channels_last, dtype=dtype), w, b], rng, tol)
+    w, b = leaf(rng, 40), leaf(rng, 40)
+    check(lambda x, w, b: F.layer_norm(x, (40,), w, b), lambda x, w, b: tF.layer_norm(x, (40,), w, b),
+          [leaf(rng, 70, 40, dtype=dtype), w, b], rng, tol)
+    check(lambda x, w: F.layer_norm(x.t(), (9,), w), lambda x, w: tF.layer_norm(x.t(), (9,), w),
+          [leaf(rng, 9, 33, dtype=dtype), leaf(rng, 9)], rng, tol)
+    x = tnet.tensor(rng.standard_normal((6, 8, 7)), dtype=dtype)
+    (mine, ref), (bias, ref_bias) = leaf(rng, 8), leaf(rng, 8)
+    F.group_norm(x, 4, mine, bias).sum().backward()
+    tF.group_norm(x.memory.double(), 4, ref, ref_bias).sum().backward()
+    assert_close(mine.grad, ref.grad, tol, "the weight's gradient alone")
+    assert_close(bias.grad, ref_bias.grad, tol, "the bias's gradient alone")
+
+
 @pytest.mark.parametrize("case", NATIVE_NORMS)
 def test_layer_group_and_instance_norms_as_torch_to_1e_6(rng, case):
     """The layer, group and instance norms' values and gradients (input, weight, bias), one node each whose backward

@@ -1,12 +1,13 @@
-"""Batch normalisation (kernels/norm.py), with its GELU fused where asked; layer and group
-normalisation composed of the reductions' and element-wise kernels, each one node with torch's native backward."""
+"""Batch normalisation (kernels/norm.py), with its GELU fused where asked; layer and group normalisation
+(kernels/group_norm.py; composed of the reductions' and element-wise kernels where those do not serve, and for
+create_graph), each one node with torch's native backward."""
 import math
 
 import torch
 
-from ..kernels import norm as _norm
+from ..kernels import group_norm as _group_norm, norm as _norm
 from ..kernels.copy import copy_
-from ..kernels.launch import InputError, InputTypeError, check, dense
+from ..kernels.launch import FLOATS, InputError, InputTypeError, check, dense
 from ..tensor import Tensor, is_grad_enabled, no_grad, record
 from .copy import repeat, reshape, view
 from .inputs import check_args, check_tensors, needs_grad
@@ -116,31 +117,54 @@ def _batch_norm_graph(g, input, weight, bias, training, eps, running):
     return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
 
 
-def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape):
+def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape, sizes, groups):
     """torch's native layer and group norms, one node named as torch's (native_layer_norm: NativeLayerNormBackward0):
     xhat = (x - mean) / sqrt(var + eps), the statistics over `dims` of input viewed as stats_shape (the biased
-    variance), then xhat * weight + bias (_affine), weight and bias viewed as `shape`. 16-bit input is normalised in
-    float32 and rounded once, after the weight and bias, as torch's layer and group norms: a 16-bit variance overflows
+    variance), then xhat * weight + bias, weight and bias viewed as `shape`. 16-bit input is normalised in float32
+    and rounded once, after the weight and bias, as torch's layer and group norms: a 16-bit variance overflows
     (65504 ** 2), and so would a 16-bit gradient of the normalised values times a large weight. The backward is
     torch's native formula (_native_grads), not the composition's, whose variance gradient's sum / n overflows where
     torch's is finite; the composition runs on the tape only for create_graph, whose gradient differentiates it.
     As torch's, the backward keeps the input and the statistics, not the output, which may be written in place (an
-    instance norm's ReLU(inplace=True)) and is xhat itself where there is no weight or bias: xhat is recomputed."""
+    instance norm's ReLU(inplace=True)) and is xhat itself where there is no weight or bias: xhat is recomputed.
+    sizes: input as [N, C, S], `groups` groups of statistics along C (kernels/group_norm.py's view), whose kernels
+    run both passes where the tensors are theirs (not empty, of their dtypes), the composition elsewhere."""
+    args = (input, stats_shape, dims, weight, bias, shape)
+
+    def graph(g, out):  # the statistics recomputed on the tape, so that a gradient of the gradient reaches them
+        xhat, _, std = _standardised(input, stats_shape, dims, eps)
+        return _native_grads(g, xhat, std, *args)
+    if input.numel() and input.dtype in FLOATS and all(v is None or v.dtype in FLOATS for v in (weight, bias)):
+        _check_affine(weight, bias, input.dtype)
+        return _fused_norm(name, input, sizes, groups, eps, weight, bias, graph)
     with no_grad():
         xhat, mu, std = _standardised(input, stats_shape, dims, eps)
         y = _affine(xhat, weight, bias, shape, input.dtype)
     del xhat
-    args = (input, stats_shape, dims, weight, bias, shape)
 
     def backward(g):
         with no_grad():
             xhat = _standardised(input, stats_shape, dims, eps, (mu, std))[0]
             return [None if v is None else v.memory for v in _native_grads(Tensor(g), xhat, std, *args)]
-
-    def graph(g, out):  # the statistics recomputed on the tape, so that a gradient of the gradient reaches them
-        xhat, _, std = _standardised(input, stats_shape, dims, eps)
-        return _native_grads(g, xhat, std, *args)
     return record(name, y.memory, [v for v in (input, weight, bias) if v is not None], backward,
+                  saved=(input, weight), graph=graph)
+
+
+def _fused_norm(name, input, sizes, groups, eps, weight, bias, graph):
+    """_native_norm through kernels/group_norm.py: input viewed as sizes [N, C, S], `groups` groups along C,
+    weight and bias flattened to [C]."""
+    x = _group_norm.viewable(input.memory, sizes)
+    w, b = (None if v is None else v.memory.reshape(-1).contiguous() for v in (weight, bias))
+    y, mu, rstd = _group_norm.group_norm(x, sizes, groups, w, b, eps)
+    need_x, need_w, need_b = needs_grad(input, weight, bias)
+
+    def backward(g):
+        dx, dw, db = _group_norm.group_norm_backward(x, sizes, g.reshape(x.shape), groups, w, mu, rstd, need_x,
+                                                     w.dtype if need_w else None, b.dtype if need_b else None)
+        grads = (dx if dx is None else dx.view(input.shape), dw if dw is None else dw.view(weight.shape),
+                 db if db is None else db.view(bias.shape))
+        return [gv for v, gv in zip((input, weight, bias), grads) if v is not None]
+    return record(name, y.view(input.shape), [v for v in (input, weight, bias) if v is not None], backward,
                   saved=(input, weight), graph=graph)
 
 
@@ -185,16 +209,22 @@ def _affine(y, weight, bias, shape, dtype=None, mixed=False):
     the one mix torch's layer, group and instance norms take (RuntimeError otherwise), rms_norm
     (mixed=True) takes any."""
     dtype = dtype or y.dtype
-    for v in (weight, bias):
-        if v is not None and not mixed:
-            check_tensors("norm", weight=v)
-            if v.dtype not in (dtype, torch.float32):
-                raise InputError(f"mixed dtype: expect parameter to have scalar type of Float, got {v.dtype} "
-                                 f"for an input of {dtype}")
+    if not mixed:
+        _check_affine(weight, bias, dtype)
     if weight is not None:
         y = mul(y, reshape(weight, shape))
     y = y if bias is None else add(y, reshape(bias, shape))
     return y if y.dtype == dtype else y.to(dtype)
+
+
+def _check_affine(weight, bias, dtype):
+    """The one mix of dtypes torch's layer, group and instance norms take: float32 parameters of a 16-bit input."""
+    for v in (weight, bias):
+        if v is not None:
+            check_tensors("norm", weight=v)
+            if v.dtype not in (dtype, torch.float32):
+                raise InputError(f"mixed dtype: expect parameter to have scalar type of Float, got {v.dtype} "
+                                 f"for an input of {dtype}")
 
 
 def _last_dims(name, input, normalized_shape):
@@ -210,9 +240,12 @@ def _last_dims(name, input, normalized_shape):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalisation over the last len(normalized_shape) dims of each sample, then weight and bias
     of normalized_shape, as torch's; composed of the variance, mean and element-wise kernels (_native_norm)."""
-    check_args("layer_norm", "tuple of ints", normalized_shape=normalized_shape)  # the parser's TypeError, first
+    check_args("layer_norm", "tuple of ints", normalized_shape=normalized_shape)  # the parser's TypeErrors, first
+    check_args("layer_norm", "float", eps=eps)
     shape = _last_dims("layer_norm", input, normalized_shape)
-    return _native_norm("native_layer_norm", input, input.shape, tuple(range(-len(shape), 0)), eps, weight, bias, shape)
+    cols = math.prod(shape)
+    return _native_norm("native_layer_norm", input, input.shape, tuple(range(-len(shape), 0)), eps, weight, bias, shape,
+                        (input.numel() // cols if cols else 0, cols, 1), 1)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -235,6 +268,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     then per-channel weight and bias, as torch's; composed as layer_norm."""
     check_tensors("group_norm", input=input)
     check_args("group_norm", "int", num_groups=num_groups)
+    check_args("group_norm", "float", eps=eps)
     if input.dim() < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {input.dim()}")
     n, c = input.shape[:2]
@@ -244,7 +278,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                            f"shape {list(input.shape)} and num_groups={num_groups}")
     group = c // num_groups * math.prod(input.shape[2:])  # not -1: an empty batch's view is ambiguous
     return _native_norm("native_group_norm", input, (n, num_groups, group), (2,), eps, weight, bias,
-                        (c,) + (1,) * (input.dim() - 2))
+                        (c,) + (1,) * (input.dim() - 2), (n, c, math.prod(input.shape[2:])), num_groups)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
