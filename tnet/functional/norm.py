@@ -161,11 +161,11 @@ def _fused_norm(name, input, sizes, groups, eps, weight, bias, graph):
     def backward(g):
         dx, dw, db = _group_norm.group_norm_backward(x, sizes, g.reshape(x.shape), groups, w, mu, rstd, need_x,
                                                      w.dtype if need_w else None, b.dtype if need_b else None)
-        grads = (dx if dx is None else dx.view(input.shape), dw if dw is None else dw.view(weight.shape),
-                 db if db is None else db.view(bias.shape))
+        grads = (dx, dw if dw is None or dw.shape == weight.shape else dw.view(weight.shape),
+                 db if db is None or db.shape == bias.shape else db.view(bias.shape))
         return [gv for v, gv in zip((input, weight, bias), grads) if v is not None]
-    return record(name, y.view(input.shape), [v for v in (input, weight, bias) if v is not None], backward,
-                  saved=(input, weight), graph=graph)
+    return record(name, y, [v for v in (input, weight, bias) if v is not None], backward, saved=(input, weight),
+                  graph=graph)
 
 
 def _standardised(input, stats_shape, dims, eps, statistics=None):
