@@ -70,6 +70,8 @@ def op_cases(device):
     x, w = r(8, 16, 8, 8), r(16, 16, 3, 3)
     tx, tw = tnet.Tensor(x.contiguous(memory_format=torch.channels_last)), tnet.Tensor(w)
     bn, tbn = torch.nn.BatchNorm2d(16).to(device), nn.BatchNorm2d(16)
+    rows = r(32, 64)
+    ln, tln, trows = torch.nn.LayerNorm(64).to(device), nn.LayerNorm(64), tnet.Tensor(rows)
 
     def square_sum_backward(t):
         """(t * t).sum().backward() from a fresh gradient; returns it as a torch tensor."""
@@ -77,7 +79,7 @@ def op_cases(device):
         (t * t).sum().backward()
         return t.grad.memory if isinstance(t, tnet.Tensor) else t.grad
     ga, tga = a.clone().requires_grad_(), tnet.Tensor(a.clone(), requires_grad=True)
-    ad, xd, wd = a.double(), x.double(), w.double()
+    ad, xd, wd, rowsd = a.double(), x.double(), w.double(), rows.double()
     # clip_grad_norm_ over ResNet-18's 62 gradients (its filters, BatchNorm weights and biases, the head; a
     # sixteenth of its widths in the interpreter)
     widths = [c // (16 if tnet.INTERPRET else 1) for c in [64] * 5 + [128] * 5 + [256] * 5 + [512] * 5]
@@ -101,6 +103,9 @@ def op_cases(device):
                                             torch.nn.functional.conv2d(xd, wd, padding=1)),
         "BatchNorm2d 8x16x8x8, train": (lambda: tbn(tx).memory, lambda: bn(x),
                                         (xd - mean) / (xd.var((0, 2, 3), unbiased=False, keepdim=True) + 1e-5).sqrt()),
+        "LayerNorm(64) 32x64": (lambda: tln(trows).memory, lambda: ln(rows),
+                                (rowsd - rowsd.mean(1, keepdim=True)) / (rowsd.var(1, unbiased=False, keepdim=True)
+                                                                         + 1e-5).sqrt()),
         # the norm before clipping: the first call's (the check's) is the gradients' own; later calls find it 1.
         # PyTorch's float32 sum over 2.4M squares lands near 3e-5: the bound is 1e-4
         f"clip_grad_norm_, {len(grads)} gradients": (lambda: nn.utils.clip_grad_norm_(tparams, 1.0).memory,

@@ -811,10 +811,10 @@ def test_eager_op_rows_check_each_op_then_time_it(monkeypatch):
     rows = eager.op_rows({"iters": 1, "repeats": 1}, profile)
     assert all(r["status"] == "ok" and r["ms"] == 2.0 for r in rows), [r for r in rows if r["status"] != "ok"]
     cases = list(dict.fromkeys(r["case"] for r in rows))
-    assert len(cases) == 8 and len(profile) == 8 and all(p.startswith("### ") for p in profile)
+    assert len(cases) == 9 and len(profile) == 9 and all(p.startswith("### ") for p in profile)
     assert [r["variant"] for r in rows if r["case"].startswith("bare")] == ["tnet", "tnet"]
     assert all(r["err"] <= eager.OP_TOL for r in rows)
-    assert [r["vs_torch"] for r in rows if r["variant"] == "tnet" and not r["case"].startswith("bare")] == [1.0] * 6
+    assert [r["vs_torch"] for r in rows if r["variant"] == "tnet" and not r["case"].startswith("bare")] == [1.0] * 7
 
 
 def test_interleaved_takes_turns_and_times_only_what_passed_its_check():
