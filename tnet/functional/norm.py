@@ -239,7 +239,7 @@ def _last_dims(name, input, normalized_shape):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalisation over the last len(normalized_shape) dims of each sample, then weight and bias
-    of normalized_shape, as torch's; composed of the variance, mean and element-wise kernels (_native_norm)."""
+    of normalized_shape, as torch's (_native_norm)."""
     check_args("layer_norm", "tuple of ints", normalized_shape=normalized_shape)  # the parser's TypeErrors, first
     check_args("layer_norm", "float", eps=eps)
     shape = _last_dims("layer_norm", input, normalized_shape)
@@ -265,7 +265,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalisation over each sample's groups of C / num_groups channels (and every position),
-    then per-channel weight and bias, as torch's; composed as layer_norm."""
+    then per-channel weight and bias, as torch's (_native_norm)."""
     check_tensors("group_norm", input=input)
     check_args("group_norm", "int", num_groups=num_groups)
     check_args("group_norm", "float", eps=eps)
