@@ -206,8 +206,30 @@ def loss():
                dict(ROWS=128, COLS=16, REDUCTION=reduction, LABELS=1024))
 
 
+def group_norm():
+    """Layer and group norm's kernels (kernels/group_norm.py): the forward with and without weight and bias, and the
+    input gradient, each over evenly spaced groups (FLAT) and channels-last ones; the weight gradients; bf16 x and
+    dy, fp32 weight and bias, a 2048-value loop step."""
+    from tnet.kernels import group_norm as g
+    shape = {"G": "i32", "CPG": "i32", "S": "i32", "L": "i32", "sN": "i32", "sC": "i32", "sS": "i32"}
+    for flat, affine in itertools.product((True, False), (True, False)):
+        arg_types = {"x_ptr": "*bf16", "w_ptr": "*fp32", "b_ptr": "*fp32", "y_ptr": "*bf16", "mean_ptr": "*fp32",
+                     "rstd_ptr": "*fp32", **shape, "eps": "fp32"}
+        yield (f"group_norm_forward_kernel flat={flat} affine={affine}", g.group_norm_forward_kernel, arg_types,
+               dict(HAS_W=affine, HAS_B=affine, FLAT=flat, BLOCK=2048))
+        arg_types = {"x_ptr": "*bf16", "dy_ptr": "*bf16", "w_ptr": "*fp32", "mean_ptr": "*fp32", "rstd_ptr": "*fp32",
+                     "dx_ptr": "*bf16", **shape}
+        yield (f"group_norm_backward_kernel flat={flat} w={affine}", g.group_norm_backward_kernel, arg_types,
+               dict(HAS_W=affine, FLAT=flat, BLOCK=2048))
+    arg_types = {"x_ptr": "*bf16", "dy_ptr": "*bf16", "mean_ptr": "*fp32", "rstd_ptr": "*fp32", "dw_ptr": "*fp32",
+                 "db_ptr": "*fp32", "C": "i32", "G": "i32", "CPG": "i32", "S": "i32", "T": "i32", "sN": "i32",
+                 "sC": "i32", "sS": "i32"}
+    yield "group_norm_affine_grads_kernel", g.group_norm_affine_grads_kernel, arg_types, dict(
+        PART_T=g.PART, PAIRS=g.PAIRS, CHANNELS=g.CHANNELS)
+
+
 GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip, "tma": tma,
-          "special": special, "norm": norm, "loss": loss}
+          "special": special, "norm": norm, "loss": loss, "group_norm": group_norm}
 
 
 def main():
