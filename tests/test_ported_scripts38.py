@@ -242,7 +242,9 @@ def slot_attention(m, state=None):
 
 
 def test_slot_attention():
-    compare(slot_attention)
+    # three GRU-updated attention rounds amplify the layer norms' last bits: a parameter sum near 0 (-2.4e-3) moves
+    # by 4.5e-5 between two summation orders of layer_norm's statistics, each as accurate as torch's
+    compare(slot_attention, atol=1e-4)
 
 
 # (c) pclucas14/pixel-cnn-pp (utils.py's concat_elu, log_sum_exp, log_prob_from_logits, discretized_mix_logistic_loss,

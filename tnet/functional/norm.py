@@ -155,11 +155,11 @@ def _fused_norm(name, input, sizes, groups, eps, weight, bias, graph):
     weight and bias flattened to [C]."""
     x = _group_norm.viewable(input.memory, sizes)
     w, b = (None if v is None else v.memory.reshape(-1).contiguous() for v in (weight, bias))
-    y, mu, rstd = _group_norm.group_norm(x, sizes, groups, w, b, eps)
+    y, mu, std = _group_norm.group_norm(x, sizes, groups, w, b, eps)
     need_x, need_w, need_b = needs_grad(input, weight, bias)
 
     def backward(g):
-        dx, dw, db = _group_norm.group_norm_backward(x, sizes, g.reshape(x.shape), groups, w, mu, rstd, need_x,
+        dx, dw, db = _group_norm.group_norm_backward(x, sizes, g.reshape(x.shape), groups, w, mu, std, need_x,
                                                      w.dtype if need_w else None, b.dtype if need_b else None)
         grads = (dx, dw if dw is None or dw.shape == weight.shape else dw.view(weight.shape),
                  db if db is None or db.shape == bias.shape else db.view(bias.shape))

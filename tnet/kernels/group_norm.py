@@ -4,10 +4,10 @@ together. Group norm views [N, C, *spatial] so (NCHW or channels-last alike); la
 one group, the columns its channels, so that its weight and bias are per channel in both.
 
 - group_norm_forward_kernel, one program per (n, g): the mean (the first value plus the mean of the differences
-  from it, each over L: exact on a constant group, as torch's Welford mean, and no sum to overflow), the biased variance of x - mean (two passes: no cancellation), then y = (x - mean) * rstd * w[c] + b[c];
-  mean and rstd = 1 / sqrt(var + eps) saved in fp32.
+  from it, each over L: exact on a constant group, as torch's Welford mean, and no sum to overflow), the biased variance of x - mean (two passes: no cancellation), then y = (x - mean) / std * w[c] + b[c];
+  mean and std = sqrt(var + eps) saved in fp32.
 - group_norm_backward_kernel, one program per (n, g): torch's native formula, with h = dy * w[c] and xhat = (x -
-  mean) * rstd, dx = (h - mean(h) - xhat * mean(h * xhat)) * rstd.
+  mean) / std, dx = (h - mean(h) - xhat * mean(h * xhat)) / std.
 - group_norm_affine_grads_kernel: dweight = sum(dy * xhat) and dbias = sum(dy) over n and s, per channel, in parts
   of the (n, s) pairs (a program per part and block of channels), the parts added up after in a fixed order.
 
@@ -49,9 +49,9 @@ def _group(G, CPG, sN, sC):
 
 
 @jit
-def group_norm_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, G, CPG, S, L, sN, sC, sS, eps,
+def group_norm_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, std_ptr, G, CPG, S, L, sN, sC, sS, eps,
                               HAS_W: tl.constexpr, HAS_B: tl.constexpr, FLAT: tl.constexpr, BLOCK: tl.constexpr):
-    """y = (x - mean) * rstd * w + b over one group a program; mean [N * G] and rstd [N * G] stored (fp32).
+    """y = (x - mean) / std * w + b over one group a program; mean [N * G] and std [N * G] stored (fp32).
     y has x's strides."""
     _, _, base, c0 = _group(G, CPG, sN, sC)
     inv_l = 1.0 / L
@@ -67,13 +67,13 @@ def group_norm_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, G,
         j = start + tl.arange(0, BLOCK)
         d = tl.load(x_ptr + base + _offsets(j, S, sC, sS, FLAT), mask=j < L, other=0.0).to(tl.float32) - mean
         acc += tl.where(j < L, d * d, 0.0)
-    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) * inv_l + eps)
+    std = tl.sqrt(tl.sum(acc, axis=0) * inv_l + eps)
     tl.store(mean_ptr + tl.program_id(0), mean)
-    tl.store(rstd_ptr + tl.program_id(0), rstd)
+    tl.store(std_ptr + tl.program_id(0), std)
     for start in range(0, L, BLOCK):
         j = start + tl.arange(0, BLOCK)
         offs = base + _offsets(j, S, sC, sS, FLAT)
-        y = (tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32) - mean) * rstd
+        y = (tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32) - mean) / std
         c = c0 + j // S
         if HAS_W:
             y = y * tl.load(w_ptr + c, mask=j < L, other=0.0).to(tl.float32)
@@ -83,18 +83,18 @@ def group_norm_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, rstd_ptr, G,
 
 
 @jit
-def group_norm_backward_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr, G, CPG, S, L, sN, sC, sS,
+def group_norm_backward_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, std_ptr, dx_ptr, G, CPG, S, L, sN, sC, sS,
                                HAS_W: tl.constexpr, FLAT: tl.constexpr, BLOCK: tl.constexpr):
-    """dx = (h - mean(h) - xhat * mean(h * xhat)) * rstd over one group a program, h = dy * w (dy, dx: x's strides)."""
+    """dx = (h - mean(h) - xhat * mean(h * xhat)) / std over one group a program, h = dy * w (dy, dx: x's strides)."""
     _, _, base, c0 = _group(G, CPG, sN, sC)
     mean = tl.load(mean_ptr + tl.program_id(0))
-    rstd = tl.load(rstd_ptr + tl.program_id(0))
+    std = tl.load(std_ptr + tl.program_id(0))
     sum_h = tl.zeros((BLOCK,), tl.float32)
     sum_hx = tl.zeros((BLOCK,), tl.float32)
     for start in range(0, L, BLOCK):
         j = start + tl.arange(0, BLOCK)
         offs = base + _offsets(j, S, sC, sS, FLAT)
-        xhat = (tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32) - mean) * rstd
+        xhat = (tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32) - mean) / std
         h = tl.load(dy_ptr + offs, mask=j < L, other=0.0).to(tl.float32)
         if HAS_W:
             h = h * tl.load(w_ptr + c0 + j // S, mask=j < L, other=0.0).to(tl.float32)
@@ -105,15 +105,15 @@ def group_norm_backward_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, rstd_ptr, dx_ptr,
     for start in range(0, L, BLOCK):
         j = start + tl.arange(0, BLOCK)
         offs = base + _offsets(j, S, sC, sS, FLAT)
-        xhat = (tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32) - mean) * rstd
+        xhat = (tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32) - mean) / std
         h = tl.load(dy_ptr + offs, mask=j < L, other=0.0).to(tl.float32)
         if HAS_W:
             h = h * tl.load(w_ptr + c0 + j // S, mask=j < L, other=0.0).to(tl.float32)
-        tl.store(dx_ptr + offs, ((h - mean_h - xhat * mean_hx) * rstd).to(dx_ptr.dtype.element_ty), mask=j < L)
+        tl.store(dx_ptr + offs, ((h - mean_h - xhat * mean_hx) / std).to(dx_ptr.dtype.element_ty), mask=j < L)
 
 
 @jit
-def group_norm_affine_grads_kernel(x_ptr, dy_ptr, mean_ptr, rstd_ptr, dw_ptr, db_ptr, C, G, CPG, S, T, sN, sC, sS,
+def group_norm_affine_grads_kernel(x_ptr, dy_ptr, mean_ptr, std_ptr, dw_ptr, db_ptr, C, G, CPG, S, T, sN, sC, sS,
                                    PART_T: tl.constexpr, PAIRS: tl.constexpr, CHANNELS: tl.constexpr):
     """Per channel c, over the part's (n, s) pairs t in [part * PART_T, ...) of the T = N * S: dw[part, c] = sum
     dy * xhat and db[part, c] = sum dy (fp32 [parts, C])."""
@@ -131,7 +131,7 @@ def group_norm_affine_grads_kernel(x_ptr, dy_ptr, mean_ptr, rstd_ptr, dw_ptr, db
         stat = n[:, None] * G + group[None, :]
         x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
         dy = tl.load(dy_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-        xhat = (x - tl.load(mean_ptr + stat, mask=mask, other=0.0)) * tl.load(rstd_ptr + stat, mask=mask, other=0.0)
+        xhat = (x - tl.load(mean_ptr + stat, mask=mask, other=0.0)) / tl.load(std_ptr + stat, mask=mask, other=1.0)
         acc_w += dy * xhat
         acc_b += dy
     tl.store(dw_ptr + part * C + c, tl.sum(acc_w, axis=0), mask=in_c)
@@ -169,21 +169,21 @@ def viewable(x, sizes):
 
 
 def group_norm(x, sizes, groups, weight, bias, eps):
-    """(y, mean, rstd): x (dense, viewed as sizes [N, C, S]: viewable) normalised over each sample's groups of
+    """(y, mean, std): x (dense, viewed as sizes [N, C, S]: viewable) normalised over each sample's groups of
     C / groups channels, times weight [C] and plus bias [C] (either may be None); y of x's shape, dtype and
-    strides, mean and rstd fp32 [N * groups]."""
+    strides, mean and std fp32 [N * groups]."""
     x3, CPG, L, strides, flat, block, warps = _sizes("group_norm", x, sizes, groups, weight, bias)
     y = torch.empty_like(x)
     mean = torch.empty(sizes[0] * groups, device=x.device, dtype=torch.float32)
-    rstd = torch.empty_like(mean)
+    std = torch.empty_like(mean)
     group_norm_forward_kernel[(sizes[0] * groups,)](x3, x if weight is None else weight, x if bias is None else bias,
-                                                    y.view(sizes), mean, rstd, groups, CPG, sizes[2], L, *strides,
+                                                    y.view(sizes), mean, std, groups, CPG, sizes[2], L, *strides,
                                                     float(eps), HAS_W=weight is not None, HAS_B=bias is not None,
                                                     FLAT=flat, BLOCK=block, num_warps=warps)
-    return y, mean, rstd
+    return y, mean, std
 
 
-def group_norm_backward(x, sizes, dy, groups, weight, mean, rstd, need_x=True, w_dtype=None, b_dtype=None):
+def group_norm_backward(x, sizes, dy, groups, weight, mean, std, need_x=True, w_dtype=None, b_dtype=None):
     """(dx, dweight, dbias) of group_norm for its output's gradient dy (x's shape): dx of x's shape, dtype and
     strides (None unless need_x), dweight in w_dtype and dbias in b_dtype (None where None)."""
     x3, CPG, L, strides, flat, block, warps = _sizes("group_norm backward", x, sizes, groups, weight)
@@ -195,14 +195,14 @@ def group_norm_backward(x, sizes, dy, groups, weight, mean, rstd, need_x=True, w
     dx = dw = db = None
     if need_x:
         dx = torch.empty_like(x)
-        group_norm_backward_kernel[(N * groups,)](x3, dy3, x if weight is None else weight, mean, rstd, dx.view(sizes),
+        group_norm_backward_kernel[(N * groups,)](x3, dy3, x if weight is None else weight, mean, std, dx.view(sizes),
                                                   groups, CPG, S, L, *strides, HAS_W=weight is not None, FLAT=flat,
                                                   BLOCK=block, num_warps=warps)
     if w_dtype or b_dtype:
         T = N * S
         parts = cdiv(T, PART)
         sums = torch.empty((2, parts, C), device=x.device, dtype=torch.float32)
-        group_norm_affine_grads_kernel[(parts, cdiv(C, CHANNELS))](x3, dy3, mean, rstd, sums[0], sums[1], C, groups,
+        group_norm_affine_grads_kernel[(parts, cdiv(C, CHANNELS))](x3, dy3, mean, std, sums[0], sums[1], C, groups,
                                                                    CPG, S, T, *strides, PART_T=PART, PAIRS=PAIRS,
                                                                    CHANNELS=CHANNELS)
         dw, db = (dtype and sum_except(part_sums, 1, out=torch.empty(C, device=x.device, dtype=dtype))
