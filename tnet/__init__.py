@@ -12,7 +12,7 @@ from .tensor import check_device as _check_device, is_tnets_device as _is_tnets_
 from .amp import GradScaler, autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
-from . import cpu, multiprocessing, return_types, version, xpu  # noqa: E402
+from . import cpu, multiprocessing, overrides, return_types, types, version, xpu  # noqa: E402
 from . import _dynamo, _inductor  # noqa: E402,F401  (torch._dynamo.config, torch._inductor.config without their own import)
 from torch.distributed import is_available as _distributed_available  # noqa: E402
 if _distributed_available():  # tnet.distributed without its own import, as torch's (where torch has it)
@@ -224,6 +224,7 @@ VERSION = "0.1.0"  # tnet's own; pyproject.toml reads it from here
 # What a script's `torch.__version__` checks read (`>= '1.5.0'`, `int(v.split('.')[0]) >= 2`, packaging's parse):
 # the PyTorch API that tnet follows, with tnet's own version as the local label
 __version__ = f"2.13.0+tnet{VERSION}"
+version.__version__ = __version__  # torch.version's too (`from torch.version import __version__`)
 
 # torch's other dtype names, so that `dtype=torch.long` ports (last: they shadow Python's int, float
 # and bool in this module). tnet computes in float32, float16, bfloat16, int64, int32 and bool; the

@@ -123,6 +123,7 @@ Event = torch.cuda.Event if is_available() else _HostEvent  # CUDA events on the
 
 amp = _amp.device_amp(__name__, "cuda", torch.float16)
 amp.custom_fwd, amp.custom_bwd = _amp.custom_fwd, _amp.custom_bwd
+_amp.add_path_modules(amp)
 autocast, GradScaler = amp.autocast, amp.GradScaler
 
 

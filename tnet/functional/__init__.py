@@ -75,6 +75,10 @@ from .reduce import (cosine_embedding_loss, hinge_embedding_loss, huber_loss, ma
 from .resample import affine_grid, grid_sample, interpolate, upsample, upsample_bilinear, upsample_nearest
 # attention
 from .attention import multi_head_attention_forward, scaled_dot_product_attention
+from .attention import (canonical_mask as _canonical_mask, in_projection as _in_projection,  # noqa: E402
+                        in_projection_packed as _in_projection_packed, mha_shape_check as _mha_shape_check,
+                        none_or_dtype as _none_or_dtype)
+from .norm import verify_batch_size as _verify_batch_size  # noqa: E402
 
 
 def _swapped(op):

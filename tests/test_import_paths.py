@@ -1,0 +1,176 @@
+"""torch's module paths and names that training scripts and the files they copy from torch import
+(`from torch.nn.parallel.distributed import DistributedDataParallel`, `from torch.types import Number`):
+each imports from tnet where torch has it, and the new ones behave as torch's."""
+import importlib
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+import tnet
+from tnet import nn
+from helpers import TOL, assert_close
+
+# module path under torch/tnet: the names scripts import from it (those torch itself lacks are skipped)
+PATHS = {
+    "nn.modules.module": ["Module", "register_module_forward_hook", "register_module_forward_pre_hook"],
+    "nn.modules.loss": ["_Loss", "_WeightedLoss", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss", "NLLLoss"],
+    "nn.modules.batchnorm": ["_BatchNorm", "_NormBase", "BatchNorm2d", "SyncBatchNorm"],
+    "nn.modules.instancenorm": ["_InstanceNorm", "InstanceNorm2d"],
+    "nn.modules.conv": ["_ConvNd", "_ConvTransposeNd", "Conv2d", "ConvTranspose2d"],
+    "nn.modules.linear": ["Linear", "Identity", "NonDynamicallyQuantizableLinear"],
+    "nn.modules.activation": ["MultiheadAttention", "ReLU", "GELU"],
+    "nn.modules.utils": ["_pair", "_single", "_triple", "_quadruple", "_ntuple"],
+    "nn.modules.pooling": ["MaxPool2d", "_MaxPoolNd", "_AvgPoolNd", "_AdaptiveAvgPoolNd"],
+    "nn.modules.dropout": ["_DropoutNd", "Dropout"],
+    "nn.modules.container": ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"],
+    "nn.modules.transformer": ["TransformerEncoderLayer", "_get_activation_fn", "_get_clones"],
+    "nn.parameter": ["Parameter", "UninitializedParameter", "Buffer", "is_lazy"],
+    "nn.init": ["_calculate_fan_in_and_fan_out", "_calculate_correct_fan", "_no_grad_trunc_normal_",
+                "_no_grad_uniform_", "_no_grad_normal_", "_no_grad_fill_", "_no_grad_zero_"],
+    "nn.functional": ["_in_projection_packed", "_in_projection", "_mha_shape_check", "_canonical_mask",
+                      "_none_or_dtype", "_verify_batch_size", "multi_head_attention_forward"],
+    "nn.utils.clip_grad": ["clip_grad_norm_", "clip_grad_value_"],
+    "nn.utils.rnn": ["pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "PackedSequence"],
+    "nn.parallel": ["DataParallel", "DistributedDataParallel"],
+    "nn.parallel.distributed": ["DistributedDataParallel"],
+    "nn.parallel.data_parallel": ["DataParallel"],
+    "utils.data.dataloader": ["default_collate", "DataLoader", "get_worker_info", "default_convert"],
+    "utils.data._utils.collate": ["default_collate", "default_convert"],
+    "utils.checkpoint": ["checkpoint", "checkpoint_sequential"],
+    "optim.optimizer": ["Optimizer", "required"],
+    "optim.lr_scheduler": ["_LRScheduler", "LRScheduler", "StepLR", "OneCycleLR", "ReduceLROnPlateau"],
+    "cuda.amp": ["autocast", "GradScaler", "custom_fwd", "custom_bwd"],
+    "cuda.amp.grad_scaler": ["GradScaler"],
+    "cuda.amp.autocast_mode": ["autocast", "custom_fwd", "custom_bwd"],
+    "amp": ["autocast", "GradScaler"],
+    "amp.grad_scaler": ["GradScaler", "OptState"],
+    "amp.autocast_mode": ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available"],
+    "backends.cudnn": ["benchmark", "deterministic"],
+    "autograd.function": ["Function", "once_differentiable", "FunctionCtx"],
+    "types": ["Number", "_size", "_dtype", "_device", "Device", "Storage", "_TensorOrTensors", "_int", "_float",
+              "_bool"],
+    "overrides": ["has_torch_function", "handle_torch_function", "has_torch_function_unary",
+                  "has_torch_function_variadic", "is_tensor_like"],
+    "version": ["__version__", "cuda"],
+}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_torchs_module_paths_import(path):
+    ours, theirs = (importlib.import_module(f"{lib}.{path}") for lib in ("tnet", "torch"))
+    missing = [n for n in PATHS[path] if hasattr(theirs, n) and not hasattr(ours, n)]
+    assert not missing, f"tnet.{path} lacks {missing}"
+    assert importlib.import_module(f"tnet.{path}") is eval(f"tnet.{path}")  # the attribute path reaches it too
+
+
+def test_parallel_submodules_are_the_packages_classes():
+    from tnet.nn.parallel.distributed import DistributedDataParallel
+    from tnet.nn.parallel.data_parallel import DataParallel
+    assert DistributedDataParallel is tnet.distributed.DistributedDataParallel and DataParallel is nn.DataParallel
+    with pytest.raises(AttributeError):
+        tnet.nn.parallel.distributed.nothing
+
+
+def test_amp_submodules_and_opt_state_as_torchs():
+    from tnet.amp.grad_scaler import GradScaler, OptState
+    from tnet.cuda.amp.autocast_mode import autocast
+    from tnet.cuda.amp.grad_scaler import GradScaler as CudaGradScaler
+    assert GradScaler is tnet.amp.GradScaler and CudaGradScaler is tnet.cuda.amp.GradScaler
+    assert autocast is tnet.cuda.amp.autocast
+    assert [s.name for s in OptState] == [s.name for s in torch.amp.grad_scaler.OptState]
+    layer = nn.Linear(3, 2)
+    opt = tnet.optim.SGD(layer.parameters(), lr=0.1)
+    scaler = GradScaler()
+    assert scaler._stage(opt) is OptState.READY
+    scaler.scale(layer(tnet.ones(1, 3)).sum()).backward()
+    scaler.unscale_(opt)
+    assert scaler._stage(opt) is OptState.UNSCALED
+    scaler.step(opt)
+    assert scaler._stage(opt) is OptState.STEPPED
+    scaler.update()
+    assert scaler._stage(opt) is OptState.READY
+
+
+def test_overrides_and_types_as_torchs():
+    from tnet.overrides import handle_torch_function, has_torch_function, has_torch_function_variadic, is_tensor_like
+    from tnet.types import Number, _TensorOrTensors
+    x, xr = tnet.ones(2), torch.ones(2)
+    assert has_torch_function((x, 3)) == torch.overrides.has_torch_function((xr, 3)) is False
+    assert has_torch_function_variadic(x, x) is False
+    assert handle_torch_function(tnet.add, (x,), x, 2).tolist() == torch.add(xr, 2).tolist()
+    assert [is_tensor_like(v) for v in (x, nn.Parameter(x), 3)] == [True, True, False]
+    assert Number == torch.types.Number and _TensorOrTensors.__args__[0] is tnet.Tensor
+    assert tnet.version.__version__ == tnet.__version__
+
+
+def test_private_init_helpers_write_as_the_public_ones():
+    from tnet.nn.init import _no_grad_fill_, _no_grad_normal_, _no_grad_uniform_, _no_grad_zero_
+    w = nn.Parameter(tnet.ones(50, 40))
+    assert _no_grad_fill_(w, 3.0) is w and w.tolist() == torch.full((50, 40), 3.0).tolist() and w.requires_grad
+    _no_grad_zero_(w)
+    assert not w.any()
+    _no_grad_uniform_(w, -2.0, -1.0)
+    assert -2.0 <= float(w.min()) <= float(w.max()) <= -1.0
+    _no_grad_normal_(w, 5.0, 0.1)
+    assert abs(float(w.mean()) - 5.0) < 0.05
+
+
+def test_transformer_and_parameter_helpers_as_torchs():
+    from tnet.nn.modules.linear import NonDynamicallyQuantizableLinear
+    from tnet.nn.modules.transformer import _get_activation_fn
+    from tnet.nn.parameter import is_lazy
+    assert type(nn.MultiheadAttention(4, 2).out_proj) is NonDynamicallyQuantizableLinear
+    assert issubclass(NonDynamicallyQuantizableLinear, nn.Linear)
+    assert _get_activation_fn("gelu") is tnet.functional.gelu and _get_activation_fn("relu") is tnet.functional.relu
+    for bad in ("tanh", tnet.functional.relu):
+        with pytest.raises(RuntimeError):
+            torch.nn.modules.transformer._get_activation_fn(bad if isinstance(bad, str) else torch.relu)
+        with pytest.raises(RuntimeError):
+            _get_activation_fn(bad)
+    lazy = nn.LazyLinear(3)
+    assert is_lazy(lazy.weight) and not is_lazy(nn.Linear(2, 3).weight)
+    lazy(tnet.ones(1, 2))
+    assert not is_lazy(lazy.weight)
+
+
+def test_attention_private_helpers_as_torchs(rng):
+    F, TF = tnet.functional, torch.nn.functional
+    E = 6
+    w, b = rng.standard_normal((3 * E, E)), rng.standard_normal(3 * E)
+    q, k, v = (rng.standard_normal((5, 2, E)) for _ in range(3))
+    wt, bt = tnet.tensor(w, dtype=tnet.float32), tnet.tensor(b, dtype=tnet.float32)
+    wr, br = torch.tensor(w), torch.tensor(b)
+    qt, kt, vt = (tnet.tensor(a, dtype=tnet.float32) for a in (q, k, v))
+    qr, kr, vr = (torch.tensor(a) for a in (q, k, v))
+    for ours, theirs in (((qt, qt, qt), (qr, qr, qr)), ((qt, kt, kt), (qr, kr, kr)), ((qt, kt, vt), (qr, kr, vr))):
+        for bias in (True, False):
+            outs = F._in_projection_packed(*ours, wt, bt if bias else None)
+            refs = TF._in_projection_packed(*theirs, wr, br if bias else None)
+            for out, ref in zip(outs, refs, strict=True):
+                assert_close(out, ref, TOL["ieee"])
+    outs = F._in_projection(qt, kt, vt, *F.chunk(wt, 3), *F.chunk(bt, 3))
+    for out, ref in zip(outs, TF._in_projection(qr, kr, vr, *wr.chunk(3), *br.chunk(3)), strict=True):
+        assert_close(out, ref, TOL["ieee"])
+    with pytest.raises(AssertionError):
+        F._in_projection(qt, kt, vt, wt, wt, wt)
+    mask = np.array([[False, True], [True, False]])
+    ours = F._canonical_mask(tnet.tensor(mask), "attn_mask", None, "", tnet.float32)
+    theirs = TF._canonical_mask(torch.tensor(mask), "attn_mask", None, "", torch.float32)
+    assert ours.tolist() == theirs.tolist() and ours.dtype == theirs.dtype
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        F._canonical_mask(tnet.tensor(mask), "key_padding_mask", tnet.float32, "attn_mask", tnet.float32)
+    assert "mismatched key_padding_mask and attn_mask" in str(caught[0].message)
+    with pytest.raises(AssertionError):
+        F._canonical_mask(tnet.ones(2, dtype=tnet.int64), "attn_mask", None, "", tnet.float32)
+    assert F._none_or_dtype(None) is None and F._none_or_dtype(qt) == TF._none_or_dtype(qr.float())
+    with pytest.raises(RuntimeError):
+        F._none_or_dtype(3)
+    assert F._mha_shape_check(qt, kt, vt, None, None, 2) is True
+    assert F._mha_shape_check(qt[:, 0], kt[:, 0], vt[:, 0], None, None, 2) is False
+    with pytest.raises(AssertionError):
+        F._mha_shape_check(qt, kt[:, 0], vt, None, None, 2)
+    with pytest.raises(ValueError):
+        F._verify_batch_size(torch.Size([1, 3]))
