@@ -251,8 +251,11 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                      "prod_dim": "ProdBackward1", "max_all": "MaxBackward1", "min_all": "MinBackward1",
                      "squeeze_dim": "SqueezeBackward1", "squeeze_dims": "SqueezeBackward2", "clamp": "ClampBackward1",
                      "clamp_tensors": "ClampBackward0", "clamp_min_tensors": "ClampMinBackward1",
-                     "clamp_max_tensors": "ClampMaxBackward1",
-                     **dict.fromkeys(("conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d"), "ConvolutionBackward0")}
+                     "clamp_max_tensors": "ClampMaxBackward1", "rsub_number": "RsubBackward1",
+                     "pow_tensors": "PowBackward1", "pow_number_base": "PowBackward2",
+                     "circular_pad": "torch::autograd::CopySlices",
+                     **dict.fromkeys(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"),
+                                   "ConvolutionBackward0")}
 
 
 def _node_name(entry):
@@ -271,7 +274,20 @@ def _node_name(entry):
         return "ViewBackward0" if inputs[0].is_contiguous() else "UnsafeViewBackward0"
     if op in _TORCH_NODE_NAMES:
         return _TORCH_NODE_NAMES[op]
-    return op if op.endswith("Backward") else "".join(w.capitalize() for w in op.split("_")) + "Backward0"
+    # torch's class names title-case each word of the aten name: a letter after a digit too (log1p: Log1PBackward0,
+    # upsample_nearest2d: UpsampleNearest2DBackward0)
+    return op if op.endswith("Backward") else "".join(w.title() for w in op.split("_")) + "Backward0"
+
+
+def named(op, mark, out):
+    """out, its node named op where the tnet ops that compose op recorded it after mark (tape_mark() at op's start):
+    torch's node for the op where torch's is one op and tnet's a composite (torch's tril is TrilBackward0, tnet's
+    a where), so that a printed grad_fn reads as torch's. An output those ops did not record (an input returned
+    as it is, a result off the tape) keeps its node."""
+    entry = out._entry
+    if entry is not None and entry.seq > mark:
+        entry.op = op
+    return out
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):

@@ -27,7 +27,7 @@ from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand,
 from .copy import embedding
 from .gemm import cdist, cov, linear, matmul
 from .norm import batch_norm, group_norm, layer_norm, rms_norm
-from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, sigmoid, silu, sqrt, sub, tanh
+from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, rsub, sigmoid, silu, sqrt, sub, tanh
 from .pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from .random import alpha_dropout, dropout, dropout2d
 from .reduce import (argmax, binary_cross_entropy, binary_cross_entropy_with_logits, l1_loss, max, max_result, mean,
@@ -138,7 +138,7 @@ for _name, _method in {
         "unbind": unbind, "split": lambda self, split_size, dim=0: split(self, split_size, dim),  # torch's keyword
         "chunk": chunk, "clone": clone, "unfold": unfold_windows,
         "index_select": index_select,
-        "__matmul__": matmul, "__add__": add, "__radd__": _swapped(add), "__sub__": sub, "__rsub__": _swapped(sub),
+        "__matmul__": matmul, "__add__": add, "__radd__": _swapped(add), "__sub__": sub, "__rsub__": rsub,
         "__mul__": mul, "__rmul__": _swapped(mul), "__truediv__": div, "__rtruediv__": _rtruediv,
         "__neg__": neg, "__pow__": pow, "exp": exp, "log": log, "sqrt": sqrt,
         "sum": sum, "mean": mean, "max": max, "argmax": argmax,

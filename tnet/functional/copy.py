@@ -26,7 +26,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
 from ..kernels.launch import as_value_of, at_least, check_batch_only_empty, no_host_read, pair
-from ..tensor import (Tensor, as_dtype, as_int, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
+from ..tensor import (Tensor, as_dtype, as_int, bump_version, check_device, check_dtype, dim_index, empty_in_layout, named, tape_mark, in_layout,
                       is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
 from .pad import pad
@@ -650,14 +650,14 @@ def roll(input, shifts, dims=None):
           lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
     if input.numel() == 0:  # torch's: a copy, before any dim is checked
         return clone(input)
-    out = input
+    out, mark = input, tape_mark()
     for shift, dim in zip(shifts, dims):
         d = dim_index(dim, input.ndim)
         n = input.shape[d]
         k = shift % n if n else 0
         if k:
             out = cat([narrow(out, d, n - k, k), narrow(out, d, 0, n - k)], d)
-    return clone(input) if out is input else out  # a copy, as torch's
+    return named("roll", mark, clone(input) if out is input else out)  # a copy, as torch's
 
 
 def narrow(input, dim, start, length):
@@ -1052,6 +1052,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     flat = reshape(input, (-1,))
     if max_norm is not None:
         embedding_renorm_(weight, flat, max_norm, norm_type)
+    mark = tape_mark()
     looked_up = index_select(weight, 0, flat)
     if scale_grad_by_freq and looked_up.requires_grad:
         counts = weight.new_zeros(weight.shape[0]).index_add_(0, flat, weight.new_ones(flat.shape[0]))
@@ -1059,9 +1060,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         looked_up.register_hook(lambda g: mul(g, scale))
     rows = reshape(looked_up, (*input.shape, weight.shape[1]))
     if padding_idx is None:
-        return rows
+        return named("embedding", mark, rows)
     keep = ne(reshape(input, (*input.shape, 1)), padding_idx)
-    return where(keep, rows, Tensor(rows.memory))  # the padding rows' values, without their gradient
+    # the padding rows' values, without their gradient
+    return named("embedding", mark, where(keep, rows, Tensor(rows.memory)))
 
 
 def flat_positions(name, input, dim, index):
@@ -1117,7 +1119,9 @@ def gather(input, dim, index, *, sparse_grad=False):
     adds back at those positions."""
     check(not sparse_grad, "gather: sparse_grad is not supported")
     positions = flat_positions("gather", input, dim, index)
-    return reshape(index_select(reshape(input, (-1,)), 0, reshape(positions, (-1,))), tuple(index.shape))
+    mark = tape_mark()
+    return named("gather", mark, reshape(index_select(reshape(input, (-1,)), 0, reshape(positions, (-1,))),
+                                         tuple(index.shape)))
 
 
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
@@ -1296,8 +1300,9 @@ def pixel_shuffle(input, upscale_factor):
     check(c % (r * r) == 0, lambda: f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
                                     f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
     n = len(lead)
+    mark = tape_mark()
     x = permute(reshape(input, (*lead, c // (r * r), r, r, h, w)), (*range(n + 1), n + 3, n + 1, n + 4, n + 2))
-    return reshape(x, (*lead, c // (r * r), h * r, w * r))
+    return named("pixel_shuffle", mark, reshape(x, (*lead, c // (r * r), h * r, w * r)))
 
 
 def pixel_unshuffle(input, downscale_factor):

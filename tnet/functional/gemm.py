@@ -12,7 +12,7 @@ from ..kernels import pointwise as _pw
 from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
-from ..tensor import Tensor, no_grad, record, record_composed
+from ..tensor import Tensor, named, no_grad, record, record_composed, tape_mark
 from .copy import diagonal, expand, permute, reshape, squeeze, tensors_result_type, to, transpose, unsafe_view, unsqueeze
 from .pointwise import (abs, add, ceil, clamp_max, clamp_min, div, eq, isnan, logical_and, logical_or, mul, sign, sqrt, sub,
                         sum_to, where)
@@ -455,7 +455,8 @@ def bmm(input, mat2):
     check(input.shape[0] == mat2.shape[0] and input.shape[2] == mat2.shape[1],
           lambda: f"Expected size for first two dimensions of batch2 tensor to be: [{input.shape[0]}, "
                   f"{input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
-    return matmul(input, mat2)
+    mark = tape_mark()
+    return named("bmm", mark, matmul(input, mat2))
 
 
 def _scaled_sum(name, input, product, beta, alpha):
@@ -508,7 +509,8 @@ def addmm(input, mat1, mat2, *deprecated, beta=1, alpha=1):
     check_args("addmm", "float", beta=beta, alpha=alpha)
     check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
     same_dtype("addmm", input, mat1, mat2)  # before the shapes, as torch's addmm (its addmv and baddbmm: after)
-    return _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha)
+    mark = tape_mark()
+    return named("addmm", mark, _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha))
 
 
 def baddbmm(input, batch1, batch2, *deprecated, beta=1, alpha=1):
@@ -518,11 +520,12 @@ def baddbmm(input, batch1, batch2, *deprecated, beta=1, alpha=1):
         input, batch1, batch2, beta, alpha = scales_first("baddbmm", (input, batch1, batch2, *deprecated), beta, alpha)
     check_args("baddbmm", "float", beta=beta, alpha=alpha)
     check_tensors("baddbmm", input=input)
+    mark = tape_mark()
     product = bmm(batch1, batch2)
     same_dtype("baddbmm", input, batch1)  # batch2's dtype is bmm's to check (not where it has no terms)
     if input.dtype != product.dtype:  # no terms: torch's result takes batch2's dtype, input copied in before beta
         input = input.to(product.dtype)  # scales it (fuzz seed 314, case 378: 1e5 to float16 is inf, then * 0.5)
-    return _scaled_sum("baddbmm", input, product, beta, alpha)
+    return named("baddbmm", mark, _scaled_sum("baddbmm", input, product, beta, alpha))
 
 
 def tensordot(a, b, dims=2):
@@ -567,7 +570,8 @@ def dot(input, tensor):
                   f"the same number of elements, but got {input.shape[0]} and {tensor.shape[0]} elements respectively")
     check(input.dtype == tensor.dtype, lambda: f"dot : expected both vectors to have same dtype, but found "
                                                f"{input.dtype} and {tensor.dtype}")
-    return _reduce_sum(mul(input, tensor))
+    mark = tape_mark()
+    return named("dot", mark, _reduce_sum(mul(input, tensor)))
 
 
 def mv(input, vec):
@@ -575,7 +579,8 @@ def mv(input, vec):
     check_tensors("mv", input=input, vec=vec)
     check(input.ndim == 2 and vec.ndim == 1,
           lambda: f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
-    return matmul(input, vec)
+    mark = tape_mark()
+    return named("mv", mark, matmul(input, vec))
 
 
 def bilinear(input1, input2, weight, bias=None):

@@ -25,7 +25,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import check_count, copy_
 from ..kernels.launch import (DTYPE_NAMES, InputError, InputTypeError, as_float_of, as_int64, as_int_of, as_value_of, capturing, check, check_type,
                               is_channels_last, is_flat, not_implemented, raise_flagged)
-from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
+from ..tensor import (Tensor, any_requires_grad, named, tape_mark, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
 from .host import nonzero
 from .inputs import check_args, check_tensors, needs_grad, write_out
@@ -512,7 +512,7 @@ def _pow_tensor(input, exponent):
             Xp = X if X.dtype == y.dtype else copy_(torch.empty_like(X, dtype=y.dtype), X)
             ge = _pw.pointwise("mul", g, _pw.pointwise("where", zero, 0.0, _pw.pointwise("mul", y, _pw.pointwise("log", Xp))))
         return gx, ge
-    return _record2("pow", y, input, exponent, grads, saved=(X0 if need_x or need_e else None, E0 if need_x or need_e else None,
+    return _record2("pow_tensors", y, input, exponent, grads, saved=(X0 if need_x or need_e else None, E0 if need_x or need_e else None,
                                                               X if need_e else None, y if need_e else None))
 
 
@@ -559,7 +559,7 @@ def rpow(input, base):
         X = input.memory  # base rounded to input's dtype (1e30 is fp16's inf), the gradient g y log(base) from the number
         # rounded on the host: torch.full refuses a value past the dtype's range on the GPU
         y = _pw.pointwise("pow", torch.full((), _pw.round_to(float(base), X.dtype), dtype=X.dtype, device=X.device), X)
-        return _record_each("pow", y, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y, math.log(base))),),
+        return _record_each("pow_number_base", y, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y, math.log(base))),),
                             saved=(y,))
     # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf); the gradient torch's g (y log(base)), y log(base) first: it
     # overflows where y is near the range's end (1e30 ** 1.23 is 6.8e36, times log(1e30) past it), and inf ** 0's
@@ -567,7 +567,7 @@ def rpow(input, base):
     with no_grad():
         y = exp2(mul(input, math.log2(base)))
         y = y if math.isfinite(base) else where(eq(input, 0), 1.0, y)
-    return _record_each("pow", y.memory, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y.memory, math.log(base))),),
+    return _record_each("pow_number_base", y.memory, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y.memory, math.log(base))),),
                         saved=(y.memory,), graph=lambda g, out: (mul(g, mul(out, math.log(base))),))
 
 
@@ -1314,7 +1314,8 @@ def masked_fill(input, mask, value):
         check_type(isinstance(value, numbers.Real),
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
         value = as_value_of(value, input.dtype)
-    return where(mask, value, input)
+    mark = tape_mark()
+    return named("masked_fill", mark, where(mask, value, input))
 
 
 @functools.lru_cache(maxsize=64)
@@ -1329,7 +1330,8 @@ def _triangular(name, input, diagonal, upper):
     check_tensors(name, input=input)
     check(input.ndim >= 2, lambda: f"{name}: input tensor must have at least 2 dimensions")
     keep = _triangle(*input.shape[-2:], int(diagonal), upper, input.device)
-    return where(Tensor(keep), input, False if input.dtype == torch.bool else 0)  # bool stays bool
+    mark = tape_mark()
+    return named(name, mark, where(Tensor(keep), input, False if input.dtype == torch.bool else 0))  # bool stays bool
 
 
 def tril(input, diagonal=0):
@@ -1688,8 +1690,10 @@ def divide(input, other, *, rounding_mode=None):
 
 
 def rsub(input, other, *, alpha=1):
-    """other - alpha * input (torch.rsub: sub with its operands swapped)."""
-    return sub(other, input, alpha=alpha)
+    """other - alpha * input (torch.rsub: sub with its operands swapped; Tensor.__rsub__, `1 - x`); its node
+    torch's RsubBackward0, or RsubBackward1 where other is a number."""
+    mark = tape_mark()
+    return named("rsub" if isinstance(other, Tensor) else "rsub_number", mark, sub(other, input, alpha=alpha))
 
 
 def positive(input):

@@ -15,7 +15,7 @@ from ..kernels import pointwise as _pw
 from ..kernels.launch import (InputIndexError, at_least, check, check_batch_only_empty, dense, is_channels_last,
                               is_flat, keeps_channels_last, ntuple, out_size, pair, plain_ints, single, sizes_type,
                               triple)
-from ..tensor import Tensor, as_storage, in_layout, linear_graph, record, tensor
+from ..tensor import Tensor, as_storage, in_layout, linear_graph, named, record, tape_mark, tensor
 from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, stack, unsqueeze
 from .pad import pad
 from .inputs import check_args, check_tensors
@@ -362,8 +362,11 @@ def _adaptive(mode, input, output_size, batch_dims=1):
 def adaptive_avg_pool2d(input, output_size):
     """The mean over adaptive windows of [N, C, H, W] (or [C, H, W]) input, to output_size (an int
     or a pair; None keeps that size), with torch's windows: rows floor(i*H/OH) to ceil((i+1)*H/OH).
-    The output keeps the input's layout; a strided input is copied dense first."""
-    return _adaptive("avg", input, output_size)[0]
+    The output keeps the input's layout; a strided input is copied dense first. To 1 x 1 its node is torch's mean
+    over the plane's (MeanBackward1), as torch's takes that path."""
+    mark = tape_mark()
+    y = _adaptive("avg", input, output_size)[0]
+    return named("mean_dim", mark, y) if tuple(y.shape[-2:]) == (1, 1) else y
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):

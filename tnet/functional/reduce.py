@@ -15,8 +15,8 @@ from ..kernels import sort as _sort
 from ..kernels.copy import check_count, copy_
 from ..kernels.launch import (DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check,
                               check_float, check_type, is_channels_last, raise_flagged)
-from ..tensor import (Tensor, as_int, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record,
-                      record_composed)
+from ..tensor import (Tensor, as_int, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, named, no_grad, record,
+                      record_composed, tape_mark)
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names, write_out
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, graph_sum_to, gt, isclose, isnan, lgamma, log,
@@ -746,7 +746,12 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.vector_norm over dim (None or (): all elements): ord 2 sqrt(sum |x|^2), 1,
     inf and -inf (the largest and smallest |x|, a tie's gradient shared), 0 (the count of
     nonzeros, no gradient: x.grad stays None, as torch's) and other p sum(|x|^p)^(1/p), with torch's gradients (0 where the norm
-    is 0, and at zeros for p < 1). dtype: x cast first."""
+    is 0, and at zeros for p < 1). dtype: x cast first. Its node is torch's LinalgVectorNormBackward0."""
+    mark = tape_mark()
+    return named("linalg_vector_norm", mark, _vector_norm(x, ord, dim, keepdim, dtype))
+
+
+def _vector_norm(x, ord, dim, keepdim, dtype):
     check_tensors("linalg.vector_norm", x=x)
     if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..kernels import resample as _rs
 from ..kernels.launch import check, check_type
-from ..tensor import in_layout, linear_graph, record, tensor
+from ..tensor import in_layout, linear_graph, named, record, tape_mark, tensor
 from .copy import gather, index_select, reshape
 from .inputs import check_args, check_tensors
 from .pointwise import add, mul, where
@@ -108,7 +108,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("Lanczos mode requires antialias=True")
     check(all(m > 0 for m in sizes),
           lambda: f"interpolate: the output size must be positive, got {sizes} from input {list(input.shape[2:])}")
-    out = input
+    out, mark = input, tape_mark()
     # the axis that shrinks most first: the pass between the two then moves the fewest elements
     for axis in sorted(range(input.ndim - 2), key=lambda a: sizes[a] / input.shape[a + 2]):
         n, m, s = input.shape[axis + 2], sizes[axis], scales[axis]
@@ -121,7 +121,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         else:
             taps = {"bicubic": "cubic", "lanczos": "lanczos"}.get(mode, "linear")
             out = _resample_axis(out, axis + 2, n, m, "antialiased " + taps if antialias else taps, align_corners, s)
-    return out
+    if mode == "lanczos":
+        return out
+    # the node torch's upsample op gives (UpsampleNearest2DBackward0, UpsampleBilinear2DAaBackward0)
+    op = f"upsample_{mode.replace('-', '_')}{input.ndim - 2}d" + ("_aa" if antialias else "")
+    return named(op, mark, out)
 
 
 def _nearest(n, m, scale_factor, exact):
