@@ -488,6 +488,25 @@ class SGD(Optimizer):
     def _rule_hyper(self, group):
         return [group["momentum"], group["dampening"], float(group["nesterov"])]
 
+    def _init_group(self, group, params, grads, momentum_buffer_list):
+        """torch's: the group's parameters that have a gradient and their gradients appended to the lists, and
+        with momentum their buffers, for a subclass's own step() that hands them to torch.optim.sgd.sgd (a fork)
+        and stores the buffers it returns in the state; has_sparse_grad (False: tnet's gradients are dense)
+        returned. A parameter's buffer is None until that first handing, as torch's before a first step (sgd()
+        then starts it from the gradient, without dampening), where tnet's state holds zeros."""
+        handed = self.__dict__.setdefault("_handed_buffers", set())
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            params.append(p)
+            grads.append(p.grad)
+            if group["momentum"] != 0:
+                state = self.state[p]
+                fresh = id(p) not in handed and float(state["step"]) == 0
+                momentum_buffer_list.append(None if fresh else state["momentum_buffer"])
+                handed.add(id(p))
+        return False
+
 
 def _one_minus(beta):
     """1 - beta in float64 on the host: in float32 on the device it loses digits."""
@@ -898,7 +917,7 @@ from .lbfgs import LBFGS  # noqa: E402
 from .plain import ASGD, Adafactor, Rprop, SparseAdam  # noqa: E402
 
 # torch.optim's per-optimizer modules, for their import paths (`from torch.optim.adamw import AdamW`): each holds its
-# class and Optimizer, and sgd, adam and adamw their functional steps (functional.py); the others' are not in tnet
+# class and Optimizer, and its functional step (functional.py) where torch's module has one
 from . import functional  # noqa: E402
 for _module_name, _class in (("adadelta", Adadelta), ("adagrad", Adagrad), ("adam", Adam), ("adamax", Adamax),
                              ("adamw", AdamW), ("asgd", ASGD), ("nadam", NAdam), ("radam", RAdam),
@@ -906,7 +925,7 @@ for _module_name, _class in (("adadelta", Adadelta), ("adagrad", Adagrad), ("ada
                              ("_adafactor", Adafactor), ("_muon", Muon)):
     _module = types.ModuleType(f"{__name__}.{_module_name}", f"torch.optim.{_module_name}'s {_class.__name__}")
     _module.__dict__.update({_class.__name__: _class, "Optimizer": Optimizer})
-    if _module_name in ("sgd", "adam", "adamw"):
+    if hasattr(functional, _module_name):
         setattr(_module, _module_name, getattr(functional, _module_name))
     sys.modules[_module.__name__] = _module
     globals()[_module_name] = _module
