@@ -54,6 +54,9 @@ PATHS = {
     "overrides": ["has_torch_function", "handle_torch_function", "has_torch_function_unary",
                   "has_torch_function_variadic", "is_tensor_like"],
     "version": ["__version__", "cuda"],
+    "distributed": ["init_process_group", "all_reduce", "all_gather", "broadcast", "reduce_scatter",
+                    "reduce_scatter_tensor", "all_gather_into_tensor"],
+    "distributed.nn.functional": ["all_gather", "all_reduce", "reduce_scatter"],
 }
 
 

@@ -39,7 +39,8 @@ __all__ = ["Backend", "DistributedDataParallel", "GroupMember", "ReduceOp", "all
            "all_gather_object", "all_reduce", "barrier", "broadcast", "broadcast_object_list", "destroy_process_group",
            "get_backend", "get_node_local_rank", "get_rank", "get_world_size", "group", "init_process_group",
            "is_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
-           "is_torchelastic_launched", "monitored_barrier", "new_group", "reduce"]
+           "is_torchelastic_launched", "monitored_barrier", "new_group", "reduce", "reduce_scatter",
+           "reduce_scatter_tensor"]
 
 BUCKET_CAP_MB = 25  # torch's default
 
@@ -74,6 +75,17 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     """output_tensor (world_size times input_tensor's size along dim 0) = the ranks' input_tensors, in rank order."""
     return _written([output_tensor], _dist.all_gather_into_tensor(output_tensor.memory, input_tensor.memory, group,
                                                                   async_op))
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """output = the reduction over the ranks of their input_list[rank]."""
+    return _written([output], _dist.reduce_scatter(output.memory, [t.memory for t in input_list], op, group,
+                                                   async_op))
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """output = the reduction over the ranks of their input's rank-th part along dim 0 (world_size parts)."""
+    return _written([output], _dist.reduce_scatter_tensor(output.memory, input.memory, op, group, async_op))
 
 
 def _flat(t):
