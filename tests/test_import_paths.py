@@ -177,3 +177,19 @@ def test_attention_private_helpers_as_torchs(rng):
         F._mha_shape_check(qt, kt[:, 0], vt, None, None, 2)
     with pytest.raises(ValueError):
         F._verify_batch_size(torch.Size([1, 3]))
+
+
+def test_copied_torch_optimizer_files_find_their_imports():
+    """A fork of one of torch's optimizer files (adam.py, sgd.py, rmsprop.py, ...) imports torch.optim.optimizer's
+    helpers and annotations: every name that torch's own files import from there is in tnet's."""
+    import ast
+    import pathlib
+    ours = importlib.import_module("tnet.optim.optimizer")
+    missing = []
+    for path in sorted((pathlib.Path(torch.__file__).parent / "optim").glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module == "optimizer":
+                missing += [f"{path.name}: {a.name}" for a in node.names if not hasattr(ours, a.name)]
+    assert not missing, missing
+    theirs = importlib.import_module("torch.optim.optimizer")
+    assert ours._get_capturable_supported_devices() == theirs._get_capturable_supported_devices()
