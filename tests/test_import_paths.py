@@ -14,23 +14,29 @@ from helpers import TOL, assert_close
 
 # module path under torch/tnet: the names scripts import from it (those torch itself lacks are skipped)
 PATHS = {
-    "nn.modules.module": ["Module", "register_module_forward_hook", "register_module_forward_pre_hook"],
+    "nn.modules.module": ["Module", "register_module_forward_hook", "register_module_forward_pre_hook", "_addindent",
+                          "_IncompatibleKeys"],
     "nn.modules.loss": ["_Loss", "_WeightedLoss", "CrossEntropyLoss", "MSELoss", "BCEWithLogitsLoss", "NLLLoss"],
     "nn.modules.batchnorm": ["_BatchNorm", "_NormBase", "BatchNorm2d", "SyncBatchNorm"],
     "nn.modules.instancenorm": ["_InstanceNorm", "InstanceNorm2d"],
-    "nn.modules.conv": ["_ConvNd", "_ConvTransposeNd", "Conv2d", "ConvTranspose2d"],
+    "nn.modules.conv": ["_ConvNd", "_ConvTransposeNd", "Conv2d", "ConvTranspose2d", "_single", "_pair", "_triple",
+                        "_reverse_repeat_tuple"],
+    "nn.modules.padding": ["ReflectionPad2d", "_ReflectionPadNd", "_pair", "_quadruple", "_ntuple"],
     "nn.modules.linear": ["Linear", "Identity", "NonDynamicallyQuantizableLinear"],
-    "nn.modules.activation": ["MultiheadAttention", "ReLU", "GELU"],
+    "nn.modules.activation": ["MultiheadAttention", "ReLU", "GELU", "NonDynamicallyQuantizableLinear"],
     "nn.modules.utils": ["_pair", "_single", "_triple", "_quadruple", "_ntuple"],
-    "nn.modules.pooling": ["MaxPool2d", "_MaxPoolNd", "_AvgPoolNd", "_AdaptiveAvgPoolNd"],
+    "nn.modules.pooling": ["MaxPool2d", "_MaxPoolNd", "_AvgPoolNd", "_AdaptiveAvgPoolNd", "FractionalMaxPool2d",
+                           "FractionalMaxPool3d", "_single", "_pair", "_triple"],
     "nn.modules.dropout": ["_DropoutNd", "Dropout"],
     "nn.modules.container": ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"],
-    "nn.modules.transformer": ["TransformerEncoderLayer", "_get_activation_fn", "_get_clones"],
+    "nn.modules.transformer": ["TransformerEncoderLayer", "_get_activation_fn", "_get_clones",
+                               "_generate_square_subsequent_mask", "_detect_is_causal_mask", "_get_seq_len"],
     "nn.parameter": ["Parameter", "UninitializedParameter", "Buffer", "is_lazy"],
     "nn.init": ["_calculate_fan_in_and_fan_out", "_calculate_correct_fan", "_no_grad_trunc_normal_",
                 "_no_grad_uniform_", "_no_grad_normal_", "_no_grad_fill_", "_no_grad_zero_"],
     "nn.functional": ["_in_projection_packed", "_in_projection", "_mha_shape_check", "_canonical_mask",
-                      "_none_or_dtype", "_verify_batch_size", "multi_head_attention_forward"],
+                      "_none_or_dtype", "_verify_batch_size", "multi_head_attention_forward", "has_torch_function",
+                      "handle_torch_function", "has_torch_function_unary", "has_torch_function_variadic"],
     "nn.utils.clip_grad": ["clip_grad_norm_", "clip_grad_value_"],
     "nn.utils.rnn": ["pack_padded_sequence", "pad_packed_sequence", "pad_sequence", "PackedSequence"],
     "nn.parallel": ["DataParallel", "DistributedDataParallel"],
@@ -193,3 +199,18 @@ def test_copied_torch_optimizer_files_find_their_imports():
     assert not missing, missing
     theirs = importlib.import_module("torch.optim.optimizer")
     assert ours._get_capturable_supported_devices() == theirs._get_capturable_supported_devices()
+
+
+def test_module_printing_and_transformer_helpers_as_torchs():
+    from tnet.nn.modules.module import _addindent
+    from tnet.nn.modules.transformer import _detect_is_causal_mask, _generate_square_subsequent_mask, _get_seq_len
+    theirs = importlib.import_module("torch.nn.modules.transformer")
+    text = "Linear(\n(a): x\n\n  (b): y)"
+    assert _addindent(text, 2) == torch.nn.modules.module._addindent(text, 2) and _addindent("one", 4) == "one"
+    assert _generate_square_subsequent_mask(4).tolist() == theirs._generate_square_subsequent_mask(4).tolist()
+    for n, size, hint in ((4, None, None), (3, 4, None), (4, None, False), (4, 4, True)):
+        ours = _detect_is_causal_mask(_generate_square_subsequent_mask(n), hint, size)
+        assert ours == theirs._detect_is_causal_mask(theirs._generate_square_subsequent_mask(n), hint, size)
+    assert _detect_is_causal_mask(tnet.zeros(4, 4)) is theirs._detect_is_causal_mask(torch.zeros(4, 4)) is False
+    for shape, batch_first in (((2, 3, 4), True), ((2, 3, 4), False), ((5, 4), True)):
+        assert _get_seq_len(tnet.ones(*shape), batch_first) == theirs._get_seq_len(torch.ones(*shape), batch_first)

@@ -79,6 +79,9 @@ from .attention import (canonical_mask as _canonical_mask, in_projection as _in_
                         in_projection_packed as _in_projection_packed, mha_shape_check as _mha_shape_check,
                         none_or_dtype as _none_or_dtype)
 from .norm import verify_batch_size as _verify_batch_size  # noqa: E402
+# torch.nn.functional's own imports from torch.overrides, which copies of its functions import from it
+from ..overrides import (handle_torch_function, has_torch_function, has_torch_function_unary,  # noqa: E402
+                         has_torch_function_variadic)
 
 
 def _swapped(op):
