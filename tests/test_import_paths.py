@@ -54,7 +54,11 @@ PATHS = {
     "amp.grad_scaler": ["GradScaler", "OptState"],
     "amp.autocast_mode": ["autocast", "custom_fwd", "custom_bwd", "is_autocast_available"],
     "backends.cudnn": ["benchmark", "deterministic"],
-    "autograd.function": ["Function", "once_differentiable", "FunctionCtx"],
+    "autograd.function": ["Function", "once_differentiable", "FunctionCtx", "InplaceFunction"],
+    "nn._reduction": ["get_enum", "legacy_get_string", "legacy_get_enum"],
+    "serialization": ["add_safe_globals"],
+    "utils.data.dataset": ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "ChainDataset",
+                           "StackDataset", "random_split"],
     "types": ["Number", "_size", "_dtype", "_device", "Device", "Storage", "_TensorOrTensors", "_int", "_float",
               "_bool"],
     "overrides": ["has_torch_function", "handle_torch_function", "has_torch_function_unary",
@@ -214,3 +218,55 @@ def test_module_printing_and_transformer_helpers_as_torchs():
     assert _detect_is_causal_mask(tnet.zeros(4, 4)) is theirs._detect_is_causal_mask(torch.zeros(4, 4)) is False
     for shape, batch_first in (((2, 3, 4), True), ((2, 3, 4), False), ((5, 4), True)):
         assert _get_seq_len(tnet.ones(*shape), batch_first) == theirs._get_seq_len(torch.ones(*shape), batch_first)
+
+
+def test_legacy_reduction_strings_as_torchs():
+    from tnet.nn import _reduction as ours
+    from torch.nn import _reduction as theirs
+    for size_average in (None, True, False):
+        for reduce in (None, True, False):
+            with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+                got = ours.legacy_get_string(size_average, reduce)
+            assert got == theirs.legacy_get_string(size_average, reduce, emit_warning=False)
+            assert ours.legacy_get_enum(size_average, reduce, False) == theirs.legacy_get_enum(size_average, reduce,
+                                                                                               False)
+    assert [ours.get_enum(r) for r in ("none", "mean", "sum")] == [theirs.get_enum(r) for r in ("none", "mean", "sum")]
+    with pytest.raises(ValueError):
+        ours.get_enum("max")
+
+
+def test_data_sets_samplers_and_loader_are_generic_as_torchs():
+    from tnet.utils.data import DataLoader, Dataset, IterableDataset, Sampler, Subset
+
+    class Pairs(Dataset[tuple[tnet.Tensor, int]]):  # typed code subscripts torch's generic classes
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return tnet.full((2,), float(i)), i
+
+    class Evens(Sampler[int]):
+        def __iter__(self):
+            return iter([0, 2])
+
+    assert [b[1].tolist() for b in DataLoader[tuple](Pairs(), batch_size=2, sampler=Evens())] == [[0, 2]]
+    assert IterableDataset[int] is not None and Subset[int] is not None
+
+
+def test_inplace_function_keeps_its_flag_and_applies_as_torchs(rng):
+    values = rng.standard_normal(6).astype(np.float32) * 3
+    grads = []
+    for lib in (tnet, torch):
+        class Round(lib.autograd.function.InplaceFunction):  # a quantizer's straight-through rounding
+            @staticmethod
+            def forward(ctx, x):
+                return x.round()
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+
+        x = lib.tensor(values, requires_grad=True)
+        (Round.apply(x) * 2).sum().backward()
+        grads.append((Round(inplace=True).inplace, x.grad.tolist()))
+    assert grads[0] == grads[1]

@@ -28,6 +28,7 @@ import random
 import sys
 import types
 import warnings
+from typing import Generic, TypeVar
 
 import numpy as np
 import torch
@@ -161,7 +162,11 @@ def default_convert(data):
 
 # ---- data sets ----
 
-class Dataset:
+# the type variable of torch's generic data sets, samplers and loader (`class Pairs(Dataset[tuple[Tensor, int]])`)
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Dataset(Generic[T_co]):
     """torch's map-style data set: a subclass gives __getitem__(index) and, for the samplers,
     __len__(); `a + b` is ConcatDataset([a, b])."""
 
@@ -172,7 +177,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """torch's iterable-style data set: a subclass gives __iter__; a DataLoader batches its items in
     the order they come (no sampler, no shuffle). `a + b` is ChainDataset([a, b])."""
 
@@ -204,7 +209,7 @@ class ChainDataset(IterableDataset):
         return sum(len(d) for d in self._checked())
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[T_co]):
     """Item i of several data sets of one length side by side, as torch's: a tuple (StackDataset(a, b))
     or a dict (StackDataset(image=a, text=b)); ValueError for both forms, none, or unequal lengths."""
 
@@ -249,7 +254,7 @@ class TensorDataset(Dataset):
         return len(self.tensors[0])
 
 
-class Subset(Dataset):
+class Subset(Dataset[T_co]):
     """The items of dataset at `indices` (a sequence of ints), in that order."""
 
     def __init__(self, dataset, indices):
@@ -271,7 +276,7 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[T_co]):
     """The items of several data sets, one after another."""
 
     def __init__(self, datasets):
@@ -319,7 +324,7 @@ def random_split(dataset, lengths, generator=None):
 
 # ---- samplers ----
 
-class Sampler:
+class Sampler(Generic[T_co]):
     """torch's Sampler: iterating it gives indices (a batch sampler: lists of them)."""
 
     def __iter__(self):
@@ -453,7 +458,7 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[T_co]):
     """torch's DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
     drop_last=False): this rank's share, every num_replicas-th index from position rank, of an
     order padded by its first indices to a multiple of num_replicas (drop_last: cut to one). The
@@ -567,7 +572,7 @@ class _LoaderIter:
         return len(self._loader)
 
 
-class DataLoader:
+class DataLoader(Generic[T_co]):
     """torch's DataLoader, its arguments in its order: batches of dataset's items in the order of
     sampler (default: SequentialSampler; shuffle=True: a RandomSampler with generator), in lists of
     batch_size (the last shorter unless drop_last; batch_sampler gives the lists itself),
@@ -682,7 +687,7 @@ class DataLoader:
 # default_collate` and `torch.utils.data.distributed.DistributedSampler` port
 for _name, _names in {"dataloader": ["DataLoader", "default_collate", "default_convert", "get_worker_info"],
                       "dataset": ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
-                                  "random_split"],
+                                  "random_split", "ChainDataset", "StackDataset", "T_co"],
                       "sampler": ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
                                   "WeightedRandomSampler", "BatchSampler"],
                       "distributed": ["DistributedSampler"]}.items():
