@@ -43,7 +43,9 @@ PATHS = {
     "nn.parallel.distributed": ["DistributedDataParallel"],
     "nn.parallel.data_parallel": ["DataParallel"],
     "utils.data.dataloader": ["default_collate", "DataLoader", "get_worker_info", "default_convert"],
-    "utils.data._utils.collate": ["default_collate", "default_convert"],
+    "utils.data._utils.collate": ["default_collate", "default_convert", "collate", "default_collate_fn_map",
+                                  "collate_tensor_fn", "collate_numpy_array_fn", "collate_numpy_scalar_fn",
+                                  "collate_float_fn", "collate_int_fn", "collate_str_fn"],
     "utils.checkpoint": ["checkpoint", "checkpoint_sequential"],
     "optim.optimizer": ["Optimizer", "required"],
     "optim.lr_scheduler": ["_LRScheduler", "LRScheduler", "StepLR", "OneCycleLR", "ReduceLROnPlateau"],
@@ -270,3 +272,32 @@ def test_inplace_function_keeps_its_flag_and_applies_as_torchs(rng):
         (Round.apply(x) * 2).sum().backward()
         grads.append((Round(inplace=True).inplace, x.grad.tolist()))
     assert grads[0] == grads[1]
+
+
+def test_collate_with_a_type_map_as_torchs():
+    """A custom collate_fn in torch's documented shape: collate() with default_collate_fn_map extended by a
+    function for one type (here boxes of varying length kept as a list), and default_collate following a change
+    to the map, as torch's."""
+    from tnet.utils.data._utils.collate import collate, default_collate, default_collate_fn_map
+
+    class Boxes(list):
+        pass
+
+    samples = [{"image": np.full((2, 3), i, np.float32), "label": i, "boxes": Boxes([[i, i]] * (i + 1)),
+                "name": f"s{i}"} for i in range(3)]
+    keep = lambda batch, *, collate_fn_map=None: [list(b) for b in batch]  # noqa: E731
+    outs = []
+    for lib, module in ((tnet, "tnet"), (torch, "torch")):
+        mod = importlib.import_module(f"{module}.utils.data._utils.collate")
+        out = mod.collate(samples, collate_fn_map={**mod.default_collate_fn_map, Boxes: keep})
+        outs.append((out["image"].tolist(), out["label"].tolist(), out["boxes"], out["name"]))
+    assert outs[0] == outs[1]
+    with pytest.raises(TypeError):
+        collate([object()], collate_fn_map=default_collate_fn_map)
+    default_collate_fn_map[Boxes] = keep
+    try:
+        assert default_collate(samples)["boxes"] == outs[1][2]
+    finally:
+        del default_collate_fn_map[Boxes]
+    with pytest.raises(RuntimeError):  # without its entry, the boxes' rows differ in length, as in torch
+        default_collate(samples)

@@ -117,28 +117,62 @@ def _rebuilt(elem, parts):
         return parts
 
 
-def default_collate(batch):
-    """torch's default_collate: a list of samples into a batch, by the first sample's type. tnet
-    Tensors are stacked on the device (on the tape); numpy arrays and torch tensors are stacked
-    on the host and copied to the device once; numbers (Python's and numpy's) become a tensor;
-    strings stay a sequence; dicts, named tuples and sequences are collated field by field (a
-    tuple becomes a list, as torch's). Dtypes as the module docstring says."""
-    elem = batch[0]
-    if isinstance(elem, Tensor):
+def collate_tensor_fn(batch, *, collate_fn_map=None):
+    """tnet Tensors stacked on the device (on the tape); torch tensors and numpy arrays stacked on the host and
+    copied to the device once."""
+    if isinstance(batch[0], Tensor):
         return stack(list(batch))
-    if isinstance(elem, (torch.Tensor, np.ndarray)):
-        return to_device(_stack_host(batch))
-    if isinstance(elem, (str, bytes)):
-        return batch
-    if isinstance(elem, (numbers.Number, np.bool_)):
-        return to_device(np.asarray(batch))
+    return to_device(_stack_host(batch))
+
+
+def collate_number_fn(batch, *, collate_fn_map=None):
+    """Numbers (Python's and numpy's) as one tensor (dtypes as the module docstring says)."""
+    return to_device(np.asarray(batch))
+
+
+def collate_str_fn(batch, *, collate_fn_map=None):
+    """Strings and bytes stay a sequence."""
+    return batch
+
+
+# torch's names for its leaf functions; a number's dtype is tnet's rule whichever kind it is
+collate_numpy_array_fn = collate_tensor_fn
+collate_numpy_scalar_fn = collate_float_fn = collate_int_fn = collate_number_fn
+
+# default_collate's leaves by type, as torch's map (a script extends a copy: {**default_collate_fn_map, T: fn})
+default_collate_fn_map = {Tensor: collate_tensor_fn, torch.Tensor: collate_tensor_fn,
+                          np.ndarray: collate_numpy_array_fn, (np.bool_, np.number): collate_numpy_scalar_fn,
+                          float: collate_float_fn, int: collate_int_fn, str: collate_str_fn, bytes: collate_str_fn,
+                          numbers.Number: collate_number_fn}
+
+
+def collate(batch, *, collate_fn_map=None):
+    """torch's collate: a list of samples into a batch by the first sample's type: the function collate_fn_map
+    gives its type (the exact type, else the first key it is an instance of), called as fn(batch,
+    collate_fn_map=...); else dicts, named tuples and sequences field by field (a tuple becomes a list, as torch's);
+    else TypeError."""
+    elem = batch[0]
+    if collate_fn_map is not None:
+        fn = collate_fn_map.get(type(elem)) or next(
+            (f for key, f in collate_fn_map.items() if isinstance(elem, key)), None)
+        if fn is not None:
+            return fn(batch, collate_fn_map=collate_fn_map)
     if isinstance(elem, collections.abc.Mapping):
-        return _rebuilt(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
+        return _rebuilt(elem, {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem})
     if isinstance(elem, collections.abc.Sequence):
         if any(len(sample) != len(elem) for sample in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        return _rebuilt(elem, [default_collate(samples) for samples in zip(*batch)])
+        return _rebuilt(elem, [collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)])
     raise TypeError(COLLATE_ERROR.format(type(elem)))
+
+
+def default_collate(batch):
+    """torch's default_collate: collate by default_collate_fn_map (a change to that map changes it, as torch's).
+    tnet Tensors are stacked on the device (on the tape); numpy arrays and torch tensors are stacked
+    on the host and copied to the device once; numbers (Python's and numpy's) become a tensor;
+    strings stay a sequence; dicts, named tuples and sequences are collated field by field (a
+    tuple becomes a list, as torch's). Dtypes as the module docstring says."""
+    return collate(batch, collate_fn_map=default_collate_fn_map)
 
 
 def default_convert(data):
@@ -697,5 +731,7 @@ for _name, _names in {"dataloader": ["DataLoader", "default_collate", "default_c
 # and the older path `from torch.utils.data._utils.collate import default_collate`
 _utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: its collate module")
 _utils.collate = types.ModuleType(f"{_utils.__name__}.collate", "torch.utils.data._utils.collate's collate functions")
-_utils.collate.__dict__.update(default_collate=default_collate, default_convert=default_convert)
+_utils.collate.__dict__.update({n: globals()[n] for n in (
+    "collate", "default_collate", "default_convert", "default_collate_fn_map", "collate_tensor_fn",
+    "collate_numpy_array_fn", "collate_numpy_scalar_fn", "collate_float_fn", "collate_int_fn", "collate_str_fn")})
 sys.modules[_utils.__name__], sys.modules[_utils.collate.__name__] = _utils, _utils.collate
