@@ -67,7 +67,8 @@ PATHS = {
                   "has_torch_function_variadic", "is_tensor_like"],
     "version": ["__version__", "cuda"],
     "distributed": ["init_process_group", "all_reduce", "all_gather", "broadcast", "reduce_scatter",
-                    "reduce_scatter_tensor", "all_gather_into_tensor"],
+                    "reduce_scatter_tensor", "all_gather_into_tensor", "gather", "scatter", "all_to_all_single",
+                    "all_to_all", "send", "recv", "isend", "irecv", "get_global_rank", "get_process_group_ranks"],
     "distributed.nn.functional": ["all_gather", "all_reduce", "reduce_scatter"],
 }
 
