@@ -1378,7 +1378,40 @@ NODE_CASES = {  # op of x [3, 4, 5] (requires grad), lo and hi [5] (bounds): its
     "adaptive_avg_pool2d_to_1": lambda lib, x, lo, hi: lib.nn.functional.adaptive_avg_pool2d(x, 1),
     "adaptive_max_pool2d": lambda lib, x, lo, hi: lib.nn.functional.adaptive_max_pool2d(x, 2),
     "log1p": lambda lib, x, lo, hi: x.abs().log1p(),
+    "matmul_mv": lambda lib, x, lo, hi: x[0] @ hi, "matmul_dot": lambda lib, x, lo, hi: x[0, 0] @ hi,
+    "matmul_vector_matrix": lambda lib, x, lo, hi: lo[:4] @ x[0], "matmul_3d_2d": lambda lib, x, lo, hi: x @ x[0].T,
+    "matmul_vector_3d": lambda lib, x, lo, hi: lo[:4] @ x,
+    "linear_3d": lambda lib, x, lo, hi: lib.nn.functional.linear(x, x[0]),
+    "linear_vector": lambda lib, x, lo, hi: lib.nn.functional.linear(x[0, 0], x[0]),
+    "unfold": lambda lib, x, lo, hi: lib.nn.functional.unfold(x[None], 2),
+    "prelu": lambda lib, x, lo, hi: lib.nn.functional.prelu(x, hi[:4] + 0.1),
+    "l1_loss": lambda lib, x, lo, hi: lib.nn.functional.l1_loss(x, hi.expand(3, 4, 5)),
+    "l1_loss_sum": lambda lib, x, lo, hi: lib.nn.functional.l1_loss(x, hi.expand(3, 4, 5), reduction="sum"),
+    "div_floor": lambda lib, x, lo, hi: x.div(2, rounding_mode="floor"),
+    "div_trunc": lambda lib, x, lo, hi: x.div(hi + 1, rounding_mode="trunc"),
+    "setitem_slice": lambda lib, x, lo, hi: _written(x * 1, (slice(0, 1),), 0.0),
+    "setitem_int": lambda lib, x, lo, hi: _written(x * 1, (0, 1), hi),
+    "setitem_advanced": lambda lib, x, lo, hi: _written(x * 1, (lib.tensor([2, 0]),), hi),
+    "setitem_mask": lambda lib, x, lo, hi: _written(x * 1, (x > 0,), 0.0),
+    "index_put": lambda lib, x, lo, hi: x.index_put((lib.tensor([1]),), hi),
+    "index_put_accumulate": lambda lib, x, lo, hi: (x * 1).index_put_((lib.tensor([1, 1]),), hi, accumulate=True),
+    "masked_fill_": lambda lib, x, lo, hi: (x * 1).masked_fill_(x > 0, 1.0),
+    "write_through_a_view": lambda lib, x, lo, hi: _mul_first_row(x * 1),
+    **{f"cross_entropy_{kind}_{reduction}": (lambda kind, reduction: lambda lib, x, lo, hi: lib.nn.functional.cross_entropy(
+        x[0], lib.tensor([0, 1, 4, 2]) if kind != "probabilities" else (x[1] * 0).softmax(1).detach(),
+        reduction=reduction, label_smoothing=0.1 if kind == "smoothed" else 0.0))(kind, reduction)
+       for kind in ("labels", "smoothed", "probabilities") for reduction in ("mean", "sum", "none")},
 }
+
+
+def _written(y, index, value):
+    y[index] = value
+    return y
+
+
+def _mul_first_row(y):
+    y[0].mul_(2)
+    return y
 
 
 @pytest.mark.parametrize("case", NODE_CASES)

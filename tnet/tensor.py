@@ -253,7 +253,11 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                      "clamp_tensors": "ClampBackward0", "clamp_min_tensors": "ClampMinBackward1",
                      "clamp_max_tensors": "ClampMaxBackward1", "rsub_number": "RsubBackward1",
                      "pow_tensors": "PowBackward1", "pow_number_base": "PowBackward2",
-                     "circular_pad": "torch::autograd::CopySlices",
+                     "circular_pad": "torch::autograd::CopySlices", "div_rounded": "DivBackward2",
+                     "squeeze_dim_inplace": "SqueezeBackward4", "cross_entropy_smoothed": "AddBackward0",
+                     "div_number": "DivBackward1",
+                     # a write through a view of a tensor, and setitem's basic indexing: torch's CopySlices node
+                     "copy_slices": "torch::autograd::CopySlices", "setitem": "torch::autograd::CopySlices",
                      **dict.fromkeys(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"),
                                    "ConvolutionBackward0")}
 

@@ -26,8 +26,8 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
 from ..kernels.launch import as_value_of, at_least, check_batch_only_empty, no_host_read, pair
-from ..tensor import (Tensor, as_dtype, as_int, bump_version, check_device, check_dtype, dim_index, empty_in_layout, named, tape_mark, in_layout,
-                      is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
+from ..tensor import (Tensor, as_dtype, as_int, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
+                      is_grad_enabled, linear_graph, named, no_grad, rebase, record, tape_mark, tensor)
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
 from .pad import pad
 from .pointwise import add, ge, graph_sum_to, logical_or, lt, mul, ne, sum_to, where
@@ -436,8 +436,10 @@ def reshape(input, *sizes, shape=None):
 def unsafe_view(x, *shape):
     """torch's _unsafe_view: x, an op's fresh result that nothing else holds (a GEMM's rows), under
     another shape, counted as a tensor of its own, not a view of x: in-place ops with grad may write
-    it, as they may write torch's linear and matmul outputs (`x += shortcut`, timm's x.mul_(gamma))."""
-    y = reshape(x, *shape)
+    it, as they may write torch's linear and matmul outputs (`x += shortcut`, timm's x.mul_(gamma)). Its node is
+    torch's UnsafeViewBackward0."""
+    mark = tape_mark()
+    y = named("unsafe_view", mark, reshape(x, *shape))
     y.memory = y.memory.detach()  # the same memory with no _base: memory_root sees no view
     y._base = None  # nor does Tensor._base, as torch's
     return y
@@ -1248,7 +1250,9 @@ def index_put(input, indices, values, accumulate=False):
     flat = reshape(expand(flat, shape), (-1,))
     v = values if isinstance(values, Tensor) else tensor(values, dtype=input.dtype)
     v = reshape(expand(to(v, input.dtype), (*shape, *rest)), (flat.shape[0], *rest))
-    return reshape(index_add(reshape(input, (math.prod(lead), *rest)), 0, flat, v), input.shape)
+    mark = tape_mark()
+    return named("index_put", mark, reshape(index_add(reshape(input, (math.prod(lead), *rest)), 0, flat, v),
+                                            input.shape))
 
 
 def index_add(input, dim, index, source, *, alpha=1):
@@ -1369,8 +1373,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if ph or pw:
         x = pad(x, (pw, pw, ph, ph))
     n, c = x.shape[:2]
+    mark = tape_mark()  # the gather's result is torch's one im2col node (Im2ColBackward0)
     out = reshape(index_select(reshape(x, (n, c, hp * wp)), 2, positions), (n, c * kh * kw, blocks[0] * blocks[1]))
-    return out if input.ndim == 4 else squeeze(out, 0)
+    return named("im2col", mark, out) if input.ndim == 4 else squeeze(out, 0)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):

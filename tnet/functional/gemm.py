@@ -90,10 +90,13 @@ def matmul(input, other):
           lambda: f"matmul: a is {'x'.join(map(str, a.shape))} but b is {'x'.join(map(str, b.shape))}: they cannot be multiplied")
     if a.ndim == b.ndim == 2:
         return _matmul2d(a, b)
+    mark = tape_mark()  # torch's nodes of a vector's products: mv's, dot's, an in-place squeeze's (SqueezeBackward4)
     if b.ndim == 1:  # a matrix (or batch) times a vector: a column, dropped after
-        return unsafe_view(matmul(a, reshape(b, K, 1)), *a.shape[:-1])
+        y = unsafe_view(matmul(a, reshape(b, K, 1)), *a.shape[:-1])
+        return named("mv", mark, y) if a.ndim == 2 else named("dot", mark, y) if a.ndim == 1 else y
     if a.ndim == 1:
-        return unsafe_view(matmul(reshape(a, 1, K), b), *b.shape[:-2], b.shape[-1])
+        y = unsafe_view(matmul(reshape(a, 1, K), b), *b.shape[:-2], b.shape[-1])
+        return named("squeeze_dim_inplace", mark, y) if b.ndim == 2 else y
     M, N = a.shape[-2], b.shape[-1]
     lead = broadcast_shape("matmul", a.shape[:-2], b.shape[:-2])
     if a.dtype != b.dtype and (K == 0 or math.prod((*lead, M, N)) == 0):
@@ -302,8 +305,11 @@ def linear(input, weight, bias=None):
         return unsafe_view(y, tuple(y.shape[:-1]))
     check(x.ndim >= 1 and w.ndim == 2 and x.shape[-1] == w.shape[1],
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
-    if x.ndim != 2:  # [in] or [..., in]: the leading dims as rows
-        return unsafe_view(linear(reshape(x, math.prod(x.shape[:-1]), x.shape[-1]), w, b), *x.shape[:-1], w.shape[0])
+    if x.ndim != 2:  # [in] or [..., in]: the leading dims as rows; torch's node a view of its addmm with a bias, else
+        # its matmul's (an unsafe view, or for a vector an in-place squeeze)
+        mark = tape_mark()
+        y = unsafe_view(linear(reshape(x, math.prod(x.shape[:-1]), x.shape[-1]), w, b), *x.shape[:-1], w.shape[0])
+        return named("view" if b is not None else "squeeze_dim_inplace" if x.ndim == 1 else "unsafe_view", mark, y)
     check(x.ndim == 2 and w.ndim == 2 and x.shape[1] == w.shape[1],
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
     check(b is None or b.shape == (w.shape[0],),

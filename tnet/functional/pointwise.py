@@ -250,24 +250,10 @@ def mul(input, other):
 
 def div(input, other, *, rounding_mode=None):
     """input / other: true division, or rounded toward zero (rounding_mode 'trunc') or down
-    ('floor'), as torch's (rounded results have no gradient, as torch's)."""
+    ('floor'), as torch's (rounded results have no gradient, as torch's; their node torch's DivBackward2)."""
     if rounding_mode is not None:
-        check_type(isinstance(rounding_mode, str), lambda: f"div(): argument 'rounding_mode' must be str or None, not "
-                                                           f"{type(rounding_mode).__name__}")
-        check(rounding_mode in ("trunc", "floor"),
-              lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-        if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
-            return floor_divide(input, other)
-        if _is_integer(input) and _is_integer(other):  # exactly, in their promoted integer dtype, as torch's:
-            # (input - fmod) / other divides evenly; bools, which sub refuses, in int64 and cast back
-            if _all_bool(input, other):
-                raise not_implemented("div_trunc_cpu", torch.bool)
-            x = input.to(torch.int64) if isinstance(input, Tensor) and input.dtype == torch.bool else input
-            y = floor_divide(sub(x, fmod(x, other)), other)
-            return y if x is input else y.to(_pw.out_dtype("floor_divide", _operands("div", input, other), True))
-        with no_grad():  # a zero gradient, not trunc's 0 times div's (NaN where other is 0)
-            y = trunc(div(input, other))
-        return _record2("div", y.memory, input, other, lambda g: (torch.zeros_like(g), torch.zeros_like(g)))
+        mark = tape_mark()
+        return named("div_rounded", mark, _div_rounded(input, other, rounding_mode))
     input, other = _ints_to_float(input, other)
     a, b = _operands("div", input, other)
     need_a, need_b = needs_grad(input, other)
@@ -283,6 +269,26 @@ def div(input, other, *, rounding_mode=None):
                     saved=(b, a if need_b else None),
                     graph=lambda g, out: (div(g, other) if need_a else None,
                                           neg(mul(g, div(div(input, other), other))) if need_b else None))
+
+
+def _div_rounded(input, other, rounding_mode):
+    """div's rounded quotient (rounding_mode 'trunc' or 'floor'), as torch's."""
+    check_type(isinstance(rounding_mode, str), lambda: f"div(): argument 'rounding_mode' must be str or None, not "
+                                                       f"{type(rounding_mode).__name__}")
+    check(rounding_mode in ("trunc", "floor"),
+          lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+    if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
+        return floor_divide(input, other)
+    if _is_integer(input) and _is_integer(other):  # exactly, in their promoted integer dtype, as torch's:
+        # (input - fmod) / other divides evenly; bools, which sub refuses, in int64 and cast back
+        if _all_bool(input, other):
+            raise not_implemented("div_trunc_cpu", torch.bool)
+        x = input.to(torch.int64) if isinstance(input, Tensor) and input.dtype == torch.bool else input
+        y = floor_divide(sub(x, fmod(x, other)), other)
+        return y if x is input else y.to(_pw.out_dtype("floor_divide", _operands("div", input, other), True))
+    with no_grad():  # a zero gradient, not trunc's 0 times div's (NaN where other is 0)
+        y = trunc(div(input, other))
+    return _record2("div", y.memory, input, other, lambda g: (torch.zeros_like(g), torch.zeros_like(g)))
 
 
 def _ints_to_float(*values):
@@ -936,8 +942,9 @@ def prelu(input, weight):
         weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
     positive = gt(input, 0.0)
     # the product reads 0 at x > 0: its gradient there (0 * weight) is NaN for an infinite weight, which
-    # this where stops before it reaches x
-    return where(positive, input, mul(weight, where(positive, 0.0, input)))
+    # this where stops before it reaches x; the node torch's _prelu_kernel's
+    mark = tape_mark()
+    return named("prelu_kernel", mark, where(positive, input, mul(weight, where(positive, 0.0, input))))
 
 
 # ---- torch's element-wise functions -----------------------------------------------------------

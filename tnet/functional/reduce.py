@@ -563,7 +563,10 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     """|input - target|, reduced and weighted as mse_loss."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     input, target = _loss_inputs("l1_loss", input, target, reduction, broadcast=True)
-    return _weighted_reduced("l1_loss", abs(sub(input, target)), reduction, weight, input)
+    mark = tape_mark()
+    loss = _weighted_reduced("l1_loss", abs(sub(input, target)), reduction, weight, input)
+    # torch's l1_loss is composed: its node the reduction's (MeanBackward0, SumBackward0) or abs's
+    return loss if weight is not None or reduction == "none" else named(reduction, mark, loss)
 
 
 def _weighted_reduced(name, loss, reduction, weight, input):
