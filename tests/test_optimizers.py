@@ -456,6 +456,64 @@ def test_an_sgd_fork_stepping_by_init_group_and_functional_sgd(rng):
         assert_close(ours, ref.detach(), TOL["ieee"], f"entry {i}")
 
 
+# forks of the other optimizers: the class's options, how many state lists _init_group fills (the step counts too),
+# and the functional step's call on them (in its own order) with the group's hyperparameters
+FORKS = {
+    "RMSprop": (dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.1), 4, lambda fn, g, ls, extra: fn(
+        *ls[:3], ls[4], ls[3], ls[5], lr=g["lr"], alpha=g["alpha"], eps=g["eps"], weight_decay=g["weight_decay"],
+        momentum=g["momentum"], centered=g["centered"], maximize=g["maximize"], has_complex=extra)),
+    "Adagrad": (dict(lr=0.1, lr_decay=0.01, weight_decay=0.1), 2, lambda fn, g, ls, extra: fn(
+        *ls, lr=g["lr"], weight_decay=g["weight_decay"], lr_decay=g["lr_decay"], eps=g["eps"],
+        maximize=g["maximize"], has_sparse_grad=extra[0], has_complex=extra[1])),
+    "Adamax": (dict(lr=0.02, weight_decay=0.1), 3, lambda fn, g, ls, extra: fn(
+        *ls, eps=g["eps"], beta1=g["betas"][0], beta2=g["betas"][1], lr=g["lr"], weight_decay=g["weight_decay"],
+        maximize=g["maximize"], has_complex=extra)),
+    "NAdam": (dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True), 4, lambda fn, g, ls, extra: fn(
+        *ls, beta1=g["betas"][0], beta2=g["betas"][1], lr=g["lr"], weight_decay=g["weight_decay"],
+        momentum_decay=g["momentum_decay"], eps=g["eps"], decoupled_weight_decay=g["decoupled_weight_decay"],
+        maximize=g["maximize"], has_complex=extra)),
+    "RAdam": (dict(lr=0.01, weight_decay=0.1), 3, lambda fn, g, ls, extra: fn(
+        *ls, beta1=g["betas"][0], beta2=g["betas"][1], lr=g["lr"], weight_decay=g["weight_decay"], eps=g["eps"],
+        decoupled_weight_decay=g["decoupled_weight_decay"], maximize=g["maximize"], has_complex=extra)),
+    "Adadelta": (dict(lr=1.0, weight_decay=0.1), 3, lambda fn, g, ls, extra: fn(
+        *ls, lr=g["lr"], rho=g["rho"], eps=g["eps"], weight_decay=g["weight_decay"], maximize=g["maximize"],
+        has_complex=extra)),
+}
+
+
+@pytest.mark.parametrize("name", FORKS)
+def test_forks_of_the_other_optimizers_step_by_init_group_as_torchs(name, rng):
+    """A subclass of each optimizer whose step() takes its lists by _init_group (torch's signature) and calls
+    the functional step of torch's module on the gradients' signs: weights after seven steps as torch's."""
+    kwargs, count, call = FORKS[name]
+    values = [rng.standard_normal(s).astype(np.float32) for s in ((5, 3), (7,))]
+    grads = [[rng.standard_normal(v.shape).astype(np.float32) for v in values] for _ in range(7)]
+    out = {}
+    for lib in (torch, tnet):
+        fn = getattr(importlib.import_module(f"{lib.__name__}.optim.{name.lower()}"), name.lower())
+
+        class Fork(getattr(lib.optim, name)):
+            def step(self, closure=None):
+                with lib.no_grad():
+                    for group in self.param_groups:
+                        lists = [[] for _ in range(count + 2)]
+                        extra = self._init_group(group, *lists)
+                        lists[1] = [g.sign() for g in lists[1]]
+                        call(fn, group, lists, extra)
+
+        params = [lib.nn.Parameter(lib.tensor(v)) for v in values]
+        frozen = lib.nn.Parameter(lib.ones(2))  # no gradient: skipped
+        optimizer = Fork([{"params": params[:1]}, {"params": [params[1], frozen]}], **kwargs)
+        for g in grads:
+            for p, v in zip(params, g):
+                p.grad = lib.tensor(v)
+            optimizer.step()
+        state = optimizer.state[params[0]]
+        out[lib.__name__] = [*params, frozen, *(state[k] for k in sorted(state))]
+    for i, (ours, ref) in enumerate(zip(out["tnet"], out["torch"], strict=True)):
+        assert_close(ours, ref.detach(), 1e-5, f"{name}: entry {i}")
+
+
 # the other optimizers' functional steps: each state list's start ("zeros" like the parameter, a one-element
 # tensor of a value, a tensor of the parameter's shape full of a value) and the keyword arguments
 OTHER_STEPS = [
