@@ -66,6 +66,7 @@ PATHS = {
     "overrides": ["has_torch_function", "handle_torch_function", "has_torch_function_unary",
                   "has_torch_function_variadic", "is_tensor_like"],
     "version": ["__version__", "cuda"],
+    "hub": ["load_state_dict_from_url", "download_url_to_file", "get_dir", "set_dir", "load"],
     "distributed": ["init_process_group", "all_reduce", "all_gather", "broadcast", "reduce_scatter",
                     "reduce_scatter_tensor", "all_gather_into_tensor", "gather", "scatter", "all_to_all_single",
                     "all_to_all", "send", "recv", "isend", "irecv", "get_global_rank", "get_process_group_ranks"],
@@ -302,3 +303,17 @@ def test_collate_with_a_type_map_as_torchs():
         del default_collate_fn_map[Boxes]
     with pytest.raises(RuntimeError):  # without its entry, the boxes' rows differ in length, as in torch
         default_collate(samples)
+
+
+def test_hub_download_url_to_file_as_torchs(tmp_path):
+    import hashlib
+    source = tmp_path / "weights.bin"
+    source.write_bytes(bytes(range(256)) * 40)
+    url, digest = source.as_uri(), hashlib.sha256(source.read_bytes()).hexdigest()
+    for lib in (tnet, torch):
+        lib.hub.download_url_to_file(url, tmp_path / f"{lib.__name__}.bin", hash_prefix=digest[:10], progress=False)
+        with pytest.raises(RuntimeError):
+            lib.hub.download_url_to_file(url, str(tmp_path / f"{lib.__name__}_bad.bin"), hash_prefix="0" * 10,
+                                         progress=False)
+    assert (tmp_path / "tnet.bin").read_bytes() == (tmp_path / "torch.bin").read_bytes() == source.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tnet.bin", "torch.bin", "weights.bin"]  # no partial file
