@@ -46,7 +46,10 @@ PATHS = {
     "utils.data._utils.collate": ["default_collate", "default_convert", "collate", "default_collate_fn_map",
                                   "collate_tensor_fn", "collate_numpy_array_fn", "collate_numpy_scalar_fn",
                                   "collate_float_fn", "collate_int_fn", "collate_str_fn"],
-    "utils.checkpoint": ["checkpoint", "checkpoint_sequential"],
+    "utils.checkpoint": ["checkpoint", "checkpoint_sequential", "detach_variable", "check_backward_validity",
+                         "noop_context_fn"],
+    "jit": ["script", "trace", "ignore", "unused", "Final", "export", "script_if_tracing", "trace_module", "freeze",
+            "optimize_for_inference", "fork", "wait", "Future", "annotate", "is_scripting", "is_tracing"],
     "optim.optimizer": ["Optimizer", "required"],
     "optim.lr_scheduler": ["_LRScheduler", "LRScheduler", "StepLR", "OneCycleLR", "ReduceLROnPlateau"],
     "cuda.amp": ["autocast", "GradScaler", "custom_fwd", "custom_bwd"],
@@ -317,3 +320,24 @@ def test_hub_download_url_to_file_as_torchs(tmp_path):
                                          progress=False)
     assert (tmp_path / "tnet.bin").read_bytes() == (tmp_path / "torch.bin").read_bytes() == source.read_bytes()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["tnet.bin", "torch.bin", "weights.bin"]  # no partial file
+
+
+def test_checkpoint_helpers_and_jit_fork_as_torchs():
+    from tnet.utils.checkpoint import check_backward_validity, detach_variable, noop_context_fn
+    x, y = tnet.ones(2, requires_grad=True) * 2, tnet.ones(2)
+    out = detach_variable((x, y, 3))
+    assert [v.requires_grad for v in out[:2]] == [True, False] and out[0].is_leaf and out[2] == 3
+    assert out[0].tolist() == x.tolist()
+    with pytest.raises(RuntimeError):
+        detach_variable([x])
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True"):
+        check_backward_validity((y, 3))
+    forward, recompute = noop_context_fn()
+    with forward, recompute:
+        pass
+    future = tnet.jit.fork(lambda a, b: a + b, tnet.ones(2), b=tnet.ones(2))
+    theirs = torch.jit.fork(torch.add, torch.ones(2), torch.ones(2))
+    assert tnet.jit.wait(future).tolist() == torch.jit.wait(theirs).tolist()
+    model = nn.Linear(2, 2)
+    assert tnet.jit.script_if_tracing(print) is print and tnet.jit.freeze(model) is model
+    assert tnet.jit.trace_module(model, {"forward": tnet.ones(1, 2)}) is model
