@@ -74,6 +74,7 @@ PATHS = {
                     "reduce_scatter_tensor", "all_gather_into_tensor", "gather", "scatter", "all_to_all_single",
                     "all_to_all", "send", "recv", "isend", "irecv", "get_global_rank", "get_process_group_ranks"],
     "distributed.nn.functional": ["all_gather", "all_reduce", "reduce_scatter"],
+    "distributed.elastic.multiprocessing.errors": ["record", "ChildFailedError"],
 }
 
 
@@ -341,3 +342,12 @@ def test_checkpoint_helpers_and_jit_fork_as_torchs():
     model = nn.Linear(2, 2)
     assert tnet.jit.script_if_tracing(print) is print and tnet.jit.freeze(model) is model
     assert tnet.jit.trace_module(model, {"forward": tnet.ones(1, 2)}) is model
+
+
+def test_torchrun_error_reporting_decorates_main_as_torchs():
+    from tnet.distributed.elastic.multiprocessing.errors import record
+
+    @record
+    def main(x):
+        return x + 1
+    assert main(2) == 3 and record is importlib.import_module("torch.distributed.elastic.multiprocessing.errors").record

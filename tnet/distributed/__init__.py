@@ -18,9 +18,11 @@ rank's own statistics, as torch's DDP does. All of it is launches and collective
 stream, so a captured step (graph.TrainStep) replays it, where the process group allows capture
 (NCCL)."""
 import contextlib
+import sys
 
 import torch
 import torch.distributed as _dist
+import torch.distributed.elastic.multiprocessing.errors
 from torch.distributed import (ReduceOp, all_gather_object, barrier, broadcast_object_list, destroy_process_group,
                                get_backend, get_rank, get_world_size, init_process_group, is_available,
                                is_initialized, new_group)
@@ -45,6 +47,12 @@ __all__ = ["Backend", "DistributedDataParallel", "GroupMember", "ReduceOp", "all
            "irecv", "get_global_rank", "get_group_rank", "get_process_group_ranks", "is_backend_available"]
 
 BUCKET_CAP_MB = 25  # torch's default
+
+# torchrun's error reporting, which scripts run under it import (`from torch.distributed.elastic.multiprocessing.errors
+# import record`, `@record` on main): torch's own modules at tnet's paths, as they touch no tensor
+elastic = torch.distributed.elastic
+for _module in (elastic, elastic.multiprocessing, elastic.multiprocessing.errors):
+    sys.modules[__name__ + _module.__name__[len("torch.distributed"):]] = _module
 
 
 # The collectives scripts call on tensors (a MetricLogger's all_reduce of its counts, MoCo's and SimCLR's
