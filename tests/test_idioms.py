@@ -1397,10 +1397,41 @@ NODE_CASES = {  # op of x [3, 4, 5] (requires grad), lo and hi [5] (bounds): its
     "index_put_accumulate": lambda lib, x, lo, hi: (x * 1).index_put_((lib.tensor([1, 1]),), hi, accumulate=True),
     "masked_fill_": lambda lib, x, lo, hi: (x * 1).masked_fill_(x > 0, 1.0),
     "write_through_a_view": lambda lib, x, lo, hi: _mul_first_row(x * 1),
-    **{f"cross_entropy_{kind}_{reduction}": (lambda kind, reduction: lambda lib, x, lo, hi: lib.nn.functional.cross_entropy(
+    **{f"cross_entropy_{kind}_{reduction}": (lambda kind, reduction: lambda lib, x, lo, hi:
+                                              lib.nn.functional.cross_entropy(
         x[0], lib.tensor([0, 1, 4, 2]) if kind != "probabilities" else (x[1] * 0).softmax(1).detach(),
         reduction=reduction, label_smoothing=0.1 if kind == "smoothed" else 0.0))(kind, reduction)
        for kind in ("labels", "smoothed", "probabilities") for reduction in ("mean", "sum", "none")},
+    "pairwise_distance": lambda lib, x, lo, hi: lib.nn.functional.pairwise_distance(x[0], hi),
+    "triplet_margin_loss": lambda lib, x, lo, hi: lib.nn.functional.triplet_margin_loss(x[0], x[1], x[2]),
+    "margin_ranking_loss": lambda lib, x, lo, hi: lib.nn.functional.margin_ranking_loss(x[0, 0], x[0, 1], hi,
+                                                                                         reduction="sum"),
+    "hinge_embedding_loss": lambda lib, x, lo, hi: lib.nn.functional.hinge_embedding_loss(x[0], hi.sign()),
+    "cosine_embedding_loss": lambda lib, x, lo, hi: lib.nn.functional.cosine_embedding_loss(x[0], x[1],
+                                                                                             lib.ones(4)),
+    "multi_margin_loss": lambda lib, x, lo, hi: lib.nn.functional.multi_margin_loss(x[0], lib.tensor([0, 1, 2, 4])),
+    **{f"embedding_bag_{mode}": (lambda mode: lambda lib, x, lo, hi: lib.nn.functional.embedding_bag(
+        lib.tensor([0, 2, 1, 3]), x[0], lib.tensor([0, 2]), mode=mode))(mode) for mode in ("sum", "mean", "max")},
+    "channel_shuffle": lambda lib, x, lo, hi: lib.nn.functional.channel_shuffle(x.transpose(0, 1)[None], 2),
+    "pixel_unshuffle": lambda lib, x, lo, hi: lib.nn.functional.pixel_unshuffle(x[:, :4, :4][None], 2),
+    "conv3d": lambda lib, x, lo, hi: lib.nn.functional.conv3d(x[None, None], x[:2, :2, :2][None, None]),
+    "max_pool3d": lambda lib, x, lo, hi: lib.nn.functional.max_pool3d(x[None, None], 2),
+    "max_pool3d_unbatched_dilated": lambda lib, x, lo, hi: lib.nn.functional.max_pool3d(x[None], 2, dilation=2,
+                                                                                          return_indices=True)[0],
+    "avg_pool3d_unbatched": lambda lib, x, lo, hi: lib.nn.functional.avg_pool3d(x[None], 2),
+    "grid_sample": lambda lib, x, lo, hi: lib.nn.functional.grid_sample(x[None], x[None, :2, :2, :2] * 0.3,
+                                                                        align_corners=False),
+    "affine_grid": lambda lib, x, lo, hi: lib.nn.functional.affine_grid(x[:1, :2, :3], (1, 1, 3, 2),
+                                                                        align_corners=False),
+    "trace": lambda lib, x, lo, hi: x[0].trace(), "cross": lambda lib, x, lo, hi: lib.cross(x[:, 0], x[:, 1], dim=0),
+    "masked_select": lambda lib, x, lo, hi: x.masked_select(x > 0), "take": lambda lib, x, lo, hi: x.take(
+        lib.tensor([0, 7])),
+    "index_fill": lambda lib, x, lo, hi: x.index_fill(1, lib.tensor([0, 2]), 0.0),
+    "nan_to_num": lambda lib, x, lo, hi: x.nan_to_num(), "renorm": lambda lib, x, lo, hi: x.renorm(2, 0, 1.0),
+    "selu": lambda lib, x, lo, hi: lib.nn.functional.selu(x),
+    "softsign": lambda lib, x, lo, hi: lib.nn.functional.softsign(x),
+    "tanhshrink": lambda lib, x, lo, hi: lib.nn.functional.tanhshrink(x),
+    "rrelu_eval": lambda lib, x, lo, hi: lib.nn.functional.rrelu(x),
 }
 
 

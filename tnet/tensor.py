@@ -255,7 +255,7 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                      "pow_tensors": "PowBackward1", "pow_number_base": "PowBackward2",
                      "circular_pad": "torch::autograd::CopySlices", "div_rounded": "DivBackward2",
                      "squeeze_dim_inplace": "SqueezeBackward4", "cross_entropy_smoothed": "AddBackward0",
-                     "div_number": "DivBackward1",
+                     "div_number": "DivBackward1", "norm_dim": "NormBackward1",
                      # a write through a view of a tensor, and setitem's basic indexing: torch's CopySlices node
                      "copy_slices": "torch::autograd::CopySlices", "setitem": "torch::autograd::CopySlices",
                      **dict.fromkeys(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"),
@@ -287,9 +287,10 @@ def named(op, mark, out):
     """out, its node named op where the tnet ops that compose op recorded it after mark (tape_mark() at op's start):
     torch's node for the op where torch's is one op and tnet's a composite (torch's tril is TrilBackward0, tnet's
     a where), so that a printed grad_fn reads as torch's. An output those ops did not record (an input returned
-    as it is, a result off the tape) keeps its node."""
+    as it is, a result off the tape) keeps its node, and so does a write's as_strided or copy_slices node, which
+    the in-place ops find by name."""
     entry = out._entry
-    if entry is not None and entry.seq > mark:
+    if entry is not None and entry.seq > mark and entry.op not in ("as_strided", "copy_slices"):
         entry.op = op
     return out
 

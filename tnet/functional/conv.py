@@ -349,6 +349,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     conv_arg_types(stride, padding, dilation, groups, 3, "conv3d")  # every type before any shape or value, as torch's
     if input.ndim == 4:
         return conv3d(unsqueeze(input, 0), weight, bias, stride, padding, dilation, groups)[0]
+    mark = tape_mark()  # the planes' convolutions make torch's one node (ConvolutionBackward0)
     check(input.ndim == 5 and weight.ndim == 5,
           lambda: f"conv3d: expected input [N, C, D, H, W] and weight [Cout, C/groups, kd, kh, kw], got "
                   f"{input.shape} and {weight.shape}")
@@ -382,7 +383,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                     plane_padding, (dh, dw), groups)
         y = yk if y is None else add(y, yk)
     y = contiguous(transpose(reshape(y, (N, OD, *y.shape[1:])), 1, 2))
-    return _bias_3d(y, bias, "conv3d")
+    return named("conv3d", mark, _bias_3d(y, bias, "conv3d"))
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):

@@ -1312,6 +1312,7 @@ def pixel_shuffle(input, upscale_factor):
 def pixel_unshuffle(input, downscale_factor):
     """[*, C, H * r, W * r] -> [*, C * r * r, H, W] (r = downscale_factor), pixel_shuffle's inverse,
     as torch's: a reshape and a permute, copied into an NCHW result."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("pixel_unshuffle", input=input)
     r = downscale_factor
     check(r > 0, lambda: f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
@@ -1323,12 +1324,13 @@ def pixel_unshuffle(input, downscale_factor):
                                      f"input.size({k})={size} is not divisible by {r}")
     n = len(lead)
     x = permute(reshape(input, (*lead, c, h // r, r, w // r, r)), (*range(n + 1), n + 2, n + 4, n + 1, n + 3))
-    return reshape(x, (*lead, c * r * r, h // r, w // r))
+    return named("pixel_unshuffle", mark, reshape(x, (*lead, c * r * r, h // r, w // r)))
 
 
 def channel_shuffle(input, groups):
     """[N, C, *] with its channels read as [groups, C / groups] and written as [C / groups, groups],
     as torch's (ShuffleNet's shuffle): a reshape, a transpose and a copy, NCHW."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("channel_shuffle", input=input)
     check(input.ndim > 2, lambda: f"channel_shuffle expects input with > 2 dims, but got input with sizes "
                                   f"{list(input.shape)}")
@@ -1337,7 +1339,7 @@ def channel_shuffle(input, groups):
     check(c % groups == 0, lambda: f"Number of channels must be divisible by groups. Got {c} channels and {groups} "
                                    f"groups.")
     x = transpose(reshape(input, (n, groups, c // groups, *rest)), 1, 2)
-    return reshape(x, input.shape)
+    return named("channel_shuffle", mark, reshape(x, input.shape))
 
 
 def _sliding_blocks(name, size, kernel_size, dilation, padding, stride):
@@ -1441,9 +1443,10 @@ def diag(input, diagonal=0):
 
 def trace(input):
     """The sum of a matrix's main diagonal, as torch.trace (integers: an int64 sum)."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("trace", input=input)
     check(input.ndim == 2, "trace: expected a matrix")
-    return diagonal(input).sum()
+    return named("trace", mark, diagonal(input).sum())
 
 
 def tile(input, dims, *more):
@@ -1509,10 +1512,11 @@ def masked_select(input, mask):
     """input's elements where mask (a bool tensor) is True, the two broadcast to one shape: a 1-D
     tensor in row-major order, with input's gradient, as torch.masked_select. x[mask]'s host read of
     the mask (a sync, as torch's on a GPU)."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("masked_select", input=input, mask=mask)
     check(mask.dtype == torch.bool, "masked_select: expected BoolTensor for mask")
     shape = _pw.broadcast_shape("masked_select", input.shape, mask.shape)
-    return getitem(expand(input, shape), expand(mask, shape))
+    return named("masked_select", mark, getitem(expand(input, shape), expand(mask, shape)))
 
 
 def take_along_dim(input, indices, dim=None):
@@ -1652,10 +1656,11 @@ def _element_error(n):
 def take(input, index):
     """input's elements, as if flattened, at index (int64 or int32 of any shape; negative ones count
     from the end), in index's shape, as torch.take (a gather); IndexError for one out of range."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("take", input=input)
     idx = _int_index("take", index)
     y = _take("take", reshape(input, (-1,)), 0, idx, wrap=True, report=_element_error(input.numel()))
-    return reshape(y, index.shape)
+    return named("take", mark, reshape(y, index.shape))
 
 
 def _wrapped(name, index, size, d=0):
@@ -1745,6 +1750,7 @@ def index_fill(input, dim, index, value):
     """torch.index_fill (out of place): input with its slices at index along dim (negative ones from
     the end) set to value (a number, or a 0-d tensor, which then gets the sum of their gradient);
     IndexError for an index out of range."""
+    mark = tape_mark()  # torch's node: its one op's
     d, idx = _index_vector("index_fill", input, dim, index)
     if isinstance(value, Tensor):
         check(value.ndim == 0, lambda: f"index_fill_ only supports a 0-dimensional value tensor, but got tensor "
@@ -1757,7 +1763,7 @@ def index_fill(input, dim, index, value):
     _copy.put_(mask, torch.ones(idx.shape, dtype=torch.bool, device=input.device), idx, 0,
                lambda k: f"index {k} is out of bounds for dimension {d} with size {size}", wrap=True)
     mask = mask.view([size if k == d else 1 for k in range(input.ndim)])
-    return where(Tensor(mask), value, input)
+    return named("index_fill", mark, where(Tensor(mask), value, input))
 
 
 def masked_scatter(input, mask, source):
@@ -1897,6 +1903,7 @@ def cross(input, other, dim=None):
     """The cross product of 3-vectors along dim (None: input's first dim of size 3, as torch.cross's
     deprecated default), input and other broadcast; element-wise ops, so both get gradients. torch's
     checks in its order: the dims' count, dim, their lengths of 3, then the broadcast."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("cross", input=input, other=other)
     if dim is not None:
         check_args("cross", "int", dim=dim)  # the parser's TypeError before any shape, as torch's
@@ -1911,7 +1918,8 @@ def cross(input, other, dim=None):
     check(input.dtype == other.dtype,  # torch's kernels read both as one dtype, at any size
           lambda: f"expected scalar type {DTYPE_NAMES[input.dtype]} but found {DTYPE_NAMES[other.dtype]}")
     x, y = ([narrow(t, d, k, 1) for k in range(3)] for t in (a, b))
-    return cat([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]], d)
+    return named("linalg_cross", mark,
+                 cat([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]], d))
 
 
 def broadcast_shapes(*shapes):

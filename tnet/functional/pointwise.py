@@ -1135,7 +1135,8 @@ def selu(input, inplace=False):
     """scale * elu(x, alpha) with torch's constants (alpha 1.6733, scale 1.0507). """ + INPLACE
     if inplace:
         return _written("selu", input)
-    return _unary("selu", input, "selu", "selu_backward", False, graph=_selu_graph)
+    mark = tape_mark()  # torch's node: an elu's, which its selu runs
+    return named("elu", mark, _unary("selu", input, "selu", "selu_backward", False, graph=_selu_graph))
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -1154,13 +1155,15 @@ def logsigmoid(input):
 
 def softsign(input):
     """x / (1 + |x|)."""
-    return _unary("softsign", input, "softsign", "softsign_backward", False, graph=_softsign_graph)
+    mark = tape_mark()  # torch's node: its composition's last op's, x / (1 + |x|)
+    return named("div", mark, _unary("softsign", input, "softsign", "softsign_backward", False, graph=_softsign_graph))
 
 
 def tanhshrink(input):
-    """x - tanh(x)."""
-    return _unary("tanhshrink", input, "tanhshrink", "tanhshrink_backward", False,
-                  graph=lambda g, x, y: g * tanh(x) * tanh(x))  # tanh(x)^2 = 1 - tanh'(x)
+    """x - tanh(x); its node torch's composition's last op's (SubBackward0)."""
+    mark = tape_mark()
+    return named("sub", mark, _unary("tanhshrink", input, "tanhshrink", "tanhshrink_backward", False,
+                                     graph=lambda g, x, y: g * tanh(x) * tanh(x)))  # tanh(x)^2 = 1 - tanh'(x)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -1638,8 +1641,9 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
         return input.clone()
     info = torch.finfo(input.dtype)
     posinf, neginf = info.max if posinf is None else posinf, info.min if neginf is None else neginf
+    mark = tape_mark()  # torch's node: its one op's
     y = where(eq(input, math.inf), float(posinf), where(eq(input, -math.inf), float(neginf), input))
-    return where(isnan(input), float(nan), y)
+    return named("nan_to_num", mark, where(isnan(input), float(nan), y))
 
 
 def fmax(input, other):

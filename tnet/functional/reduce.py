@@ -528,6 +528,12 @@ def _reduced(name, loss, reduction):
     return loss if reduction == "none" else sum_or_mean(name, loss, None, False, mean=reduction == "mean")
 
 
+def _composed_reduced(loss, reduction):
+    """_reduced for a loss that torch composes of other ops: its node is the reduction's (MeanBackward0,
+    SumBackward0), as torch's."""
+    return _reduced(reduction, loss, reduction)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none'), as
     torch's (and its deprecated size_average and reduce); under tnet.autocast on fp32 copies of
@@ -951,7 +957,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
     input1, input2 = _loss_inputs("margin_ranking_loss", input1, input2, reduction)
-    return _reduced("margin_ranking_loss", clamp_min(add(mul(neg(target), sub(input1, input2)), margin), 0.0), reduction)
+    return _composed_reduced(clamp_min(add(mul(neg(target), sub(input1, input2)), margin), 0.0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
@@ -960,7 +966,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     reduction = legacy_reduction(size_average, reduce, reduction)
     input, target = _loss_inputs("hinge_embedding_loss", input, target, reduction)
     loss = add(where(ne(target, 1), clamp_min(sub(margin, input), 0.0), 0.0), where(ne(target, -1), input, 0.0))
-    return _reduced("hinge_embedding_loss", loss, reduction)
+    return _composed_reduced(loss, reduction)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -990,7 +996,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     squares = mul(add(sum(mul(input1, input1), -1), 1e-12), add(sum(mul(input2, input2), -1), 1e-12))
     cos = div(sum(mul(input1, input2), -1), pow(squares, 0.5))
     loss = add(where(eq(target, 1), sub(1.0, cos), 0.0), where(eq(target, -1), clamp_min(sub(cos, margin), 0.0), 0.0))
-    return _reduced("cosine_embedding_loss", loss, reduction)
+    return _composed_reduced(loss, reduction)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
@@ -998,7 +1004,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     check_tensors("pairwise_distance", x1=x1, x2=x2)
     check_args("pairwise_distance", "float", p=p, eps=eps)  # torch's parser's TypeErrors (p=None is no 2-norm)
     check_args("pairwise_distance", "bool", keepdim=keepdim)
-    return norm(add(sub(x1, x2), eps), p, builtins.max(x1.ndim, x2.ndim) - 1, keepdim)
+    mark = tape_mark()  # torch's node: its norm over a dim's (NormBackward1)
+    return named("norm_dim", mark, norm(add(sub(x1, x2), eps), p, builtins.max(x1.ndim, x2.ndim) - 1, keepdim))
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
@@ -1016,7 +1023,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if swap:
         d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     # torch's order, (margin + d_pos) - d_neg: a 16-bit d_pos rounds the margin in its dtype
-    return _reduced("triplet_margin_loss", clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
+    return _composed_reduced(clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
 
 
 aminmax_result = return_types.aminmax
@@ -1092,8 +1099,9 @@ def renorm(input, p, dim, maxnorm):
         scaled = gt(vector_norm(input, p, dims, keepdim=True), maxnorm)
     # the norm's gradient from the scaled slices only: a slice left as it is (a NaN norm among them) passes g
     # alone, as torch's renorm_backward (its where), not g plus 0 * the norm's NaN gradient
+    mark = tape_mark()  # torch's node: its one op's (RenormBackward0)
     norms = vector_norm(where(scaled, input, 0.0), p, dims, keepdim=True)
-    return mul(input, where(scaled, div(maxnorm, add(norms, 1e-7)), 1.0))
+    return named("renorm", mark, mul(input, where(scaled, div(maxnorm, add(norms, 1e-7)), 1.0)))
 
 
 def sum_to_size(input, *size):

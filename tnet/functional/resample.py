@@ -178,6 +178,7 @@ def affine_grid(theta, size, align_corners=None):
     check(theta.shape[0] == size[0], lambda: f"affine_grid: theta's batch {theta.shape[0]} does not match size "
                                              f"{size}")
     N, spatial = size[0], size[2:]
+    mark = tape_mark()  # torch's node: its one op's (AffineGridGeneratorBackward0)
     column = lambda j: reshape(theta[:, :, j], (N, *[1] * k, k))  # noqa: E731
     out = None
     for j, n in enumerate(reversed(spatial)):  # x over the last dim (W), then y over H, z over D
@@ -185,7 +186,7 @@ def affine_grid(theta, size, align_corners=None):
         shape[k - j] = n
         term = mul(column(j), tensor(_linspace(n, align_corners).reshape(shape), dtype=theta.dtype))
         out = term if out is None else add(out, term)
-    return add(out, column(k))
+    return named("affine_grid_generator", mark, add(out, column(k)))
 
 
 def _linspace(n, align_corners):
@@ -344,4 +345,4 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         dx, dgrid = _rs.grid_sample_backward(dy, x, g, bilinear, pad, align, input.requires_grad,
                                              grid.requires_grad)
         return (None if dx is None else in_layout(dx, x)), dgrid
-    return record("grid_sample", y, (input, grid), backward, saved=(x, g))
+    return record("grid_sampler_2d", y, (input, grid), backward, saved=(x, g))  # torch's node: GridSampler2DBackward0
