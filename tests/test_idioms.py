@@ -1432,6 +1432,21 @@ NODE_CASES = {  # op of x [3, 4, 5] (requires grad), lo and hi [5] (bounds): its
     "softsign": lambda lib, x, lo, hi: lib.nn.functional.softsign(x),
     "tanhshrink": lambda lib, x, lo, hi: lib.nn.functional.tanhshrink(x),
     "rrelu_eval": lambda lib, x, lo, hi: lib.nn.functional.rrelu(x),
+    "aminmax_min": lambda lib, x, lo, hi: x.aminmax(dim=1)[0], "aminmax_max": lambda lib, x, lo, hi: x.aminmax()[1],
+    "deg2rad": lambda lib, x, lo, hi: x.deg2rad(), "rad2deg": lambda lib, x, lo, hi: x.rad2deg(),
+    "diagflat": lambda lib, x, lo, hi: x[0, 0].diagflat(), "mode": lambda lib, x, lo, hi: x.mode(1)[0],
+    "nansum": lambda lib, x, lo, hi: x.nansum(), "sgn": lambda lib, x, lo, hi: x.sgn(),
+    "linalg_qr": lambda lib, x, lo, hi: lib.linalg.qr(x[0])[0],
+    "linalg_pinv": lambda lib, x, lo, hi: lib.linalg.pinv(x[0]),
+    "fmod_tensor": lambda lib, x, lo, hi: x.fmod(hi + 2), "fmod_number": lambda lib, x, lo, hi: x.fmod(2),
+    "remainder_tensor": lambda lib, x, lo, hi: x % (hi + 2), "remainder_number": lambda lib, x, lo, hi: x % 2,
+    "copysign_tensor": lambda lib, x, lo, hi: x.copysign(lo), "copysign_number": lambda lib, x, lo, hi: x.copysign(-1),
+    "xlogy_tensors": lambda lib, x, lo, hi: x.xlogy(hi + 1), "xlogy_number": lambda lib, x, lo, hi: x.xlogy(2),
+    "xlogy_number_input": lambda lib, x, lo, hi: lib.xlogy(2, x.abs() + 1),
+    "fmax": lambda lib, x, lo, hi: x.fmax(lo), "fmin": lambda lib, x, lo, hi: x.fmin(lo),
+    "dist": lambda lib, x, lo, hi: x[0].dist(x[1]), "mvlgamma": lambda lib, x, lo, hi: (x.abs() + 2).mvlgamma(2),
+    "kthvalue": lambda lib, x, lo, hi: x.kthvalue(2, 1)[0], "roll_flattened": lambda lib, x, lo, hi: x.roll(3),
+    "ldexp": lambda lib, x, lo, hi: x.ldexp(hi),
 }
 
 

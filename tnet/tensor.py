@@ -256,6 +256,11 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                      "circular_pad": "torch::autograd::CopySlices", "div_rounded": "DivBackward2",
                      "squeeze_dim_inplace": "SqueezeBackward4", "cross_entropy_smoothed": "AddBackward0",
                      "div_number": "DivBackward1", "norm_dim": "NormBackward1",
+                     # two-operand ops by overload (pointwise._overload's labels)
+                     "fmod_tensors": "FmodBackward1", "remainder_tensors": "RemainderBackward1",
+                     "remainder_number_input": "RemainderBackward0", "copysign": "CopysignBackward1",
+                     "copysign_tensors": "CopysignBackward0", "xlogy_tensors": "XlogyBackward0",
+                     "xlogy_number_input": "XlogyBackward1", "xlogy": "XlogyBackward2",
                      # a write through a view of a tensor, and setitem's basic indexing: torch's CopySlices node
                      "copy_slices": "torch::autograd::CopySlices", "setitem": "torch::autograd::CopySlices",
                      **dict.fromkeys(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"),
@@ -279,8 +284,8 @@ def _node_name(entry):
     if op in _TORCH_NODE_NAMES:
         return _TORCH_NODE_NAMES[op]
     # torch's class names title-case each word of the aten name: a letter after a digit too (log1p: Log1PBackward0,
-    # upsample_nearest2d: UpsampleNearest2DBackward0)
-    return op if op.endswith("Backward") else "".join(w.title() for w in op.split("_")) + "Backward0"
+    # upsample_nearest2d: UpsampleNearest2DBackward0); a namespace's dot is one more word (linalg.qr: LinalgQrBackward0)
+    return op if op.endswith("Backward") else "".join(w.title() for w in op.replace(".", "_").split("_")) + "Backward0"
 
 
 def named(op, mark, out):

@@ -643,7 +643,8 @@ def roll(input, shifts, dims=None):
     shifts = [shifts] if isinstance(shifts, numbers.Integral) else [as_int(v) for v in shifts]
     if dims is None:
         check(len(shifts) == 1, lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
-        return reshape(roll(reshape(input, -1), shifts, 0), input.shape)
+        mark = tape_mark()
+        return named("roll", mark, reshape(roll(reshape(input, -1), shifts, 0), input.shape))
     given = dims
     dims = [dims] if isinstance(dims, numbers.Integral) else list(dims) if isinstance(dims, (tuple, list)) else [None]
     check_type(all(isinstance(v, numbers.Integral) for v in dims),
@@ -1842,7 +1843,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 def diagflat(input, offset=0):
     """The square matrix with input's elements (flattened) on diagonal offset, as torch.diagflat."""
-    return diag(reshape(input, (-1,)), offset)
+    mark = tape_mark()  # torch's node: the diag_embed it runs
+    return named("diag_embed", mark, diag(reshape(input, (-1,)), offset))
 
 
 def combinations(input, r=2, with_replacement=False):

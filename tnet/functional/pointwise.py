@@ -1429,14 +1429,24 @@ def fmod(input, other):
     """C's fmod: the remainder of input / other truncated toward 0, with input's sign (integers:
     C's %; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * trunc(input / other)."""
-    return _quotient_remainder("fmod", input, other)
+    mark = tape_mark()  # torch's node by overload: FmodBackward0 by a number, FmodBackward1 by a tensor
+    return named(_overload("fmod", input, other), mark, _quotient_remainder("fmod", input, other))
 
 
 def remainder(input, other):
     """Python's %: input - floor(input / other) * other, with other's sign (the % operator), as
     torch.remainder; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * floor_divide(input, other)."""
-    return _quotient_remainder("remainder", input, other)
+    mark = tape_mark()
+    return named(_overload("remainder", input, other), mark, _quotient_remainder("remainder", input, other))
+
+
+def _overload(name, input, other):
+    """The label of the overload that torch's two-operand op name runs, for its node (tensor.py's table): name
+    for (Tensor, number), name_tensors for two tensors, name_number_input for (number, Tensor)."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return f"{name}_tensors"
+    return name if isinstance(input, Tensor) else f"{name}_number_input"
 
 
 def _quotient_remainder(name, input, other):
@@ -1563,7 +1573,9 @@ def xlogy(input, other):
         if need[0] and isinstance(other, numbers.Real) and math.isnan(other):  # the kernel's NaN, 0 where input is 0
             ga = _pw.pointwise("where", _pw.pointwise("eq", a, 0.0), 0.0, ga)
         return ga, gb
-    return _binary("xlogy", input, other, "xlogy", grads, graph=_xlogy_graph)
+    mark = tape_mark()
+    return named(_overload("xlogy", input, other), mark, _binary("xlogy", input, other, "xlogy", grads,
+                                                                 graph=_xlogy_graph))
 
 
 def _incomplete_gamma(name, sign):
@@ -1650,13 +1662,15 @@ def fmax(input, other):
     """The larger of each pair (broadcast), NaN only where both are: a NaN loses, as torch.fmax; the
     gradient goes to input where input >= other (or other is NaN), else to other."""
     check_tensors("fmax", input=input, other=other)
-    return where(logical_or(ge(input, other), isnan(other)), input, other)
+    mark = tape_mark()  # torch's node: its one op's
+    return named("fmax", mark, where(logical_or(ge(input, other), isnan(other)), input, other))
 
 
 def fmin(input, other):
     """The smaller of each pair (broadcast), NaN only where both are, as torch.fmin (see fmax)."""
     check_tensors("fmin", input=input, other=other)
-    return where(logical_or(le(input, other), isnan(other)), input, other)
+    mark = tape_mark()
+    return named("fmin", mark, where(logical_or(le(input, other), isnan(other)), input, other))
 
 
 # ---- more of torch's element-wise functions, and its aliases (the eighth session) ---------------
@@ -1691,7 +1705,13 @@ SPECIAL_MATH = {  # torch.special's (i0 also torch's and Tensor's); gradients by
 MATH.update(SPECIAL_MATH)
 erfcx, log_ndtr, ndtri, i0, i0e, i1, i1e = (_math(name, *spec) for name, spec in SPECIAL_MATH.items())
 arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctanh = acos, asin, atan, atan2, acosh, asinh, atanh
-fix, sgn, negative, absolute = trunc, sign, neg, abs
+fix, negative, absolute = trunc, neg, abs
+
+
+def sgn(input):
+    """sign for real tensors (tnet has no complex ones), its node torch's SgnBackward0."""
+    mark = tape_mark()
+    return named("sgn", mark, sign(input))
 multiply, subtract, greater, greater_equal, less, less_equal, not_equal = mul, sub, gt, ge, lt, le, ne
 
 
@@ -1723,18 +1743,25 @@ def _floats(*values):
 def deg2rad(input):
     """x * pi / 180 (integer and bool tensors give float32, as torch's)."""
     check_tensors("deg2rad", input=input)
-    return mul(*_floats(input), math.pi / 180.0)
+    mark = tape_mark()
+    return named("deg2rad", mark, mul(*_floats(input), math.pi / 180.0))
 
 
 def rad2deg(input):
     """x * 180 / pi (integer and bool tensors give float32, as torch's)."""
     check_tensors("rad2deg", input=input)
-    return mul(*_floats(input), 180.0 / math.pi)
+    mark = tape_mark()
+    return named("rad2deg", mark, mul(*_floats(input), 180.0 / math.pi))
 
 
 def copysign(input, other):
     """|input| with other's sign (its sign bit: -0.0 counts as negative), as torch.copysign; integers
     give float32. input's gradient is g * (y / x), its factor 0 where x is 0; other's is 0, as torch's."""
+    mark = tape_mark()
+    return named(_overload("copysign", input, other), mark, _copysign(input, other))
+
+
+def _copysign(input, other):
     return _binary("copysign", input, other, "copysign", lambda g, a, b, y, need: (
         need[0] and _pw.pointwise("mul", g, _pw.pointwise("std_backward", 1.0, a, y)),  # torch's g where(x == 0, 0, y / x)
         need[1] and torch.zeros_like(g)), saves_output=True,
@@ -1802,7 +1829,8 @@ def ldexp(input, other):
         y = _pw.pointwise("ldexp_int", X, E, dtype=X.dtype)
         return _record2("ldexp", y, input, other, lambda g: (_pw.pointwise("ldexp_int", g, E, dtype=g.dtype), None),
                         saved=(E,))
-    return mul(input, exp2(other) if isinstance(other, Tensor) else 2.0 ** other)
+    mark = tape_mark()  # torch's node: its one op's (LdexpBackward0)
+    return named("ldexp", mark, mul(input, exp2(other) if isinstance(other, Tensor) else 2.0 ** other))
 
 
 def float_power(input, exponent):

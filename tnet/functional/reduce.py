@@ -1033,7 +1033,8 @@ aminmax_result = return_types.aminmax
 def aminmax(input, *, dim=None, keepdim=False):
     """aminmax_result(min, max) over dim (None: every element), as torch.aminmax (amin and amax)."""
     dim = () if dim is None else dim
-    return aminmax_result(amin(input, dim, keepdim), amax(input, dim, keepdim))
+    mark = tape_mark()  # both from torch's one node (AminmaxBackward0)
+    return aminmax_result(*(named("aminmax", mark, f(input, dim, keepdim)) for f in (amin, amax)))
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
@@ -1054,7 +1055,9 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """sum with NaN counted as 0, as torch.nansum; the gradient is g times 0 at NaN, as torch's (NaN there where
     g is infinite: nanmean's over a slice of NaNs, g / 0). dtype: as sum's."""
     check_tensors("nansum", input=input)
-    return sum(_nan_zeroed(input) if input.memory.is_floating_point() else input, dim, keepdim, dtype=dtype)
+    mark = tape_mark()  # torch's node: its one op's (NansumBackward0)
+    return named("nansum", mark,
+                 sum(_nan_zeroed(input) if input.memory.is_floating_point() else input, dim, keepdim, dtype=dtype))
 
 
 def _nan_zeroed(x):
@@ -1081,7 +1084,8 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
 def dist(input, other, p=2):
     """The p-norm of input - other (broadcast), as torch.dist (vector_norm's gradients)."""
     check_tensors("dist", input=input, other=other)
-    return vector_norm(sub(input, other), p)
+    mark = tape_mark()  # torch's node: its one op's (DistBackward0)
+    return named("dist", mark, vector_norm(sub(input, other), p))
 
 
 def renorm(input, p, dim, maxnorm):
@@ -1129,5 +1133,6 @@ def mvlgamma(input, p):
     p = int(p)
     check(p >= 1, "p has to be greater than or equal to 1")
     check(input.dtype in _pw.FLOATS, lambda: f"mvlgamma: expected a float tensor, got {input.dtype}")
+    mark = tape_mark()  # torch's node: its one op's (MvlgammaBackward0)
     terms = lgamma(add(unsqueeze(input, -1), arange(0.0, -p / 2.0, -0.5, dtype=input.dtype)))
-    return add(sum(terms, -1), p * (p - 1) / 4.0 * math.log(math.pi))
+    return named("mvlgamma", mark, add(sum(terms, -1), p * (p - 1) / 4.0 * math.log(math.pi)))
