@@ -53,6 +53,7 @@ PATHS = {
     "optim.optimizer": ["Optimizer", "required"],
     "optim.lr_scheduler": ["_LRScheduler", "LRScheduler", "StepLR", "OneCycleLR", "ReduceLROnPlateau"],
     "cuda.amp": ["autocast", "GradScaler", "custom_fwd", "custom_bwd"],
+    "cuda.memory": ["memory_allocated", "max_memory_allocated", "reset_peak_memory_stats", "empty_cache"],
     "cuda.amp.grad_scaler": ["GradScaler"],
     "cuda.amp.autocast_mode": ["autocast", "custom_fwd", "custom_bwd"],
     "amp": ["autocast", "GradScaler"],
@@ -351,3 +352,13 @@ def test_torchrun_error_reporting_decorates_main_as_torchs():
     def main(x):
         return x + 1
     assert main(2) == 3 and record is importlib.import_module("torch.distributed.elastic.multiprocessing.errors").record
+
+
+def test_cuda_submodules_are_torchs_own_modules():
+    """`from torch.cuda.memory import ...` gets torch's module itself (tnet's memory is torch's), not a second copy
+    of its file; a name torch.cuda does not have as a submodule is no module of tnet.cuda either."""
+    import tnet.cuda.graphs
+    import tnet.cuda.memory
+    assert tnet.cuda.memory is torch.cuda.memory and tnet.cuda.graphs is torch.cuda.graphs
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("tnet.cuda.no_such_module")
