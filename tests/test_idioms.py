@@ -14,7 +14,7 @@ import torch
 import tnet
 import tnet.functional as F
 from tnet import nn
-from helpers import TOL, assert_close, check, flag_checked, leaf
+from helpers import DEV, TOL, assert_close, check, flag_checked, leaf
 
 
 @pytest.mark.parametrize("p", [2, "fro", 1, 3, math.inf, -math.inf])
@@ -1447,6 +1447,19 @@ NODE_CASES = {  # op of x [3, 4, 5] (requires grad), lo and hi [5] (bounds): its
     "dist": lambda lib, x, lo, hi: x[0].dist(x[1]), "mvlgamma": lambda lib, x, lo, hi: (x.abs() + 2).mvlgamma(2),
     "kthvalue": lambda lib, x, lo, hi: x.kthvalue(2, 1)[0], "roll_flattened": lambda lib, x, lo, hi: x.roll(3),
     "ldexp": lambda lib, x, lo, hi: x.ldexp(hi),
+    # in-place ops whose node differs from their out-of-place op's (leaky_relu_'s LeakyReluBackward1)
+    **{f"{f}_inplace": (lambda f: lambda lib, x, lo, hi: getattr(lib.nn.functional, f)(
+        x * 1, *((0.1, 0.0) if f == "threshold" else ()), inplace=True))(f)
+       for f in ("leaky_relu", "elu", "selu", "celu", "threshold", "relu", "hardtanh", "silu")},
+    "acosh_": lambda lib, x, lo, hi: (x.abs() + 1).acosh_(), "atanh_": lambda lib, x, lo, hi: (x * 0.1).atanh_(),
+    "unsqueeze_": lambda lib, x, lo, hi: (x * 1).unsqueeze_(0), "t_": lambda lib, x, lo, hi: (x[0] * 1).t_(),
+    "transpose_": lambda lib, x, lo, hi: (x * 1).transpose_(0, 2),
+    "squeeze_": lambda lib, x, lo, hi: (x[:1] * 1).squeeze_(),
+    "squeeze_dim_": lambda lib, x, lo, hi: (x[:1] * 1).squeeze_(0),
+    "squeeze_dims_": lambda lib, x, lo, hi: (x[:1] * 1).squeeze_((0,)),
+    # on the device of each library's tensors: torch's CPU dropout is a product, its GPU one native_dropout
+    "dropout": lambda lib, x, lo, hi: lib.nn.functional.dropout(x.to(DEV) if lib is torch else x, 0.3),
+    "dropout2d": lambda lib, x, lo, hi: lib.nn.functional.dropout2d((x.to(DEV) if lib is torch else x)[None], 0.3),
 }
 
 

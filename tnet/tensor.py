@@ -267,6 +267,18 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                                    "ConvolutionBackward0")}
 
 
+# torch's nodes of the in-place ops whose class differs from their out-of-place op's (leaky_relu_'s
+# LeakyReluBackward1: its backward reads the result), by the in-place op's name; and the in-place views' overloads
+INPLACE_NODE_NAMES = {**dict.fromkeys(("elu_", "selu_"), "EluBackward1"), "celu_": "CeluBackward1",
+                      "leaky_relu_": "LeakyReluBackward1", "threshold_": "ThresholdBackward1",
+                      **dict.fromkeys(("acosh_", "arccosh_"), "AcoshBackward1"),
+                      **dict.fromkeys(("asinh_", "arcsinh_"), "AsinhBackward1"),
+                      **dict.fromkeys(("atanh_", "arctanh_"), "AtanhBackward1"),
+                      "unsqueeze_": "UnsqueezeBackward1", "t_": "TBackward1", "transpose_": "TransposeBackward1",
+                      "squeeze_": "SqueezeBackward3", "squeeze_dims_inplace": "SqueezeBackward5"}
+_TORCH_NODE_NAMES.update(INPLACE_NODE_NAMES)
+
+
 def _node_name(entry):
     """torch's name of a node: its backward class's, AccumulateGrad's for a leaf (entry None). linear, matmul and
     reshape are named by their inputs (while the entry holds them), as torch's: addmm, mm or bmm of matrices, a view

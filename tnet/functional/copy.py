@@ -1990,7 +1990,8 @@ def view_in_place(name, op):
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         before = Tensor(self.memory, self.requires_grad)
         before._entry = self._entry
-        out = op(before, *args, **kwargs)
+        mark = tape_mark()
+        out = named(_in_place_view_node(name, args, kwargs), mark, op(before, *args, **kwargs))
         self.memory = out.memory
         bump_version(self)
         if recording:
@@ -1998,6 +1999,15 @@ def view_in_place(name, op):
         return self
     method.__name__ = name
     return method
+
+
+def _in_place_view_node(name, args, kwargs):
+    """The node's label of an in-place view (torch's overload: squeeze_() SqueezeBackward3, squeeze_(dim) 4,
+    squeeze_(dims) 5)."""
+    if name != "squeeze_" or not (args or kwargs):
+        return name
+    dim = args[0] if args else kwargs.get("dim")
+    return "squeeze_dims_inplace" if isinstance(dim, (tuple, list)) else "squeeze_dim_inplace"
 
 
 def _t_(x):

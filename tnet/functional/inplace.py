@@ -27,7 +27,8 @@ from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, as_int64, as_value_of, check, check_type, is_channels_last, is_flat, memory_format
-from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, named, rebase, record, tape_mark
+from ..tensor import (INPLACE_NODE_NAMES, Tensor, bump_version, is_grad_enabled, memory_root, named, rebase, record,
+                      tape_mark)
 from ..tensor import tensor as tnet_tensor
 from .copy import (Indexing, basic_index, check_put_dtype, expand, index_put, reshape, scalar_indices, scatter, scatter_add,
                    sequence_as_tuple, to)
@@ -138,7 +139,10 @@ def inplace(self, name, compute, others=(), keeps_self=False):
         x = Tensor(self.memory.clone() if keeps_self else self.memory, self.requires_grad)
         x._entry = self._entry
     version = self._version
+    mark = tape_mark()
     out = compute(x)
+    if name in INPLACE_NODE_NAMES:  # torch's node class of this in-place op, not its out-of-place op's
+        named(name, mark, out)
     if out.dtype != self.dtype:  # a float result into an integer self, an integer one into a bool self
         _check_result(name, self, _kind(out))
     check(out.shape == self.shape,

@@ -44,7 +44,9 @@ def dropout(input, p=0.5, training=True, inplace=False):
     y = _random.dropout(X, p, snapshot)
     mask = lambda g: _random.dropout(in_layout(g, y), p, snapshot)  # the gradient: the same mask and scale
     backward = lambda g: (mask(g),)
-    return record("dropout", y, (input,), backward, graph=linear_graph("dropout", backward, mask))
+    # torch's node by device: its fused native_dropout's on a GPU, its mask product's (MulBackward0) on the CPU
+    node = "native_dropout" if input.device.type == "cuda" else "mul"
+    return record(node, y, (input,), backward, graph=linear_graph("dropout", backward, mask))
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
