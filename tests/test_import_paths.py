@@ -362,3 +362,9 @@ def test_cuda_submodules_are_torchs_own_modules():
     assert tnet.cuda.memory is torch.cuda.memory and tnet.cuda.graphs is torch.cuda.graphs
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("tnet.cuda.no_such_module")
+
+
+def test_layout_constants_as_torchs():
+    """`p.grad.layout == torch.sparse_coo` in copied optimizer code: torch's layout objects."""
+    assert (tnet.sparse_coo, tnet.sparse_csr, tnet.strided) == (torch.sparse_coo, torch.sparse_csr, torch.strided)
+    assert tnet.ones(2).layout == torch.ones(2).layout == tnet.strided != tnet.sparse_coo

@@ -43,7 +43,7 @@ from .functional import index_put, scatter_add  # noqa: E402
 from .functional import clamp_, diff, isin, relu_, rot90, tensor_split, tensordot  # noqa: E402
 from .factory import get_rng_state, set_rng_state  # noqa: E402
 # dtype metadata (no tensor math): the type of dtypes, layouts and torch's promotion table
-from torch import can_cast, dtype, layout, promote_types, strided  # noqa: E402
+from torch import can_cast, dtype, layout, promote_types, sparse_coo, sparse_csr, strided  # noqa: E402
 
 
 def result_type(tensor1, tensor2):
