@@ -1459,6 +1459,8 @@ NODE_CASES = {  # op of x [3, 4, 5] (requires grad), lo and hi [5] (bounds): its
     "squeeze_dims_": lambda lib, x, lo, hi: (x[:1] * 1).squeeze_((0,)),
     # on the device of each library's tensors: torch's CPU dropout is a product, its GPU one native_dropout
     "dropout": lambda lib, x, lo, hi: lib.nn.functional.dropout(x.to(DEV) if lib is torch else x, 0.3),
+    "repeat_interleave": lambda lib, x, lo, hi: x.repeat_interleave(2, 1),
+    "repeat_interleave_flattened": lambda lib, x, lo, hi: x.repeat_interleave(3),
     "dropout2d": lambda lib, x, lo, hi: lib.nn.functional.dropout2d((x.to(DEV) if lib is torch else x)[None], 0.3),
 }
 

@@ -628,7 +628,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         check(r >= 0, "repeat_interleave: repeats can not be negative")
         shape = list(input.shape)
         out = expand(unsqueeze(input, d + 1), *shape[:d + 1], r, *shape[d + 1:])
-        return reshape(out if r != 1 else clone(out), (*shape[:d], shape[d] * r, *shape[d + 1:]))
+        mark = tape_mark()  # torch's node: a view of the expanded copy (ViewBackward0)
+        return named("view", mark, reshape(out if r != 1 else clone(out), (*shape[:d], shape[d] * r, *shape[d + 1:])))
     check(len(repeats) == input.shape[d] and builtins.min(repeats, default=0) >= 0,
           lambda: f"repeat_interleave: repeats must have the same size as input along dim ({input.shape[d]}) and be "
                   f"non-negative, got {repeats}")
