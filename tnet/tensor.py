@@ -254,7 +254,7 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                      "clamp_max_tensors": "ClampMaxBackward1", "rsub_number": "RsubBackward1",
                      "pow_tensors": "PowBackward1", "pow_number_base": "PowBackward2",
                      "circular_pad": "torch::autograd::CopySlices", "div_rounded": "DivBackward2",
-                     "squeeze_dim_inplace": "SqueezeBackward4", "cross_entropy_smoothed": "AddBackward0",
+                     "cross_entropy_smoothed": "AddBackward0",
                      "div_number": "DivBackward1", "norm_dim": "NormBackward1",
                      # two-operand ops by overload (pointwise._overload's labels)
                      "fmod_tensors": "FmodBackward1", "remainder_tensors": "RemainderBackward1",
@@ -263,8 +263,8 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                      "xlogy_number_input": "XlogyBackward1", "xlogy": "XlogyBackward2",
                      # a write through a view of a tensor, and setitem's basic indexing: torch's CopySlices node
                      "copy_slices": "torch::autograd::CopySlices", "setitem": "torch::autograd::CopySlices",
-                     **dict.fromkeys(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"),
-                                   "ConvolutionBackward0")}
+                     **dict.fromkeys(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                                      "conv_transpose3d"), "ConvolutionBackward0")}
 
 
 # torch's nodes of the in-place ops whose class differs from their out-of-place op's (leaky_relu_'s
@@ -275,7 +275,8 @@ INPLACE_NODE_NAMES = {**dict.fromkeys(("elu_", "selu_"), "EluBackward1"), "celu_
                       **dict.fromkeys(("asinh_", "arcsinh_"), "AsinhBackward1"),
                       **dict.fromkeys(("atanh_", "arctanh_"), "AtanhBackward1"),
                       "unsqueeze_": "UnsqueezeBackward1", "t_": "TBackward1", "transpose_": "TransposeBackward1",
-                      "squeeze_": "SqueezeBackward3", "squeeze_dims_inplace": "SqueezeBackward5"}
+                      "squeeze_": "SqueezeBackward3", "squeeze_dim_inplace": "SqueezeBackward4",
+                      "squeeze_dims_inplace": "SqueezeBackward5"}
 _TORCH_NODE_NAMES.update(INPLACE_NODE_NAMES)
 
 
@@ -297,7 +298,9 @@ def _node_name(entry):
         return _TORCH_NODE_NAMES[op]
     # torch's class names title-case each word of the aten name: a letter after a digit too (log1p: Log1PBackward0,
     # upsample_nearest2d: UpsampleNearest2DBackward0); a namespace's dot is one more word (linalg.qr: LinalgQrBackward0)
-    return op if op.endswith("Backward") else "".join(w.title() for w in op.replace(".", "_").split("_")) + "Backward0"
+    if op.endswith("Backward"):
+        return op
+    return "".join(w.title() for w in op.replace(".", "_").split("_")) + "Backward0"
 
 
 def named(op, mark, out):
