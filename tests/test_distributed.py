@@ -182,7 +182,7 @@ def collectives_worker(rank, world, port, out):
     F.cross_entropy(model(tnet.tensor(x[quarters[1]])), tnet.tensor(y[quarters[1]])).backward()
     grads = {f"grad.{n}": p.grad.numpy() for n, p in model.module.named_parameters()}
     np.savez(out.format(rank), counts=counts.numpy(), gathered=tnet.cat(gathered).numpy(), weights=weights.numpy(),
-             unreduced=unreduced, **grads, **gather_loss(rank, world))
+             unreduced=unreduced, **grads, **gather_loss(rank, world), **reduce_scatter_loss(rank))
     dist.destroy_process_group()
 
 
@@ -206,6 +206,36 @@ def gather_loss(rank, world):
     loss = (tnet.cat(embeddings) * tnet.tensor(c[rank])).pow(2).sum() + (rank + 1) * total
     loss.backward()
     return {"nn.grad": xr.grad.numpy(), "nn.total": total.numpy(), "nn.gathered": tnet.cat(embeddings).numpy()}
+
+
+def reduce_scatter_loss(rank):
+    """reduce_scatter and reduce_scatter_tensor of tnet.distributed, and torch.distributed.nn's reduce_scatter under a
+    loss weighted by the rank: rank r's x [2] (r + 1) goes in as [x, 2x]; then gather, scatter, all_to_all_single,
+    send and recv."""
+    dist = tnet.distributed
+    parts = tnet.zeros(2)
+    dist.reduce_scatter(parts, [tnet.full((2,), rank + 1.0), tnet.full((2,), 10.0 * (rank + 1))])
+    halves = tnet.zeros(2)
+    dist.reduce_scatter_tensor(halves, tnet.arange(4.0) + rank)
+    x = tnet.full((2,), rank + 1.0, requires_grad=True)
+    output = tnet.zeros(2)
+    y = tnet.distributed.nn.functional.reduce_scatter(output, [x, x * 2])
+    (y.sum() * (rank + 1)).backward()
+    # gather to rank 1, scatter from rank 0, an all-to-all of halves, rank 0 sending to rank 1
+    gathered = [tnet.zeros(2) for _ in range(2)] if rank == 1 else None
+    dist.gather(tnet.full((2,), rank + 5.0), gathered, dst=1)
+    scattered = tnet.zeros(2)
+    dist.scatter(scattered, [tnet.full((2,), 7.0), tnet.full((2,), 8.0)] if rank == 0 else None, src=0)
+    swapped = tnet.zeros(4)
+    dist.all_to_all_single(swapped, tnet.arange(4.0) + 10 * rank)
+    message = tnet.full((3,), 42.0) if rank == 0 else tnet.zeros(3)
+    if rank == 0:
+        dist.send(message, dst=1)
+    else:
+        assert dist.recv(message, src=0) == 0
+    return {"rs.parts": parts.numpy(), "rs.halves": halves.numpy(), "rs.y": y.numpy(), "rs.output": output.numpy(),
+            "rs.grad": x.grad.numpy(), "p2p.gathered": tnet.cat(gathered).numpy() if rank == 1 else np.zeros(0),
+            "p2p.scattered": scattered.numpy(), "p2p.swapped": swapped.numpy(), "p2p.message": message.numpy()}
 
 
 def check_gather_loss(saved, rank):
@@ -238,6 +268,16 @@ def test_collectives_on_tnet_tensors_under_spawn(tmp_path):
         assert saved["gathered"].tolist() == [0, 1, 2, 10, 11, 12]
         assert saved["weights"].tolist() == [1.0, 1.0]
         check_gather_loss(saved, rank)
+        # rank 0 sums the ranks' first inputs (1 + 2, 10 + 20), rank 1 their second (2 + 4); x's gradient: rank 0's
+        # output gradient (1) through x plus twice rank 1's (2) through 2x
+        assert saved["rs.parts"].tolist() == [[3.0] * 2, [30.0] * 2][rank]
+        assert saved["rs.halves"].tolist() == [[1.0, 3.0], [5.0, 7.0]][rank]
+        assert saved["rs.y"].tolist() == saved["rs.output"].tolist() == [[3.0] * 2, [6.0] * 2][rank]
+        assert saved["rs.grad"].tolist() == [5.0, 5.0]
+        assert saved["p2p.gathered"].tolist() == ([5.0, 5.0, 6.0, 6.0] if rank == 1 else [])
+        assert saved["p2p.scattered"].tolist() == [[7.0] * 2, [8.0] * 2][rank]
+        assert saved["p2p.swapped"].tolist() == [[0.0, 1.0, 10.0, 11.0], [2.0, 3.0, 12.0, 13.0]][rank]
+        assert saved["p2p.message"].tolist() == [42.0] * 3
         if rank == 0:  # within no_sync the gradient is this rank's own
             assert_close(torch.from_numpy(saved["unreduced"]), torch.from_numpy(first), TOL["ieee"], "unreduced")
         for name, p in model.named_parameters():

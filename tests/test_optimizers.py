@@ -420,6 +420,145 @@ def test_functional_steps_match_torchs(name, kwargs, rng):
     assert [float(s) for s in out["tnet"][2]] == [float(s) for s in out["torch"][2]]
 
 
+def test_an_sgd_fork_stepping_by_init_group_and_functional_sgd(rng):
+    """A fork of torch.optim.SGD whose step() takes its lists by _init_group (torch's signature), calls
+    torch.optim.sgd.sgd and stores the buffers back: weights and buffers after three steps as torch's (the first
+    step's buffer the gradient itself, with dampening)."""
+    values = [rng.standard_normal(s).astype(np.float32) for s in ((5, 3), (7,))]
+    grads = [[rng.standard_normal(v.shape).astype(np.float32) for v in values] for _ in range(3)]
+    out = {}
+    for lib in (torch, tnet):
+        sgd = importlib.import_module(lib.__name__ + ".optim.sgd").sgd
+
+        class ForkedSGD(lib.optim.SGD):
+            def step(self, closure=None):
+                with lib.no_grad():
+                    for group in self.param_groups:
+                        params, grads_, buffers = [], [], []
+                        has_sparse_grad = self._init_group(group, params, grads_, buffers)
+                        sgd(params, grads_, buffers, weight_decay=group["weight_decay"], momentum=group["momentum"],
+                            lr=group["lr"], dampening=group["dampening"], nesterov=group["nesterov"],
+                            maximize=group["maximize"], has_sparse_grad=has_sparse_grad, foreach=group["foreach"])
+                        if group["momentum"] != 0:
+                            for p, buffer in zip(params, buffers):
+                                self.state[p]["momentum_buffer"] = buffer
+
+        params = [lib.nn.Parameter(lib.tensor(v)) for v in values]
+        frozen = lib.nn.Parameter(lib.ones(2))  # no gradient: skipped
+        optimizer = ForkedSGD([{"params": params[:1]}, {"params": [params[1], frozen], "momentum": 0}], lr=0.1,
+                              momentum=0.9, dampening=0.3, weight_decay=0.01)
+        for g in grads:
+            for p, v in zip(params, g):
+                p.grad = lib.tensor(v)
+            optimizer.step()
+        out[lib.__name__] = [*params, frozen, optimizer.state[params[0]]["momentum_buffer"]]
+    for i, (ours, ref) in enumerate(zip(out["tnet"], out["torch"], strict=True)):
+        assert_close(ours, ref.detach(), TOL["ieee"], f"entry {i}")
+
+
+# forks of the other optimizers: the class's options, how many state lists _init_group fills (the step counts too),
+# and the functional step's call on them (in its own order) with the group's hyperparameters
+FORKS = {
+    "RMSprop": (dict(lr=0.01, momentum=0.5, centered=True, weight_decay=0.1), 4, lambda fn, g, ls, extra: fn(
+        *ls[:3], ls[4], ls[3], ls[5], lr=g["lr"], alpha=g["alpha"], eps=g["eps"], weight_decay=g["weight_decay"],
+        momentum=g["momentum"], centered=g["centered"], maximize=g["maximize"], has_complex=extra)),
+    "Adagrad": (dict(lr=0.1, lr_decay=0.01, weight_decay=0.1), 2, lambda fn, g, ls, extra: fn(
+        *ls, lr=g["lr"], weight_decay=g["weight_decay"], lr_decay=g["lr_decay"], eps=g["eps"],
+        maximize=g["maximize"], has_sparse_grad=extra[0], has_complex=extra[1])),
+    "Adamax": (dict(lr=0.02, weight_decay=0.1), 3, lambda fn, g, ls, extra: fn(
+        *ls, eps=g["eps"], beta1=g["betas"][0], beta2=g["betas"][1], lr=g["lr"], weight_decay=g["weight_decay"],
+        maximize=g["maximize"], has_complex=extra)),
+    "NAdam": (dict(lr=0.01, weight_decay=0.1, decoupled_weight_decay=True), 4, lambda fn, g, ls, extra: fn(
+        *ls, beta1=g["betas"][0], beta2=g["betas"][1], lr=g["lr"], weight_decay=g["weight_decay"],
+        momentum_decay=g["momentum_decay"], eps=g["eps"], decoupled_weight_decay=g["decoupled_weight_decay"],
+        maximize=g["maximize"], has_complex=extra)),
+    "RAdam": (dict(lr=0.01, weight_decay=0.1), 3, lambda fn, g, ls, extra: fn(
+        *ls, beta1=g["betas"][0], beta2=g["betas"][1], lr=g["lr"], weight_decay=g["weight_decay"], eps=g["eps"],
+        decoupled_weight_decay=g["decoupled_weight_decay"], maximize=g["maximize"], has_complex=extra)),
+    "Adadelta": (dict(lr=1.0, weight_decay=0.1), 3, lambda fn, g, ls, extra: fn(
+        *ls, lr=g["lr"], rho=g["rho"], eps=g["eps"], weight_decay=g["weight_decay"], maximize=g["maximize"],
+        has_complex=extra)),
+}
+
+
+@pytest.mark.parametrize("name", FORKS)
+def test_forks_of_the_other_optimizers_step_by_init_group_as_torchs(name, rng):
+    """A subclass of each optimizer whose step() takes its lists by _init_group (torch's signature) and calls
+    the functional step of torch's module on the gradients' signs: weights after seven steps as torch's."""
+    kwargs, count, call = FORKS[name]
+    values = [rng.standard_normal(s).astype(np.float32) for s in ((5, 3), (7,))]
+    grads = [[rng.standard_normal(v.shape).astype(np.float32) for v in values] for _ in range(7)]
+    out = {}
+    for lib in (torch, tnet):
+        fn = getattr(importlib.import_module(f"{lib.__name__}.optim.{name.lower()}"), name.lower())
+
+        class Fork(getattr(lib.optim, name)):
+            def step(self, closure=None):
+                with lib.no_grad():
+                    for group in self.param_groups:
+                        lists = [[] for _ in range(count + 2)]
+                        extra = self._init_group(group, *lists)
+                        lists[1] = [g.sign() for g in lists[1]]
+                        call(fn, group, lists, extra)
+
+        params = [lib.nn.Parameter(lib.tensor(v)) for v in values]
+        frozen = lib.nn.Parameter(lib.ones(2))  # no gradient: skipped
+        optimizer = Fork([{"params": params[:1]}, {"params": [params[1], frozen]}], **kwargs)
+        for g in grads:
+            for p, v in zip(params, g):
+                p.grad = lib.tensor(v)
+            optimizer.step()
+        state = optimizer.state[params[0]]
+        out[lib.__name__] = [*params, frozen, *(state[k] for k in sorted(state))]
+    for i, (ours, ref) in enumerate(zip(out["tnet"], out["torch"], strict=True)):
+        assert_close(ours, ref.detach(), 1e-5, f"{name}: entry {i}")
+
+
+# the other optimizers' functional steps: each state list's start ("zeros" like the parameter, a one-element
+# tensor of a value, a tensor of the parameter's shape full of a value) and the keyword arguments
+OTHER_STEPS = [
+    ("rmsprop", ["zeros", "zeros", "zeros"], dict(lr=0.01, alpha=0.9, eps=1e-8, weight_decay=0.1, momentum=0.5,
+                                                  centered=True, maximize=True)),
+    ("rmsprop", ["zeros", "zeros", "zeros"], dict(lr=0.01, alpha=0.99, eps=1e-6, weight_decay=0.0, momentum=0.0,
+                                                  centered=False)),
+    ("adagrad", ["zeros"], dict(lr=0.1, weight_decay=0.1, lr_decay=0.01, eps=1e-10, maximize=False)),
+    ("adamax", ["zeros", "zeros"], dict(eps=1e-8, beta1=0.8, beta2=0.99, lr=0.02, weight_decay=0.1, maximize=True)),
+    ("nadam", ["zeros", "zeros", ("one", 1.0)], dict(beta1=0.9, beta2=0.999, lr=0.01, weight_decay=0.1,
+                                                     momentum_decay=0.004, eps=1e-8)),
+    ("nadam", ["zeros", "zeros", ("one", 1.0)], dict(beta1=0.8, beta2=0.9, lr=0.01, weight_decay=0.1,
+                                                     momentum_decay=0.004, eps=1e-8, decoupled_weight_decay=True)),
+    ("radam", ["zeros", "zeros"], dict(beta1=0.9, beta2=0.999, lr=0.01, weight_decay=0.1, eps=1e-8)),
+    ("radam", ["zeros", "zeros"], dict(beta1=0.5, beta2=0.9, lr=0.01, weight_decay=0.1, eps=1e-8,
+                                       decoupled_weight_decay=True, maximize=True)),  # rectified from step 6
+    ("asgd", ["zeros", ("one", 1.0), ("one", 0.05)], dict(lambd=1e-4, lr=0.05, t0=1.0, alpha=0.75, weight_decay=0.1)),
+    ("adadelta", ["zeros", "zeros"], dict(lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.1, maximize=False)),
+    ("rprop", ["zeros", ("full", 0.01)], dict(step_size_min=1e-6, step_size_max=50, etaminus=0.5, etaplus=1.2)),
+]
+
+
+@pytest.mark.parametrize("name,starts,kwargs", OTHER_STEPS, ids=[f"{n}-{i}" for i, (n, _, _) in enumerate(OTHER_STEPS)])
+def test_other_functional_steps_match_torchs(name, starts, kwargs, rng):
+    """torch.optim.rmsprop.rmsprop, adagrad.adagrad, adamax.adamax, nadam.nadam, radam.radam, asgd.asgd,
+    adadelta.adadelta and rprop.rprop, which forks of those optimizers call: seven steps on two tensors of odd
+    shapes (RAdam's rectified ones among them; random gradients, whose signs flip for Rprop) update parameters,
+    state and step counts as torch's."""
+    shapes = [(5, 3), (7,)]
+    values = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    grads = [[rng.standard_normal(s).astype(np.float32) for s in shapes] for _ in range(7)]
+    out = {}
+    for lib in (torch, tnet):
+        step = getattr(importlib.import_module(f"{lib.__name__}.optim.{name}"), name)
+        params = [lib.tensor(v) for v in values]
+        lists = [[lib.zeros_like(p) if start == "zeros" else lib.tensor(start[1]) if start[0] == "one"
+                  else lib.full(p.shape, start[1]) for p in params] for start in starts]
+        steps = [lib.tensor(0.0) for _ in params]
+        for g in grads:
+            step(params, [lib.tensor(v) for v in g], *lists, steps, **kwargs)
+        out[lib.__name__] = [*params, *sum(lists, []), *steps]
+    for i, (ours, ref) in enumerate(zip(out["tnet"], out["torch"], strict=True)):
+        assert_close(ours, ref, 1e-5, f"{name}: tensor {i}")
+
+
 @pytest.mark.parametrize("name,kwargs", PLAIN, ids=[f"{n}-{'-'.join(k)}" for n, k in PLAIN])
 def test_plain_base_optimizers_match_torch(name, kwargs, rng):
     """Rprop, ASGD, Adafactor and SparseAdam (tnet's on the plain base) against torch's in float64:

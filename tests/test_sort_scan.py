@@ -51,6 +51,9 @@ def test_sort_ties_and_nan_as_torch_stable(rng, shape, dim, sort_path):
     top, ref = x.topk(shape[dim] // 2 + 1, dim), r.topk(shape[dim] // 2 + 1, dim)
     same(top.values, ref.values, "topk values")
     same(r.gather(dim, torch.from_numpy(top.indices.numpy())), ref.values, "topk indices")  # any of equal ones
+    # tnet's among equal ones: the first, as torch's stable sort orders them (README's porting section)
+    first = torch.sort(r, dim=dim, descending=True, stable=True).indices.narrow(dim, 0, shape[dim] // 2 + 1)
+    same(top.indices, first, "topk indices: the first of equal ones")
     small = x.topk(2 if shape[dim] > 1 else 1, dim, largest=False)
     same(small.values, r.topk(small.values.shape[dim], dim, largest=False).values, "topk smallest")
 

@@ -7,12 +7,12 @@ from .tensor import (Tensor, enable_grad, inference_mode, is_grad_enabled, no_gr
 from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int64, manual_seed, ones, rand, randn, seed,
                       zeros)
 from .serialize import LoadError, load, save
-from . import serialize as serialization  # torch's module name (add_safe_globals)
+from . import serialize as serialization  # torch's module name (add_safe_globals), at its import path too
 from .tensor import check_device as _check_device, is_tnets_device as _is_tnets_device  # not torch's names
 from .amp import GradScaler, autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
-from . import cpu, multiprocessing, return_types, version, xpu  # noqa: E402
+from . import cpu, multiprocessing, overrides, return_types, types, version, xpu  # noqa: E402
 from . import _dynamo, _inductor  # noqa: E402,F401  (torch._dynamo.config, torch._inductor.config without their own import)
 from torch.distributed import is_available as _distributed_available  # noqa: E402
 if _distributed_available():  # tnet.distributed without its own import, as torch's (where torch has it)
@@ -21,6 +21,7 @@ from . import sparse  # noqa: E402
 from .autograd import Variable
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 import sys as _sys
+_sys.modules[__name__ + ".serialization"] = serialization  # `from torch.serialization import add_safe_globals`
 import torch as _torch
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
 from torch import OutOfMemoryError  # torch's: tnet allocates through torch's allocator, which raises it
@@ -42,7 +43,7 @@ from .functional import index_put, scatter_add  # noqa: E402
 from .functional import clamp_, diff, isin, relu_, rot90, tensor_split, tensordot  # noqa: E402
 from .factory import get_rng_state, set_rng_state  # noqa: E402
 # dtype metadata (no tensor math): the type of dtypes, layouts and torch's promotion table
-from torch import can_cast, dtype, layout, promote_types, strided  # noqa: E402
+from torch import can_cast, dtype, layout, promote_types, sparse_coo, sparse_csr, strided  # noqa: E402
 
 
 def result_type(tensor1, tensor2):
@@ -224,6 +225,7 @@ VERSION = "0.1.0"  # tnet's own; pyproject.toml reads it from here
 # What a script's `torch.__version__` checks read (`>= '1.5.0'`, `int(v.split('.')[0]) >= 2`, packaging's parse):
 # the PyTorch API that tnet follows, with tnet's own version as the local label
 __version__ = f"2.13.0+tnet{VERSION}"
+version.__version__ = __version__  # torch.version's too (`from torch.version import __version__`)
 
 # torch's other dtype names, so that `dtype=torch.long` ports (last: they shadow Python's int, float
 # and bool in this module). tnet computes in float32, float16, bfloat16, int64, int32 and bool; the

@@ -18,6 +18,7 @@ torch's per-block cache, so that a captured CUDA graph keeps one address for it.
 
 float16 needs a loss scale, as in torch (its gradients underflow below 6e-8; bfloat16's
 range is fp32's): GradScaler, torch's dynamic one, with its state on the device."""
+import enum
 import functools
 import sys
 import types
@@ -158,6 +159,13 @@ def cast_operand(x, dtype):
     return copy_(torch.empty_like(x.memory, dtype=dtype), x.memory)
 
 
+class OptState(enum.Enum):
+    """An optimizer's stage in GradScaler since its last update(), as torch.amp.grad_scaler's."""
+    READY = 0
+    UNSCALED = 1
+    STEPPED = 2
+
+
 class GradScaler:
     """torch.amp.GradScaler's arguments and methods scale, unscale_, step, update, get_scale,
     is_enabled, state_dict and load_state_dict:
@@ -186,10 +194,10 @@ class GradScaler:
         self._growth_tracker = torch.zeros((), dtype=torch.int32, device=DEVICE)
         self._found_inf = torch.zeros((), device=DEVICE)
         self._scale_tensor = Tensor(self._scale)
-        self._stages = {}  # id(optimizer): "unscaled" or "stepped" since the last update(), as torch's
+        self._stages = {}  # id(optimizer): its OptState since the last update(), as torch's
 
     def _stage(self, optimizer):
-        return self._stages.get(id(optimizer))
+        return self._stages.get(id(optimizer), OptState.READY)
 
     def is_enabled(self):
         return self._enabled
@@ -209,13 +217,13 @@ class GradScaler:
         else RuntimeError, as torch's."""
         if not self._enabled:
             return
-        if self._stage(optimizer) == "unscaled":
+        if self._stage(optimizer) is OptState.UNSCALED:
             raise RuntimeError("unscale_() has already been called on this optimizer since the last update().")
-        if self._stage(optimizer) == "stepped":
+        if self._stage(optimizer) is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         grads = [p.grad.memory for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
         optim_kernels.find_inf_(grads, self._found_inf, self._scale)
-        self._stages[id(optimizer)] = "unscaled"
+        self._stages[id(optimizer)] = OptState.UNSCALED
 
     def step(self, optimizer, *args, **kwargs):
         """optimizer's step on the gradients divided by the scale, in its one launch, after a pass
@@ -225,13 +233,13 @@ class GradScaler:
             return optimizer.step(*args, **kwargs)
         if args or "closure" in kwargs:
             raise RuntimeError("Closure use is not currently supported if GradScaler is enabled.")
-        if self._stage(optimizer) == "stepped":
+        if self._stage(optimizer) is OptState.STEPPED:
             raise RuntimeError("step() has already been called since the last update().")
-        if self._stage(optimizer) == "unscaled":
+        if self._stage(optimizer) is OptState.UNSCALED:
             optimizer._step(None, self._found_inf)
         else:
             optimizer._step(self._scale, self._found_inf)
-        self._stages[id(optimizer)] = "stepped"
+        self._stages[id(optimizer)] = OptState.STEPPED
         return None
 
     def update(self, new_scale=None):
@@ -328,3 +336,18 @@ def device_amp(package, device_type, default_dtype):
             "__doc__": f"torch.{device_type}.amp.{base.__name__}: tnet.amp.{base.__name__}({device_type!r}, ...)."}))
     sys.modules[module.__name__] = module
     return module
+
+
+def add_path_modules(parent):
+    """parent's (tnet.amp's, tnet.cuda.amp's) grad_scaler and autocast_mode submodules, with those of its names
+    that torch's hold, in sys.modules, for torch's import paths (`from torch.cuda.amp.grad_scaler import
+    GradScaler`, `from torch.amp.autocast_mode import autocast`)."""
+    for name, members in (("grad_scaler", ("GradScaler", "OptState")),
+                          ("autocast_mode", ("autocast", "custom_fwd", "custom_bwd", "is_autocast_available"))):
+        module = types.ModuleType(f"{parent.__name__}.{name}", f"torch{parent.__name__[4:]}.{name}")
+        module.__dict__.update({n: getattr(parent, n) for n in members if hasattr(parent, n)})
+        sys.modules[module.__name__] = module
+        setattr(parent, name, module)
+
+
+add_path_modules(sys.modules[__name__])

@@ -1,6 +1,7 @@
 """torch.cuda's questions a training script asks (`torch.cuda.is_available()` in
 `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), answered for tnet: a
 process has one device, tnet.DEVICE."""
+import sys
 import time
 
 import torch
@@ -123,10 +124,20 @@ Event = torch.cuda.Event if is_available() else _HostEvent  # CUDA events on the
 
 amp = _amp.device_amp(__name__, "cuda", torch.float16)
 amp.custom_fwd, amp.custom_bwd = _amp.custom_fwd, _amp.custom_bwd
+_amp.add_path_modules(amp)
 autocast, GradScaler = amp.autocast, amp.GradScaler
+
+
+# torch.cuda's submodules at tnet.cuda's paths (`from torch.cuda.memory import ...`): torch's own modules (loaded
+# with torch), not copies of them
+for _name in ("memory", "graphs", "streams", "random", "nccl", "nvtx", "profiler"):
+    sys.modules[f"{__name__}.{_name}"] = getattr(torch.cuda, _name)
 
 
 def __getattr__(name):
     """torch.cuda's other names (streams, device properties, memory statistics, CUDA graphs):
-    torch's own, as tnet's memory, streams and graphs are torch's."""
+    torch's own, as tnet's memory, streams and graphs are torch's. Not its dunder names: tnet.cuda is no package
+    (the import system asks for __path__), its submodules those above."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(torch.cuda, name)

@@ -173,7 +173,7 @@ def _fetch(root):
     made only once the server answers, so a failed request leaves no folder behind."""
     path = os.path.join(root, ARCHIVE)
     if not os.path.isfile(path):
-        _download(URL, path)
+        download(URL, path, "CIFAR-10", "md5", MD5)
     elif _md5(path) != MD5:
         raise DataError(f"{path}: md5 {_md5(path)} does not match {MD5}; delete it and retry")
     try:
@@ -187,17 +187,19 @@ def _fetch(root):
                         f"delete it and retry") from None
 
 
-def _download(url, path):
+def download(url, path, name, digest=None, expected=None, progress=True):
+    """url's bytes into path, through path + ".part" renamed once whole, with a progress bar (progress=False:
+    none); name says what in the errors. digest: a hashlib algorithm whose hex digest of the bytes must start
+    with expected (CIFAR-10's whole md5, torch.hub's sha256 prefix), else DataError. The folder is made only
+    once the server answers, and a failed download leaves nothing behind."""
     from tqdm import tqdm
 
     part = path + ".part"
-    md5 = hashlib.md5()
+    hasher = hashlib.new(digest) if digest else None
     try:
         r = urllib.request.urlopen(url, timeout=60)
     except OSError as e:  # URLError (no network, no such host), timeouts, refusals
-        raise DownloadError(f"could not download CIFAR-10 from {url} ({' '.join(str(e).split())})") from None
-    # the folder only once the server answers, and removed again if the download then fails,
-    # so a failed download leaves nothing behind
+        raise DownloadError(f"could not download {name} from {url} ({' '.join(str(e).split())})") from None
     folder = os.path.dirname(path) or "."
     made = _missing_folders(folder)
     try:
@@ -209,18 +211,19 @@ def _download(url, path):
     try:
         with r, open(part, "wb") as f:
             total = int(r.headers.get("Content-Length") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=os.path.basename(path)) as bar:
+            with tqdm(total=total, unit="B", unit_scale=True, desc=os.path.basename(path), disable=not progress) as bar:
                 while chunk := r.read(1 << 20):
                     f.write(chunk)
-                    md5.update(chunk)
+                    if hasher:
+                        hasher.update(chunk)
                     bar.update(len(chunk))
     except OSError as e:  # a reset or timeout mid-transfer, a full disk
-        error = DownloadError(f"could not download CIFAR-10 from {url} ({' '.join(str(e).split())})")
+        error = DownloadError(f"could not download {name} from {url} ({' '.join(str(e).split())})")
     else:
-        if md5.hexdigest() == MD5:
+        if hasher is None or hasher.hexdigest().startswith(expected):
             os.replace(part, path)
             return
-        error = DataError(f"{path}: downloaded file has md5 {md5.hexdigest()}, expected {MD5} "
+        error = DataError(f"{path}: downloaded file has {digest} {hasher.hexdigest()}, expected {expected} "
                           f"(corrupted download); retry")
     if os.path.exists(part):
         os.remove(part)

@@ -1,7 +1,8 @@
 """torch.hub's loaders, which copied model files import at the top (`from torch.hub import
 load_state_dict_from_url`: torchvision's resnet.py and densenet.py before 0.13; torch.utils.model_zoo's
 `load_url`), so that such a file imports and builds its models, and `load(repo_dir, name, source="local")`,
-which runs a checkout's own hubconf.py as torch does. torch's published weights are pickles, which tnet
+which runs a checkout's own hubconf.py as torch does, and `download_url_to_file` (plain bytes, a data set's
+archive). torch's published weights are pickles, which tnet
 never reads, and GitHub repositories' hubconf.py files import torch: asking for either raises, naming the
 way. Convert weights once where torch is installed, `tnet.save(torch.hub.load_state_dict_from_url(url),
 path)`, then `model.load_state_dict(tnet.load(path))`."""
@@ -9,6 +10,8 @@ import contextlib
 import importlib.util
 import os
 import sys
+
+from .data import DataError, DownloadError, download
 
 _HOW = ("torch's published weights are pickles, which tnet does not read; convert them once where torch is "
         "installed, tnet.save(torch.hub.load_state_dict_from_url(url), path), then "
@@ -42,6 +45,18 @@ def list(github, force_reload=False, skip_validation=False, trust_repo=None, ver
 
 def help(github, model, force_reload=False, skip_validation=False, trust_repo=None):
     raise NotImplementedError(f"tnet.hub.help({github!r}, {model!r}): hub repositories run torch's code; {_LOCAL}")
+
+
+def download_url_to_file(url, dst, hash_prefix=None, progress=True):
+    """torch.hub's: url's bytes into the file dst (a dataset's archive, a checkpoint to convert), through a
+    partial file renamed once whole; with hash_prefix, the SHA-256 of the bytes must start with it, else
+    RuntimeError and no file, as torch's."""
+    try:
+        download(url, os.fspath(dst), url, "sha256" if hash_prefix else None, hash_prefix, progress)
+    except DownloadError:
+        raise
+    except DataError as e:  # the hash's mismatch, or a folder that cannot be made: torch's RuntimeError
+        raise RuntimeError(str(e)) from None
 
 
 def load_state_dict_from_url(url, model_dir=None, map_location=None, progress=True, check_hash=False, file_name=None,

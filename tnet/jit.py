@@ -4,6 +4,8 @@ the decorators return the function, and code never runs scripted or traced (no T
 jit.save is not here)."""
 import typing
 
+import torch
+
 from .nn import Module
 
 Final = typing.Final  # torch.jit.Final is typing's: timm's `fused_attn: Final[bool]`
@@ -56,3 +58,35 @@ def is_tracing():
 def annotate(the_type, the_value):
     """A typed None for TorchScript (`aux1 = torch.jit.annotate(Optional[Tensor], None)`): the value."""
     return the_value
+
+
+def script_if_tracing(fn):
+    """A decorator that scripts fn when tracing (torchvision's ops): fn itself."""
+    return fn
+
+
+def trace_module(mod, inputs, *args, **kwargs):
+    return mod
+
+
+def freeze(mod, preserved_attrs=None, optimize_numerics=True):
+    return mod
+
+
+def optimize_for_inference(mod, other_methods=None):
+    return mod
+
+
+Future = torch.futures.Future  # torch.jit.Future is torch.futures': a host object holding a value
+
+
+def fork(func, *args, **kwargs):
+    """func(*args, **kwargs) run now, its result in a completed Future (torch's runs it asynchronously under
+    TorchScript; in eager torch, at once too)."""
+    future = Future()
+    future.set_result(func(*args, **kwargs))
+    return future
+
+
+def wait(future):
+    return future.wait()

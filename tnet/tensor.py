@@ -251,8 +251,33 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                      "prod_dim": "ProdBackward1", "max_all": "MaxBackward1", "min_all": "MinBackward1",
                      "squeeze_dim": "SqueezeBackward1", "squeeze_dims": "SqueezeBackward2", "clamp": "ClampBackward1",
                      "clamp_tensors": "ClampBackward0", "clamp_min_tensors": "ClampMinBackward1",
-                     "clamp_max_tensors": "ClampMaxBackward1",
-                     **dict.fromkeys(("conv2d", "conv3d", "conv_transpose2d", "conv_transpose3d"), "ConvolutionBackward0")}
+                     "clamp_max_tensors": "ClampMaxBackward1", "rsub_number": "RsubBackward1",
+                     "pow_tensors": "PowBackward1", "pow_number_base": "PowBackward2",
+                     "circular_pad": "torch::autograd::CopySlices", "div_rounded": "DivBackward2",
+                     "cross_entropy_smoothed": "AddBackward0",
+                     "div_number": "DivBackward1", "norm_dim": "NormBackward1",
+                     # two-operand ops by overload (pointwise._overload's labels)
+                     "fmod_tensors": "FmodBackward1", "remainder_tensors": "RemainderBackward1",
+                     "remainder_number_input": "RemainderBackward0", "copysign": "CopysignBackward1",
+                     "copysign_tensors": "CopysignBackward0", "xlogy_tensors": "XlogyBackward0",
+                     "xlogy_number_input": "XlogyBackward1", "xlogy": "XlogyBackward2",
+                     # a write through a view of a tensor, and setitem's basic indexing: torch's CopySlices node
+                     "copy_slices": "torch::autograd::CopySlices", "setitem": "torch::autograd::CopySlices",
+                     **dict.fromkeys(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                                      "conv_transpose3d"), "ConvolutionBackward0")}
+
+
+# torch's nodes of the in-place ops whose class differs from their out-of-place op's (leaky_relu_'s
+# LeakyReluBackward1: its backward reads the result), by the in-place op's name; and the in-place views' overloads
+INPLACE_NODE_NAMES = {**dict.fromkeys(("elu_", "selu_"), "EluBackward1"), "celu_": "CeluBackward1",
+                      "leaky_relu_": "LeakyReluBackward1", "threshold_": "ThresholdBackward1",
+                      **dict.fromkeys(("acosh_", "arccosh_"), "AcoshBackward1"),
+                      **dict.fromkeys(("asinh_", "arcsinh_"), "AsinhBackward1"),
+                      **dict.fromkeys(("atanh_", "arctanh_"), "AtanhBackward1"),
+                      "unsqueeze_": "UnsqueezeBackward1", "t_": "TBackward1", "transpose_": "TransposeBackward1",
+                      "squeeze_": "SqueezeBackward3", "squeeze_dim_inplace": "SqueezeBackward4",
+                      "squeeze_dims_inplace": "SqueezeBackward5"}
+_TORCH_NODE_NAMES.update(INPLACE_NODE_NAMES)
 
 
 def _node_name(entry):
@@ -271,7 +296,23 @@ def _node_name(entry):
         return "ViewBackward0" if inputs[0].is_contiguous() else "UnsafeViewBackward0"
     if op in _TORCH_NODE_NAMES:
         return _TORCH_NODE_NAMES[op]
-    return op if op.endswith("Backward") else "".join(w.capitalize() for w in op.split("_")) + "Backward0"
+    # torch's class names title-case each word of the aten name: a letter after a digit too (log1p: Log1PBackward0,
+    # upsample_nearest2d: UpsampleNearest2DBackward0); a namespace's dot is one more word (linalg.qr: LinalgQrBackward0)
+    if op.endswith("Backward"):
+        return op
+    return "".join(w.title() for w in op.replace(".", "_").split("_")) + "Backward0"
+
+
+def named(op, mark, out):
+    """out, its node named op where the tnet ops that compose op recorded it after mark (tape_mark() at op's start):
+    torch's node for the op where torch's is one op and tnet's a composite (torch's tril is TrilBackward0, tnet's
+    a where), so that a printed grad_fn reads as torch's. An output those ops did not record (an input returned
+    as it is, a result off the tape) keeps its node, and so does a write's as_strided or copy_slices node, which
+    the in-place ops find by name."""
+    entry = out._entry
+    if entry is not None and entry.seq > mark and entry.op not in ("as_strided", "copy_slices"):
+        entry.op = op
+    return out
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):

@@ -7,7 +7,7 @@ from ..functional.pointwise import sum_to
 from ..functional.reduce import sum_to_size
 from ..tensor import Tensor, is_grad_enabled, no_grad, rebase, record
 
-__all__ = ["Function", "FunctionCtx", "once_differentiable"]
+__all__ = ["Function", "FunctionCtx", "InplaceFunction", "once_differentiable"]
 
 
 class FunctionCtx:
@@ -206,3 +206,12 @@ def _input_grads(cls, inputs, result, on_tape=False):
             g = sum_to_size(g, *x.shape) if on_tape else Tensor(sum_to(g.contiguous().memory, x))
         out.append(g if on_tape else g.memory)
     return tuple(out)
+
+
+class InplaceFunction(Function):
+    """torch's legacy base of Functions that take an inplace flag (quantizers' `Round(InplaceFunction)`): a
+    Function whose instance keeps inplace."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace

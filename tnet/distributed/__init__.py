@@ -18,15 +18,18 @@ rank's own statistics, as torch's DDP does. All of it is launches and collective
 stream, so a captured step (graph.TrainStep) replays it, where the process group allows capture
 (NCCL)."""
 import contextlib
+import sys
 
 import torch
 import torch.distributed as _dist
+import torch.distributed.elastic.multiprocessing.errors
 from torch.distributed import (ReduceOp, all_gather_object, barrier, broadcast_object_list, destroy_process_group,
                                get_backend, get_rank, get_world_size, init_process_group, is_available,
                                is_initialized, new_group)
 # the questions and names of setup code that touch no tensor (`"nccl" if dist.is_nccl_available() else "gloo"`)
 from torch.distributed import (Backend, GroupMember, get_node_local_rank, group, is_gloo_available, is_mpi_available,
                                is_nccl_available, is_torchelastic_launched, monitored_barrier)
+from torch.distributed import get_global_rank, get_group_rank, get_process_group_ranks, is_backend_available
 
 from .. import amp
 from ..kernels.copy import copy_
@@ -39,9 +42,17 @@ __all__ = ["Backend", "DistributedDataParallel", "GroupMember", "ReduceOp", "all
            "all_gather_object", "all_reduce", "barrier", "broadcast", "broadcast_object_list", "destroy_process_group",
            "get_backend", "get_node_local_rank", "get_rank", "get_world_size", "group", "init_process_group",
            "is_available", "is_gloo_available", "is_initialized", "is_mpi_available", "is_nccl_available",
-           "is_torchelastic_launched", "monitored_barrier", "new_group", "reduce"]
+           "is_torchelastic_launched", "monitored_barrier", "new_group", "reduce", "reduce_scatter",
+           "reduce_scatter_tensor", "gather", "scatter", "all_to_all_single", "all_to_all", "send", "recv", "isend",
+           "irecv", "get_global_rank", "get_group_rank", "get_process_group_ranks", "is_backend_available"]
 
 BUCKET_CAP_MB = 25  # torch's default
+
+# torchrun's error reporting, which scripts run under it import (`from torch.distributed.elastic.multiprocessing.errors
+# import record`, `@record` on main): torch's own modules at tnet's paths, as they touch no tensor
+elastic = torch.distributed.elastic
+for _module in (elastic, elastic.multiprocessing, elastic.multiprocessing.errors):
+    sys.modules[__name__ + _module.__name__[len("torch.distributed"):]] = _module
 
 
 # The collectives scripts call on tensors (a MetricLogger's all_reduce of its counts, MoCo's and SimCLR's
@@ -74,6 +85,60 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
     """output_tensor (world_size times input_tensor's size along dim 0) = the ranks' input_tensors, in rank order."""
     return _written([output_tensor], _dist.all_gather_into_tensor(output_tensor.memory, input_tensor.memory, group,
                                                                   async_op))
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """output = the reduction over the ranks of their input_list[rank]."""
+    return _written([output], _dist.reduce_scatter(output.memory, [t.memory for t in input_list], op, group,
+                                                   async_op))
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """output = the reduction over the ranks of their input's rank-th part along dim 0 (world_size parts)."""
+    return _written([output], _dist.reduce_scatter_tensor(output.memory, input.memory, op, group, async_op))
+
+
+def gather(tensor, gather_list=None, dst=None, group=None, async_op=False, group_dst=None):
+    """gather_list[i] on rank dst = rank i's tensor (the other ranks pass no list)."""
+    lists = None if gather_list is None else [t.memory for t in gather_list]
+    return _written(gather_list or [], _dist.gather(tensor.memory, lists, dst, group, async_op, group_dst))
+
+
+def scatter(tensor, scatter_list=None, src=None, group=None, async_op=False, group_src=None):
+    """tensor on rank i = scatter_list[i] of rank src (the other ranks pass no list)."""
+    lists = None if scatter_list is None else [t.memory for t in scatter_list]
+    return _written([tensor], _dist.scatter(tensor.memory, lists, src, group, async_op, group_src))
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None, async_op=False):
+    """output's i-th part = rank i's input part for this rank (equal parts along dim 0, or the split sizes)."""
+    return _written([output], _dist.all_to_all_single(output.memory, input.memory, output_split_sizes,
+                                                      input_split_sizes, group, async_op))
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """output_tensor_list[i] = rank i's input_tensor_list[this rank] (not on gloo, as torch's)."""
+    return _written(output_tensor_list, _dist.all_to_all([t.memory for t in output_tensor_list],
+                                                         [t.memory for t in input_tensor_list], group, async_op))
+
+
+def send(tensor, dst=None, group=None, tag=0, group_dst=None):
+    _dist.send(tensor.memory, dst, group, tag, group_dst)
+
+
+def recv(tensor, src=None, group=None, tag=0, group_src=None):
+    """tensor = what rank src sent (any rank where src is None); returns the sender's rank."""
+    sender = _dist.recv(tensor.memory, src, group, tag, group_src)
+    bump_version(tensor)
+    return sender
+
+
+def isend(tensor, dst=None, group=None, tag=0, group_dst=None):
+    return _dist.isend(tensor.memory, dst, group, tag, group_dst)
+
+
+def irecv(tensor, src=None, group=None, tag=0, group_src=None):
+    return _written([tensor], _dist.irecv(tensor.memory, src, group, tag, group_src))
 
 
 def _flat(t):

@@ -27,7 +27,7 @@ from .copy import (broadcast_to, cat, chunk, clone, concat, concatenate, expand,
 from .copy import embedding
 from .gemm import cdist, cov, linear, matmul
 from .norm import batch_norm, group_norm, layer_norm, rms_norm
-from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, sigmoid, silu, sqrt, sub, tanh
+from .pointwise import add, div, exp, gelu, log, mul, neg, pow, relu, rsub, sigmoid, silu, sqrt, sub, tanh
 from .pool import adaptive_avg_pool2d, avg_pool2d, max_pool2d
 from .random import alpha_dropout, dropout, dropout2d
 from .reduce import (argmax, binary_cross_entropy, binary_cross_entropy_with_logits, l1_loss, max, max_result, mean,
@@ -75,6 +75,13 @@ from .reduce import (cosine_embedding_loss, hinge_embedding_loss, huber_loss, ma
 from .resample import affine_grid, grid_sample, interpolate, upsample, upsample_bilinear, upsample_nearest
 # attention
 from .attention import multi_head_attention_forward, scaled_dot_product_attention
+from .attention import (canonical_mask as _canonical_mask, in_projection as _in_projection,  # noqa: E402
+                        in_projection_packed as _in_projection_packed, mha_shape_check as _mha_shape_check,
+                        none_or_dtype as _none_or_dtype)
+from .norm import verify_batch_size as _verify_batch_size  # noqa: E402
+# torch.nn.functional's own imports from torch.overrides, which copies of its functions import from it
+from ..overrides import (handle_torch_function, has_torch_function, has_torch_function_unary,  # noqa: E402
+                         has_torch_function_variadic)
 
 
 def _swapped(op):
@@ -134,7 +141,7 @@ for _name, _method in {
         "unbind": unbind, "split": lambda self, split_size, dim=0: split(self, split_size, dim),  # torch's keyword
         "chunk": chunk, "clone": clone, "unfold": unfold_windows,
         "index_select": index_select,
-        "__matmul__": matmul, "__add__": add, "__radd__": _swapped(add), "__sub__": sub, "__rsub__": _swapped(sub),
+        "__matmul__": matmul, "__add__": add, "__radd__": _swapped(add), "__sub__": sub, "__rsub__": rsub,
         "__mul__": mul, "__rmul__": _swapped(mul), "__truediv__": div, "__rtruediv__": _rtruediv,
         "__neg__": neg, "__pow__": pow, "exp": exp, "log": log, "sqrt": sqrt,
         "sum": sum, "mean": mean, "max": max, "argmax": argmax,

@@ -2,12 +2,15 @@
 multi_head_attention_forward (nn.MultiheadAttention's and the Transformer layers'), composed of
 matmul, softmax, dropout and the element-wise ops: their gradients are those ops' backwards."""
 import math
+import warnings
 
 import torch
 
 from .. import factory
 from ..kernels.launch import check, check_type
-from .copy import cat, chunk, contiguous, expand, repeat_interleave, reshape, squeeze, transpose, unsqueeze
+from ..tensor import Tensor
+from .copy import (cat, chunk, contiguous, expand, repeat_interleave, reshape, split, squeeze, transpose,
+                   unsqueeze)
 from .pad import pad
 from .gemm import linear, matmul, same_dtype
 from .inputs import check_tensors
@@ -184,3 +187,78 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     else:
         weights = None
     return (out if batched else squeeze(out, 1)), weights
+
+
+# torch.nn.functional's private helpers of multi_head_attention_forward, under torch's names in tnet.functional, for
+# the forks of it that attention papers carry (their errors AssertionError, as torch's)
+
+def mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """torch's _mha_shape_check: whether query is batched (3-D; 2-D unbatched), checking key, value and the
+    masks' ranks against it."""
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.ndim}-D query "
+                             f"tensor")
+    batched = query.ndim == 3
+    kind = "batched (3-D)" if batched else "unbatched (2-D)"
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be {query.ndim}-D but found "
+                             f"{key.ndim}-D and {value.ndim}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != query.ndim - 1:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or {query.ndim - 1}-D "
+                             f"but found {key_padding_mask.ndim}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.ndim not in (2, 3):
+            raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                                 f"{attn_mask.ndim}-D tensor instead")
+        expected = (num_heads, query.shape[0], key.shape[0])
+        if not batched and attn_mask.ndim == 3 and tuple(attn_mask.shape) != expected:
+            raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {attn_mask.shape}")
+    return batched
+
+
+def canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """torch's _canonical_mask: a bool mask as target_type's zeros with -inf where True, a float mask itself;
+    other dtypes raise, and a mask whose dtype differs from other_type's warns, as torch's."""
+    if mask is None:
+        return None
+    if mask.dtype != torch.bool and not mask.is_floating_point():
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype != other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both "
+                      f"instead.", stacklevel=2)
+    return _additive(mask, target_type, mask_name)
+
+
+def none_or_dtype(input):
+    """torch's _none_or_dtype: input's dtype, None for None."""
+    if input is None:
+        return None
+    if isinstance(input, Tensor):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or torch.Tensor")
+
+
+def in_projection_packed(q, k, v, w, b=None):
+    """torch's _in_projection_packed: q, k and v [..., E] projected by w [3E, E] (b [3E]) packed in q, k, v
+    order; one GEMM where q, k and v are one tensor, two where k is v."""
+    E = q.shape[-1]
+    if k is v and q is k:
+        return chunk(linear(q, w, b), 3, -1)
+    if k is v:
+        (w_q, w_kv), (b_q, b_kv) = split(w, [E, 2 * E]), (None, None) if b is None else split(b, [E, 2 * E])
+        return (linear(q, w_q, b_q), *chunk(linear(k, w_kv, b_kv), 2, -1))
+    (w_q, w_k, w_v), (b_q, b_k, b_v) = chunk(w, 3), (None,) * 3 if b is None else chunk(b, 3)
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)
+
+
+def in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    """torch's _in_projection: q [..., Eq], k [..., Ek] and v [..., Ev] projected by w_q [Eq, Eq], w_k [Eq, Ek]
+    and w_v [Eq, Ev] (biases [Eq])."""
+    Eq = q.shape[-1]
+    for name, weight, bias, width in (("query", w_q, b_q, Eq), ("key", w_k, b_k, k.shape[-1]),
+                                      ("value", w_v, b_v, v.shape[-1])):
+        if tuple(weight.shape) != (Eq, width):
+            raise AssertionError(f"expecting {name} weights shape of {(Eq, width)}, but got {weight.shape}")
+        if bias is not None and tuple(bias.shape) != (Eq,):
+            raise AssertionError(f"expecting {name} bias shape of {(Eq,)}, but got {bias.shape}")
+    return linear(q, w_q, b_q), linear(k, w_k, b_k), linear(v, w_v, b_v)

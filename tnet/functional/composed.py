@@ -11,7 +11,7 @@ import torch
 
 from ..kernels.copy import check_count
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, InputTypeError, capturing, check, raise_flagged
-from ..tensor import Tensor, as_storage, dim_index
+from ..tensor import Tensor, as_storage, dim_index, named, tape_mark
 from .copy import cat, embedding, embedding_renorm_, gather, index_select, narrow, reshape, scatter, select, stack, unsqueeze
 from .copy import to, unfold_windows
 from .gemm import distances, linear, matmul
@@ -66,6 +66,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     check_tensors("multi_margin_loss", input=input, target=target)
     check_args("multi_margin_loss", "float", margin=margin)  # torch's parser's TypeError, before the shapes' checks
     x, t = _as_batch("multi_margin_loss", input, target)
+    mark = tape_mark()  # the composition is torch's one op (MultiMarginLossBackward0)
     z = add(sub(margin, gather(x, 1, t)), x)  # torch's order (margin - x[y]) + x[i], its rounding
     # torch sums the terms i != y (the target's own is no margin) where z > 0: a NaN one is left out, zeroed
     # before the square (its gradient 0 * 2z would be NaN), and the weight is zeroed there too (0 * inf)
@@ -78,7 +79,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
               lambda: f"expected scalar type {DTYPE_NAMES[x.dtype]} but found {DTYPE_NAMES[weight.dtype]}")
         h = mul(h, where(active, index_select(weight.to(x.dtype), 0, reshape(t, (-1,))).unsqueeze(1), 0.0))
     loss = div(sum(h, 1), x.shape[1])
-    return _reduced(loss if input.ndim == 2 else reshape(loss, ()), reduction)
+    return named("multi_margin_loss", mark, _reduced(loss if input.ndim == 2 else reshape(loss, ()), reduction))
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -297,6 +298,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if padding_idx is not None:
         padded = ne(index, padding_idx)
         inside = padded if inside is None else mul(inside, padded)
+    mark = tape_mark()  # the bags' ops make torch's one node (EmbeddingBagBackward0)
     rows = embedding(index, weight)  # [B, L, D]
     keep = None if inside is None else unsqueeze(inside.to(weight.dtype), 2)
     if mode == "max":  # the gradient goes to each maximum's row, as torch's
@@ -305,18 +307,18 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
                  else logical_and(gt(keep, 0.0), eq(cumsum(keep, 1), 1.0)))
         rows = where(logical_or(first, logical_not(isnan(rows))), rows, -math.inf)
         if keep is None:
-            return max(rows, 1)[0]
+            return named("embedding_bag", mark, max(rows, 1)[0])
         top = max(where(gt(keep, 0.0), rows, -math.inf), 1)[0]
         # a column whose kept rows are all -inf is the bag's first kept row (left-out rows before it would take max's tie)
         top = where(eq(top, -math.inf), sum(where(first, rows, 0.0), 1), top)
-        return where(gt(sum(keep, 1), 0.0), top, 0.0)
+        return named("embedding_bag", mark, where(gt(sum(keep, 1), 0.0), top, 0.0))
     if keep is not None:  # left out, not times 0: an infinite padding row gives no NaN, as torch's
         rows = where(gt(keep, 0.0), rows, 0.0)
     total = sum(rows if sample is None else mul(rows, unsqueeze(sample, 2)), 1)
     if mode == "sum":
-        return total
+        return named("embedding_bag", mark, total)
     count = input.shape[1] if keep is None else clamp_min(sum(keep, 1), 1.0)
-    return div(total, count)
+    return named("embedding_bag", mark, div(total, count))
 
 
 _CTC_NEG = -1e30  # "log 0" of an unreachable CTC state: finite, so that logsumexp's gradient stays 0, not NaN

@@ -11,7 +11,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import pool as _pool
 from ..kernels.launch import (InputError, InputIndexError, at_least, check, check_type, is_channels_last,
                               keeps_channels_last, kept, pair, plain, single, sizes_type, triple)
-from ..tensor import Tensor, record
+from ..tensor import Tensor, named, record, tape_mark
 from .copy import cat, contiguous, getitem, reshape, transpose, unsqueeze
 from .pad import pad
 from .pointwise import add
@@ -301,9 +301,10 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
           lambda: f"conv1d: expected input [N, C, L] and weight [Cout, C/groups, k], got {input.shape} and "
                   f"{weight.shape}")
     p = p if isinstance(p, str) else (0, at_least(p, "conv1d: padding", 0))
+    mark = tape_mark()  # the squeezed result is torch's one convolution node (ConvolutionBackward0)
     y = conv2d(input.unsqueeze(2), weight.unsqueeze(2), bias, (1, at_least(s, "conv1d: stride", 1)), p, (1, d),
                groups)  # conv2d checks the dilation, as torch's conv1d (0 for an empty batch)
-    return y.squeeze(2)
+    return named("conv1d", mark, y.squeeze(2))
 
 
 
@@ -318,10 +319,11 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
           lambda: f"conv_transpose1d: expected input [N, Cin, L] or [Cin, L] and weight [Cin, Cout/groups, k], got "
                   f"{input.shape} and {weight.shape}")
     x = input.unsqueeze(2) if input.ndim == 3 else input.unsqueeze(0).unsqueeze(2)
+    mark = tape_mark()
     y = conv_transpose2d(x, weight.unsqueeze(2), bias, (1, at_least(s, "conv_transpose1d: stride", 1)),
                          (0, at_least(p, "conv_transpose1d: padding", 0)),
                          (0, at_least(o, "conv_transpose1d: output_padding", 0)), groups, (1, d))  # d: as conv1d's
-    y = y.squeeze(2)
+    y = named("conv_transpose1d", mark, y.squeeze(2))
     return y if input.ndim == 3 else y.squeeze(0)
 
 
@@ -347,6 +349,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     conv_arg_types(stride, padding, dilation, groups, 3, "conv3d")  # every type before any shape or value, as torch's
     if input.ndim == 4:
         return conv3d(unsqueeze(input, 0), weight, bias, stride, padding, dilation, groups)[0]
+    mark = tape_mark()  # the planes' convolutions make torch's one node (ConvolutionBackward0)
     check(input.ndim == 5 and weight.ndim == 5,
           lambda: f"conv3d: expected input [N, C, D, H, W] and weight [Cout, C/groups, kd, kh, kw], got "
                   f"{input.shape} and {weight.shape}")
@@ -380,7 +383,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
                     plane_padding, (dh, dw), groups)
         y = yk if y is None else add(y, yk)
     y = contiguous(transpose(reshape(y, (N, OD, *y.shape[1:])), 1, 2))
-    return _bias_3d(y, bias, "conv3d")
+    return named("conv3d", mark, _bias_3d(y, bias, "conv3d"))
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):

@@ -27,7 +27,7 @@ from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
 from ..kernels.launch import as_value_of, at_least, check_batch_only_empty, no_host_read, pair
 from ..tensor import (Tensor, as_dtype, as_int, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
-                      is_grad_enabled, linear_graph, no_grad, rebase, record, tensor)
+                      is_grad_enabled, linear_graph, named, no_grad, rebase, record, tape_mark, tensor)
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
 from .pad import pad
 from .pointwise import add, ge, graph_sum_to, logical_or, lt, mul, ne, sum_to, where
@@ -436,8 +436,10 @@ def reshape(input, *sizes, shape=None):
 def unsafe_view(x, *shape):
     """torch's _unsafe_view: x, an op's fresh result that nothing else holds (a GEMM's rows), under
     another shape, counted as a tensor of its own, not a view of x: in-place ops with grad may write
-    it, as they may write torch's linear and matmul outputs (`x += shortcut`, timm's x.mul_(gamma))."""
-    y = reshape(x, *shape)
+    it, as they may write torch's linear and matmul outputs (`x += shortcut`, timm's x.mul_(gamma)). Its node is
+    torch's UnsafeViewBackward0."""
+    mark = tape_mark()
+    y = named("unsafe_view", mark, reshape(x, *shape))
     y.memory = y.memory.detach()  # the same memory with no _base: memory_root sees no view
     y._base = None  # nor does Tensor._base, as torch's
     return y
@@ -626,7 +628,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         check(r >= 0, "repeat_interleave: repeats can not be negative")
         shape = list(input.shape)
         out = expand(unsqueeze(input, d + 1), *shape[:d + 1], r, *shape[d + 1:])
-        return reshape(out if r != 1 else clone(out), (*shape[:d], shape[d] * r, *shape[d + 1:]))
+        mark = tape_mark()  # torch's node: a view of the expanded copy (ViewBackward0)
+        return named("view", mark, reshape(out if r != 1 else clone(out), (*shape[:d], shape[d] * r, *shape[d + 1:])))
     check(len(repeats) == input.shape[d] and builtins.min(repeats, default=0) >= 0,
           lambda: f"repeat_interleave: repeats must have the same size as input along dim ({input.shape[d]}) and be "
                   f"non-negative, got {repeats}")
@@ -641,7 +644,8 @@ def roll(input, shifts, dims=None):
     shifts = [shifts] if isinstance(shifts, numbers.Integral) else [as_int(v) for v in shifts]
     if dims is None:
         check(len(shifts) == 1, lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: 0")
-        return reshape(roll(reshape(input, -1), shifts, 0), input.shape)
+        mark = tape_mark()
+        return named("roll", mark, reshape(roll(reshape(input, -1), shifts, 0), input.shape))
     given = dims
     dims = [dims] if isinstance(dims, numbers.Integral) else list(dims) if isinstance(dims, (tuple, list)) else [None]
     check_type(all(isinstance(v, numbers.Integral) for v in dims),
@@ -650,14 +654,14 @@ def roll(input, shifts, dims=None):
           lambda: f"roll: shifts and dimensions must align. shifts: {len(shifts)}, dims: {len(dims)}")
     if input.numel() == 0:  # torch's: a copy, before any dim is checked
         return clone(input)
-    out = input
+    out, mark = input, tape_mark()
     for shift, dim in zip(shifts, dims):
         d = dim_index(dim, input.ndim)
         n = input.shape[d]
         k = shift % n if n else 0
         if k:
             out = cat([narrow(out, d, n - k, k), narrow(out, d, 0, n - k)], d)
-    return clone(input) if out is input else out  # a copy, as torch's
+    return named("roll", mark, clone(input) if out is input else out)  # a copy, as torch's
 
 
 def narrow(input, dim, start, length):
@@ -1052,6 +1056,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     flat = reshape(input, (-1,))
     if max_norm is not None:
         embedding_renorm_(weight, flat, max_norm, norm_type)
+    mark = tape_mark()
     looked_up = index_select(weight, 0, flat)
     if scale_grad_by_freq and looked_up.requires_grad:
         counts = weight.new_zeros(weight.shape[0]).index_add_(0, flat, weight.new_ones(flat.shape[0]))
@@ -1059,9 +1064,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
         looked_up.register_hook(lambda g: mul(g, scale))
     rows = reshape(looked_up, (*input.shape, weight.shape[1]))
     if padding_idx is None:
-        return rows
+        return named("embedding", mark, rows)
     keep = ne(reshape(input, (*input.shape, 1)), padding_idx)
-    return where(keep, rows, Tensor(rows.memory))  # the padding rows' values, without their gradient
+    # the padding rows' values, without their gradient
+    return named("embedding", mark, where(keep, rows, Tensor(rows.memory)))
 
 
 def flat_positions(name, input, dim, index):
@@ -1117,7 +1123,9 @@ def gather(input, dim, index, *, sparse_grad=False):
     adds back at those positions."""
     check(not sparse_grad, "gather: sparse_grad is not supported")
     positions = flat_positions("gather", input, dim, index)
-    return reshape(index_select(reshape(input, (-1,)), 0, reshape(positions, (-1,))), tuple(index.shape))
+    mark = tape_mark()
+    return named("gather", mark, reshape(index_select(reshape(input, (-1,)), 0, reshape(positions, (-1,))),
+                                         tuple(index.shape)))
 
 
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
@@ -1244,7 +1252,9 @@ def index_put(input, indices, values, accumulate=False):
     flat = reshape(expand(flat, shape), (-1,))
     v = values if isinstance(values, Tensor) else tensor(values, dtype=input.dtype)
     v = reshape(expand(to(v, input.dtype), (*shape, *rest)), (flat.shape[0], *rest))
-    return reshape(index_add(reshape(input, (math.prod(lead), *rest)), 0, flat, v), input.shape)
+    mark = tape_mark()
+    return named("index_put", mark, reshape(index_add(reshape(input, (math.prod(lead), *rest)), 0, flat, v),
+                                            input.shape))
 
 
 def index_add(input, dim, index, source, *, alpha=1):
@@ -1296,13 +1306,15 @@ def pixel_shuffle(input, upscale_factor):
     check(c % (r * r) == 0, lambda: f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the "
                                     f"square of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
     n = len(lead)
+    mark = tape_mark()
     x = permute(reshape(input, (*lead, c // (r * r), r, r, h, w)), (*range(n + 1), n + 3, n + 1, n + 4, n + 2))
-    return reshape(x, (*lead, c // (r * r), h * r, w * r))
+    return named("pixel_shuffle", mark, reshape(x, (*lead, c // (r * r), h * r, w * r)))
 
 
 def pixel_unshuffle(input, downscale_factor):
     """[*, C, H * r, W * r] -> [*, C * r * r, H, W] (r = downscale_factor), pixel_shuffle's inverse,
     as torch's: a reshape and a permute, copied into an NCHW result."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("pixel_unshuffle", input=input)
     r = downscale_factor
     check(r > 0, lambda: f"pixel_unshuffle expects a positive downscale_factor, but got {r}")
@@ -1314,12 +1326,13 @@ def pixel_unshuffle(input, downscale_factor):
                                      f"input.size({k})={size} is not divisible by {r}")
     n = len(lead)
     x = permute(reshape(input, (*lead, c, h // r, r, w // r, r)), (*range(n + 1), n + 2, n + 4, n + 1, n + 3))
-    return reshape(x, (*lead, c * r * r, h // r, w // r))
+    return named("pixel_unshuffle", mark, reshape(x, (*lead, c * r * r, h // r, w // r)))
 
 
 def channel_shuffle(input, groups):
     """[N, C, *] with its channels read as [groups, C / groups] and written as [C / groups, groups],
     as torch's (ShuffleNet's shuffle): a reshape, a transpose and a copy, NCHW."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("channel_shuffle", input=input)
     check(input.ndim > 2, lambda: f"channel_shuffle expects input with > 2 dims, but got input with sizes "
                                   f"{list(input.shape)}")
@@ -1328,7 +1341,7 @@ def channel_shuffle(input, groups):
     check(c % groups == 0, lambda: f"Number of channels must be divisible by groups. Got {c} channels and {groups} "
                                    f"groups.")
     x = transpose(reshape(input, (n, groups, c // groups, *rest)), 1, 2)
-    return reshape(x, input.shape)
+    return named("channel_shuffle", mark, reshape(x, input.shape))
 
 
 def _sliding_blocks(name, size, kernel_size, dilation, padding, stride):
@@ -1364,8 +1377,9 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     if ph or pw:
         x = pad(x, (pw, pw, ph, ph))
     n, c = x.shape[:2]
+    mark = tape_mark()  # the gather's result is torch's one im2col node (Im2ColBackward0)
     out = reshape(index_select(reshape(x, (n, c, hp * wp)), 2, positions), (n, c * kh * kw, blocks[0] * blocks[1]))
-    return out if input.ndim == 4 else squeeze(out, 0)
+    return named("im2col", mark, out) if input.ndim == 4 else squeeze(out, 0)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -1431,9 +1445,10 @@ def diag(input, diagonal=0):
 
 def trace(input):
     """The sum of a matrix's main diagonal, as torch.trace (integers: an int64 sum)."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("trace", input=input)
     check(input.ndim == 2, "trace: expected a matrix")
-    return diagonal(input).sum()
+    return named("trace", mark, diagonal(input).sum())
 
 
 def tile(input, dims, *more):
@@ -1499,10 +1514,11 @@ def masked_select(input, mask):
     """input's elements where mask (a bool tensor) is True, the two broadcast to one shape: a 1-D
     tensor in row-major order, with input's gradient, as torch.masked_select. x[mask]'s host read of
     the mask (a sync, as torch's on a GPU)."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("masked_select", input=input, mask=mask)
     check(mask.dtype == torch.bool, "masked_select: expected BoolTensor for mask")
     shape = _pw.broadcast_shape("masked_select", input.shape, mask.shape)
-    return getitem(expand(input, shape), expand(mask, shape))
+    return named("masked_select", mark, getitem(expand(input, shape), expand(mask, shape)))
 
 
 def take_along_dim(input, indices, dim=None):
@@ -1642,10 +1658,11 @@ def _element_error(n):
 def take(input, index):
     """input's elements, as if flattened, at index (int64 or int32 of any shape; negative ones count
     from the end), in index's shape, as torch.take (a gather); IndexError for one out of range."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("take", input=input)
     idx = _int_index("take", index)
     y = _take("take", reshape(input, (-1,)), 0, idx, wrap=True, report=_element_error(input.numel()))
-    return reshape(y, index.shape)
+    return named("take", mark, reshape(y, index.shape))
 
 
 def _wrapped(name, index, size, d=0):
@@ -1735,6 +1752,7 @@ def index_fill(input, dim, index, value):
     """torch.index_fill (out of place): input with its slices at index along dim (negative ones from
     the end) set to value (a number, or a 0-d tensor, which then gets the sum of their gradient);
     IndexError for an index out of range."""
+    mark = tape_mark()  # torch's node: its one op's
     d, idx = _index_vector("index_fill", input, dim, index)
     if isinstance(value, Tensor):
         check(value.ndim == 0, lambda: f"index_fill_ only supports a 0-dimensional value tensor, but got tensor "
@@ -1747,7 +1765,7 @@ def index_fill(input, dim, index, value):
     _copy.put_(mask, torch.ones(idx.shape, dtype=torch.bool, device=input.device), idx, 0,
                lambda k: f"index {k} is out of bounds for dimension {d} with size {size}", wrap=True)
     mask = mask.view([size if k == d else 1 for k in range(input.ndim)])
-    return where(Tensor(mask), value, input)
+    return named("index_fill", mark, where(Tensor(mask), value, input))
 
 
 def masked_scatter(input, mask, source):
@@ -1826,7 +1844,8 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 def diagflat(input, offset=0):
     """The square matrix with input's elements (flattened) on diagonal offset, as torch.diagflat."""
-    return diag(reshape(input, (-1,)), offset)
+    mark = tape_mark()  # torch's node: the diag_embed it runs
+    return named("diag_embed", mark, diag(reshape(input, (-1,)), offset))
 
 
 def combinations(input, r=2, with_replacement=False):
@@ -1887,6 +1906,7 @@ def cross(input, other, dim=None):
     """The cross product of 3-vectors along dim (None: input's first dim of size 3, as torch.cross's
     deprecated default), input and other broadcast; element-wise ops, so both get gradients. torch's
     checks in its order: the dims' count, dim, their lengths of 3, then the broadcast."""
+    mark = tape_mark()  # torch's node: its one op's
     check_tensors("cross", input=input, other=other)
     if dim is not None:
         check_args("cross", "int", dim=dim)  # the parser's TypeError before any shape, as torch's
@@ -1901,7 +1921,8 @@ def cross(input, other, dim=None):
     check(input.dtype == other.dtype,  # torch's kernels read both as one dtype, at any size
           lambda: f"expected scalar type {DTYPE_NAMES[input.dtype]} but found {DTYPE_NAMES[other.dtype]}")
     x, y = ([narrow(t, d, k, 1) for k in range(3)] for t in (a, b))
-    return cat([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]], d)
+    return named("linalg_cross", mark,
+                 cat([x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0]], d))
 
 
 def broadcast_shapes(*shapes):
@@ -1970,7 +1991,8 @@ def view_in_place(name, op):
             raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
         before = Tensor(self.memory, self.requires_grad)
         before._entry = self._entry
-        out = op(before, *args, **kwargs)
+        mark = tape_mark()
+        out = named(_in_place_view_node(name, args, kwargs), mark, op(before, *args, **kwargs))
         self.memory = out.memory
         bump_version(self)
         if recording:
@@ -1978,6 +2000,15 @@ def view_in_place(name, op):
         return self
     method.__name__ = name
     return method
+
+
+def _in_place_view_node(name, args, kwargs):
+    """The node's label of an in-place view (torch's overload: squeeze_() SqueezeBackward3, squeeze_(dim) 4,
+    squeeze_(dims) 5)."""
+    if name != "squeeze_" or not (args or kwargs):
+        return name
+    dim = args[0] if args else kwargs.get("dim")
+    return "squeeze_dims_inplace" if isinstance(dim, (tuple, list)) else "squeeze_dim_inplace"
 
 
 def _t_(x):

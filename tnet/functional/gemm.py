@@ -12,7 +12,7 @@ from ..kernels import pointwise as _pw
 from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
-from ..tensor import Tensor, no_grad, record, record_composed
+from ..tensor import Tensor, named, no_grad, record, record_composed, tape_mark
 from .copy import diagonal, expand, permute, reshape, squeeze, tensors_result_type, to, transpose, unsafe_view, unsqueeze
 from .pointwise import (abs, add, ceil, clamp_max, clamp_min, div, eq, isnan, logical_and, logical_or, mul, sign, sqrt, sub,
                         sum_to, where)
@@ -90,10 +90,13 @@ def matmul(input, other):
           lambda: f"matmul: a is {'x'.join(map(str, a.shape))} but b is {'x'.join(map(str, b.shape))}: they cannot be multiplied")
     if a.ndim == b.ndim == 2:
         return _matmul2d(a, b)
+    mark = tape_mark()  # torch's nodes of a vector's products: mv's, dot's, an in-place squeeze's (SqueezeBackward4)
     if b.ndim == 1:  # a matrix (or batch) times a vector: a column, dropped after
-        return unsafe_view(matmul(a, reshape(b, K, 1)), *a.shape[:-1])
+        y = unsafe_view(matmul(a, reshape(b, K, 1)), *a.shape[:-1])
+        return named("mv", mark, y) if a.ndim == 2 else named("dot", mark, y) if a.ndim == 1 else y
     if a.ndim == 1:
-        return unsafe_view(matmul(reshape(a, 1, K), b), *b.shape[:-2], b.shape[-1])
+        y = unsafe_view(matmul(reshape(a, 1, K), b), *b.shape[:-2], b.shape[-1])
+        return named("squeeze_dim_inplace", mark, y) if b.ndim == 2 else y
     M, N = a.shape[-2], b.shape[-1]
     lead = broadcast_shape("matmul", a.shape[:-2], b.shape[:-2])
     if a.dtype != b.dtype and (K == 0 or math.prod((*lead, M, N)) == 0):
@@ -302,8 +305,11 @@ def linear(input, weight, bias=None):
         return unsafe_view(y, tuple(y.shape[:-1]))
     check(x.ndim >= 1 and w.ndim == 2 and x.shape[-1] == w.shape[1],
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
-    if x.ndim != 2:  # [in] or [..., in]: the leading dims as rows
-        return unsafe_view(linear(reshape(x, math.prod(x.shape[:-1]), x.shape[-1]), w, b), *x.shape[:-1], w.shape[0])
+    if x.ndim != 2:  # [in] or [..., in]: the leading dims as rows; torch's node a view of its addmm with a bias, else
+        # its matmul's (an unsafe view, or for a vector an in-place squeeze)
+        mark = tape_mark()
+        y = unsafe_view(linear(reshape(x, math.prod(x.shape[:-1]), x.shape[-1]), w, b), *x.shape[:-1], w.shape[0])
+        return named("view" if b is not None else "squeeze_dim_inplace" if x.ndim == 1 else "unsafe_view", mark, y)
     check(x.ndim == 2 and w.ndim == 2 and x.shape[1] == w.shape[1],
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
     check(b is None or b.shape == (w.shape[0],),
@@ -455,7 +461,8 @@ def bmm(input, mat2):
     check(input.shape[0] == mat2.shape[0] and input.shape[2] == mat2.shape[1],
           lambda: f"Expected size for first two dimensions of batch2 tensor to be: [{input.shape[0]}, "
                   f"{input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
-    return matmul(input, mat2)
+    mark = tape_mark()
+    return named("bmm", mark, matmul(input, mat2))
 
 
 def _scaled_sum(name, input, product, beta, alpha):
@@ -508,7 +515,8 @@ def addmm(input, mat1, mat2, *deprecated, beta=1, alpha=1):
     check_args("addmm", "float", beta=beta, alpha=alpha)
     check_tensors("addmm", input=input, mat1=mat1, mat2=mat2)
     same_dtype("addmm", input, mat1, mat2)  # before the shapes, as torch's addmm (its addmv and baddbmm: after)
-    return _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha)
+    mark = tape_mark()
+    return named("addmm", mark, _scaled_sum("addmm", input, mm(mat1, mat2), beta, alpha))
 
 
 def baddbmm(input, batch1, batch2, *deprecated, beta=1, alpha=1):
@@ -518,11 +526,12 @@ def baddbmm(input, batch1, batch2, *deprecated, beta=1, alpha=1):
         input, batch1, batch2, beta, alpha = scales_first("baddbmm", (input, batch1, batch2, *deprecated), beta, alpha)
     check_args("baddbmm", "float", beta=beta, alpha=alpha)
     check_tensors("baddbmm", input=input)
+    mark = tape_mark()
     product = bmm(batch1, batch2)
     same_dtype("baddbmm", input, batch1)  # batch2's dtype is bmm's to check (not where it has no terms)
     if input.dtype != product.dtype:  # no terms: torch's result takes batch2's dtype, input copied in before beta
         input = input.to(product.dtype)  # scales it (fuzz seed 314, case 378: 1e5 to float16 is inf, then * 0.5)
-    return _scaled_sum("baddbmm", input, product, beta, alpha)
+    return named("baddbmm", mark, _scaled_sum("baddbmm", input, product, beta, alpha))
 
 
 def tensordot(a, b, dims=2):
@@ -567,7 +576,8 @@ def dot(input, tensor):
                   f"the same number of elements, but got {input.shape[0]} and {tensor.shape[0]} elements respectively")
     check(input.dtype == tensor.dtype, lambda: f"dot : expected both vectors to have same dtype, but found "
                                                f"{input.dtype} and {tensor.dtype}")
-    return _reduce_sum(mul(input, tensor))
+    mark = tape_mark()
+    return named("dot", mark, _reduce_sum(mul(input, tensor)))
 
 
 def mv(input, vec):
@@ -575,7 +585,8 @@ def mv(input, vec):
     check_tensors("mv", input=input, vec=vec)
     check(input.ndim == 2 and vec.ndim == 1,
           lambda: f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
-    return matmul(input, vec)
+    mark = tape_mark()
+    return named("mv", mark, matmul(input, vec))
 
 
 def bilinear(input1, input2, weight, bias=None):

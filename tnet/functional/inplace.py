@@ -27,7 +27,8 @@ from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_ as _copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, as_int64, as_value_of, check, check_type, is_channels_last, is_flat, memory_format
-from ..tensor import Tensor, bump_version, is_grad_enabled, memory_root, rebase, record
+from ..tensor import (INPLACE_NODE_NAMES, Tensor, bump_version, is_grad_enabled, memory_root, named, rebase, record,
+                      tape_mark)
 from ..tensor import tensor as tnet_tensor
 from .copy import (Indexing, basic_index, check_put_dtype, expand, index_put, reshape, scalar_indices, scatter, scatter_add,
                    sequence_as_tuple, to)
@@ -138,7 +139,10 @@ def inplace(self, name, compute, others=(), keeps_self=False):
         x = Tensor(self.memory.clone() if keeps_self else self.memory, self.requires_grad)
         x._entry = self._entry
     version = self._version
+    mark = tape_mark()
     out = compute(x)
+    if name in INPLACE_NODE_NAMES:  # torch's node class of this in-place op, not its out-of-place op's
+        named(name, mark, out)
     if out.dtype != self.dtype:  # a float result into an integer self, an integer one into a bool self
         _check_result(name, self, _kind(out))
     check(out.shape == self.shape,
@@ -533,7 +537,7 @@ def masked_fill_(self, mask, value):
             mask = _any(expand(mask, self.shape), dim=aliased, keepdim=True)
         inplace(Tensor(once), "masked_fill_", lambda x: where(mask, value, x), (value,))  # counts the write in
         return self  # self's version (one memory); an as_strided self that still overlaps raises copy_'s error
-    return inplace(self, "masked_fill_", lambda x: where(mask, value, x), (value,))
+    return inplace(self, "masked_fill_", lambda x: named("masked_fill", tape_mark(), where(mask, value, x)), (value,))
 
 
 def setitem(self, index, value):
@@ -553,7 +557,10 @@ def setitem(self, index, value):
         if sole is not None and (not isinstance(value, Tensor) or value.ndim == 0):
             at, mask = sole
             mask = mask if isinstance(mask, Tensor) else tnet_tensor(mask)
+            mark = tape_mark()
             masked_fill_(self, reshape(mask, mask.shape + (1,) * (self.ndim - at - mask.ndim)), value)
+            if self._entry is not None and self._entry.op == "masked_fill":  # torch's node for x[mask] = v
+                named("index_put", mark, self)
         else:
             _put(self, plan, value)
         return  # None, as torch's __setitem__ (a tensor returned would meet `x.__setitem__(i, v) or x` as ambiguous)
@@ -679,7 +686,8 @@ def _put(self, plan, value):
             if not isinstance(value, Tensor):
                 return (gx,)
             return gx, graph_sum_to(record("setitem_backward", gathered(g.memory), (g,), lambda k: (added(k),)), value)
-        return record("setitem", memory, (x, value) if isinstance(value, Tensor) else (x,), backward, saved=(index,),
+        # advanced indexing's node: torch's index_put_'s
+        return record("index_put", memory, (x, value) if isinstance(value, Tensor) else (x,), backward, saved=(index,),
                       graph=graph)
     return inplace(self, "setitem", compute, (value,))
 

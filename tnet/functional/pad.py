@@ -44,5 +44,9 @@ def _padded(input, padding, mode, value):
     y = _pad.pad(input.memory, padding, mode, 0.0 if value is None else value)
     shape = input.shape
     backward = lambda g: (_pad.pad_backward(g, shape, padding, mode),)
-    return record("pad", y, (input,), backward,
+    # named as torch's aten op for the mode (its node: ConstantPadNdBackward0, ReflectionPad2DBackward0, ...)
+    dims = len(padding) // 2
+    op = {"constant": "constant_pad_nd", "reflect": f"reflection_pad{dims}d", "replicate": f"replication_pad{dims}d",
+          "circular": "circular_pad"}[mode]
+    return record(op, y, (input,), backward,
                   graph=linear_graph("pad", backward, lambda h: _pad.pad(h, padding, mode, 0.0)))

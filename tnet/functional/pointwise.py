@@ -25,7 +25,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import check_count, copy_
 from ..kernels.launch import (DTYPE_NAMES, InputError, InputTypeError, as_float_of, as_int64, as_int_of, as_value_of, capturing, check, check_type,
                               is_channels_last, is_flat, not_implemented, raise_flagged)
-from ..tensor import (Tensor, any_requires_grad, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
+from ..tensor import (Tensor, any_requires_grad, named, tape_mark, as_storage, dim_index, is_grad_enabled, linear_graph, no_grad,
                       record)
 from .host import nonzero
 from .inputs import check_args, check_tensors, needs_grad, write_out
@@ -250,24 +250,10 @@ def mul(input, other):
 
 def div(input, other, *, rounding_mode=None):
     """input / other: true division, or rounded toward zero (rounding_mode 'trunc') or down
-    ('floor'), as torch's (rounded results have no gradient, as torch's)."""
+    ('floor'), as torch's (rounded results have no gradient, as torch's; their node torch's DivBackward2)."""
     if rounding_mode is not None:
-        check_type(isinstance(rounding_mode, str), lambda: f"div(): argument 'rounding_mode' must be str or None, not "
-                                                           f"{type(rounding_mode).__name__}")
-        check(rounding_mode in ("trunc", "floor"),
-              lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
-        if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
-            return floor_divide(input, other)
-        if _is_integer(input) and _is_integer(other):  # exactly, in their promoted integer dtype, as torch's:
-            # (input - fmod) / other divides evenly; bools, which sub refuses, in int64 and cast back
-            if _all_bool(input, other):
-                raise not_implemented("div_trunc_cpu", torch.bool)
-            x = input.to(torch.int64) if isinstance(input, Tensor) and input.dtype == torch.bool else input
-            y = floor_divide(sub(x, fmod(x, other)), other)
-            return y if x is input else y.to(_pw.out_dtype("floor_divide", _operands("div", input, other), True))
-        with no_grad():  # a zero gradient, not trunc's 0 times div's (NaN where other is 0)
-            y = trunc(div(input, other))
-        return _record2("div", y.memory, input, other, lambda g: (torch.zeros_like(g), torch.zeros_like(g)))
+        mark = tape_mark()
+        return named("div_rounded", mark, _div_rounded(input, other, rounding_mode))
     input, other = _ints_to_float(input, other)
     a, b = _operands("div", input, other)
     need_a, need_b = needs_grad(input, other)
@@ -283,6 +269,26 @@ def div(input, other, *, rounding_mode=None):
                     saved=(b, a if need_b else None),
                     graph=lambda g, out: (div(g, other) if need_a else None,
                                           neg(mul(g, div(div(input, other), other))) if need_b else None))
+
+
+def _div_rounded(input, other, rounding_mode):
+    """div's rounded quotient (rounding_mode 'trunc' or 'floor'), as torch's."""
+    check_type(isinstance(rounding_mode, str), lambda: f"div(): argument 'rounding_mode' must be str or None, not "
+                                                       f"{type(rounding_mode).__name__}")
+    check(rounding_mode in ("trunc", "floor"),
+          lambda: f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
+    if rounding_mode == "floor":  # torch's div_floor (1 / -inf is -1, inf / 2 NaN), integers exactly
+        return floor_divide(input, other)
+    if _is_integer(input) and _is_integer(other):  # exactly, in their promoted integer dtype, as torch's:
+        # (input - fmod) / other divides evenly; bools, which sub refuses, in int64 and cast back
+        if _all_bool(input, other):
+            raise not_implemented("div_trunc_cpu", torch.bool)
+        x = input.to(torch.int64) if isinstance(input, Tensor) and input.dtype == torch.bool else input
+        y = floor_divide(sub(x, fmod(x, other)), other)
+        return y if x is input else y.to(_pw.out_dtype("floor_divide", _operands("div", input, other), True))
+    with no_grad():  # a zero gradient, not trunc's 0 times div's (NaN where other is 0)
+        y = trunc(div(input, other))
+    return _record2("div", y.memory, input, other, lambda g: (torch.zeros_like(g), torch.zeros_like(g)))
 
 
 def _ints_to_float(*values):
@@ -512,7 +518,7 @@ def _pow_tensor(input, exponent):
             Xp = X if X.dtype == y.dtype else copy_(torch.empty_like(X, dtype=y.dtype), X)
             ge = _pw.pointwise("mul", g, _pw.pointwise("where", zero, 0.0, _pw.pointwise("mul", y, _pw.pointwise("log", Xp))))
         return gx, ge
-    return _record2("pow", y, input, exponent, grads, saved=(X0 if need_x or need_e else None, E0 if need_x or need_e else None,
+    return _record2("pow_tensors", y, input, exponent, grads, saved=(X0 if need_x or need_e else None, E0 if need_x or need_e else None,
                                                               X if need_e else None, y if need_e else None))
 
 
@@ -559,7 +565,7 @@ def rpow(input, base):
         X = input.memory  # base rounded to input's dtype (1e30 is fp16's inf), the gradient g y log(base) from the number
         # rounded on the host: torch.full refuses a value past the dtype's range on the GPU
         y = _pw.pointwise("pow", torch.full((), _pw.round_to(float(base), X.dtype), dtype=X.dtype, device=X.device), X)
-        return _record_each("pow", y, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y, math.log(base))),),
+        return _record_each("pow_number_base", y, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y, math.log(base))),),
                             saved=(y,))
     # inf ** 0 and nan ** 0 are 1, not exp2(0 * inf); the gradient torch's g (y log(base)), y log(base) first: it
     # overflows where y is near the range's end (1e30 ** 1.23 is 6.8e36, times log(1e30) past it), and inf ** 0's
@@ -567,7 +573,7 @@ def rpow(input, base):
     with no_grad():
         y = exp2(mul(input, math.log2(base)))
         y = y if math.isfinite(base) else where(eq(input, 0), 1.0, y)
-    return _record_each("pow", y.memory, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y.memory, math.log(base))),),
+    return _record_each("pow_number_base", y.memory, (input,), lambda g: (_pw.pointwise("mul", g, _pw.pointwise("mul", y.memory, math.log(base))),),
                         saved=(y.memory,), graph=lambda g, out: (mul(g, mul(out, math.log(base))),))
 
 
@@ -936,8 +942,9 @@ def prelu(input, weight):
         weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
     positive = gt(input, 0.0)
     # the product reads 0 at x > 0: its gradient there (0 * weight) is NaN for an infinite weight, which
-    # this where stops before it reaches x
-    return where(positive, input, mul(weight, where(positive, 0.0, input)))
+    # this where stops before it reaches x; the node torch's _prelu_kernel's
+    mark = tape_mark()
+    return named("prelu_kernel", mark, where(positive, input, mul(weight, where(positive, 0.0, input))))
 
 
 # ---- torch's element-wise functions -----------------------------------------------------------
@@ -1128,7 +1135,8 @@ def selu(input, inplace=False):
     """scale * elu(x, alpha) with torch's constants (alpha 1.6733, scale 1.0507). """ + INPLACE
     if inplace:
         return _written("selu", input)
-    return _unary("selu", input, "selu", "selu_backward", False, graph=_selu_graph)
+    mark = tape_mark()  # torch's node: an elu's, which its selu runs
+    return named("elu", mark, _unary("selu", input, "selu", "selu_backward", False, graph=_selu_graph))
 
 
 def celu(input, alpha=1.0, inplace=False):
@@ -1147,13 +1155,15 @@ def logsigmoid(input):
 
 def softsign(input):
     """x / (1 + |x|)."""
-    return _unary("softsign", input, "softsign", "softsign_backward", False, graph=_softsign_graph)
+    mark = tape_mark()  # torch's node: its composition's last op's, x / (1 + |x|)
+    return named("div", mark, _unary("softsign", input, "softsign", "softsign_backward", False, graph=_softsign_graph))
 
 
 def tanhshrink(input):
-    """x - tanh(x)."""
-    return _unary("tanhshrink", input, "tanhshrink", "tanhshrink_backward", False,
-                  graph=lambda g, x, y: g * tanh(x) * tanh(x))  # tanh(x)^2 = 1 - tanh'(x)
+    """x - tanh(x); its node torch's composition's last op's (SubBackward0)."""
+    mark = tape_mark()
+    return named("sub", mark, _unary("tanhshrink", input, "tanhshrink", "tanhshrink_backward", False,
+                                     graph=lambda g, x, y: g * tanh(x) * tanh(x)))  # tanh(x)^2 = 1 - tanh'(x)
 
 
 def threshold(input, threshold, value, inplace=False):
@@ -1314,7 +1324,8 @@ def masked_fill(input, mask, value):
         check_type(isinstance(value, numbers.Real),
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
         value = as_value_of(value, input.dtype)
-    return where(mask, value, input)
+    mark = tape_mark()
+    return named("masked_fill", mark, where(mask, value, input))
 
 
 @functools.lru_cache(maxsize=64)
@@ -1329,7 +1340,8 @@ def _triangular(name, input, diagonal, upper):
     check_tensors(name, input=input)
     check(input.ndim >= 2, lambda: f"{name}: input tensor must have at least 2 dimensions")
     keep = _triangle(*input.shape[-2:], int(diagonal), upper, input.device)
-    return where(Tensor(keep), input, False if input.dtype == torch.bool else 0)  # bool stays bool
+    mark = tape_mark()
+    return named(name, mark, where(Tensor(keep), input, False if input.dtype == torch.bool else 0))  # bool stays bool
 
 
 def tril(input, diagonal=0):
@@ -1417,14 +1429,24 @@ def fmod(input, other):
     """C's fmod: the remainder of input / other truncated toward 0, with input's sign (integers:
     C's %; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * trunc(input / other)."""
-    return _quotient_remainder("fmod", input, other)
+    mark = tape_mark()  # torch's node by overload: FmodBackward0 by a number, FmodBackward1 by a tensor
+    return named(_overload("fmod", input, other), mark, _quotient_remainder("fmod", input, other))
 
 
 def remainder(input, other):
     """Python's %: input - floor(input / other) * other, with other's sign (the % operator), as
     torch.remainder; integer division by 0 raises RuntimeError, as torch's on the CPU). other's gradient is
     -g * floor_divide(input, other)."""
-    return _quotient_remainder("remainder", input, other)
+    mark = tape_mark()
+    return named(_overload("remainder", input, other), mark, _quotient_remainder("remainder", input, other))
+
+
+def _overload(name, input, other):
+    """The label of the overload that torch's two-operand op name runs, for its node (tensor.py's table): name
+    for (Tensor, number), name_tensors for two tensors, name_number_input for (number, Tensor)."""
+    if isinstance(input, Tensor) and isinstance(other, Tensor):
+        return f"{name}_tensors"
+    return name if isinstance(input, Tensor) else f"{name}_number_input"
 
 
 def _quotient_remainder(name, input, other):
@@ -1551,7 +1573,9 @@ def xlogy(input, other):
         if need[0] and isinstance(other, numbers.Real) and math.isnan(other):  # the kernel's NaN, 0 where input is 0
             ga = _pw.pointwise("where", _pw.pointwise("eq", a, 0.0), 0.0, ga)
         return ga, gb
-    return _binary("xlogy", input, other, "xlogy", grads, graph=_xlogy_graph)
+    mark = tape_mark()
+    return named(_overload("xlogy", input, other), mark, _binary("xlogy", input, other, "xlogy", grads,
+                                                                 graph=_xlogy_graph))
 
 
 def _incomplete_gamma(name, sign):
@@ -1629,21 +1653,24 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
         return input.clone()
     info = torch.finfo(input.dtype)
     posinf, neginf = info.max if posinf is None else posinf, info.min if neginf is None else neginf
+    mark = tape_mark()  # torch's node: its one op's
     y = where(eq(input, math.inf), float(posinf), where(eq(input, -math.inf), float(neginf), input))
-    return where(isnan(input), float(nan), y)
+    return named("nan_to_num", mark, where(isnan(input), float(nan), y))
 
 
 def fmax(input, other):
     """The larger of each pair (broadcast), NaN only where both are: a NaN loses, as torch.fmax; the
     gradient goes to input where input >= other (or other is NaN), else to other."""
     check_tensors("fmax", input=input, other=other)
-    return where(logical_or(ge(input, other), isnan(other)), input, other)
+    mark = tape_mark()  # torch's node: its one op's
+    return named("fmax", mark, where(logical_or(ge(input, other), isnan(other)), input, other))
 
 
 def fmin(input, other):
     """The smaller of each pair (broadcast), NaN only where both are, as torch.fmin (see fmax)."""
     check_tensors("fmin", input=input, other=other)
-    return where(logical_or(le(input, other), isnan(other)), input, other)
+    mark = tape_mark()
+    return named("fmin", mark, where(logical_or(le(input, other), isnan(other)), input, other))
 
 
 # ---- more of torch's element-wise functions, and its aliases (the eighth session) ---------------
@@ -1678,7 +1705,13 @@ SPECIAL_MATH = {  # torch.special's (i0 also torch's and Tensor's); gradients by
 MATH.update(SPECIAL_MATH)
 erfcx, log_ndtr, ndtri, i0, i0e, i1, i1e = (_math(name, *spec) for name, spec in SPECIAL_MATH.items())
 arccos, arcsin, arctan, arctan2, arccosh, arcsinh, arctanh = acos, asin, atan, atan2, acosh, asinh, atanh
-fix, sgn, negative, absolute = trunc, sign, neg, abs
+fix, negative, absolute = trunc, neg, abs
+
+
+def sgn(input):
+    """sign for real tensors (tnet has no complex ones), its node torch's SgnBackward0."""
+    mark = tape_mark()
+    return named("sgn", mark, sign(input))
 multiply, subtract, greater, greater_equal, less, less_equal, not_equal = mul, sub, gt, ge, lt, le, ne
 
 
@@ -1688,8 +1721,10 @@ def divide(input, other, *, rounding_mode=None):
 
 
 def rsub(input, other, *, alpha=1):
-    """other - alpha * input (torch.rsub: sub with its operands swapped)."""
-    return sub(other, input, alpha=alpha)
+    """other - alpha * input (torch.rsub: sub with its operands swapped; Tensor.__rsub__, `1 - x`); its node
+    torch's RsubBackward0, or RsubBackward1 where other is a number."""
+    mark = tape_mark()
+    return named("rsub" if isinstance(other, Tensor) else "rsub_number", mark, sub(other, input, alpha=alpha))
 
 
 def positive(input):
@@ -1708,18 +1743,25 @@ def _floats(*values):
 def deg2rad(input):
     """x * pi / 180 (integer and bool tensors give float32, as torch's)."""
     check_tensors("deg2rad", input=input)
-    return mul(*_floats(input), math.pi / 180.0)
+    mark = tape_mark()
+    return named("deg2rad", mark, mul(*_floats(input), math.pi / 180.0))
 
 
 def rad2deg(input):
     """x * 180 / pi (integer and bool tensors give float32, as torch's)."""
     check_tensors("rad2deg", input=input)
-    return mul(*_floats(input), 180.0 / math.pi)
+    mark = tape_mark()
+    return named("rad2deg", mark, mul(*_floats(input), 180.0 / math.pi))
 
 
 def copysign(input, other):
     """|input| with other's sign (its sign bit: -0.0 counts as negative), as torch.copysign; integers
     give float32. input's gradient is g * (y / x), its factor 0 where x is 0; other's is 0, as torch's."""
+    mark = tape_mark()
+    return named(_overload("copysign", input, other), mark, _copysign(input, other))
+
+
+def _copysign(input, other):
     return _binary("copysign", input, other, "copysign", lambda g, a, b, y, need: (
         need[0] and _pw.pointwise("mul", g, _pw.pointwise("std_backward", 1.0, a, y)),  # torch's g where(x == 0, 0, y / x)
         need[1] and torch.zeros_like(g)), saves_output=True,
@@ -1787,7 +1829,8 @@ def ldexp(input, other):
         y = _pw.pointwise("ldexp_int", X, E, dtype=X.dtype)
         return _record2("ldexp", y, input, other, lambda g: (_pw.pointwise("ldexp_int", g, E, dtype=g.dtype), None),
                         saved=(E,))
-    return mul(input, exp2(other) if isinstance(other, Tensor) else 2.0 ** other)
+    mark = tape_mark()  # torch's node: its one op's (LdexpBackward0)
+    return named("ldexp", mark, mul(input, exp2(other) if isinstance(other, Tensor) else 2.0 ** other))
 
 
 def float_power(input, exponent):

@@ -15,7 +15,7 @@ from ..kernels import pointwise as _pw
 from ..kernels.launch import (InputIndexError, at_least, check, check_batch_only_empty, dense, is_channels_last,
                               is_flat, keeps_channels_last, ntuple, out_size, pair, plain_ints, single, sizes_type,
                               triple)
-from ..tensor import Tensor, as_storage, in_layout, linear_graph, record, tensor
+from ..tensor import Tensor, as_storage, in_layout, linear_graph, named, record, tape_mark, tensor
 from .copy import contiguous, gather, index_select, reshape, scatter, scatter_add, squeeze, stack, unsqueeze
 from .pad import pad
 from .inputs import check_args, check_tensors
@@ -362,8 +362,11 @@ def _adaptive(mode, input, output_size, batch_dims=1):
 def adaptive_avg_pool2d(input, output_size):
     """The mean over adaptive windows of [N, C, H, W] (or [C, H, W]) input, to output_size (an int
     or a pair; None keeps that size), with torch's windows: rows floor(i*H/OH) to ceil((i+1)*H/OH).
-    The output keeps the input's layout; a strided input is copied dense first."""
-    return _adaptive("avg", input, output_size)[0]
+    The output keeps the input's layout; a strided input is copied dense first. To 1 x 1 its node is torch's mean
+    over the plane's (MeanBackward1), as torch's takes that path."""
+    mark = tape_mark()
+    y = _adaptive("avg", input, output_size)[0]
+    return named("mean_dim", mark, y) if tuple(y.shape[-2:]) == (1, 1) else y
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
@@ -479,14 +482,19 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     dilation = triple(dilation, "max_pool3d: dilation", 1, True)
     x, unbatched = _volumes("max_pool3d", input)
     _volumes_nonempty("max_pool3d", input)
+    mark = tape_mark()
     if dilation != (1, 1, 1):
         out = _dilated_max_pool(x, *_window_3d("max_pool3d", kernel_size, stride, padding), dilation, ceil_mode)
         out = out if return_indices else out[0]
-        return (tuple(o[0] for o in out) if return_indices else out[0]) if unbatched else out
+        out = (tuple(o[0] for o in out) if return_indices else out[0]) if unbatched else out
+        named("max_pool3d_with_indices", mark, out[0] if return_indices else out)
+        return out
     (kd, *k2), (sd, *s2), (pd, *p2) = _window_3d("max_pool3d", kernel_size, stride, padding)
     out = _separably(max_pool2d, x, (k2, s2, p2, 1, ceil_mode, return_indices),
                      ((kd, 1), (sd, 1), (pd, 0), 1, ceil_mode, return_indices), return_indices)
-    return tuple(o[0] for o in out) if unbatched and return_indices else out[0] if unbatched else out
+    out = tuple(o[0] for o in out) if unbatched and return_indices else out[0] if unbatched else out
+    named("max_pool3d_with_indices", mark, out[0] if return_indices else out)  # the passes: torch's one node
+    return out
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
@@ -500,6 +508,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     x, unbatched = _volumes("avg_pool3d", input)
     check(divisor_override is None or divisor_override != 0, "divisor must be not zero")
     _volumes_nonempty("avg_pool3d", input)
+    mark = tape_mark()
     (kd, *k2), (sd, *s2), (pd, *p2) = _window_3d("avg_pool3d", kernel_size, stride, padding)
     D, H, W = x.shape[2:]  # torch's avg_pool3d alone needs the unpadded input to hold a window (its 2-D one does not)
     check(D >= kd and H >= k2[0] and W >= k2[1],
@@ -508,7 +517,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     y = _separably(avg_pool2d, x, (k2, s2, p2, ceil_mode, count_include_pad, ones),
                    ((kd, 1), (sd, 1), (pd, 0), ceil_mode, count_include_pad, ones))
     y = y if divisor_override is None else div(y, divisor_override)
-    return y[0] if unbatched else y
+    return named("avg_pool3d", mark, y[0] if unbatched else y)  # torch's one node (AvgPool3DBackward0)
 
 
 def _adaptive_3d(mode, input, output_size, return_indices=False):

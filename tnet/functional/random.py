@@ -13,7 +13,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import random as _random
 from ..kernels.copy import copy_
 from ..kernels.launch import check, check_type, is_flat
-from ..tensor import Tensor, as_int, in_layout, linear_graph, record, record_composed
+from ..tensor import Tensor, as_int, in_layout, linear_graph, named, record, record_composed, tape_mark
 from .inputs import check_args, check_tensors
 from .copy import scatter
 from .pointwise import add, clamp_min, div, le, leaky_relu, log, log1p, mul, neg, sub, where
@@ -44,7 +44,9 @@ def dropout(input, p=0.5, training=True, inplace=False):
     y = _random.dropout(X, p, snapshot)
     mask = lambda g: _random.dropout(in_layout(g, y), p, snapshot)  # the gradient: the same mask and scale
     backward = lambda g: (mask(g),)
-    return record("dropout", y, (input,), backward, graph=linear_graph("dropout", backward, mask))
+    # torch's node by device: its fused native_dropout's on a GPU, its mask product's (MulBackward0) on the CPU
+    node = "native_dropout" if input.device.type == "cuda" else "mul"
+    return record(node, y, (input,), backward, graph=linear_graph("dropout", backward, mask))
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
@@ -174,10 +176,11 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     check_tensors("rrelu", input=input)
     check(input.memory.is_floating_point(), lambda: f"rrelu: expected a float tensor, got {input.dtype}")
     check(lower <= upper, lambda: f"rrelu: Lower bound should be less than or equal to the upper bound, got {lower} > {upper}")
+    mark = tape_mark()  # torch's node: rrelu_with_noise's, in eval too
     if not training:
-        return leaky_relu(input, (lower + upper) / 2.0)
+        return named("rrelu_with_noise", mark, leaky_relu(input, (lower + upper) / 2.0))
     slope = add(mul(Tensor(draw(input.shape, input.device)), float(upper - lower)), float(lower))
-    return mul(input, where(le(input, 0.0), slope.to(input.dtype), 1.0))
+    return named("rrelu_with_noise", mark, mul(input, where(le(input, 0.0), slope.to(input.dtype), 1.0)))
 
 
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):

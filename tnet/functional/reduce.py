@@ -15,8 +15,8 @@ from ..kernels import sort as _sort
 from ..kernels.copy import check_count, copy_
 from ..kernels.launch import (DTYPE_NAMES, FLOATS, InputError, InputIndexError, InputTypeError, capturing, check,
                               check_float, check_type, is_channels_last, raise_flagged)
-from ..tensor import (Tensor, as_int, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, no_grad, record,
-                      record_composed)
+from ..tensor import (Tensor, as_int, as_storage, dim_index, in_layout, is_grad_enabled, linear_graph, named, no_grad, record,
+                      record_composed, tape_mark)
 from .copy import broadcast_tensors, expand, reshape, shape_args, unsqueeze
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names, write_out
 from .pointwise import (abs, add, clamp, clamp_min, div, eq, exp, graph_sum_to, gt, isclose, isnan, lgamma, log,
@@ -528,6 +528,12 @@ def _reduced(name, loss, reduction):
     return loss if reduction == "none" else sum_or_mean(name, loss, None, False, mean=reduction == "mean")
 
 
+def _composed_reduced(loss, reduction):
+    """_reduced for a loss that torch composes of other ops: its node is the reduction's (MeanBackward0,
+    SumBackward0), as torch's."""
+    return _reduced(reduction, loss, reduction)
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """(input - target) ** 2, broadcasting, averaged ('mean'), summed ('sum') or kept ('none'), as
     torch's (and its deprecated size_average and reduce); under tnet.autocast on fp32 copies of
@@ -563,7 +569,10 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     """|input - target|, reduced and weighted as mse_loss."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     input, target = _loss_inputs("l1_loss", input, target, reduction, broadcast=True)
-    return _weighted_reduced("l1_loss", abs(sub(input, target)), reduction, weight, input)
+    mark = tape_mark()
+    loss = _weighted_reduced("l1_loss", abs(sub(input, target)), reduction, weight, input)
+    # torch's l1_loss is composed: its node the reduction's (MeanBackward0, SumBackward0) or abs's
+    return loss if weight is not None or reduction == "none" else named(reduction, mark, loss)
 
 
 def _weighted_reduced(name, loss, reduction, weight, input):
@@ -746,7 +755,12 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.vector_norm over dim (None or (): all elements): ord 2 sqrt(sum |x|^2), 1,
     inf and -inf (the largest and smallest |x|, a tie's gradient shared), 0 (the count of
     nonzeros, no gradient: x.grad stays None, as torch's) and other p sum(|x|^p)^(1/p), with torch's gradients (0 where the norm
-    is 0, and at zeros for p < 1). dtype: x cast first."""
+    is 0, and at zeros for p < 1). dtype: x cast first. Its node is torch's LinalgVectorNormBackward0."""
+    mark = tape_mark()
+    return named("linalg_vector_norm", mark, _vector_norm(x, ord, dim, keepdim, dtype))
+
+
+def _vector_norm(x, ord, dim, keepdim, dtype):
     check_tensors("linalg.vector_norm", x=x)
     if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
@@ -943,7 +957,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
     input1, input2 = _loss_inputs("margin_ranking_loss", input1, input2, reduction)
-    return _reduced("margin_ranking_loss", clamp_min(add(mul(neg(target), sub(input1, input2)), margin), 0.0), reduction)
+    return _composed_reduced(clamp_min(add(mul(neg(target), sub(input1, input2)), margin), 0.0), reduction)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None, reduction="mean"):
@@ -952,7 +966,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     reduction = legacy_reduction(size_average, reduce, reduction)
     input, target = _loss_inputs("hinge_embedding_loss", input, target, reduction)
     loss = add(where(ne(target, 1), clamp_min(sub(margin, input), 0.0), 0.0), where(ne(target, -1), input, 0.0))
-    return _reduced("hinge_embedding_loss", loss, reduction)
+    return _composed_reduced(loss, reduction)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -982,7 +996,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     squares = mul(add(sum(mul(input1, input1), -1), 1e-12), add(sum(mul(input2, input2), -1), 1e-12))
     cos = div(sum(mul(input1, input2), -1), pow(squares, 0.5))
     loss = add(where(eq(target, 1), sub(1.0, cos), 0.0), where(eq(target, -1), clamp_min(sub(cos, margin), 0.0), 0.0))
-    return _reduced("cosine_embedding_loss", loss, reduction)
+    return _composed_reduced(loss, reduction)
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
@@ -990,7 +1004,8 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     check_tensors("pairwise_distance", x1=x1, x2=x2)
     check_args("pairwise_distance", "float", p=p, eps=eps)  # torch's parser's TypeErrors (p=None is no 2-norm)
     check_args("pairwise_distance", "bool", keepdim=keepdim)
-    return norm(add(sub(x1, x2), eps), p, builtins.max(x1.ndim, x2.ndim) - 1, keepdim)
+    mark = tape_mark()  # torch's node: its norm over a dim's (NormBackward1)
+    return named("norm_dim", mark, norm(add(sub(x1, x2), eps), p, builtins.max(x1.ndim, x2.ndim) - 1, keepdim))
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False, size_average=None,
@@ -1008,7 +1023,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if swap:
         d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     # torch's order, (margin + d_pos) - d_neg: a 16-bit d_pos rounds the margin in its dtype
-    return _reduced("triplet_margin_loss", clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
+    return _composed_reduced(clamp_min(sub(add(d_pos, margin), d_neg), 0.0), reduction)
 
 
 aminmax_result = return_types.aminmax
@@ -1018,7 +1033,8 @@ aminmax_result = return_types.aminmax
 def aminmax(input, *, dim=None, keepdim=False):
     """aminmax_result(min, max) over dim (None: every element), as torch.aminmax (amin and amax)."""
     dim = () if dim is None else dim
-    return aminmax_result(amin(input, dim, keepdim), amax(input, dim, keepdim))
+    mark = tape_mark()  # both from torch's one node (AminmaxBackward0)
+    return aminmax_result(*(named("aminmax", mark, f(input, dim, keepdim)) for f in (amin, amax)))
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
@@ -1039,7 +1055,9 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """sum with NaN counted as 0, as torch.nansum; the gradient is g times 0 at NaN, as torch's (NaN there where
     g is infinite: nanmean's over a slice of NaNs, g / 0). dtype: as sum's."""
     check_tensors("nansum", input=input)
-    return sum(_nan_zeroed(input) if input.memory.is_floating_point() else input, dim, keepdim, dtype=dtype)
+    mark = tape_mark()  # torch's node: its one op's (NansumBackward0)
+    return named("nansum", mark,
+                 sum(_nan_zeroed(input) if input.memory.is_floating_point() else input, dim, keepdim, dtype=dtype))
 
 
 def _nan_zeroed(x):
@@ -1066,7 +1084,8 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
 def dist(input, other, p=2):
     """The p-norm of input - other (broadcast), as torch.dist (vector_norm's gradients)."""
     check_tensors("dist", input=input, other=other)
-    return vector_norm(sub(input, other), p)
+    mark = tape_mark()  # torch's node: its one op's (DistBackward0)
+    return named("dist", mark, vector_norm(sub(input, other), p))
 
 
 def renorm(input, p, dim, maxnorm):
@@ -1084,8 +1103,9 @@ def renorm(input, p, dim, maxnorm):
         scaled = gt(vector_norm(input, p, dims, keepdim=True), maxnorm)
     # the norm's gradient from the scaled slices only: a slice left as it is (a NaN norm among them) passes g
     # alone, as torch's renorm_backward (its where), not g plus 0 * the norm's NaN gradient
+    mark = tape_mark()  # torch's node: its one op's (RenormBackward0)
     norms = vector_norm(where(scaled, input, 0.0), p, dims, keepdim=True)
-    return mul(input, where(scaled, div(maxnorm, add(norms, 1e-7)), 1.0))
+    return named("renorm", mark, mul(input, where(scaled, div(maxnorm, add(norms, 1e-7)), 1.0)))
 
 
 def sum_to_size(input, *size):
@@ -1113,5 +1133,6 @@ def mvlgamma(input, p):
     p = int(p)
     check(p >= 1, "p has to be greater than or equal to 1")
     check(input.dtype in _pw.FLOATS, lambda: f"mvlgamma: expected a float tensor, got {input.dtype}")
+    mark = tape_mark()  # torch's node: its one op's (MvlgammaBackward0)
     terms = lgamma(add(unsqueeze(input, -1), arange(0.0, -p / 2.0, -0.5, dtype=input.dtype)))
-    return add(sum(terms, -1), p * (p - 1) / 4.0 * math.log(math.pi))
+    return named("mvlgamma", mark, add(sum(terms, -1), p * (p - 1) / 4.0 * math.log(math.pi)))

@@ -7,7 +7,7 @@ import numpy as np
 
 from ..kernels import resample as _rs
 from ..kernels.launch import check, check_type
-from ..tensor import in_layout, linear_graph, record, tensor
+from ..tensor import in_layout, linear_graph, named, record, tape_mark, tensor
 from .copy import gather, index_select, reshape
 from .inputs import check_args, check_tensors
 from .pointwise import add, mul, where
@@ -108,7 +108,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             raise ValueError("Lanczos mode requires antialias=True")
     check(all(m > 0 for m in sizes),
           lambda: f"interpolate: the output size must be positive, got {sizes} from input {list(input.shape[2:])}")
-    out = input
+    out, mark = input, tape_mark()
     # the axis that shrinks most first: the pass between the two then moves the fewest elements
     for axis in sorted(range(input.ndim - 2), key=lambda a: sizes[a] / input.shape[a + 2]):
         n, m, s = input.shape[axis + 2], sizes[axis], scales[axis]
@@ -121,7 +121,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         else:
             taps = {"bicubic": "cubic", "lanczos": "lanczos"}.get(mode, "linear")
             out = _resample_axis(out, axis + 2, n, m, "antialiased " + taps if antialias else taps, align_corners, s)
-    return out
+    if mode == "lanczos":
+        return out
+    # the node torch's upsample op gives (UpsampleNearest2DBackward0, UpsampleBilinear2DAaBackward0)
+    op = f"upsample_{mode.replace('-', '_')}{input.ndim - 2}d" + ("_aa" if antialias else "")
+    return named(op, mark, out)
 
 
 def _nearest(n, m, scale_factor, exact):
@@ -174,6 +178,7 @@ def affine_grid(theta, size, align_corners=None):
     check(theta.shape[0] == size[0], lambda: f"affine_grid: theta's batch {theta.shape[0]} does not match size "
                                              f"{size}")
     N, spatial = size[0], size[2:]
+    mark = tape_mark()  # torch's node: its one op's (AffineGridGeneratorBackward0)
     column = lambda j: reshape(theta[:, :, j], (N, *[1] * k, k))  # noqa: E731
     out = None
     for j, n in enumerate(reversed(spatial)):  # x over the last dim (W), then y over H, z over D
@@ -181,7 +186,7 @@ def affine_grid(theta, size, align_corners=None):
         shape[k - j] = n
         term = mul(column(j), tensor(_linspace(n, align_corners).reshape(shape), dtype=theta.dtype))
         out = term if out is None else add(out, term)
-    return add(out, column(k))
+    return named("affine_grid_generator", mark, add(out, column(k)))
 
 
 def _linspace(n, align_corners):
@@ -340,4 +345,4 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         dx, dgrid = _rs.grid_sample_backward(dy, x, g, bilinear, pad, align, input.requires_grad,
                                              grid.requires_grad)
         return (None if dx is None else in_layout(dx, x)), dgrid
-    return record("grid_sample", y, (input, grid), backward, saved=(x, g))
+    return record("grid_sampler_2d", y, (input, grid), backward, saved=(x, g))  # torch's node: GridSampler2DBackward0

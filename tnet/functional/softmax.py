@@ -13,7 +13,7 @@ from ..kernels import reduce as _reduce
 from ..kernels import softmax as _softmax
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, check, check_type
-from ..tensor import Tensor, as_dtype, dim_index, in_layout, record
+from ..tensor import Tensor, as_dtype, dim_index, in_layout, named, record, tape_mark
 from .inputs import check_args, check_tensors, legacy_reduction, numpy_names
 from .pointwise import exp, mul, ne, neg, sub, where
 from .reduce import mean, one_hot, sum
@@ -233,16 +233,19 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / C
         terms = mul(log_softmax(input, cdim), target)
-        return _reduced(neg(sum(terms if w is None else mul(terms, w), cdim)), reduction)
+        mark = tape_mark()  # torch's node: its loss's last op, a division by the count for the mean, else a negation
+        loss = _reduced(neg(sum(terms if w is None else mul(terms, w), cdim)), reduction)
+        return named({"mean": "div_number", "sum": "neg"}.get(reduction, "neg"), mark, loss)
     target = _class_indices(target)
     if input.ndim == 2 and weight is None:
         # strided logits or labels (a transpose, a slice) copied dense: the fused kernel reads rows
         loss, dlogits = _softmax.cross_entropy(input.memory.contiguous(), target.memory.contiguous(), label_smoothing,
                                                reduction, ignore_index, dtype=_autocast_fp32(input))
         graph = lambda g, out: (_cross_entropy_graph(g, input, target, label_smoothing, reduction, ignore_index),)
+        op = "cross_entropy" if label_smoothing == 0 else "cross_entropy_smoothed"  # torch's nll's node, or its sum's
         if reduction == "none":
-            return record("cross_entropy", loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),), graph=graph)
-        return record("cross_entropy", loss, (input,), lambda g: (_pw.scale_(dlogits, g.reshape(1)),), graph=graph)
+            return record(op, loss, (input,), lambda g: (_softmax.scale_rows_(dlogits, g),), graph=graph)
+        return record(op, loss, (input,), lambda g: (_pw.scale_(dlogits, g.reshape(1)),), graph=graph)
     logp = log_softmax(input, cdim)
     nll, total = _nll(logp, target, weight, ignore_index, reduction)
     if label_smoothing == 0:

@@ -13,7 +13,7 @@ from ..kernels import pointwise as _pw
 from ..kernels import sort as _sort
 from ..kernels.copy import copy_
 from ..kernels.launch import FLOATS, InputIndexError, InputTypeError, check, no_host_read, not_implemented
-from ..tensor import Tensor, as_int, dim_index, linear_graph, no_grad, record, tensor
+from ..tensor import Tensor, as_int, dim_index, linear_graph, named, no_grad, record, tape_mark, tensor
 from .copy import (add_at, cat, clone, diagonal, diff, expand, flip, gather, movedim, narrow, reshape, scatter_add, squeeze,
                    take_along_dim, to, unsqueeze)
 from .gemm import cov, tensordot
@@ -251,11 +251,13 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     if input.shape[d] == 0:  # torch's IndexError before its range check of k
         raise InputIndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     check(1 <= k <= input.shape[d], lambda: f"kthvalue(): selected number k out of range for dimension {d}")
+    mark = tape_mark()  # the values' node: torch's one op's (KthvalueBackward0)
     values, indices = sort(input, d)
     v, i = narrow(values, d, k - 1, 1), narrow(indices, d, k - 1, 1)
     if not keepdim:
         v, i = reshape(v, v.shape[:d] + v.shape[d + 1:]), reshape(i, i.shape[:d] + i.shape[d + 1:])
-    return kthvalue_result(v.contiguous(), i.contiguous())  # contiguous as torch's, not a slice's strides
+    # contiguous as torch's, not a slice's strides
+    return kthvalue_result(named("kthvalue", mark, v.contiguous()), i.contiguous())
 
 
 # ---- shape and indexing ops of the eighth session: quantiles, modes and searches ----------------
@@ -370,6 +372,7 @@ def mode(input, dim=-1, keepdim=False):
     n = input.shape[d]
     if n == 0:
         raise InputIndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
+    mark = tape_mark()
     values, indices = sort(input, d)
     v = Tensor(values.memory)
     a, b = narrow(v, d, 1, n - 1), narrow(v, d, 0, n - 1)
@@ -380,7 +383,8 @@ def mode(input, dim=-1, keepdim=False):
     first = cummax(where(starts, pos, 0), d).values
     last = flip(cummin(flip(where(ends, pos, n), (d,)), d).values, (d,))
     pick = gather(last, d, argmax(sub(last, first), d, keepdim=True))
-    return mode_result(*_picked(values, indices, d, pick, keepdim))
+    picked_values, picked_indices = _picked(values, indices, d, pick, keepdim)
+    return mode_result(named("mode", mark, picked_values), picked_indices)  # torch's node: its one op's
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):

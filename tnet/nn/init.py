@@ -140,6 +140,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 _no_grad_trunc_normal_ = trunc_normal_  # torch's private name (older DeiT and ViT files import it); tnet's is no-grad
 
+
 def constant_(tensor, val):
     return _fill_value(tensor, val)
 
@@ -150,6 +151,10 @@ def ones_(tensor):
 
 def zeros_(tensor):
     return _fill_value(tensor, 0.0)
+
+
+# torch's other private no-grad fills, which copied init code calls (tnet's fills write without the tape anyway)
+_no_grad_uniform_, _no_grad_normal_, _no_grad_fill_, _no_grad_zero_ = uniform_, normal_, constant_, zeros_
 
 
 def eye_(tensor):

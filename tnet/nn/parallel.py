@@ -1,5 +1,9 @@
 """torch.nn.parallel's names: DataParallel on tnet's one device, and DistributedDataParallel
-(tnet.distributed's, for several processes under torchrun)."""
+(tnet.distributed's, for several processes under torchrun), also at torch's module paths
+torch.nn.parallel.data_parallel and torch.nn.parallel.distributed."""
+import sys
+import types
+
 from . import Module
 
 
@@ -22,3 +26,12 @@ def __getattr__(name):
         from ..distributed import DistributedDataParallel
         return DistributedDataParallel
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# torch.nn.parallel's submodules, for their import paths (`from torch.nn.parallel.distributed import
+# DistributedDataParallel`); the second finds DistributedDataParallel through this module's __getattr__, late
+data_parallel = types.ModuleType(f"{__name__}.data_parallel", "torch.nn.parallel.data_parallel's DataParallel")
+data_parallel.DataParallel = DataParallel
+distributed = types.ModuleType(f"{__name__}.distributed", "torch.nn.parallel.distributed's DistributedDataParallel")
+distributed.__getattr__ = __getattr__
+sys.modules[data_parallel.__name__], sys.modules[distributed.__name__] = data_parallel, distributed

@@ -174,6 +174,19 @@ class Optimizer:
         leave the slot out."""
         return kernels.SLOTS[self.RULE][:kernels.REQUIRED[self.RULE]]
 
+    def _hand_state(self, group, lists, keys):
+        """torch's _init_group's work, for a subclass's own step() that passes the lists to torch's functional
+        step (a fork): for each parameter of group with a gradient, the parameter, its gradient and its state
+        entries named by keys appended to lists, in order (a key None: a list the group's options leave empty).
+        The state is the one made at construction, which that step changes in place."""
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            state = self.state[p]
+            for values, key in zip(lists, ("param", "grad", *keys), strict=True):
+                if key is not None:
+                    values.append(p if key == "param" else p.grad if key == "grad" else state[key])
+
     def _initial(self, group, name):
         """The value that the state buffer `name` of a parameter of group starts at."""
         return 0.0
@@ -488,6 +501,25 @@ class SGD(Optimizer):
     def _rule_hyper(self, group):
         return [group["momentum"], group["dampening"], float(group["nesterov"])]
 
+    def _init_group(self, group, params, grads, momentum_buffer_list):
+        """torch's: the group's parameters that have a gradient and their gradients appended to the lists, and
+        with momentum their buffers, for a subclass's own step() that hands them to torch.optim.sgd.sgd (a fork)
+        and stores the buffers it returns in the state; has_sparse_grad (False: tnet's gradients are dense)
+        returned. A parameter's buffer is None until that first handing, as torch's before a first step (sgd()
+        then starts it from the gradient, without dampening), where tnet's state holds zeros."""
+        handed = self.__dict__.setdefault("_handed_buffers", set())
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            params.append(p)
+            grads.append(p.grad)
+            if group["momentum"] != 0:
+                state = self.state[p]
+                fresh = id(p) not in handed and float(state["step"]) == 0
+                momentum_buffer_list.append(None if fresh else state["momentum_buffer"])
+                handed.add(id(p))
+        return False
+
 
 def _one_minus(beta):
     """1 - beta in float64 on the host: in float32 on the device it loses digits."""
@@ -530,20 +562,9 @@ class Adam(Optimizer):
         return kernels.SLOTS["adam"] if group["amsgrad"] else kernels.SLOTS["adam"][:2]
 
     def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
-        """torch's: the group's parameters that have a gradient, their gradients and their state appended to the
-        lists, for a subclass's own step() that hands them to torch.optim.adam.adam (a fork); has_complex (False:
-        tnet has none) returned. The state is the one made at construction, which that step changes in place."""
-        for p in group["params"]:
-            if p.grad is None:
-                continue
-            state = self.state[p]
-            params_with_grad.append(p)
-            grads.append(p.grad)
-            exp_avgs.append(state["exp_avg"])
-            exp_avg_sqs.append(state["exp_avg_sq"])
-            if group["amsgrad"]:
-                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
-            state_steps.append(state["step"])
+        """torch's (_hand_state), for torch.optim.adam.adam; has_complex (False: tnet has none) returned."""
+        self._hand_state(group, (params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps),
+                         ("exp_avg", "exp_avg_sq", "max_exp_avg_sq" if group["amsgrad"] else None, "step"))
         return False
 
     def _rule_hyper(self, group):
@@ -596,6 +617,13 @@ class RMSprop(Optimizer):
         square_avg, momentum_buffer, grad_avg = kernels.SLOTS["rmsprop"]
         return (square_avg, momentum_buffer if group["momentum"] > 0 else None, grad_avg if group["centered"] else None)
 
+    def _init_group(self, group, params_with_grad, grads, square_avgs, momentum_buffer_list, grad_avgs, state_steps):
+        """torch's (_hand_state), for torch.optim.rmsprop.rmsprop; has_complex (False) returned."""
+        self._hand_state(group, (params_with_grad, grads, square_avgs, momentum_buffer_list, grad_avgs, state_steps),
+                         ("square_avg", "momentum_buffer" if group["momentum"] > 0 else None,
+                          "grad_avg" if group["centered"] else None, "step"))
+        return False
+
     def _rule_hyper(self, group):
         return [group["alpha"], _one_minus(group["alpha"]), group["eps"], group["momentum"]]
 
@@ -624,6 +652,12 @@ class Adagrad(Optimizer):
     def _initial(self, group, name):
         return group["initial_accumulator_value"]
 
+    def _init_group(self, group, params_with_grad, grads, state_sums, state_steps):
+        """torch's (_hand_state), for torch.optim.adagrad.adagrad; (has_sparse_grad, has_complex) returned, both
+        False (tnet's gradients are dense and real)."""
+        self._hand_state(group, (params_with_grad, grads, state_sums, state_steps), ("sum", "step"))
+        return False, False
+
     def _rule_hyper(self, group):
         return [group["lr_decay"], group["eps"]]
 
@@ -646,6 +680,12 @@ class Adamax(Optimizer):
         super()._validate(group)
         self._require(group["eps"] >= 0, "epsilon value", group["eps"])
         self._require_betas(group)
+
+    def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_infs, state_steps):
+        """torch's (_hand_state), for torch.optim.adamax.adamax; has_complex (False) returned."""
+        self._hand_state(group, (params_with_grad, grads, exp_avgs, exp_infs, state_steps),
+                         ("exp_avg", "exp_inf", "step"))
+        return False
 
     def _rule_hyper(self, group):
         beta1, beta2 = group["betas"]
@@ -678,6 +718,12 @@ class NAdam(Optimizer):
         self._require_betas(group)
         self._require(group["momentum_decay"] >= 0, "momentum_decay value", group["momentum_decay"])
 
+    def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps):
+        """torch's (_hand_state), for torch.optim.nadam.nadam; has_complex (False) returned."""
+        self._hand_state(group, (params_with_grad, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps),
+                         ("exp_avg", "exp_avg_sq", "mu_product", "step"))
+        return False
+
     def _rule_hyper(self, group):
         beta1, beta2 = group["betas"]
         return [_one_minus(beta1), _one_minus(beta2), _log(beta2), group["eps"], beta1, group["momentum_decay"]]
@@ -705,6 +751,12 @@ class RAdam(Optimizer):
         self._require(group["eps"] >= 0, "epsilon value", group["eps"])
         self._require_betas(group)
 
+    def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, state_steps):
+        """torch's (_hand_state), for torch.optim.radam.radam; has_complex (False) returned."""
+        self._hand_state(group, (params_with_grad, grads, exp_avgs, exp_avg_sqs, state_steps),
+                         ("exp_avg", "exp_avg_sq", "step"))
+        return False
+
     def _rule_hyper(self, group):
         betas = group["betas"]
         return [*map(_one_minus, betas), *map(_log, betas), group["eps"], 2 / (1 - betas[1]) - 1]
@@ -728,6 +780,12 @@ class Adadelta(Optimizer):
         super()._validate(group)
         self._require(0 <= group["rho"] <= 1, "rho value", group["rho"])
         self._require(group["eps"] >= 0, "epsilon value", group["eps"])
+
+    def _init_group(self, group, params_with_grad, grads, square_avgs, acc_deltas, state_steps):
+        """torch's (_hand_state), for torch.optim.adadelta.adadelta; has_complex (False) returned."""
+        self._hand_state(group, (params_with_grad, grads, square_avgs, acc_deltas, state_steps),
+                         ("square_avg", "acc_delta", "step"))
+        return False
 
     def _rule_hyper(self, group):
         return [group["rho"], _one_minus(group["rho"]), group["eps"]]
@@ -898,7 +956,7 @@ from .lbfgs import LBFGS  # noqa: E402
 from .plain import ASGD, Adafactor, Rprop, SparseAdam  # noqa: E402
 
 # torch.optim's per-optimizer modules, for their import paths (`from torch.optim.adamw import AdamW`): each holds its
-# class and Optimizer, and sgd, adam and adamw their functional steps (functional.py); the others' are not in tnet
+# class and Optimizer, and its functional step (functional.py) where torch's module has one
 from . import functional  # noqa: E402
 for _module_name, _class in (("adadelta", Adadelta), ("adagrad", Adagrad), ("adam", Adam), ("adamax", Adamax),
                              ("adamw", AdamW), ("asgd", ASGD), ("nadam", NAdam), ("radam", RAdam),
@@ -906,7 +964,7 @@ for _module_name, _class in (("adadelta", Adadelta), ("adagrad", Adagrad), ("ada
                              ("_adafactor", Adafactor), ("_muon", Muon)):
     _module = types.ModuleType(f"{__name__}.{_module_name}", f"torch.optim.{_module_name}'s {_class.__name__}")
     _module.__dict__.update({_class.__name__: _class, "Optimizer": Optimizer})
-    if _module_name in ("sgd", "adam", "adamw"):
+    if hasattr(functional, _module_name):
         setattr(_module, _module_name, getattr(functional, _module_name))
     sys.modules[_module.__name__] = _module
     globals()[_module_name] = _module

@@ -15,6 +15,10 @@ __all__ = ["Optimizer", "ParamsT", "register_optimizer_step_post_hook", "registe
            "required"]
 
 ParamsT: TypeAlias = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
+# the annotations torch's optimizer files import beside it
+DeviceDict: TypeAlias = dict[torch.device | None, Tensor]
+DeviceDtypeDict: TypeAlias = dict[tuple[torch.device, torch.dtype] | None, Tensor]
+TensorListList: TypeAlias = list[list[Tensor | None]]
 
 
 def _use_grad_for_differentiable(func):
@@ -76,6 +80,12 @@ def _device_dtype_check_for_fused(p, cuda_unsupported=False):
 
 def _view_as_real(params, *state_and_grads):
     """torch's views complex parameters and their states as real; tnet has no complex tensors, so none changes."""
+
+
+def _get_capturable_supported_devices(supports_xla=True):
+    """The device types torch allows capturable=True on (a copied optimizer checks its parameters against them);
+    tnet's GPU is "cuda"."""
+    return ["cuda", "xpu", "hpu", "privateuseone", *(["xla"] if supports_xla else [])]
 
 
 def _get_scalar_dtype(is_fused=None):

@@ -11,6 +11,7 @@ Where the call's output is not one tensor, or it read a tensor that requires gra
 before it but not passed as an argument (a closure over an earlier activation), function's tape
 is kept as it is: the same results and gradients, without the memory saving."""
 import contextlib
+import warnings
 
 from .. import amp
 from ..factory import get_rng_state, rng_state, set_rng_state
@@ -111,3 +112,29 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         end = start + size - 1
         input = checkpoint(run(start, end), input, use_reentrant=use_reentrant, **kwargs)
     return run(end + 1, len(functions) - 1)(input)
+
+
+def detach_variable(inputs):
+    """inputs (a tuple) with each tensor detached, keeping its requires_grad, as torch's (old reentrant
+    checkpoint code builds its recomputation's leaves with it)."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: {type(inputs).__name__}")
+    out = []
+    for inp in inputs:
+        if isinstance(inp, Tensor):
+            x = inp.detach()
+            x.requires_grad = inp.requires_grad
+            inp = x
+        out.append(inp)
+    return tuple(out)
+
+
+def check_backward_validity(inputs):
+    """torch's warning where no tensor among inputs requires grad (a checkpointed call would get no gradient)."""
+    if not any(inp.requires_grad for inp in inputs if isinstance(inp, Tensor)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", stacklevel=2)
+
+
+def noop_context_fn():
+    """checkpoint's default context_fn: two null contexts, for the forward and the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()

@@ -28,6 +28,7 @@ import random
 import sys
 import types
 import warnings
+from typing import Generic, TypeVar
 
 import numpy as np
 import torch
@@ -116,28 +117,62 @@ def _rebuilt(elem, parts):
         return parts
 
 
-def default_collate(batch):
-    """torch's default_collate: a list of samples into a batch, by the first sample's type. tnet
-    Tensors are stacked on the device (on the tape); numpy arrays and torch tensors are stacked
-    on the host and copied to the device once; numbers (Python's and numpy's) become a tensor;
-    strings stay a sequence; dicts, named tuples and sequences are collated field by field (a
-    tuple becomes a list, as torch's). Dtypes as the module docstring says."""
-    elem = batch[0]
-    if isinstance(elem, Tensor):
+def collate_tensor_fn(batch, *, collate_fn_map=None):
+    """tnet Tensors stacked on the device (on the tape); torch tensors and numpy arrays stacked on the host and
+    copied to the device once."""
+    if isinstance(batch[0], Tensor):
         return stack(list(batch))
-    if isinstance(elem, (torch.Tensor, np.ndarray)):
-        return to_device(_stack_host(batch))
-    if isinstance(elem, (str, bytes)):
-        return batch
-    if isinstance(elem, (numbers.Number, np.bool_)):
-        return to_device(np.asarray(batch))
+    return to_device(_stack_host(batch))
+
+
+def collate_number_fn(batch, *, collate_fn_map=None):
+    """Numbers (Python's and numpy's) as one tensor (dtypes as the module docstring says)."""
+    return to_device(np.asarray(batch))
+
+
+def collate_str_fn(batch, *, collate_fn_map=None):
+    """Strings and bytes stay a sequence."""
+    return batch
+
+
+# torch's names for its leaf functions; a number's dtype is tnet's rule whichever kind it is
+collate_numpy_array_fn = collate_tensor_fn
+collate_numpy_scalar_fn = collate_float_fn = collate_int_fn = collate_number_fn
+
+# default_collate's leaves by type, as torch's map (a script extends a copy: {**default_collate_fn_map, T: fn})
+default_collate_fn_map = {Tensor: collate_tensor_fn, torch.Tensor: collate_tensor_fn,
+                          np.ndarray: collate_numpy_array_fn, (np.bool_, np.number): collate_numpy_scalar_fn,
+                          float: collate_float_fn, int: collate_int_fn, str: collate_str_fn, bytes: collate_str_fn,
+                          numbers.Number: collate_number_fn}
+
+
+def collate(batch, *, collate_fn_map=None):
+    """torch's collate: a list of samples into a batch by the first sample's type: the function collate_fn_map
+    gives its type (the exact type, else the first key it is an instance of), called as fn(batch,
+    collate_fn_map=...); else dicts, named tuples and sequences field by field (a tuple becomes a list, as torch's);
+    else TypeError."""
+    elem = batch[0]
+    if collate_fn_map is not None:
+        fn = collate_fn_map.get(type(elem)) or next(
+            (f for key, f in collate_fn_map.items() if isinstance(elem, key)), None)
+        if fn is not None:
+            return fn(batch, collate_fn_map=collate_fn_map)
     if isinstance(elem, collections.abc.Mapping):
-        return _rebuilt(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
+        return _rebuilt(elem, {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem})
     if isinstance(elem, collections.abc.Sequence):
         if any(len(sample) != len(elem) for sample in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        return _rebuilt(elem, [default_collate(samples) for samples in zip(*batch)])
+        return _rebuilt(elem, [collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)])
     raise TypeError(COLLATE_ERROR.format(type(elem)))
+
+
+def default_collate(batch):
+    """torch's default_collate: collate by default_collate_fn_map (a change to that map changes it, as torch's).
+    tnet Tensors are stacked on the device (on the tape); numpy arrays and torch tensors are stacked
+    on the host and copied to the device once; numbers (Python's and numpy's) become a tensor;
+    strings stay a sequence; dicts, named tuples and sequences are collated field by field (a
+    tuple becomes a list, as torch's). Dtypes as the module docstring says."""
+    return collate(batch, collate_fn_map=default_collate_fn_map)
 
 
 def default_convert(data):
@@ -161,7 +196,11 @@ def default_convert(data):
 
 # ---- data sets ----
 
-class Dataset:
+# the type variable of torch's generic data sets, samplers and loader (`class Pairs(Dataset[tuple[Tensor, int]])`)
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Dataset(Generic[T_co]):
     """torch's map-style data set: a subclass gives __getitem__(index) and, for the samplers,
     __len__(); `a + b` is ConcatDataset([a, b])."""
 
@@ -172,7 +211,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """torch's iterable-style data set: a subclass gives __iter__; a DataLoader batches its items in
     the order they come (no sampler, no shuffle). `a + b` is ChainDataset([a, b])."""
 
@@ -204,7 +243,7 @@ class ChainDataset(IterableDataset):
         return sum(len(d) for d in self._checked())
 
 
-class StackDataset(Dataset):
+class StackDataset(Dataset[T_co]):
     """Item i of several data sets of one length side by side, as torch's: a tuple (StackDataset(a, b))
     or a dict (StackDataset(image=a, text=b)); ValueError for both forms, none, or unequal lengths."""
 
@@ -249,7 +288,7 @@ class TensorDataset(Dataset):
         return len(self.tensors[0])
 
 
-class Subset(Dataset):
+class Subset(Dataset[T_co]):
     """The items of dataset at `indices` (a sequence of ints), in that order."""
 
     def __init__(self, dataset, indices):
@@ -271,7 +310,7 @@ class Subset(Dataset):
         return len(self.indices)
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[T_co]):
     """The items of several data sets, one after another."""
 
     def __init__(self, datasets):
@@ -319,7 +358,7 @@ def random_split(dataset, lengths, generator=None):
 
 # ---- samplers ----
 
-class Sampler:
+class Sampler(Generic[T_co]):
     """torch's Sampler: iterating it gives indices (a batch sampler: lists of them)."""
 
     def __iter__(self):
@@ -453,7 +492,7 @@ class BatchSampler(Sampler):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
-class DistributedSampler(Sampler):
+class DistributedSampler(Sampler[T_co]):
     """torch's DistributedSampler(dataset, num_replicas=None, rank=None, shuffle=True, seed=0,
     drop_last=False): this rank's share, every num_replicas-th index from position rank, of an
     order padded by its first indices to a multiple of num_replicas (drop_last: cut to one). The
@@ -567,7 +606,7 @@ class _LoaderIter:
         return len(self._loader)
 
 
-class DataLoader:
+class DataLoader(Generic[T_co]):
     """torch's DataLoader, its arguments in its order: batches of dataset's items in the order of
     sampler (default: SequentialSampler; shuffle=True: a RandomSampler with generator), in lists of
     batch_size (the last shorter unless drop_last; batch_sampler gives the lists itself),
@@ -682,7 +721,7 @@ class DataLoader:
 # default_collate` and `torch.utils.data.distributed.DistributedSampler` port
 for _name, _names in {"dataloader": ["DataLoader", "default_collate", "default_convert", "get_worker_info"],
                       "dataset": ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
-                                  "random_split"],
+                                  "random_split", "ChainDataset", "StackDataset", "T_co"],
                       "sampler": ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
                                   "WeightedRandomSampler", "BatchSampler"],
                       "distributed": ["DistributedSampler"]}.items():
@@ -692,5 +731,7 @@ for _name, _names in {"dataloader": ["DataLoader", "default_collate", "default_c
 # and the older path `from torch.utils.data._utils.collate import default_collate`
 _utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: its collate module")
 _utils.collate = types.ModuleType(f"{_utils.__name__}.collate", "torch.utils.data._utils.collate's collate functions")
-_utils.collate.__dict__.update(default_collate=default_collate, default_convert=default_convert)
+_utils.collate.__dict__.update({n: globals()[n] for n in (
+    "collate", "default_collate", "default_convert", "default_collate_fn_map", "collate_tensor_fn",
+    "collate_numpy_array_fn", "collate_numpy_scalar_fn", "collate_float_fn", "collate_int_fn", "collate_str_fn")})
 sys.modules[_utils.__name__], sys.modules[_utils.collate.__name__] = _utils, _utils.collate

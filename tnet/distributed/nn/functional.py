@@ -1,12 +1,13 @@
-"""torch.distributed.nn.functional's all_gather and all_reduce: tnet.distributed's collectives as autograd Functions,
-with torch's gradients. Each returns new tensors (the collectives of tnet.distributed write in place). The others
-(broadcast, gather, scatter, reduce, reduce_scatter, all_to_all) are not here."""
+"""torch.distributed.nn.functional's all_gather, all_reduce and reduce_scatter: tnet.distributed's collectives as
+autograd Functions, with torch's gradients. Each returns new tensors (the collectives of tnet.distributed write in
+place). The others (broadcast, gather, scatter, reduce, all_to_all) are not here."""
 from ...autograd.function import Function
 from ...factory import empty_like
 from ...functional.copy import stack
 from .. import ReduceOp, get_rank, get_world_size, group
 from .. import all_gather as gather_into
 from .. import all_reduce as reduce_in_place
+from .. import reduce_scatter as reduce_scatter_into
 
 
 class AllGather(Function):
@@ -45,6 +46,21 @@ class AllReduce(Function):
         return None, None, AllReduce.apply(ctx.op, ctx.group, grad_output)
 
 
+class ReduceScatter(Function):
+    """Forward: output holds the reduction over the ranks of their input_list[rank], in place, as torch's, and a
+    copy of it is returned; backward: input_list[i] receives rank i's output gradient (an all_gather), as torch's."""
+
+    @staticmethod
+    def forward(ctx, op, group, output, *input_list):
+        ctx.group = group
+        reduce_scatter_into(output, [t.contiguous() for t in input_list], op=op, group=group)
+        return output.clone()
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        return (None, None, None, *AllGather.apply(ctx.group, grad_output))
+
+
 def all_gather(tensor, group=group.WORLD):
     """A tuple of world_size tensors: rank i's `tensor` at i, each differentiable."""
     return AllGather.apply(group, tensor)
@@ -53,3 +69,9 @@ def all_gather(tensor, group=group.WORLD):
 def all_reduce(tensor, op=ReduceOp.SUM, group=group.WORLD):
     """A new tensor: `tensor` reduced over the ranks by op, differentiable."""
     return AllReduce.apply(op, group, tensor)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=group.WORLD):
+    """output (written in place, and a differentiable copy of it returned): the reduction over the ranks of their
+    input_list[rank]."""
+    return ReduceScatter.apply(op, group, output, *input_list)
