@@ -1,0 +1,719 @@
+"""DOCSTRING"""
+import importlib
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def step(m, model, optimizer, x, y, loss_fn=None):
+    optimizer.zero_grad()
+    out = model(x)
+    loss = (loss_fn or m.F.cross_entropy)(out, y)
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+# (a) ducha-aiki/LSUVinit's LSUV.py: an orthonormal start by numpy's SVD of a gaussian (svd_orthonormal), then each
+# conv and linear layer in turn, through a forward hook that keeps its output, rescaled by .data until the output's
+# variance is one within a tolerance; the hook removed when the layer is done
+def lsuv(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    gg = {'hook_position': 0, 'total_fc_conv_layers': 0, 'done_counter': -1, 'hook': None, 'act_dict': {},
+          'counter_to_apply_correction': 0, 'correction_needed': False, 'current_coef': 1.0}
+
+    def svd_orthonormal(shape):
+        if len(shape) < 2:
+            raise RuntimeError("Only shapes of length 2 or more are supported.")
+        flat_shape = (shape[0], int(np.prod(shape[1:])))
+        a = rng.standard_normal(flat_shape)
+        u, _, v = np.linalg.svd(a, full_matrices=False)
+        q = u if u.shape == flat_shape else v
+        return q.reshape(shape).astype(np.float32)
+
+    def store_activations(self, input, output):
+        gg['act_dict'] = output.data.cpu().numpy()
+
+    def add_current_hook(m_):
+        if gg['hook'] is not None:
+            return
+        if isinstance(m_, nn.Conv2d) or isinstance(m_, nn.Linear):
+            if gg['hook_position'] > gg['done_counter']:
+                gg['hook'] = m_.register_forward_hook(store_activations)
+            else:
+                gg['hook_position'] += 1
+
+    def count_conv_fc_layers(m_):
+        if isinstance(m_, nn.Conv2d) or isinstance(m_, nn.Linear):
+            gg['total_fc_conv_layers'] += 1
+
+    def remove_hooks(hooks):
+        for h in hooks:
+            h.remove()
+
+    def orthogonal_weights_init(m_):
+        if isinstance(m_, nn.Conv2d) or isinstance(m_, nn.Linear):
+            if hasattr(m_, 'weight_v'):
+                return
+            w_ortho = svd_orthonormal(m_.weight.data.cpu().numpy().shape)
+            m_.weight.data = torch.from_numpy(w_ortho)
+            if m_.bias is not None:
+                nn.init.constant_(m_.bias, 0)
+
+    def apply_weights_correction(m_):
+        if gg['hook'] is None:
+            return
+        if not gg['correction_needed']:
+            return
+        if isinstance(m_, nn.Conv2d) or isinstance(m_, nn.Linear):
+            if gg['counter_to_apply_correction'] < gg['hook_position']:
+                gg['counter_to_apply_correction'] += 1
+            else:
+                m_.weight.data *= float(gg['current_coef'])
+                gg['correction_needed'] = False
+
+    def LSUVinit(model, data, needed_std=1.0, std_tol=0.1, max_attempts=10, do_orthonorm=True):
+        model.eval()
+        model.apply(count_conv_fc_layers)
+        if do_orthonorm:
+            model.apply(orthogonal_weights_init)
+        for layer_idx in range(gg['total_fc_conv_layers']):
+            model.apply(add_current_hook)
+            model(data)
+            current_std = gg['act_dict'].std()
+            attempts = 0
+            while np.abs(current_std - needed_std) > std_tol:
+                gg['current_coef'] = needed_std / (current_std + 1e-8)
+                gg['correction_needed'] = True
+                model.apply(apply_weights_correction)
+                model(data)
+                current_std = gg['act_dict'].std()
+                attempts += 1
+                if attempts > max_attempts:
+                    break
+            if gg['hook'] is not None:
+                gg['hook'].remove()
+            gg['done_counter'] += 1
+            gg['counter_to_apply_correction'] = 0
+            gg['hook_position'] = 0
+            gg['hook'] = None
+        model.train()
+        return model
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Conv2d(4, 6, 3, padding=1),
+                          nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(6, 5))
+    if state is None:
+        model.apply(orthogonal_weights_init)
+    init = load(m, model, state)
+    data = torch.tensor(normal(np.random.default_rng(1), 4, 3, 8, 8))
+    LSUVinit(model, data, do_orthonorm=False)
+    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    batch = np.random.default_rng(2)
+    losses = [step(m, model, optimizer, torch.tensor(normal(batch, 4, 3, 8, 8)),
+                   torch.tensor(batch.integers(0, 5, 4))) for _ in range(2)]
+    return init, losses + summary(model.parameters())
+
+
+def test_lsuv():
+    compare(lsuv)
+
+
+# (b) majumderb/rezero's ReZero encoder layer: self-attention and a feed-forward each added through a residual weight
+# nn.Parameter(torch.Tensor([0])), so the first step's gradient reaches only the residual weights (Adam steps the
+# others by zero), with no LayerNorm; its src_mask by float('-inf') masked_fill of a triu
+def rezero(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(3)
+
+    class RZTXEncoderLayer(nn.Module):
+        def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation='relu'):
+            super().__init__()
+            self.self_attn = nn.MultiheadAttention(d_model, nhead, dropout=dropout)
+            self.linear1 = nn.Linear(d_model, dim_feedforward)
+            self.dropout = nn.Dropout(dropout)
+            self.linear2 = nn.Linear(dim_feedforward, d_model)
+            self.dropout1 = nn.Dropout(dropout)
+            self.dropout2 = nn.Dropout(dropout)
+            self.resweight = nn.Parameter(torch.Tensor([0]))
+            if activation == "relu":
+                self.activation = F.relu
+            elif activation == "gelu":
+                self.activation = F.gelu
+
+        def __setstate__(self, state):
+            if 'activation' not in state:
+                state['activation'] = F.relu
+            super().__setstate__(state)
+
+        def forward(self, src, src_mask=None, src_key_padding_mask=None):
+            src2 = src
+            src2 = self.self_attn(src2, src2, src2, attn_mask=src_mask, key_padding_mask=src_key_padding_mask)
+            src2 = src2[0]
+            src2 = src2 * self.resweight
+            src = src + self.dropout1(src2)
+            src2 = src
+            src2 = self.linear2(self.dropout(self.activation(self.linear1(src2))))
+            src2 = src2 * self.resweight
+            src = src + self.dropout2(src2)
+            return src
+
+    class Model(nn.Module):
+        def __init__(self, ntoken=11, d=8, nlayers=2):
+            super().__init__()
+            self.encoder = nn.Embedding(ntoken, d)
+            self.layers = nn.ModuleList([RZTXEncoderLayer(d, 2, 16, dropout=0.0, activation='gelu')
+                                         for _ in range(nlayers)])
+            self.decoder = nn.Linear(d, ntoken)
+
+        def _generate_square_subsequent_mask(self, sz):
+            mask = (torch.triu(torch.ones(sz, sz)) == 1).transpose(0, 1)
+            mask = mask.float().masked_fill(mask == 0, float('-inf')).masked_fill(mask == 1, float(0.0))
+            return mask
+
+        def forward(self, src):
+            mask = self._generate_square_subsequent_mask(src.size(0))
+            x = self.encoder(src) * math.sqrt(8)
+            for layer in self.layers:
+                x = layer(x, src_mask=mask)
+            return self.decoder(x)
+
+    model = Model()
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(3):
+        data = torch.tensor(rng.integers(0, 11, (5, 2)))
+        target = torch.tensor(rng.integers(0, 11, (5, 2)))
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.cross_entropy(output.view(-1, 11), target.view(-1))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        optimizer.step()
+        losses.append(loss.item())
+    return init, losses + [float(layer.resweight.item()) for layer in model.layers] + summary(model.parameters())
+
+
+def test_rezero():
+    compare(rezero)
+
+
+# (c) vikasverma1077/manifold_mixup's PreActResNet forward(x, target, mixup_hidden, layer_mix): the batch mixed at
+# a layer the script draws (0 = the input), targets one-hot by scatter_ and mixed alike by mixup_process with a
+# permutation, the loss BCELoss of softmax against the mixed one-hot targets
+def manifold_mixup(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(4)
+
+    def to_one_hot(inp, num_classes):
+        y_onehot = torch.FloatTensor(inp.size(0), num_classes)
+        y_onehot.zero_()
+        y_onehot.scatter_(1, inp.unsqueeze(1).data.cpu(), 1)
+        return y_onehot
+
+    def mixup_process(out, target_reweighted, lam, indices):
+        out = out * lam + out[indices] * (1 - lam)
+        target_reweighted = target_reweighted * lam + target_reweighted[indices] * (1 - lam)
+        return out, target_reweighted
+
+    class PreActBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, in_planes, planes, stride=1):
+            super(PreActBlock, self).__init__()
+            self.bn1 = nn.BatchNorm2d(in_planes)
+            self.conv1 = nn.Conv2d(in_planes, planes, kernel_size=3, stride=stride, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=1, padding=1, bias=False)
+            if stride != 1 or in_planes != self.expansion * planes:
+                self.shortcut = nn.Sequential(
+                    nn.Conv2d(in_planes, self.expansion * planes, kernel_size=1, stride=stride, bias=False))
+
+        def forward(self, x):
+            out = F.relu(self.bn1(x))
+            shortcut = self.shortcut(out) if hasattr(self, 'shortcut') else x
+            out = self.conv1(out)
+            out = self.conv2(F.relu(self.bn2(out)))
+            out += shortcut
+            return out
+
+    class PreActResNet(nn.Module):
+        def __init__(self, block, num_blocks, initial_channels, num_classes):
+            super(PreActResNet, self).__init__()
+            self.in_planes = initial_channels
+            self.num_classes = num_classes
+            self.conv1 = nn.Conv2d(3, initial_channels, kernel_size=3, stride=1, padding=1, bias=False)
+            self.layer1 = self._make_layer(block, initial_channels, num_blocks[0], stride=1)
+            self.layer2 = self._make_layer(block, initial_channels * 2, num_blocks[1], stride=2)
+            self.bn = nn.BatchNorm2d(initial_channels * 2 * block.expansion)
+            self.linear = nn.Linear(initial_channels * 2 * block.expansion, num_classes)
+
+        def _make_layer(self, block, planes, num_blocks, stride):
+            strides = [stride] + [1] * (num_blocks - 1)
+            layers = []
+            for stride in strides:
+                layers.append(block(self.in_planes, planes, stride))
+                self.in_planes = planes * block.expansion
+            return nn.Sequential(*layers)
+
+        def forward(self, x, target=None, mixup_hidden=False, mixup_alpha=0.1, layer_mix=None, lam=None,
+                    indices=None):
+            if mixup_hidden:
+                if layer_mix is None:
+                    layer_mix = 0
+                out = x
+                target_reweighted = to_one_hot(target, self.num_classes)
+                if layer_mix == 0:
+                    out, target_reweighted = mixup_process(out, target_reweighted, lam=lam, indices=indices)
+                out = self.conv1(out)
+                out = self.layer1(out)
+                if layer_mix == 1:
+                    out, target_reweighted = mixup_process(out, target_reweighted, lam=lam, indices=indices)
+                out = self.layer2(out)
+                if layer_mix == 2:
+                    out, target_reweighted = mixup_process(out, target_reweighted, lam=lam, indices=indices)
+                out = F.relu(self.bn(out))
+                out = F.avg_pool2d(out, out.size(2))
+                out = out.view(out.size(0), -1)
+                out = self.linear(out)
+                return out, target_reweighted
+            out = self.conv1(x)
+            out = self.layer2(self.layer1(out))
+            out = F.relu(self.bn(out))
+            out = F.avg_pool2d(out, out.size(2))
+            return self.linear(out.view(out.size(0), -1))
+
+    model = PreActResNet(PreActBlock, [1, 1], 4, 5)
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    bce_loss = nn.BCELoss()
+    softmax = nn.Softmax(dim=1)
+    losses = []
+    for layer_mix in (0, 1, 2):
+        input = torch.tensor(normal(rng, 4, 3, 8, 8))
+        target = torch.tensor(rng.integers(0, 5, 4))
+        lam = float(rng.beta(2.0, 2.0))
+        indices = torch.tensor(rng.permutation(4))
+        output, reweighted_target = model(input, target, mixup_hidden=True, layer_mix=layer_mix, lam=lam,
+                                          indices=indices)
+        loss = bce_loss(softmax(output), reweighted_target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        losses.append(F.cross_entropy(model(input), target).item())
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_manifold_mixup():
+    compare(manifold_mixup)
+
+
+# (d) mlpen/Nystromformer's NystromAttention: landmarks as segment means of q and k, the Moore-Penrose pseudo-inverse
+# of the landmark kernel by six Newton-Schulz iterations started from K^T / (max column sum * max row sum), and a
+# depthwise convolution over the sequence on v as the residual
+def nystromformer(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(5)
+
+    class NystromAttention(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.head_dim = config["head_dim"]
+            self.num_head = config["num_head"]
+            self.num_landmarks = config["num_landmarks"]
+            self.seq_len = config["seq_len"]
+            self.init_option = config.get("inv_init_coeff_option", "original")
+            self.use_conv = "conv_kernel_size" in config
+            if self.use_conv:
+                self.conv = nn.Conv2d(in_channels=self.num_head, out_channels=self.num_head,
+                                      kernel_size=(config["conv_kernel_size"], 1),
+                                      padding=(config["conv_kernel_size"] // 2, 0), bias=False,
+                                      groups=self.num_head)
+
+        def forward(self, Q, K, V, mask):
+            Q = Q * mask[:, None, :, None] / math.sqrt(math.sqrt(self.head_dim))
+            K = K * mask[:, None, :, None] / math.sqrt(math.sqrt(self.head_dim))
+            Q_landmarks = Q.reshape(-1, self.num_head, self.num_landmarks, self.seq_len // self.num_landmarks,
+                                    self.head_dim).mean(dim=-2)
+            K_landmarks = K.reshape(-1, self.num_head, self.num_landmarks, self.seq_len // self.num_landmarks,
+                                    self.head_dim).mean(dim=-2)
+            kernel_1 = torch.nn.functional.softmax(torch.matmul(Q, K_landmarks.transpose(-1, -2)), dim=-1)
+            kernel_2 = torch.nn.functional.softmax(torch.matmul(Q_landmarks, K_landmarks.transpose(-1, -2)), dim=-1)
+            kernel_3 = torch.nn.functional.softmax(
+                torch.matmul(Q_landmarks, K.transpose(-1, -2)) - 1e9 * (1 - mask[:, None, None, :]), dim=-1)
+            X = torch.matmul(torch.matmul(kernel_1, self.iterative_inv(kernel_2)), torch.matmul(kernel_3, V))
+            if self.use_conv:
+                X += self.conv(V * mask[:, None, :, None])
+            return X
+
+        def iterative_inv(self, mat, n_iter=6):
+            I = torch.eye(mat.size(-1), device=mat.device)
+            K = mat
+            if self.init_option == "original":
+                V = 1 / torch.max(torch.sum(K, dim=-2)) * K.transpose(-1, -2)
+            else:
+                V = 1 / torch.max(torch.sum(K, dim=-2), dim=-1).values[:, :, None, None] * K.transpose(-1, -2)
+            for _ in range(n_iter):
+                KV = torch.matmul(K, V)
+                V = torch.matmul(0.25 * V, 13 * I - torch.matmul(KV, 15 * I - torch.matmul(KV, 7 * I - KV)))
+            return V
+
+    class Classifier(nn.Module):
+        def __init__(self, dim=8, heads=2, seq_len=8, classes=3, option="original"):
+            super().__init__()
+            self.heads, self.head_dim = heads, dim // heads
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.attn = NystromAttention({"head_dim": dim // heads, "num_head": heads, "num_landmarks": 4,
+                                          "seq_len": seq_len, "conv_kernel_size": 3,
+                                          "inv_init_coeff_option": option})
+            self.ff = nn.Linear(dim, dim)
+            self.head = nn.Linear(dim, classes)
+
+        def split_heads(self, X):
+            X = X.reshape(X.size(0), X.size(1), self.heads, self.head_dim)
+            return X.transpose(1, 2)
+
+        def combine_heads(self, X):
+            X = X.transpose(1, 2)
+            return X.reshape(X.size(0), X.size(1), self.heads * self.head_dim)
+
+        def forward(self, X, mask):
+            Q, K, V = self.qkv(X).chunk(3, dim=-1)
+            attn_out = self.attn(self.split_heads(Q), self.split_heads(K), self.split_heads(V), mask.float())
+            X = X + self.ff(self.combine_heads(attn_out))
+            X = (X * mask[:, :, None]).sum(dim=1) / mask.sum(dim=1, keepdim=True)
+            return self.head(X)
+
+    losses, params = [], []
+    init = {}
+    for option in ("original", "new"):
+        model = Classifier(option=option)
+        init[option] = load(m, model, None if state is None else state[option])
+        optimizer = optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
+        for _ in range(2):
+            X = torch.tensor(normal(rng, 2, 8, 8))
+            mask = torch.tensor(np.array([[1] * 8, [1] * 6 + [0] * 2], dtype=np.float32))
+            y = torch.tensor(rng.integers(0, 3, 2))
+            optimizer.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(X, mask), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        params += summary(model.parameters())
+    return init, losses + params
+
+
+def test_nystromformer():
+    compare(nystromformer)
+
+
+# (e) a training script's instrumentation by hooks: fastai-style activation statistics for every module by the
+# global nn.modules.module.register_module_forward_hook (removed after the first step), a forward hook prepended
+# before another, one with always_call=True, a forward pre-hook with_kwargs rewriting a keyword argument,
+# a full backward pre-hook scaling a layer's output gradient, a full backward hook scaling its input gradient,
+# and torch.autograd.graph.register_multi_grad_hook that sees a block's gradients once all are computed
+def module_hooks(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(6)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.conv2 = nn.Conv2d(4, 6, 3, stride=2, padding=1)
+            self.fc = nn.Linear(6, 5)
+
+        def forward(self, x, scale=1.0):
+            x = F.relu(self.bn1(self.conv1(x)))
+            x = F.relu(self.conv2(x))
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1)) * scale
+
+    model = Net()
+    init = load(m, model, state)
+    stats = OrderedDict()
+    order, grads_seen = [], []
+
+    def record(module, inputs, output):
+        if isinstance(output, torch.Tensor):
+            name = type(module).__name__ + str(len(stats))
+            stats[name] = (output.detach().mean().item(), output.detach().std().item())
+
+    handle = nn.modules.module.register_module_forward_hook(record)
+    model.fc.register_forward_hook(lambda mod, inp, out: order.append('second'))
+    model.fc.register_forward_hook(lambda mod, inp, out: order.append('first'), prepend=True)
+    model.conv2.register_forward_hook(lambda mod, inp, out: order.append('always'), always_call=True)
+
+    def halve_scale(module, args, kwargs):
+        kwargs = dict(kwargs)
+        kwargs['scale'] = kwargs.get('scale', 1.0) * 0.5
+        return args, kwargs
+
+    model.register_forward_pre_hook(halve_scale, with_kwargs=True)
+    model.conv2.register_full_backward_pre_hook(lambda mod, grad_output: (grad_output[0] * 2.0,))
+    model.bn1.register_full_backward_hook(lambda mod, grad_input, grad_output: (grad_input[0] * 0.5,))
+    torch.autograd.graph.register_multi_grad_hook(
+        (model.conv1.weight, model.conv1.bias),
+        lambda grads: grads_seen.append([g.abs().sum().item() for g in grads]))
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for i in range(2):
+        x = torch.tensor(normal(rng, 4, 3, 6, 6))
+        y = torch.tensor(rng.integers(0, 5, 4))
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x, scale=3.0), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        if i == 0:
+            handle.remove()
+    assert len(stats) == 5 and order == ['always', 'first', 'second'] * 2, (list(stats), order)
+    assert len(grads_seen) == 2
+    values = [v for pair in stats.values() for v in pair]
+    return init, losses + values + [v for g in grads_seen for v in g] + summary(model.parameters())
+
+
+def test_module_hooks():
+    compare(module_hooks)
+
+
+# (f) loading other people's checkpoints: torchvision's DenseNet key fix by a regular expression (norm.1 ->
+# norm1), a checkpoint from before BatchNorm counted batches (no num_batches_tracked: _load_from_state_dict fills
+# it), timm's adapt_input_conv summing a 3-channel stem into a 1-channel one, the head left out and loaded with
+# strict=False (the keys it reports), a state_dict hook adding a key and a load pre-hook removing it again, and the
+# resume idiom that moves every optimizer state tensor to the device
+def checkpoint_surgery(m, state=None):
+    import re
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(7)
+
+    class DenseLayer(nn.Module):
+        def __init__(self, cin, growth):
+            super().__init__()
+            self.norm1 = nn.BatchNorm2d(cin)
+            self.relu1 = nn.ReLU(inplace=True)
+            self.conv1 = nn.Conv2d(cin, growth, 3, padding=1, bias=False)
+
+        def forward(self, x):
+            return torch.cat([x, self.conv1(self.relu1(self.norm1(x)))], 1)
+
+    class Net(nn.Module):
+        def __init__(self, in_chans=3, num_classes=5):
+            super().__init__()
+            self.features = nn.Sequential(OrderedDict([
+                ('conv0', nn.Conv2d(in_chans, 4, 3, padding=1, bias=False)),
+                ('denselayer1', DenseLayer(4, 2)), ('denselayer2', DenseLayer(6, 2)),
+                ('norm5', nn.BatchNorm2d(8))]))
+            self.classifier = nn.Linear(8, num_classes)
+
+        def forward(self, x):
+            out = F.relu(self.features(x), inplace=True)
+            return self.classifier(F.adaptive_avg_pool2d(out, (1, 1)).flatten(1))
+
+    def adapt_input_conv(in_chans, conv_weight):
+        conv_type = conv_weight.dtype
+        conv_weight = conv_weight.float()
+        O, I, J, K = conv_weight.shape
+        if in_chans == 1:
+            if I > 3:
+                assert conv_weight.shape[1] % 3 == 0
+                conv_weight = conv_weight.reshape(O, I // 3, 3, J, K)
+                conv_weight = conv_weight.sum(dim=2, keepdim=False)
+            else:
+                conv_weight = conv_weight.sum(dim=1, keepdim=True)
+        conv_weight = conv_weight.to(conv_type)
+        return conv_weight
+
+    pretrained = Net()
+    init = load(m, pretrained, state)
+    # the published file: old layer names (norm.1, conv.1) and no num_batches_tracked
+    published = OrderedDict()
+    for k, v in pretrained.state_dict().items():
+        if k.endswith('num_batches_tracked'):
+            continue
+        published[re.sub(r'(denselayer\d+)\.(norm|relu|conv)1', r'\1.\2.1', k)] = v.clone()
+
+    pattern = re.compile(
+        r'^(.*denselayer\d+\.(?:norm|relu|conv))\.((?:[12])\.(?:weight|bias|running_mean|running_var))$')
+    state_dict = published
+    for key in list(state_dict.keys()):
+        res = pattern.match(key)
+        if res:
+            new_key = res.group(1) + res.group(2)
+            state_dict[new_key] = state_dict[key]
+            del state_dict[key]
+    state_dict['features.conv0.weight'] = adapt_input_conv(1, state_dict['features.conv0.weight'])
+    del state_dict['classifier.weight'], state_dict['classifier.bias']
+
+    model = Net(in_chans=1, num_classes=3)
+    with torch.no_grad():
+        model.classifier.weight.copy_(torch.tensor(normal(rng, 3, 8) * 0.3))
+        model.classifier.bias.zero_()
+    incompatible = model.load_state_dict(state_dict, strict=False)
+    assert sorted(incompatible.missing_keys) == ['classifier.bias', 'classifier.weight'], incompatible
+    assert incompatible.unexpected_keys == []
+    assert all(int(b) == 0 for n, b in model.named_buffers() if n.endswith('num_batches_tracked'))
+
+    def add_arch(module, sd, prefix, local_metadata):
+        sd[prefix + 'arch'] = torch.tensor([8])
+
+    def drop_arch(sd, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+        assert int(sd.pop(prefix + 'arch')[0]) == 8
+
+    model._register_state_dict_hook(add_arch)
+    model._register_load_state_dict_pre_hook(drop_arch)
+    optimizer = optim.Adam([{'params': model.features.parameters(), 'lr': 1e-3},
+                            {'params': model.classifier.parameters()}], lr=1e-2)
+    losses = []
+    for _ in range(2):
+        losses.append(step(m, model, optimizer, torch.tensor(normal(rng, 2, 1, 6, 6)),
+                           torch.tensor(rng.integers(0, 3, 2))))
+    checkpoint = {'model': model.state_dict(), 'optimizer': optimizer.state_dict()}
+    resumed = Net(in_chans=1, num_classes=3)
+    resumed._register_load_state_dict_pre_hook(drop_arch)
+    resumed.load_state_dict(checkpoint['model'])
+    optimizer = optim.Adam([{'params': resumed.features.parameters(), 'lr': 1e-3},
+                            {'params': resumed.classifier.parameters()}], lr=1e-2)
+    optimizer.load_state_dict(checkpoint['optimizer'])
+    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    for st in optimizer.state.values():
+        for k, v in st.items():
+            if isinstance(v, torch.Tensor):
+                st[k] = v.to(device)
+    losses.append(step(m, resumed, optimizer, torch.tensor(normal(rng, 2, 1, 6, 6)),
+                       torch.tensor(rng.integers(0, 3, 2))))
+    return init, losses + summary(resumed.parameters()) + summary(resumed.buffers())
+
+
+def test_checkpoint_surgery():
+    compare(checkpoint_surgery)
+
+
+# (g) torch 2's autograd.Function form (forward without ctx, setup_context, vmap-able by generate_vmap_rule) as the
+# extending-autograd docs write it, beside lukemelas' SwishImplementation in the old form with once_differentiable,
+# set_materialize_grads(False) with a gradient that may come as None, and mark_non_differentiable on an argmax output
+def function_setup_context(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    once_differentiable = importlib.import_module(m.torch.__name__ + '.autograd.function').once_differentiable
+    torch.manual_seed(0)
+    rng = np.random.default_rng(8)
+
+    class LinearFunction(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(input, weight, bias):
+            output = input.mm(weight.t())
+            if bias is not None:
+                output += bias.unsqueeze(0).expand_as(output)
+            return output
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            input, weight, bias = inputs
+            ctx.save_for_backward(input, weight, bias)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, weight, bias = ctx.saved_tensors
+            grad_input = grad_weight = grad_bias = None
+            if ctx.needs_input_grad[0]:
+                grad_input = grad_output.mm(weight)
+            if ctx.needs_input_grad[1]:
+                grad_weight = grad_output.t().mm(input)
+            if bias is not None and ctx.needs_input_grad[2]:
+                grad_bias = grad_output.sum(0)
+            return grad_input, grad_weight, grad_bias
+
+    class SwishImplementation(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, i):
+            result = i * torch.sigmoid(i)
+            ctx.save_for_backward(i)
+            return result
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, grad_output):
+            i = ctx.saved_tensors[0]
+            sigmoid_i = torch.sigmoid(i)
+            return grad_output * (sigmoid_i * (1 + i * (1 - sigmoid_i)))
+
+    class MaxWithIndex(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            values, indices = x.max(dim=1)
+            ctx.mark_non_differentiable(indices)
+            ctx.save_for_backward(indices)
+            ctx.shape = x.shape
+            return values, indices
+
+        @staticmethod
+        def backward(ctx, grad_values, grad_indices):
+            if grad_values is None:
+                return None
+            indices, = ctx.saved_tensors
+            grad = grad_values.new_zeros(ctx.shape)
+            grad.scatter_(1, indices.unsqueeze(1), grad_values.unsqueeze(1))
+            return grad
+
+    class MyLinear(nn.Module):
+        def __init__(self, input_features, output_features, bias=True):
+            super().__init__()
+            self.weight = nn.Parameter(torch.empty(output_features, input_features))
+            if bias:
+                self.bias = nn.Parameter(torch.empty(output_features))
+            else:
+                self.register_parameter('bias', None)
+            self.weight.data.uniform_(-0.1, 0.1)
+            if self.bias is not None:
+                self.bias.data.uniform_(-0.1, 0.1)
+
+        def forward(self, input):
+            return LinearFunction.apply(input, self.weight, self.bias)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = MyLinear(12, 10)
+            self.fc2 = MyLinear(10, 8, bias=False)
+            self.head = nn.Linear(4, 3)
+
+        def forward(self, x):
+            x = SwishImplementation.apply(self.fc1(x.flatten(1)))
+            pooled, idx = MaxWithIndex.apply(self.fc2(x).view(-1, 2, 4))
+            assert not idx.requires_grad
+            return self.head(pooled)
+
+    model = Net()
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+    losses = [step(m, model, optimizer, torch.tensor(normal(rng, 3, 3, 2, 2)), torch.tensor(rng.integers(0, 3, 3)))
+              for _ in range(2)]
+    # vmap of the new-form Function over a batch of weights (the functorch tutorials' per-model ensemble)
+    weights = torch.tensor(normal(rng, 2, 10, 12))
+    x = torch.tensor(normal(rng, 3, 12))
+    out = torch.vmap(lambda w: LinearFunction.apply(x, w, None))(weights)
+    return init, losses + summary(model.parameters()) + [float(out.sum().item()), float((out ** 2).sum().item())]
+
+
+def test_function_setup_context():
+    compare(function_setup_context)
