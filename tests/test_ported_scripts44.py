@@ -717,3 +717,429 @@ def function_setup_context(m, state=None):
 
 def test_function_setup_context():
     compare(function_setup_context)
+
+
+# (h) xmu-xiaoma666/External-Attention-pytorch's blocks on a small CIFAR trunk: ExternalAttention (two linear
+# memory units, softmax over the tokens then an l1 normalisation over the memory), ShuffleAttention (channel
+# and spatial halves of each group, a GroupNorm of one channel per group, channel_shuffle by reshape and
+# permute), DoubleAttention (A^2-Nets' gather and distribute), the polarized self-attention's channel-only and
+# spatial-only branches in parallel, and DANet's position and channel attention (energy_new = max - energy)
+def external_attention_zoo(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    init_mod = m.nn.init
+    torch.manual_seed(0)
+    rng = np.random.default_rng(9)
+
+    class ExternalAttention(nn.Module):
+        def __init__(self, d_model, S=64):
+            super().__init__()
+            self.mk = nn.Linear(d_model, S, bias=False)
+            self.mv = nn.Linear(S, d_model, bias=False)
+            self.softmax = nn.Softmax(dim=1)
+            self.init_weights()
+
+        def init_weights(self):
+            for mod in self.modules():
+                if isinstance(mod, nn.Linear):
+                    init_mod.normal_(mod.weight, std=0.001)
+                    if mod.bias is not None:
+                        init_mod.constant_(mod.bias, 0)
+
+        def forward(self, queries):
+            attn = self.mk(queries)
+            attn = self.softmax(attn)
+            attn = attn / torch.sum(attn, dim=2, keepdim=True)
+            out = self.mv(attn)
+            return out
+
+    class ShuffleAttention(nn.Module):
+        def __init__(self, channel=512, reduction=16, G=8):
+            super().__init__()
+            self.G = G
+            self.channel = channel
+            self.avg_pool = nn.AdaptiveAvgPool2d(1)
+            self.gn = nn.GroupNorm(channel // (2 * G), channel // (2 * G))
+            self.cweight = nn.Parameter(torch.zeros(1, channel // (2 * G), 1, 1))
+            self.cbias = nn.Parameter(torch.ones(1, channel // (2 * G), 1, 1))
+            self.sweight = nn.Parameter(torch.zeros(1, channel // (2 * G), 1, 1))
+            self.sbias = nn.Parameter(torch.ones(1, channel // (2 * G), 1, 1))
+            self.sigmoid = nn.Sigmoid()
+
+        @staticmethod
+        def channel_shuffle(x, groups):
+            b, c, h, w = x.shape
+            x = x.reshape(b, groups, -1, h, w)
+            x = x.permute(0, 2, 1, 3, 4)
+            x = x.reshape(b, -1, h, w)
+            return x
+
+        def forward(self, x):
+            b, c, h, w = x.size()
+            x = x.view(b * self.G, -1, h, w)
+            x_0, x_1 = x.chunk(2, dim=1)
+            x_channel = self.avg_pool(x_0)
+            x_channel = self.cweight * x_channel + self.cbias
+            x_channel = x_0 * self.sigmoid(x_channel)
+            x_spatial = self.gn(x_1)
+            x_spatial = self.sweight * x_spatial + self.sbias
+            x_spatial = x_1 * self.sigmoid(x_spatial)
+            out = torch.cat([x_channel, x_spatial], dim=1)
+            out = out.contiguous().view(b, -1, h, w)
+            out = self.channel_shuffle(out, 2)
+            return out
+
+    class DoubleAttention(nn.Module):
+        def __init__(self, in_channels, c_m, c_n, reconstruct=True):
+            super().__init__()
+            self.in_channels = in_channels
+            self.reconstruct = reconstruct
+            self.c_m = c_m
+            self.c_n = c_n
+            self.convA = nn.Conv2d(in_channels, c_m, 1)
+            self.convB = nn.Conv2d(in_channels, c_n, 1)
+            self.convV = nn.Conv2d(in_channels, c_n, 1)
+            if self.reconstruct:
+                self.conv_reconstruct = nn.Conv2d(c_m, in_channels, kernel_size=1)
+
+        def forward(self, x):
+            b, c, h, w = x.shape
+            assert c == self.in_channels
+            A = self.convA(x)
+            B = self.convB(x)
+            V = self.convV(x)
+            tmpA = A.view(b, self.c_m, -1)
+            attention_maps = F.softmax(B.view(b, self.c_n, -1), dim=-1)
+            attention_vectors = F.softmax(V.view(b, self.c_n, -1), dim=1)
+            global_descriptors = torch.bmm(tmpA, attention_maps.permute(0, 2, 1))
+            tmpZ = global_descriptors.matmul(attention_vectors)
+            tmpZ = tmpZ.view(b, self.c_m, h, w)
+            if self.reconstruct:
+                tmpZ = self.conv_reconstruct(tmpZ)
+            return tmpZ
+
+    class ParallelPolarizedSelfAttention(nn.Module):
+        def __init__(self, channel=512):
+            super().__init__()
+            self.ch_wv = nn.Conv2d(channel, channel // 2, kernel_size=(1, 1))
+            self.ch_wq = nn.Conv2d(channel, 1, kernel_size=(1, 1))
+            self.softmax_channel = nn.Softmax(1)
+            self.softmax_spatial = nn.Softmax(-1)
+            self.ch_wz = nn.Conv2d(channel // 2, channel, kernel_size=(1, 1))
+            self.ln = nn.LayerNorm(channel)
+            self.sigmoid = nn.Sigmoid()
+            self.sp_wv = nn.Conv2d(channel, channel // 2, kernel_size=(1, 1))
+            self.sp_wq = nn.Conv2d(channel, channel // 2, kernel_size=(1, 1))
+            self.agp = nn.AdaptiveAvgPool2d((1, 1))
+
+        def forward(self, x):
+            b, c, h, w = x.size()
+            channel_wv = self.ch_wv(x)
+            channel_wq = self.ch_wq(x)
+            channel_wv = channel_wv.reshape(b, c // 2, -1)
+            channel_wq = channel_wq.reshape(b, -1, 1)
+            channel_wq = self.softmax_channel(channel_wq)
+            channel_wz = torch.matmul(channel_wv, channel_wq).unsqueeze(-1)
+            channel_weight = self.sigmoid(self.ln(self.ch_wz(channel_wz).reshape(b, c, 1).permute(0, 2, 1))).permute(
+                0, 2, 1).reshape(b, c, 1, 1)
+            channel_out = channel_weight * x
+            spatial_wv = self.sp_wv(x)
+            spatial_wq = self.sp_wq(x)
+            spatial_wq = self.agp(spatial_wq)
+            spatial_wv = spatial_wv.reshape(b, c // 2, -1)
+            spatial_wq = spatial_wq.permute(0, 2, 3, 1).reshape(b, 1, c // 2)
+            spatial_wq = self.softmax_spatial(spatial_wq)
+            spatial_wz = torch.matmul(spatial_wq, spatial_wv)
+            spatial_weight = self.sigmoid(spatial_wz.reshape(b, 1, h, w))
+            spatial_out = spatial_weight * x
+            out = spatial_out + channel_out
+            return out
+
+    class PAM_Module(nn.Module):
+        def __init__(self, in_dim):
+            super(PAM_Module, self).__init__()
+            self.chanel_in = in_dim
+            self.query_conv = nn.Conv2d(in_channels=in_dim, out_channels=in_dim // 2, kernel_size=1)
+            self.key_conv = nn.Conv2d(in_channels=in_dim, out_channels=in_dim // 2, kernel_size=1)
+            self.value_conv = nn.Conv2d(in_channels=in_dim, out_channels=in_dim, kernel_size=1)
+            self.gamma = nn.Parameter(torch.zeros(1))
+            self.softmax = nn.Softmax(dim=-1)
+
+        def forward(self, x):
+            m_batchsize, C, height, width = x.size()
+            proj_query = self.query_conv(x).view(m_batchsize, -1, width * height).permute(0, 2, 1)
+            proj_key = self.key_conv(x).view(m_batchsize, -1, width * height)
+            energy = torch.bmm(proj_query, proj_key)
+            attention = self.softmax(energy)
+            proj_value = self.value_conv(x).view(m_batchsize, -1, width * height)
+            out = torch.bmm(proj_value, attention.permute(0, 2, 1))
+            out = out.view(m_batchsize, C, height, width)
+            out = self.gamma * out + x
+            return out
+
+    class CAM_Module(nn.Module):
+        def __init__(self, in_dim):
+            super(CAM_Module, self).__init__()
+            self.chanel_in = in_dim
+            self.gamma = nn.Parameter(torch.zeros(1))
+            self.softmax = nn.Softmax(dim=-1)
+
+        def forward(self, x):
+            m_batchsize, C, height, width = x.size()
+            proj_query = x.view(m_batchsize, C, -1)
+            proj_key = x.view(m_batchsize, C, -1).permute(0, 2, 1)
+            energy = torch.bmm(proj_query, proj_key)
+            energy_new = torch.max(energy, -1, keepdim=True)[0].expand_as(energy) - energy
+            attention = self.softmax(energy_new)
+            proj_value = x.view(m_batchsize, C, -1)
+            out = torch.bmm(attention, proj_value)
+            out = out.view(m_batchsize, C, height, width)
+            out = self.gamma * out + x
+            return out
+
+    class Net(nn.Module):
+        def __init__(self, c=8, classes=5):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU())
+            self.sa = ShuffleAttention(channel=c, G=2)
+            self.a2 = DoubleAttention(c, 4, 4)
+            self.psa = ParallelPolarizedSelfAttention(channel=c)
+            self.pam = PAM_Module(c)
+            self.cam = CAM_Module(c)
+            self.ea = ExternalAttention(d_model=c, S=6)
+            self.fc = nn.Linear(c, classes)
+
+        def forward(self, x):
+            x = self.stem(x)
+            x = self.sa(x)
+            x = x + self.a2(x)
+            x = self.psa(x)
+            x = self.pam(x) + self.cam(x)
+            b, c, h, w = x.shape
+            tokens = x.flatten(2).transpose(1, 2)
+            tokens = tokens + self.ea(tokens)
+            return self.fc(tokens.mean(1))
+
+    model = Net()
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    losses = [step(m, model, optimizer, torch.tensor(normal(rng, 2, 3, 4, 4)), torch.tensor(rng.integers(0, 5, 2)))
+              for _ in range(2)]
+    return init, losses + summary(model.parameters())
+
+
+def test_external_attention_zoo():
+    compare(external_attention_zoo)
+
+
+# (i) DingXiaoH's Diverse Branch Block: a kxk conv-BN, a 1x1 conv-BN, a 1x1 then average-pool branch and a
+# 1x1-kxk branch whose 1x1 starts as an identity (IdentityBasedConv1x1's id_tensor buffer), trained, then folded
+# into one kxk conv by the transI-transVI helpers (BN fusion, the 1x1-kxk merge by a conv of the weights,
+# the average pool as a conv weight, zero-padding 1x1 to kxk) and its outputs checked in eval mode
+def diverse_branch_block(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(10)
+
+    def transI_fusebn(kernel, bn):
+        gamma = bn.weight
+        std = (bn.running_var + bn.eps).sqrt()
+        return kernel * ((gamma / std).reshape(-1, 1, 1, 1)), bn.bias - bn.running_mean * gamma / std
+
+    def transII_addbranch(kernels, biases):
+        return sum(kernels), sum(biases)
+
+    def transIII_1x1_kxk(k1, b1, k2, b2, groups):
+        if groups == 1:
+            k = F.conv2d(k2, k1.permute(1, 0, 2, 3))
+            b_hat = (k2 * b1.reshape(1, -1, 1, 1)).sum((1, 2, 3))
+        else:
+            raise NotImplementedError
+        return k, b_hat + b2
+
+    def transV_avg(channels, kernel_size, groups):
+        input_dim = channels // groups
+        k = torch.zeros((channels, input_dim, kernel_size, kernel_size))
+        k[np.arange(channels), np.tile(np.arange(input_dim), groups), :, :] = 1.0 / kernel_size ** 2
+        return k
+
+    def transVI_multiscale(kernel, target_kernel_size):
+        H_pixels_to_pad = (target_kernel_size - kernel.size(2)) // 2
+        W_pixels_to_pad = (target_kernel_size - kernel.size(3)) // 2
+        return F.pad(kernel, [H_pixels_to_pad, H_pixels_to_pad, W_pixels_to_pad, W_pixels_to_pad])
+
+    def conv_bn(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1):
+        conv_layer = nn.Conv2d(in_channels=in_channels, out_channels=out_channels, kernel_size=kernel_size,
+                               stride=stride, padding=padding, dilation=dilation, groups=groups, bias=False)
+        bn_layer = nn.BatchNorm2d(num_features=out_channels, affine=True)
+        se = nn.Sequential()
+        se.add_module('conv', conv_layer)
+        se.add_module('bn', bn_layer)
+        return se
+
+    class IdentityBasedConv1x1(nn.Conv2d):
+        def __init__(self, channels, groups=1):
+            super(IdentityBasedConv1x1, self).__init__(in_channels=channels, out_channels=channels, kernel_size=1,
+                                                       stride=1, padding=0, groups=groups, bias=False)
+            assert channels % groups == 0
+            input_dim = channels // groups
+            id_value = np.zeros((channels, input_dim, 1, 1))
+            for i in range(channels):
+                id_value[i, i % input_dim, 0, 0] = 1
+            self.id_tensor = torch.from_numpy(id_value).type_as(self.weight)
+            nn.init.zeros_(self.weight)
+
+        def forward(self, input):
+            kernel = self.weight + self.id_tensor.to(self.weight.device)
+            result = F.conv2d(input, kernel, None, stride=1, padding=0, dilation=self.dilation, groups=self.groups)
+            return result
+
+        def get_actual_kernel(self):
+            return self.weight + self.id_tensor.to(self.weight.device)
+
+    class BNAndPadLayer(nn.Module):
+        def __init__(self, pad_pixels, num_features, eps=1e-5, momentum=0.1, affine=True,
+                     track_running_stats=True):
+            super(BNAndPadLayer, self).__init__()
+            self.bn = nn.BatchNorm2d(num_features, eps, momentum, affine, track_running_stats)
+            self.pad_pixels = pad_pixels
+
+        def forward(self, input):
+            output = self.bn(input)
+            if self.pad_pixels > 0:
+                if self.bn.affine:
+                    pad_values = self.bn.bias.detach() - self.bn.running_mean * self.bn.weight.detach() / torch.sqrt(
+                        self.bn.running_var + self.bn.eps)
+                else:
+                    pad_values = - self.bn.running_mean / torch.sqrt(self.bn.running_var + self.bn.eps)
+                output = F.pad(output, [self.pad_pixels] * 4)
+                pad_values = pad_values.view(1, -1, 1, 1)
+                output[:, :, 0:self.pad_pixels, :] = pad_values
+                output[:, :, -self.pad_pixels:, :] = pad_values
+                output[:, :, :, 0:self.pad_pixels] = pad_values
+                output[:, :, :, -self.pad_pixels:] = pad_values
+            return output
+
+        @property
+        def weight(self):
+            return self.bn.weight
+
+        @property
+        def bias(self):
+            return self.bn.bias
+
+        @property
+        def running_mean(self):
+            return self.bn.running_mean
+
+        @property
+        def running_var(self):
+            return self.bn.running_var
+
+        @property
+        def eps(self):
+            return self.bn.eps
+
+    class DiverseBranchBlock(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                     internal_channels_1x1_3x3=None, deploy=False, nonlinear=None):
+            super(DiverseBranchBlock, self).__init__()
+            self.deploy = deploy
+            self.nonlinear = nn.Identity() if nonlinear is None else nonlinear
+            self.kernel_size = kernel_size
+            self.out_channels = out_channels
+            self.groups = groups
+            assert padding == kernel_size // 2
+            if deploy:
+                self.dbb_reparam = nn.Conv2d(in_channels=in_channels, out_channels=out_channels,
+                                             kernel_size=kernel_size, stride=stride, padding=padding,
+                                             dilation=dilation, groups=groups, bias=True)
+            else:
+                self.dbb_origin = conv_bn(in_channels, out_channels, kernel_size, stride, padding, dilation, groups)
+                self.dbb_avg = nn.Sequential()
+                self.dbb_avg.add_module('conv', nn.Conv2d(in_channels, out_channels, 1, 1, 0, groups=groups,
+                                                          bias=False))
+                self.dbb_avg.add_module('bn', BNAndPadLayer(pad_pixels=padding, num_features=out_channels))
+                self.dbb_avg.add_module('avg', nn.AvgPool2d(kernel_size=kernel_size, stride=stride, padding=0))
+                self.dbb_1x1 = conv_bn(in_channels, out_channels, 1, stride, 0, groups=groups)
+                if internal_channels_1x1_3x3 is None:
+                    internal_channels_1x1_3x3 = in_channels
+                self.dbb_1x1_kxk = nn.Sequential()
+                if internal_channels_1x1_3x3 == in_channels:
+                    self.dbb_1x1_kxk.add_module('idconv1', IdentityBasedConv1x1(channels=in_channels, groups=groups))
+                else:
+                    self.dbb_1x1_kxk.add_module('conv1', nn.Conv2d(in_channels, internal_channels_1x1_3x3, 1,
+                                                                   groups=groups, bias=False))
+                self.dbb_1x1_kxk.add_module('bn1', BNAndPadLayer(pad_pixels=padding,
+                                                                 num_features=internal_channels_1x1_3x3))
+                self.dbb_1x1_kxk.add_module('conv2', nn.Conv2d(internal_channels_1x1_3x3, out_channels,
+                                                               kernel_size, stride, 0, groups=groups, bias=False))
+                self.dbb_1x1_kxk.add_module('bn2', nn.BatchNorm2d(out_channels))
+
+        def get_equivalent_kernel_bias(self):
+            k_origin, b_origin = transI_fusebn(self.dbb_origin.conv.weight, self.dbb_origin.bn)
+            k_1x1, b_1x1 = transI_fusebn(self.dbb_1x1.conv.weight, self.dbb_1x1.bn)
+            k_1x1 = transVI_multiscale(k_1x1, self.kernel_size)
+            k_1x1_kxk_first = self.dbb_1x1_kxk.idconv1.get_actual_kernel()
+            k_1x1_kxk_first, b_1x1_kxk_first = transI_fusebn(k_1x1_kxk_first, self.dbb_1x1_kxk.bn1)
+            k_1x1_kxk_second, b_1x1_kxk_second = transI_fusebn(self.dbb_1x1_kxk.conv2.weight, self.dbb_1x1_kxk.bn2)
+            k_1x1_kxk_merged, b_1x1_kxk_merged = transIII_1x1_kxk(k_1x1_kxk_first, b_1x1_kxk_first,
+                                                                  k_1x1_kxk_second, b_1x1_kxk_second,
+                                                                  groups=self.groups)
+            k_avg = transV_avg(self.out_channels, self.kernel_size, self.groups)
+            k_1x1_avg_second, b_1x1_avg_second = transI_fusebn(k_avg.to(self.dbb_avg.conv.weight.device),
+                                                               self.dbb_avg.bn)
+            k_1x1_avg_first = self.dbb_avg.conv.weight
+            k_1x1_avg_merged, b_1x1_avg_merged = transIII_1x1_kxk(k_1x1_avg_first, torch.zeros(
+                k_1x1_avg_first.size(0)), k_1x1_avg_second, b_1x1_avg_second, groups=self.groups)
+            return transII_addbranch((k_origin, k_1x1, k_1x1_kxk_merged, k_1x1_avg_merged),
+                                     (b_origin, b_1x1, b_1x1_kxk_merged, b_1x1_avg_merged))
+
+        def switch_to_deploy(self):
+            if hasattr(self, 'dbb_reparam'):
+                return
+            kernel, bias = self.get_equivalent_kernel_bias()
+            self.dbb_reparam = nn.Conv2d(in_channels=self.dbb_origin.conv.in_channels,
+                                         out_channels=self.dbb_origin.conv.out_channels,
+                                         kernel_size=self.dbb_origin.conv.kernel_size,
+                                         stride=self.dbb_origin.conv.stride, padding=self.dbb_origin.conv.padding,
+                                         dilation=self.dbb_origin.conv.dilation, groups=self.dbb_origin.conv.groups,
+                                         bias=True)
+            self.dbb_reparam.weight.data = kernel
+            self.dbb_reparam.bias.data = bias
+            for para in self.parameters():
+                para.detach_()
+            self.__delattr__('dbb_origin')
+            self.__delattr__('dbb_avg')
+            if hasattr(self, 'dbb_1x1'):
+                self.__delattr__('dbb_1x1')
+            self.__delattr__('dbb_1x1_kxk')
+
+        def forward(self, inputs):
+            if hasattr(self, 'dbb_reparam'):
+                return self.nonlinear(self.dbb_reparam(inputs))
+            out = self.dbb_origin(inputs)
+            if hasattr(self, 'dbb_1x1'):
+                out += self.dbb_1x1(inputs)
+            out += self.dbb_avg(inputs)
+            out += self.dbb_1x1_kxk(inputs)
+            return self.nonlinear(out)
+
+    model = nn.Sequential(DiverseBranchBlock(3, 4, 3, padding=1, nonlinear=nn.ReLU()), nn.AdaptiveAvgPool2d(1),
+                          nn.Flatten(), nn.Linear(4, 5))
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = [step(m, model, optimizer, torch.tensor(normal(rng, 2, 3, 5, 5)), torch.tensor(rng.integers(0, 5, 2)))
+              for _ in range(2)]
+    model.eval()
+    x = torch.tensor(normal(rng, 2, 3, 5, 5))
+    with torch.no_grad():
+        before = model(x)
+        model[0].switch_to_deploy()
+        after = model(x)
+    assert (before - after).abs().max().item() < 1e-4, (before - after).abs().max().item()
+    assert [n for n, _ in model.named_children()] == ['0', '1', '2', '3'] and hasattr(model[0], 'dbb_reparam')
+    return init, losses + [float(after.sum().item())] + summary(model.parameters())
+
+
+def test_diverse_branch_block():
+    compare(diverse_branch_block)
