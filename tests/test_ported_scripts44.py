@@ -1143,3 +1143,257 @@ def diverse_branch_block(m, state=None):
 
 def test_diverse_branch_block():
     compare(diverse_branch_block)
+
+
+# (j) the CUDA AMP examples page's loops with GradScaler("cpu") on the host's device type (the autocast off, so both
+# libraries compute in fp32): gradient accumulation, clipping the unscaled gradients, two models and two losses
+# with two optimizers and one scaler, a step skipped on an injected inf found by the scale dropping (the idiom that
+# holds the scheduler back then), the update rule retuned by set_growth_interval, and the scaler's state resumed
+def amp_examples(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(11)
+    device_type = 'cuda' if torch.cuda.is_available() else 'cpu'
+    use_amp = False  # fp32 in both libraries; the scaler runs all the same
+    model0 = nn.Sequential(nn.Linear(6, 8), nn.ReLU(), nn.Linear(8, 4))
+    model1 = nn.Sequential(nn.Linear(6, 4))
+    init = {'0': load(m, model0, None if state is None else state['0']),
+            '1': load(m, model1, None if state is None else state['1'])}
+    optimizer0 = optim.SGD(model0.parameters(), lr=0.05, momentum=0.9)
+    optimizer1 = optim.Adam(model1.parameters(), lr=0.01)
+    scheduler = optim.lr_scheduler.StepLR(optimizer0, step_size=1, gamma=0.5)
+    scaler = torch.amp.GradScaler(device_type, init_scale=2.0 ** 10, growth_interval=2)
+    iters_to_accumulate = 2
+    losses, scales = [], []
+    for epoch in range(2):
+        for i in range(4):
+            input = torch.tensor(normal(rng, 3, 6))
+            target = torch.tensor(rng.integers(0, 4, 3))
+            with torch.autocast(device_type=device_type, dtype=torch.float16, enabled=use_amp):
+                output0 = model0(input)
+                output1 = model1(input)
+                loss0 = F.cross_entropy(2 * output0 + output1, target)
+                loss1 = F.cross_entropy(3 * output0 - output1, target)
+                loss0 = loss0 / iters_to_accumulate
+                loss1 = loss1 / iters_to_accumulate
+            scaler.scale(loss0).backward(retain_graph=True)
+            scaler.scale(loss1).backward()
+            losses += [loss0.item(), loss1.item()]
+            if (i + 1) % iters_to_accumulate == 0:
+                if epoch == 0 and i == 3:
+                    model1[0].weight.grad[0, 0] = float('inf')
+                scaler.unscale_(optimizer0)
+                total_norm = torch.nn.utils.clip_grad_norm_(model0.parameters(), max_norm=0.5)
+                losses.append(float(total_norm))
+                scaler.step(optimizer0)
+                scaler.step(optimizer1)
+                scale = scaler.get_scale()
+                scaler.update()
+                skip_lr_sched = (scale > scaler.get_scale())
+                scales.append(scaler.get_scale())
+                optimizer0.zero_grad()
+                optimizer1.zero_grad()
+                if not skip_lr_sched:
+                    scheduler.step()
+        if epoch == 0:
+            assert skip_lr_sched and scales == [2.0 ** 10, 2.0 ** 9], scales
+            checkpoint = {"scaler": scaler.state_dict(), "optimizer0": optimizer0.state_dict()}
+            scaler = torch.amp.GradScaler(device_type)
+            scaler.load_state_dict(checkpoint["scaler"])
+            assert scaler.get_growth_interval() == 2 and scaler.get_backoff_factor() == 0.5
+            scaler.set_growth_interval(1)
+    assert scales[2:] == [2.0 ** 10, 2.0 ** 11], scales
+    losses += [optimizer0.param_groups[0]['lr']]
+    return init, losses + summary(model0.parameters()) + summary(model1.parameters())
+
+
+def test_amp_examples():
+    compare(amp_examples)
+
+
+# (k) timm's EfficientNet pieces as its TF ports write them: Conv2dSame and MaxPool2dSame (TensorFlow's SAME padding
+# by get_same_padding and F.pad, asymmetric where the pad is odd), BatchNorm with TF's eps=1e-3 and momentum=0.01,
+# a squeeze-excite with the gate divisor, and rmsprop_tf.py's RMSpropTF (square_avg starting at one, TF's order of
+# updates, eps inside the root, lr inside the momentum buffer, decoupled decay) beside torch's own RMSprop
+# (centered, with momentum) on a twin
+def efficientnet_rmsprop_tf(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Optimizer = optim.Optimizer
+    torch.manual_seed(0)
+    rng = np.random.default_rng(12)
+
+    def get_same_padding(x, k, s, d):
+        return max((math.ceil(x / s) - 1) * s + (k - 1) * d + 1 - x, 0)
+
+    def pad_same(x, k, s, d=(1, 1), value=0):
+        ih, iw = x.size()[-2:]
+        pad_h, pad_w = get_same_padding(ih, k[0], s[0], d[0]), get_same_padding(iw, k[1], s[1], d[1])
+        if pad_h > 0 or pad_w > 0:
+            x = F.pad(x, [pad_w // 2, pad_w - pad_w // 2, pad_h // 2, pad_h - pad_h // 2], value=value)
+        return x
+
+    def conv2d_same(x, weight, bias=None, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+        x = pad_same(x, weight.shape[-2:], stride, dilation)
+        return F.conv2d(x, weight, bias, stride, (0, 0), dilation, groups)
+
+    class Conv2dSame(nn.Conv2d):
+        def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                     bias=True):
+            super(Conv2dSame, self).__init__(in_channels, out_channels, kernel_size, stride, 0, dilation, groups, bias)
+
+        def forward(self, x):
+            return conv2d_same(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    class MaxPool2dSame(nn.MaxPool2d):
+        def __init__(self, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+            kernel_size = (kernel_size, kernel_size)
+            stride = (stride, stride)
+            dilation = (dilation, dilation)
+            super(MaxPool2dSame, self).__init__(kernel_size, stride, (0, 0), dilation, ceil_mode)
+
+        def forward(self, x):
+            x = pad_same(x, self.kernel_size, self.stride, value=-float('inf'))
+            return F.max_pool2d(x, self.kernel_size, self.stride, (0, 0), self.dilation, self.ceil_mode)
+
+    def make_divisible(v, divisor=8, min_value=None, round_limit=.9):
+        min_value = min_value or divisor
+        new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+        if new_v < round_limit * v:
+            new_v += divisor
+        return new_v
+
+    class SqueezeExcite(nn.Module):
+        def __init__(self, in_chs, rd_ratio=0.25, rd_channels=None, act_layer=nn.ReLU, gate_layer=nn.Sigmoid):
+            super(SqueezeExcite, self).__init__()
+            if rd_channels is None:
+                rd_channels = round(in_chs * rd_ratio)
+            self.conv_reduce = nn.Conv2d(in_chs, rd_channels, 1, bias=True)
+            self.act1 = act_layer(inplace=True)
+            self.conv_expand = nn.Conv2d(rd_channels, in_chs, 1, bias=True)
+            self.gate = gate_layer()
+
+        def forward(self, x):
+            x_se = x.mean((2, 3), keepdim=True)
+            x_se = self.conv_reduce(x_se)
+            x_se = self.act1(x_se)
+            x_se = self.conv_expand(x_se)
+            return x * self.gate(x_se)
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, in_chs, out_chs, dw_kernel_size=3, stride=1, exp_ratio=4.0, se_ratio=0.25):
+            super().__init__()
+            mid_chs = make_divisible(in_chs * exp_ratio, 4)
+            self.has_skip = in_chs == out_chs and stride == 1
+            self.conv_pw = nn.Conv2d(in_chs, mid_chs, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(mid_chs, eps=1e-3, momentum=0.01)
+            self.act1 = nn.SiLU(inplace=True)
+            self.conv_dw = Conv2dSame(mid_chs, mid_chs, dw_kernel_size, stride=stride, groups=mid_chs, bias=False)
+            self.bn2 = nn.BatchNorm2d(mid_chs, eps=1e-3, momentum=0.01)
+            self.act2 = nn.SiLU(inplace=True)
+            self.se = SqueezeExcite(mid_chs, rd_channels=max(1, int(in_chs * se_ratio)), act_layer=nn.SiLU)
+            self.conv_pwl = nn.Conv2d(mid_chs, out_chs, 1, bias=False)
+            self.bn3 = nn.BatchNorm2d(out_chs, eps=1e-3, momentum=0.01)
+
+        def forward(self, x):
+            shortcut = x
+            x = self.act1(self.bn1(self.conv_pw(x)))
+            x = self.act2(self.bn2(self.conv_dw(x)))
+            x = self.se(x)
+            x = self.bn3(self.conv_pwl(x))
+            if self.has_skip:
+                x = x + shortcut
+            return x
+
+    def efficientnet():
+        return nn.Sequential(OrderedDict([
+            ('conv_stem', Conv2dSame(3, 4, 3, stride=2, bias=False)),
+            ('bn1', nn.BatchNorm2d(4, eps=1e-3, momentum=0.01)), ('act1', nn.SiLU(inplace=True)),
+            ('pool', MaxPool2dSame(3, stride=2)),
+            ('block0', InvertedResidual(4, 4)), ('block1', InvertedResidual(4, 6, dw_kernel_size=5, stride=2)),
+            ('global_pool', nn.AdaptiveAvgPool2d(1)), ('flatten', nn.Flatten()), ('classifier', nn.Linear(6, 5))]))
+
+    class RMSpropTF(Optimizer):
+        def __init__(self, params, lr=1e-2, alpha=0.9, eps=1e-10, weight_decay=0, momentum=0., centered=False,
+                     decoupled_decay=False, lr_in_momentum=True):
+            if not 0.0 <= lr:
+                raise ValueError("Invalid learning rate: {}".format(lr))
+            defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                            weight_decay=weight_decay, decoupled_decay=decoupled_decay, lr_in_momentum=lr_in_momentum)
+            super(RMSpropTF, self).__init__(params, defaults)
+
+        def __setstate__(self, state):
+            super(RMSpropTF, self).__setstate__(state)
+            for group in self.param_groups:
+                group.setdefault('momentum', 0)
+                group.setdefault('centered', False)
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    grad = p.grad
+                    if grad.is_sparse:
+                        raise RuntimeError('RMSprop does not support sparse gradients')
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state['step'] = 0
+                        state['square_avg'] = torch.ones_like(p)  # PyTorch inits to zero
+                        if group['momentum'] > 0:
+                            state['momentum_buffer'] = torch.zeros_like(p)
+                        if group['centered']:
+                            state['grad_avg'] = torch.zeros_like(p)
+                    square_avg = state['square_avg']
+                    one_minus_alpha = 1. - group['alpha']
+                    state['step'] += 1
+                    if group['weight_decay'] != 0:
+                        if group['decoupled_decay']:
+                            p.mul_(1. - group['lr'] * group['weight_decay'])
+                        else:
+                            grad = grad.add(p, alpha=group['weight_decay'])
+                    square_avg.add_(grad.pow(2) - square_avg, alpha=one_minus_alpha)
+                    if group['centered']:
+                        grad_avg = state['grad_avg']
+                        grad_avg.add_(grad - grad_avg, alpha=one_minus_alpha)
+                        avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).add(group['eps']).sqrt_()
+                    else:
+                        avg = square_avg.add(group['eps']).sqrt_()
+                    if group['momentum'] > 0:
+                        buf = state['momentum_buffer']
+                        if group['lr_in_momentum']:
+                            buf.mul_(group['momentum']).addcdiv_(grad, avg, value=group['lr'])
+                            p.add_(-buf)
+                        else:
+                            buf.mul_(group['momentum']).addcdiv_(grad, avg)
+                            p.add_(buf, alpha=-group['lr'])
+                    else:
+                        p.addcdiv_(grad, avg, value=-group['lr'])
+            return loss
+
+    model = efficientnet()
+    init = load(m, model, state)
+    twin = efficientnet()
+    load(m, twin, init)
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        (no_decay if param.ndim <= 1 or name.endswith('.bias') else decay).append(param)
+    optimizer = RMSpropTF([{'params': no_decay, 'weight_decay': 0.}, {'params': decay, 'weight_decay': 1e-5}],
+                          lr=1e-3, alpha=0.9, eps=1e-3, momentum=0.9, decoupled_decay=True)
+    torch_rmsprop = optim.RMSprop(twin.parameters(), lr=1e-3, alpha=0.9, eps=1e-3, momentum=0.9, centered=True,
+                                  weight_decay=1e-5)
+    losses = []
+    for _ in range(2):
+        x = torch.tensor(normal(rng, 2, 3, 11, 11))
+        y = torch.tensor(rng.integers(0, 5, 2))
+        losses.append(step(m, model, optimizer, x, y))
+        losses.append(step(m, twin, torch_rmsprop, x, y))
+    return init, losses + summary(model.parameters()) + summary(twin.parameters()) + summary(model.buffers())
+
+
+def test_efficientnet_rmsprop_tf():
+    compare(efficientnet_rmsprop_tf)
