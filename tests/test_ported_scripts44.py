@@ -1397,3 +1397,112 @@ def efficientnet_rmsprop_tf(m, state=None):
 
 def test_efficientnet_rmsprop_tf():
     compare(efficientnet_rmsprop_tf)
+
+
+# (l) today's module idioms, as torch 2.x code writes them: nn.Buffer (persistent and not) assigned as attributes,
+# nn.utils.skip_init then a hand-made init, a model built under torch.device('meta') and materialised by to_empty
+# and reset_parameters, load_state_dict(assign=True), get_extra_state/set_extra_state carrying a config through a
+# checkpoint, get_parameter/get_buffer by dotted name, and a running-statistics buffer updated in forward
+def module_idioms(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(13)
+
+    class Normalize(nn.Module):
+        def __init__(self, mean, std):
+            super().__init__()
+            self.mean = nn.Buffer(torch.tensor(mean).view(1, -1, 1, 1))
+            self.std = nn.Buffer(torch.tensor(std).view(1, -1, 1, 1), persistent=False)
+
+        def forward(self, x):
+            return (x - self.mean) / self.std
+
+    class RunningScale(nn.Module):
+        def __init__(self, dim, momentum=0.1):
+            super().__init__()
+            self.momentum = momentum
+            self.register_buffer('running_rms', torch.ones(dim))
+            self.config = {'momentum': momentum, 'dim': dim}
+
+        def forward(self, x):
+            if self.training:
+                with torch.no_grad():
+                    rms = x.pow(2).mean(0).sqrt()
+                    self.running_rms.lerp_(rms, self.momentum)
+            return x / self.running_rms
+
+        def get_extra_state(self):
+            return self.config
+
+        def set_extra_state(self, state):
+            self.config = dict(state)
+            self.momentum = state['momentum']
+
+    class Net(nn.Module):
+        def __init__(self, device=None):
+            super().__init__()
+            self.norm = Normalize([0.4914, 0.4822, 0.4465], [0.2470, 0.2435, 0.2616])
+            self.conv = nn.Conv2d(3, 4, 3, padding=1, device=device)
+            self.fc1 = nn.Linear(4, 6, device=device)
+            self.scale = RunningScale(6)
+            self.fc2 = nn.Linear(6, 5, device=device)
+
+        def forward(self, x):
+            x = F.relu(self.conv(self.norm(x)))
+            x = F.adaptive_avg_pool2d(x, 1).flatten(1)
+            return self.fc2(F.gelu(self.scale(self.fc1(x))))
+
+    model = Net()
+    head = nn.utils.skip_init(nn.Linear, 5, 3)
+    if state is None:
+        with torch.no_grad():
+            head.weight.copy_(torch.tensor(normal(rng, 3, 5) * 0.2))
+            head.bias.zero_()
+    else:
+        rng.standard_normal((3, 5))
+    model.head = head
+    # load() with the extra state, a dict, carried as it is
+    if state is not None:
+        model.load_state_dict({k: v if isinstance(v, dict) else torch.tensor(v) for k, v in state.items()})
+    init = {k: dict(v) if isinstance(v, dict) else np.array(v.detach().cpu().numpy())
+            for k, v in model.state_dict().items()}
+    assert 'norm.std' not in init and 'norm.mean' in init and 'scale._extra_state' in init
+    assert sorted(n for n, _ in model.named_buffers()) == ['norm.mean', 'norm.std', 'scale.running_rms']
+    optimizer = optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for _ in range(2):
+        x = torch.tensor(rng.random((2, 3, 5, 5)).astype(np.float32))
+        y = torch.tensor(rng.integers(0, 3, 2))
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model.head(model(x)), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    model.scale.config['momentum'] = 0.5
+    model.scale.momentum = 0.5
+    checkpoint = model.state_dict()
+    with torch.device('meta'):
+        fresh = Net()
+        fresh.head = nn.Linear(5, 3)
+    fresh.to_empty(device='cpu')
+    for module in fresh.modules():
+        if hasattr(module, 'reset_parameters'):
+            module.reset_parameters()
+    with torch.no_grad():
+        fresh.norm.std.copy_(torch.tensor([0.2470, 0.2435, 0.2616]).view(1, -1, 1, 1))
+    fresh.load_state_dict(checkpoint, assign=True)
+    assert fresh.scale.momentum == 0.5 and fresh.scale.config == {'momentum': 0.5, 'dim': 6}
+    assert fresh.get_parameter('fc1.weight').shape == (6, 4) and fresh.get_buffer('scale.running_rms').shape == (6,)
+    optimizer = optim.AdamW(fresh.parameters(), lr=1e-2)
+    x = torch.tensor(rng.random((2, 3, 5, 5)).astype(np.float32))
+    y = torch.tensor(rng.integers(0, 3, 2))
+    optimizer.zero_grad()
+    loss = F.cross_entropy(fresh.head(fresh(x)), y)
+    loss.backward()
+    optimizer.step()
+    losses.append(loss.item())
+    return init, losses + summary(fresh.parameters()) + summary(fresh.buffers())
+
+
+def test_module_idioms():
+    compare(module_idioms)
