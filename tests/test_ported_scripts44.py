@@ -1506,3 +1506,170 @@ def module_idioms(m, state=None):
 
 def test_module_idioms():
     compare(module_idioms)
+
+
+# (m) three CIFAR blocks of 2021 papers as their repositories write them: BoTNet's MHSA with relative position
+# logits (lucidrains' bottleneck-transformer-pytorch: rel_to_abs by padding and flattening, relative logits along
+# the width, then the height by permute), MCG-NKU's self-calibrated convolution (SCConv: a downsampled branch
+# resized back by F.interpolate(..., identity.size()[2:]) gating by sigmoid) and Vision Permutator's
+# WeightedPermuteMLP (height and width mixing by reshape and permute, reweighting by a softmax over three branches)
+def botnet_scconv_permutator(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(14)
+
+    def rel_to_abs(x):
+        b, h, l, _ = x.shape
+        dtype = x.dtype
+        col_pad = torch.zeros((b, h, l, 1), dtype=dtype)
+        x = torch.cat((x, col_pad), dim=3)
+        flat_x = x.reshape(b, h, l * 2 * l)
+        flat_pad = torch.zeros((b, h, l - 1), dtype=dtype)
+        flat_x_padded = torch.cat((flat_x, flat_pad), dim=2)
+        final_x = flat_x_padded.reshape(b, h, l + 1, 2 * l - 1)
+        final_x = final_x[:, :, :l, (l - 1):]
+        return final_x
+
+    def relative_logits_1d(q, rel_k):
+        b, heads, h, w, dim = q.shape
+        logits = torch.einsum('bhxyd,rd->bhxyr', q, rel_k)
+        logits = logits.reshape(b, heads * h, w, -1)
+        logits = rel_to_abs(logits)
+        logits = logits.reshape(b, heads, h, w, w)
+        logits = logits[:, :, :, None, :, :].expand(b, heads, h, h, w, w)
+        return logits
+
+    class RelPosEmb(nn.Module):
+        def __init__(self, fmap_size, dim_head):
+            super().__init__()
+            height, width = fmap_size, fmap_size
+            scale = dim_head ** -0.5
+            self.fmap_size = fmap_size
+            self.rel_height = nn.Parameter(torch.tensor(normal(rng, height * 2 - 1, dim_head)) * scale)
+            self.rel_width = nn.Parameter(torch.tensor(normal(rng, width * 2 - 1, dim_head)) * scale)
+
+        def forward(self, q):
+            h = w = self.fmap_size
+            b, heads = q.shape[0], q.shape[1]
+            q = q.reshape(b, heads, h, w, -1)
+            rel_logits_w = relative_logits_1d(q, self.rel_width)
+            rel_logits_w = rel_logits_w.permute(0, 1, 2, 4, 3, 5).reshape(b, heads, h * w, h * w)
+            q = q.permute(0, 1, 3, 2, 4)
+            rel_logits_h = relative_logits_1d(q, self.rel_height)
+            rel_logits_h = rel_logits_h.permute(0, 1, 4, 2, 5, 3).reshape(b, heads, h * w, h * w)
+            return rel_logits_w + rel_logits_h
+
+    class MHSA(nn.Module):
+        def __init__(self, dim, fmap_size, heads=2, dim_head=4):
+            super().__init__()
+            self.heads = heads
+            self.scale = dim_head ** -0.5
+            inner_dim = heads * dim_head
+            self.to_qkv = nn.Conv2d(dim, inner_dim * 3, 1, bias=False)
+            self.pos_emb = RelPosEmb(fmap_size, dim_head)
+
+        def forward(self, fmap):
+            heads, b, c, h, w = self.heads, *fmap.shape
+            q, k, v = self.to_qkv(fmap).chunk(3, dim=1)
+            q, k, v = map(lambda t: t.reshape(b, heads, -1, h * w).transpose(-1, -2), (q, k, v))
+            q = q * self.scale
+            sim = torch.einsum('bhid,bhjd->bhij', q, k)
+            sim = sim + self.pos_emb(q)
+            attn = sim.softmax(dim=-1)
+            out = torch.einsum('bhij,bhjd->bhid', attn, v)
+            out = out.transpose(-1, -2).reshape(b, -1, h, w)
+            return out
+
+    class SCConv(nn.Module):
+        def __init__(self, inplanes, planes, stride, padding, dilation, groups, pooling_r, norm_layer):
+            super(SCConv, self).__init__()
+            self.k2 = nn.Sequential(
+                nn.AvgPool2d(kernel_size=pooling_r, stride=pooling_r),
+                nn.Conv2d(inplanes, planes, kernel_size=3, stride=1, padding=padding, dilation=dilation,
+                          groups=groups, bias=False),
+                norm_layer(planes))
+            self.k3 = nn.Sequential(
+                nn.Conv2d(inplanes, planes, kernel_size=3, stride=1, padding=padding, dilation=dilation,
+                          groups=groups, bias=False),
+                norm_layer(planes))
+            self.k4 = nn.Sequential(
+                nn.Conv2d(inplanes, planes, kernel_size=3, stride=stride, padding=padding, dilation=dilation,
+                          groups=groups, bias=False),
+                norm_layer(planes))
+
+        def forward(self, x):
+            identity = x
+            out = torch.sigmoid(torch.add(identity, F.interpolate(self.k2(x), identity.size()[2:])))
+            out = torch.mul(self.k3(x), out)
+            out = self.k4(out)
+            return out
+
+    class Mlp(nn.Module):
+        def __init__(self, in_features, hidden_features=None, out_features=None, act_layer=nn.GELU, drop=0.):
+            super().__init__()
+            out_features = out_features or in_features
+            hidden_features = hidden_features or in_features
+            self.fc1 = nn.Linear(in_features, hidden_features)
+            self.act = act_layer()
+            self.fc2 = nn.Linear(hidden_features, out_features)
+            self.drop = nn.Dropout(drop)
+
+        def forward(self, x):
+            return self.drop(self.fc2(self.drop(self.act(self.fc1(x)))))
+
+    class WeightedPermuteMLP(nn.Module):
+        def __init__(self, dim, segment_dim=8, qkv_bias=False, qk_scale=None, attn_drop=0., proj_drop=0.):
+            super().__init__()
+            self.segment_dim = segment_dim
+            self.mlp_c = nn.Linear(dim, dim, bias=qkv_bias)
+            self.mlp_h = nn.Linear(dim, dim, bias=qkv_bias)
+            self.mlp_w = nn.Linear(dim, dim, bias=qkv_bias)
+            self.reweight = Mlp(dim, dim // 4, dim * 3)
+            self.proj = nn.Linear(dim, dim)
+            self.proj_drop = nn.Dropout(proj_drop)
+
+        def forward(self, x):
+            B, H, W, C = x.shape
+            S = C // self.segment_dim
+            h = x.reshape(B, H, W, self.segment_dim, S).permute(0, 3, 2, 1, 4).reshape(B, self.segment_dim, W, H * S)
+            h = self.mlp_h(h).reshape(B, self.segment_dim, W, H, S).permute(0, 3, 2, 1, 4).reshape(B, H, W, C)
+            w = x.reshape(B, H, W, self.segment_dim, S).permute(0, 1, 3, 2, 4).reshape(B, H, self.segment_dim, W * S)
+            w = self.mlp_w(w).reshape(B, H, self.segment_dim, W, S).permute(0, 1, 3, 2, 4).reshape(B, H, W, C)
+            c = self.mlp_c(x)
+            a = (h + w + c).permute(0, 3, 1, 2).flatten(2).mean(2)
+            a = self.reweight(a).reshape(B, C, 3).permute(2, 0, 1).softmax(dim=0).unsqueeze(2).unsqueeze(2)
+            x = h * a[0] + w * a[1] + c * a[2]
+            x = self.proj(x)
+            x = self.proj_drop(x)
+            return x
+
+    class Net(nn.Module):
+        def __init__(self, classes=5):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8),
+                                      nn.ReLU(inplace=True))
+            self.scconv = SCConv(8, 8, stride=1, padding=1, dilation=1, groups=2, pooling_r=2,
+                                 norm_layer=nn.BatchNorm2d)
+            self.mhsa = MHSA(8, fmap_size=4, heads=2, dim_head=4)
+            self.norm = nn.LayerNorm(8)
+            self.permute = WeightedPermuteMLP(8, segment_dim=4)
+            self.head = nn.Linear(8, classes)
+
+        def forward(self, x):
+            x = self.stem(x)
+            x = F.relu(self.scconv(x)) + x
+            x = x + self.mhsa(x)
+            x = x.permute(0, 2, 3, 1)
+            x = x + self.permute(self.norm(x))
+            return self.head(x.mean((1, 2)))
+
+    model = Net()
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-5)
+    losses = [step(m, model, optimizer, torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 5, 2)))
+              for _ in range(2)]
+    return init, losses + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_botnet_scconv_permutator():
+    compare(botnet_scconv_permutator)
