@@ -1673,3 +1673,83 @@ def botnet_scconv_permutator(m, state=None):
 
 def test_botnet_scconv_permutator():
     compare(botnet_scconv_permutator)
+
+
+# (n) a sequence pipeline of torch.utils.data's less used pieces: two IterableDatasets joined by + (a ChainDataset)
+# and two map-style ones by + (a ConcatDataset), a collate_fn padding variable-length MNIST-row sequences by
+# pad_sequence with their lengths, pack_padded_sequence(enforce_sorted=False) into a GRU, the outputs unpacked and
+# split back by unpad_sequence, and a PairwiseDistance auxiliary loss between the first and last steps
+def sequence_pipeline(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    rnn_utils = nn.utils.rnn
+    torch.manual_seed(0)
+    rng = np.random.default_rng(15)
+    rows = [normal(rng, n, 4) for n in (3, 5, 2, 4, 3, 5)]
+    labels = [int(v) for v in rng.integers(0, 3, 6)]
+
+    class Rows(data.IterableDataset):
+        def __init__(self, start, end):
+            super().__init__()
+            self.start, self.end = start, end
+
+        def __iter__(self):
+            info = data.get_worker_info()
+            assert info is None
+            for i in range(self.start, self.end):
+                yield torch.from_numpy(rows[i]), labels[i]
+
+    class RowsMap(data.Dataset):
+        def __init__(self, idx):
+            self.idx = idx
+
+        def __len__(self):
+            return len(self.idx)
+
+        def __getitem__(self, i):
+            j = self.idx[i]
+            return torch.from_numpy(rows[j]), labels[j]
+
+    def collate(batch):
+        seqs, ys = zip(*batch)
+        lengths = torch.tensor([len(s) for s in seqs])
+        return rnn_utils.pad_sequence(seqs, batch_first=True), lengths, torch.tensor(ys)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.gru = nn.GRU(4, 6, batch_first=True)
+            self.fc = nn.Linear(6, 3)
+            self.dist = nn.PairwiseDistance(p=2.0)
+
+        def forward(self, x, lengths):
+            packed = rnn_utils.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+            out, h = self.gru(packed)
+            padded, out_lengths = rnn_utils.pad_packed_sequence(out, batch_first=True)
+            assert out_lengths.tolist() == lengths.tolist()
+            seqs = rnn_utils.unpad_sequence(padded, out_lengths, batch_first=True)
+            aux = self.dist(torch.stack([s[0] for s in seqs]), torch.stack([s[-1] for s in seqs])).mean()
+            return self.fc(h[-1]), aux
+
+    chained = Rows(0, 2) + Rows(2, 4)
+    concat = RowsMap([4, 5]) + RowsMap([0])
+    assert type(chained).__name__ == 'ChainDataset' and type(concat).__name__ == 'ConcatDataset' and len(concat) == 3
+    model = Net()
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=1e-2)
+    losses = []
+    for loader in (data.DataLoader(chained, batch_size=2, collate_fn=collate),
+                   data.DataLoader(concat, batch_size=3, shuffle=False, collate_fn=collate)):
+        for x, lengths, y in loader:
+            optimizer.zero_grad()
+            logits, aux = model(x, lengths)
+            loss = F.cross_entropy(logits, y) + 0.1 * aux
+            loss.backward()
+            nn.utils.clip_grad_value_(model.parameters(), 0.5)
+            optimizer.step()
+            losses.append(loss.item())
+    assert len(losses) == 3
+    return init, losses + summary(model.parameters())
+
+
+def test_sequence_pipeline():
+    compare(sequence_pipeline)
