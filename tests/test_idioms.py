@@ -4,6 +4,7 @@ script touches once (backends, compile, Variable, cpu/cuda/type_as, dtype names,
 x.data). Each against torch in float64."""
 import collections
 import copy
+import importlib
 import math
 import warnings
 
@@ -1164,6 +1165,10 @@ def test_safe_globals_pytree_and_numpy_force_as_torchs(tmp_path):
                         lib.ones(2, requires_grad=True).numpy(force=True).tolist()))
         lib.serialization.clear_safe_globals()
     assert results[0] == results[1]
+    # the module by its import path too, as torch 2.4's scripts write it
+    from tnet.serialization import add_safe_globals, safe_globals
+    assert importlib.import_module("tnet.serialization") is tnet.serialize
+    assert add_safe_globals is tnet.serialize.add_safe_globals and safe_globals is tnet.serialize.safe_globals
 
 
 def test_linear_and_conv2d_take_integer_tensors_for_sizes_as_torch():

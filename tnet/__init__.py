@@ -7,7 +7,7 @@ from .tensor import (Tensor, enable_grad, inference_mode, is_grad_enabled, no_gr
 from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int64, manual_seed, ones, rand, randn, seed,
                       zeros)
 from .serialize import LoadError, load, save
-from . import serialize as serialization  # torch's module name (add_safe_globals)
+from . import serialize as serialization  # torch's module name (add_safe_globals), importable by it below
 from .tensor import check_device as _check_device, is_tnets_device as _is_tnets_device  # not torch's names
 from .amp import GradScaler, autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
@@ -22,6 +22,8 @@ from .autograd import Variable
 from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 import sys as _sys
 import torch as _torch
+# `from torch.serialization import add_safe_globals` imports the module by that name
+_sys.modules[__name__ + ".serialization"] = serialization
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
 from torch import OutOfMemoryError  # torch's: tnet allocates through torch's allocator, which raises it
 
