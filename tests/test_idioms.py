@@ -1006,7 +1006,8 @@ def test_numpy_ufuncs_on_a_tensor_give_a_tensor_as_torchs():
 def test_private_and_submodule_names_scripts_import():
     """torch's names that copied files import by their full paths: nn.init's _no_grad_trunc_normal_,
     nn.modules.utils' consume_prefix_in_state_dict_if_present (a DDP checkpoint's "module." keys),
-    nn.modules.transformer's _get_clones, torch.utils.data._utils.collate, torch.random.fork_rng, and the
+    nn.modules.transformer's _get_clones and _get_activation_fn, nn.modules.linear's
+    NonDynamicallyQuantizableLinear (MultiheadAttention's out_proj), torch.utils.data._utils.collate, torch.random.fork_rng, and the
     attention backend switches (torch.nn.attention.sdpa_kernel, torch.backends.cuda.sdp_kernel), and
     torch.OutOfMemoryError."""
     from collections import OrderedDict
@@ -1026,6 +1027,13 @@ def test_private_and_submodule_names_scripts_import():
     layers = _get_clones(nn.Linear(2, 2), 3)
     assert isinstance(layers, nn.ModuleList) and len(layers) == 3 and layers[0].weight is not layers[1].weight
     assert np.array_equal(layers[0].weight.numpy(), layers[2].weight.numpy())
+    from tnet.nn.modules.transformer import _get_activation_fn
+    from tnet.nn.modules.linear import NonDynamicallyQuantizableLinear
+    assert _get_activation_fn("relu") is F.relu and _get_activation_fn("gelu") is F.gelu
+    for lib in (tnet, torch):  # only the two names, as torch's: not a callable
+        with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
+            importlib.import_module(lib.__name__ + ".nn.modules.transformer")._get_activation_fn("tanh")
+    assert isinstance(nn.MultiheadAttention(4, 2).out_proj, NonDynamicallyQuantizableLinear)
     assert default_collate([(1, 2.0), (3, 4.0)])[0].tolist() == [1, 3]
     tnet.manual_seed(3)
     draws, weights = tnet.rand(3).numpy(), nn.Linear(2, 2).weight.numpy()
