@@ -7,7 +7,7 @@ from ..functional.pointwise import sum_to
 from ..functional.reduce import sum_to_size
 from ..tensor import Tensor, is_grad_enabled, no_grad, rebase, record
 
-__all__ = ["Function", "FunctionCtx", "once_differentiable"]
+__all__ = ["Function", "FunctionCtx", "InplaceFunction", "once_differentiable"]
 
 
 class FunctionCtx:
@@ -96,6 +96,15 @@ class Function:
         return _connect(cls, ctx, args, output)
 
     vjp = backward
+
+
+class InplaceFunction(Function):
+    """torch's Function kept for old code (quantisers written as `class Round(InplaceFunction)`): a Function
+    whose instance takes inplace=False."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
 
 
 def _connect(cls, ctx, args, output):
