@@ -32,6 +32,7 @@ default_collate makes Python floats float32 (tnet has no float64 kernels) and it
 NotImplementedError, as its README says."""
 import importlib
 import math
+import os
 from collections import OrderedDict
 
 import numpy as np
@@ -1935,3 +1936,139 @@ def prodigy(m, state=None):
 
 def test_prodigy():
     compare(prodigy)
+
+
+# (p) eladhoffer's quantized.pytorch as BinaryNet-era repositories copy it: UniformQuantize, an InplaceFunction that
+# marks its input dirty when asked to quantise in place, with a straight-through backward; QuantMeasure keeping
+# running min and max buffers by mul_/add_ with a momentum; QConv2d and QLinear quantising weights, activations and
+# biases on the fly; a checkpoint with the args (an argparse.Namespace) allowed through
+# torch.serialization.add_safe_globals, imported by that path, and read back with weights_only=True
+def quantized_pytorch(m, state=None, tmp_path=None):
+    import argparse
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    InplaceFunction = importlib.import_module(m.torch.__name__ + '.autograd.function').InplaceFunction
+    add_safe_globals = importlib.import_module(m.torch.__name__ + '.serialization').add_safe_globals
+    torch.manual_seed(0)
+    rng = np.random.default_rng(17)
+
+    class UniformQuantize(InplaceFunction):
+        @staticmethod
+        def forward(ctx, input, num_bits=8, min_value=None, max_value=None, inplace=False):
+            ctx.inplace = inplace
+            ctx.num_bits = num_bits
+            if min_value is None:
+                min_value = input.min().item()
+            if max_value is None:
+                max_value = input.max().item()
+            ctx.min_value = min_value
+            ctx.max_value = max_value
+            if ctx.inplace:
+                ctx.mark_dirty(input)
+                output = input
+            else:
+                output = input.clone()
+            qmin = 0.
+            qmax = 2. ** num_bits - 1.
+            scale = max((max_value - min_value) / (qmax - qmin), 1e-8)
+            output.add_(-min_value).div_(scale).add_(qmin)
+            output.clamp_(qmin, qmax).round_()
+            output.add_(-qmin).mul_(scale).add_(min_value)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            grad_input = grad_output
+            return grad_input, None, None, None, None
+
+    def quantize(x, num_bits=8, min_value=None, max_value=None, inplace=False):
+        return UniformQuantize().apply(x, num_bits, min_value, max_value, inplace)
+
+    class QuantMeasure(nn.Module):
+        def __init__(self, num_bits=8, momentum=0.1):
+            super(QuantMeasure, self).__init__()
+            self.register_buffer('running_min', torch.zeros(1))
+            self.register_buffer('running_max', torch.zeros(1))
+            self.momentum = momentum
+            self.num_bits = num_bits
+
+        def forward(self, input):
+            if self.training:
+                min_value = input.detach().view(input.size(0), -1).min(-1)[0].mean()
+                max_value = input.detach().view(input.size(0), -1).max(-1)[0].mean()
+                self.running_min.mul_(self.momentum).add_(min_value * (1 - self.momentum))
+                self.running_max.mul_(self.momentum).add_(max_value * (1 - self.momentum))
+            else:
+                min_value = self.running_min
+                max_value = self.running_max
+            return quantize(input, self.num_bits, min_value=float(min_value), max_value=float(max_value))
+
+    class QConv2d(nn.Conv2d):
+        def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
+                     bias=True, num_bits=8, num_bits_weight=None):
+            super(QConv2d, self).__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups,
+                                          bias)
+            self.num_bits = num_bits
+            self.num_bits_weight = num_bits_weight or num_bits
+            self.quantize_input = QuantMeasure(self.num_bits)
+
+        def forward(self, input):
+            qinput = self.quantize_input(input)
+            qweight = quantize(self.weight, num_bits=self.num_bits_weight, min_value=float(self.weight.min()),
+                               max_value=float(self.weight.max()))
+            if self.bias is not None:
+                qbias = quantize(self.bias, num_bits=self.num_bits_weight)
+            else:
+                qbias = None
+            return F.conv2d(qinput, qweight, qbias, self.stride, self.padding, self.dilation, self.groups)
+
+    class QLinear(nn.Linear):
+        def __init__(self, in_features, out_features, bias=True, num_bits=8, num_bits_weight=None):
+            super(QLinear, self).__init__(in_features, out_features, bias)
+            self.num_bits = num_bits
+            self.num_bits_weight = num_bits_weight or num_bits
+            self.quantize_input = QuantMeasure(self.num_bits)
+
+        def forward(self, input):
+            qinput = self.quantize_input(input)
+            qweight = quantize(self.weight, num_bits=self.num_bits_weight, min_value=float(self.weight.min()),
+                               max_value=float(self.weight.max()))
+            qbias = quantize(self.bias, num_bits=self.num_bits_weight) if self.bias is not None else None
+            return F.linear(qinput, qweight, qbias)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = QConv2d(3, 4, 3, padding=1, bias=False, num_bits=8, num_bits_weight=4)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.fc = QLinear(4 * 2 * 2, 5, num_bits=8, num_bits_weight=4)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.bn1(self.conv1(x))), 2)
+            return self.fc(x.flatten(1))
+
+    model = Net()
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    losses = [step(m, model, optimizer, torch.tensor(normal(rng, 3, 3, 4, 4)), torch.tensor(rng.integers(0, 5, 3)))
+              for _ in range(2)]
+    # a straight-through in-place quantisation of an activation, its gradient passing as it is
+    a = torch.tensor(normal(rng, 6), requires_grad=True)
+    b = a * 3
+    q = quantize(b, num_bits=2, inplace=True)
+    assert q is b
+    (q * torch.arange(6.)).sum().backward()
+    args = argparse.Namespace(bits=8, bits_weight=4, lr=0.05)
+    add_safe_globals([argparse.Namespace])
+    path = os.path.join(tmp_path, m.torch.__name__ + '_checkpoint.pth.tar')
+    torch.save({'state_dict': model.state_dict(), 'args': args, 'epoch': 1}, path)
+    checkpoint = torch.load(path, weights_only=True)
+    assert checkpoint['args'].bits_weight == 4 and checkpoint['epoch'] == 1
+    model.load_state_dict(checkpoint['state_dict'])
+    model.eval()
+    with torch.no_grad():
+        losses.append(F.cross_entropy(model(torch.tensor(normal(rng, 2, 3, 4, 4))), torch.tensor([0, 1])).item())
+    return init, (losses + q.tolist() + a.grad.tolist() + summary(model.parameters()) + summary(model.buffers()))
+
+
+def test_quantized_pytorch(tmp_path):
+    compare(quantized_pytorch, tmp_path=tmp_path)
