@@ -2072,3 +2072,102 @@ def quantized_pytorch(m, state=None, tmp_path=None):
 
 def test_quantized_pytorch(tmp_path):
     compare(quantized_pytorch, tmp_path=tmp_path)
+
+
+# (q) a custom pre-norm transformer as repositories build it on torch's private helpers (_get_clones and
+# _get_activation_fn imported from torch.nn.modules.transformer, an encoder of deep copies, a learned [CLS] token and
+# position embedding with trunc_normal_), MultiheadAttention's out_proj class checked by isinstance for its init,
+# and a ViT-style patch embedding on CIFAR-sized inputs
+def private_transformer_helpers(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    tmod = importlib.import_module(m.torch.__name__ + '.nn.modules.transformer')
+    _get_clones, _get_activation_fn = tmod._get_clones, tmod._get_activation_fn
+    NonDynamicallyQuantizableLinear = importlib.import_module(
+        m.torch.__name__ + '.nn.modules.linear').NonDynamicallyQuantizableLinear
+    torch.manual_seed(0)
+    rng = np.random.default_rng(18)
+
+    class PreNormEncoderLayer(nn.Module):
+        def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu"):
+            super().__init__()
+            self.self_attn = nn.MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=True)
+            self.linear1 = nn.Linear(d_model, dim_feedforward)
+            self.dropout = nn.Dropout(dropout)
+            self.linear2 = nn.Linear(dim_feedforward, d_model)
+            self.norm1 = nn.LayerNorm(d_model)
+            self.norm2 = nn.LayerNorm(d_model)
+            self.dropout1 = nn.Dropout(dropout)
+            self.dropout2 = nn.Dropout(dropout)
+            self.activation = _get_activation_fn(activation)
+
+        def forward(self, src, src_mask=None, src_key_padding_mask=None):
+            src2 = self.norm1(src)
+            src2 = self.self_attn(src2, src2, src2, attn_mask=src_mask, key_padding_mask=src_key_padding_mask)[0]
+            src = src + self.dropout1(src2)
+            src2 = self.norm2(src)
+            src2 = self.linear2(self.dropout(self.activation(self.linear1(src2))))
+            return src + self.dropout2(src2)
+
+    class Encoder(nn.Module):
+        def __init__(self, encoder_layer, num_layers, norm=None):
+            super().__init__()
+            self.layers = _get_clones(encoder_layer, num_layers)
+            self.num_layers = num_layers
+            self.norm = norm
+
+        def forward(self, src, mask=None, src_key_padding_mask=None):
+            output = src
+            for layer in self.layers:
+                output = layer(output, src_mask=mask, src_key_padding_mask=src_key_padding_mask)
+            if self.norm is not None:
+                output = self.norm(output)
+            return output
+
+    class ViT(nn.Module):
+        def __init__(self, image_size=8, patch_size=4, dim=8, depth=2, heads=2, mlp_dim=16, num_classes=5):
+            super().__init__()
+            num_patches = (image_size // patch_size) ** 2
+            self.patch_embed = nn.Conv2d(3, dim, patch_size, stride=patch_size)
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+            self.pos_embed = nn.Parameter(torch.zeros(1, num_patches + 1, dim))
+            layer = PreNormEncoderLayer(dim, heads, mlp_dim, dropout=0.0, activation="gelu")
+            self.encoder = Encoder(layer, depth, norm=nn.LayerNorm(dim))
+            self.head = nn.Linear(dim, num_classes)
+            nn.init.trunc_normal_(self.pos_embed, std=.02)
+            nn.init.trunc_normal_(self.cls_token, std=.02)
+            self.apply(self._init_weights)
+
+        def _init_weights(self, mod):
+            if isinstance(mod, NonDynamicallyQuantizableLinear):
+                nn.init.zeros_(mod.bias)
+            elif isinstance(mod, nn.Linear):
+                nn.init.trunc_normal_(mod.weight, std=.02)
+                if mod.bias is not None:
+                    nn.init.constant_(mod.bias, 0)
+
+        def forward(self, x):
+            x = self.patch_embed(x).flatten(2).transpose(1, 2)
+            cls_tokens = self.cls_token.expand(x.shape[0], -1, -1)
+            x = torch.cat((cls_tokens, x), dim=1) + self.pos_embed
+            x = self.encoder(x)
+            return self.head(x[:, 0])
+
+    model = ViT()
+    assert all(isinstance(layer.self_attn.out_proj, NonDynamicallyQuantizableLinear) for layer in model.encoder.layers)
+    assert model.encoder.layers[0].activation is F.gelu
+    try:
+        _get_activation_fn("tanh")
+        raise AssertionError("no error for tanh")
+    except RuntimeError as e:
+        assert "relu/gelu" in str(e)
+    init = load(m, model, state)
+    # SGD, not the repositories' AdamW: the keys' bias gets a gradient of rounding alone (softmax ignores it), which
+    # Adam would normalise into a step of a different sign in each library
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.05)
+    losses = [step(m, model, optimizer, torch.tensor(normal(rng, 2, 3, 8, 8)), torch.tensor(rng.integers(0, 5, 2)))
+              for _ in range(2)]
+    return init, losses + summary(model.parameters())
+
+
+def test_private_transformer_helpers():
+    compare(private_transformer_helpers)
