@@ -324,6 +324,11 @@ class Module:
             object.__setattr__(self, "_none_members", {})
         self._none_members[name] = kind
 
+    def __setstate__(self, state):
+        """copy.deepcopy's and pickle's restore of the attributes, as torch's: a subclass's own __setstate__ (the
+        Transformer layers' copies fill a missing activation) calls super().__setstate__(state)."""
+        self.__dict__.update(state)
+
     def __getattr__(self, name):
         """torch's Module.__getattr__, which scripts also call by name (kuangliu's DLA reads its subtrees by
         `self.__getattr__('level_%d' % i)`): an attribute of the instance, else torch's AttributeError. Python

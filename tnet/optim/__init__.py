@@ -55,6 +55,11 @@ class Optimizer:
         if "step" in cls.__dict__:
             cls.step = hooked_step(cls.__dict__["step"])
 
+    def __setstate__(self, state):
+        """copy.deepcopy's restore of the attributes, as torch's: an optimizer subclass's own __setstate__
+        (AdaBelief's, RAdam's: group.setdefault(...)) calls super().__setstate__(state)."""
+        self.__dict__.update(state)
+
     def __repr__(self):
         """torch's: the class name, then each param group's options but its params, sorted by name."""
         lines = [f"{type(self).__name__} ("]
