@@ -1,7 +1,7 @@
 """Public training code the earlier files leave out, written from memory in its sources' styles and ported by its
 imports alone, as test_ported_scripts.py: ducha-aiki's LSUV initialisation (numpy's SVD orthonormal start, a forward
 hook per layer, rescaling by .data until unit variance); majumderb's ReZero encoder layer (a zero residual weight, no
-LayerNorm); vikasverma1077's manifold mixup (a PreActResNet mixing at a drawn layer, one-hot targets by scatter_,
+LayerNorm; an EMA copy by copy.deepcopy through the layer's own __setstate__); vikasverma1077's manifold mixup (a PreActResNet mixing at a drawn layer, one-hot targets by scatter_,
 BCELoss of softmax); mlpen's Nystromformer attention (segment-mean landmarks, Newton-Schulz pseudo-inverse, a
 depthwise convolution on v); a script's instrumentation by hooks (the global register_module_forward_hook, prepend=,
 always_call=, a with_kwargs pre-hook rewriting a keyword, full backward pre-hooks and hooks rewriting gradients,
@@ -30,6 +30,7 @@ input's end divides in torch by a count that includes the trailing indices its s
 #191965, open); tnet's mean is the sum over the bag's own count, consistent with its sum and max. tnet's
 default_collate makes Python floats float32 (tnet has no float64 kernels) and its saved_tensors_hooks raises
 NotImplementedError, as its README says."""
+import copy
 import importlib
 import math
 import os
@@ -221,6 +222,8 @@ def rezero(m, state=None):
 
     model = Model()
     init = load(m, model, state)
+    # an EMA of the weights in a deep copy: the layers' own __setstate__ runs, calling Module's
+    ema = copy.deepcopy(model)
     optimizer = optim.Adam(model.parameters(), lr=1e-2)
     losses = []
     for _ in range(3):
@@ -232,8 +235,13 @@ def rezero(m, state=None):
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
         optimizer.step()
+        with torch.no_grad():
+            for ema_p, p in zip(ema.parameters(), model.parameters()):
+                ema_p.mul_(0.9).add_(p.detach(), alpha=0.1)
         losses.append(loss.item())
-    return init, losses + [float(layer.resweight.item()) for layer in model.layers] + summary(model.parameters())
+    assert ema.layers[0].activation is F.gelu
+    return init, (losses + [float(layer.resweight.item()) for layer in model.layers] + summary(model.parameters())
+                  + summary(ema.parameters()))
 
 
 def test_rezero():
