@@ -3,6 +3,7 @@ kind, a TensorDataset's gathered on the device, batch samplers, batch_size=None,
 IterableDataset) equal torch's on the same data, shuffling draws repeatable permutations,
 random_split's sizes, and torch's errors."""
 import collections
+import importlib
 import warnings
 
 import numpy as np
@@ -343,6 +344,8 @@ def test_distributed_sampler_as_torch(n, drop_last):
     from tnet.utils.data.dataloader import default_collate
     from tnet.utils.data.sampler import BatchSampler
     assert default_collate is data.default_collate and BatchSampler is data.BatchSampler
+    dataset_module = importlib.import_module("tnet.utils.data.dataset")
+    assert all(getattr(dataset_module, name) is getattr(data, name) for name in tud.dataset.__all__)
     for r in range(3):
         ours, ref = DistributedSampler(range(n), 3, r, shuffle=False, drop_last=drop_last), \
             tud.distributed.DistributedSampler(range(n), 3, r, shuffle=False, drop_last=drop_last)

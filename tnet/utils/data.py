@@ -681,8 +681,8 @@ class DataLoader:
 # torch.utils.data's submodules, each a module in sys.modules, so that `from torch.utils.data.dataloader import
 # default_collate` and `torch.utils.data.distributed.DistributedSampler` port
 for _name, _names in {"dataloader": ["DataLoader", "default_collate", "default_convert", "get_worker_info"],
-                      "dataset": ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset",
-                                  "random_split"],
+                      "dataset": ["Dataset", "IterableDataset", "TensorDataset", "StackDataset", "ConcatDataset",
+                                  "ChainDataset", "Subset", "random_split"],
                       "sampler": ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
                                   "WeightedRandomSampler", "BatchSampler"],
                       "distributed": ["DistributedSampler"]}.items():
