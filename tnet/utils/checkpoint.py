@@ -11,6 +11,7 @@ Where the call's output is not one tensor, or it read a tensor that requires gra
 before it but not passed as an argument (a closure over an earlier activation), function's tape
 is kept as it is: the same results and gradients, without the memory saving."""
 import contextlib
+import warnings
 
 from .. import amp
 from ..factory import get_rng_state, rng_state, set_rng_state
@@ -70,6 +71,27 @@ def _reads(out, start, given):
         elif t.requires_grad:
             return None
     return list(reads.values())
+
+
+def detach_variable(inputs):
+    """torch.utils.checkpoint.detach_variable, which reversible networks' hand-written recomputation calls:
+    each tensor of the tuple inputs detached, keeping its requires_grad; other items as they are."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError("Only tuple of tensors is supported. Got Unsupported input type: ", type(inputs).__name__)
+    out = []
+    for inp in inputs:
+        if isinstance(inp, Tensor):
+            x = inp.detach()
+            x.requires_grad = inp.requires_grad
+            inp = x
+        out.append(inp)
+    return tuple(out)
+
+
+def check_backward_validity(inputs):
+    """torch's warning where no tensor among inputs requires grad (a recomputation would give no gradient)."""
+    if not any(inp.requires_grad for inp in inputs if isinstance(inp, Tensor)):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None")
 
 
 @contextlib.contextmanager
