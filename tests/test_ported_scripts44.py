@@ -2179,3 +2179,167 @@ def private_transformer_helpers(m, state=None):
 
 def test_private_transformer_helpers():
     compare(private_transformer_helpers)
+
+
+# (r) memory-saving backward passes written by hand: RobinBruegger's RevTorch reversible blocks (a Function whose
+# forward keeps only the output, detached, and whose backward rebuilds each block's inputs from its outputs, calling
+# backward() on the block's F and G inside it, so the parameters' gradients accumulate there), and the reentrant
+# CheckpointFunction as repositories vendor torch 1.x's (check_backward_validity, get_device_states,
+# detach_variable, torch.autograd.backward of the recomputed outputs, the inputs' .grad returned)
+def reversible_and_vendored_checkpoint(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    ckpt = importlib.import_module(m.torch.__name__ + '.utils.checkpoint')
+    detach_variable, check_backward_validity = ckpt.detach_variable, ckpt.check_backward_validity
+    torch.manual_seed(0)
+    rng = np.random.default_rng(19)
+
+    class ReversibleBlock(nn.Module):
+        def __init__(self, f_block, g_block, split_along_dim=1):
+            super(ReversibleBlock, self).__init__()
+            self.f_block = f_block
+            self.g_block = g_block
+            self.split_along_dim = split_along_dim
+
+        def forward(self, x):
+            x1, x2 = torch.chunk(x, 2, dim=self.split_along_dim)
+            y1, y2 = None, None
+            with torch.no_grad():
+                y1 = x1 + self.f_block(x2)
+                y2 = x2 + self.g_block(y1)
+            return torch.cat([y1, y2], dim=self.split_along_dim)
+
+        def backward_pass(self, y, dy, retain_graph):
+            y1, y2 = torch.chunk(y, 2, dim=self.split_along_dim)
+            del y
+            assert (not y1.requires_grad), "y1 must already be detached"
+            assert (not y2.requires_grad), "y2 must already be detached"
+            dy1, dy2 = torch.chunk(dy, 2, dim=self.split_along_dim)
+            del dy
+            assert (not dy1.requires_grad), "dy1 must not require grad"
+            assert (not dy2.requires_grad), "dy2 must not require grad"
+            y1.requires_grad = True
+            y2.requires_grad = True
+            with torch.enable_grad():
+                gy1 = self.g_block(y1)
+                gy1.backward(dy2, retain_graph=retain_graph)
+            with torch.no_grad():
+                x2 = y2 - gy1
+                del y2, gy1
+                dx1 = dy1 + y1.grad
+                del dy1
+                y1.grad = None
+            with torch.enable_grad():
+                x2.requires_grad = True
+                fx2 = self.f_block(x2)
+                fx2.backward(dx1, retain_graph=retain_graph)
+            with torch.no_grad():
+                x1 = y1 - fx2
+                del y1, fx2
+                dx2 = dy2 + x2.grad
+                del dy2
+                x2.grad = None
+                x = torch.cat([x1, x2.detach()], dim=self.split_along_dim)
+                dx = torch.cat([dx1, dx2], dim=self.split_along_dim)
+            return x, dx
+
+    class _ReversibleModuleFunction(torch.autograd.function.Function):
+        @staticmethod
+        def forward(ctx, x, reversible_blocks, eagerly_discard_variables):
+            assert (isinstance(reversible_blocks, nn.ModuleList))
+            for block in reversible_blocks:
+                assert (isinstance(block, ReversibleBlock))
+                x = block(x)
+            ctx.y = x.detach()
+            ctx.reversible_blocks = reversible_blocks
+            ctx.eagerly_discard_variables = eagerly_discard_variables
+            return x
+
+        @staticmethod
+        def backward(ctx, dy):
+            y = ctx.y
+            if ctx.eagerly_discard_variables:
+                del ctx.y
+            for i in range(len(ctx.reversible_blocks) - 1, -1, -1):
+                y, dy = ctx.reversible_blocks[i].backward_pass(y, dy, not ctx.eagerly_discard_variables)
+            if ctx.eagerly_discard_variables:
+                del ctx.reversible_blocks
+            return dy, None, None
+
+    class ReversibleSequence(nn.Module):
+        def __init__(self, reversible_blocks, eagerly_discard_variables=True):
+            super(ReversibleSequence, self).__init__()
+            assert (isinstance(reversible_blocks, nn.ModuleList))
+            for block in reversible_blocks:
+                assert (isinstance(block, ReversibleBlock))
+            self.reversible_blocks = reversible_blocks
+            self.eagerly_discard_variables = eagerly_discard_variables
+
+        def forward(self, inp):
+            return _ReversibleModuleFunction.apply(inp, self.reversible_blocks, self.eagerly_discard_variables)
+
+    class CheckpointFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, run_function, preserve_rng_state, *args):
+            check_backward_validity(args)
+            ctx.run_function = run_function
+            ctx.preserve_rng_state = preserve_rng_state
+            if preserve_rng_state:
+                ctx.fwd_cpu_state = torch.get_rng_state()
+            ctx.save_for_backward(*args)
+            with torch.no_grad():
+                outputs = run_function(*args)
+            return outputs
+
+        @staticmethod
+        def backward(ctx, *args):
+            inputs = ctx.saved_tensors
+            rng_devices = []
+            with torch.random.fork_rng(devices=rng_devices, enabled=ctx.preserve_rng_state):
+                if ctx.preserve_rng_state:
+                    torch.set_rng_state(ctx.fwd_cpu_state)
+                detached_inputs = detach_variable(tuple(inputs))
+                with torch.enable_grad():
+                    outputs = ctx.run_function(*detached_inputs)
+            if isinstance(outputs, torch.Tensor):
+                outputs = (outputs,)
+            outputs_with_grad = []
+            args_with_grad = []
+            for i in range(len(outputs)):
+                if torch.is_tensor(outputs[i]) and outputs[i].requires_grad:
+                    outputs_with_grad.append(outputs[i])
+                    args_with_grad.append(args[i])
+            if len(outputs_with_grad) == 0:
+                raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
+            torch.autograd.backward(outputs_with_grad, args_with_grad)
+            grads = tuple(inp.grad if isinstance(inp, torch.Tensor) else None for inp in detached_inputs)
+            return (None, None) + grads
+
+    def conv_bn_relu(c):
+        return nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU())
+
+    class RevNet(nn.Module):
+        def __init__(self, width=4, classes=5):
+            super().__init__()
+            self.stem = nn.Conv2d(3, width, 3, padding=1, bias=False)
+            blocks = [ReversibleBlock(conv_bn_relu(width // 2), conv_bn_relu(width // 2)) for _ in range(2)]
+            self.rev = ReversibleSequence(nn.ModuleList(blocks))
+            self.head_conv = nn.Conv2d(width, width, 1)
+            self.fc = nn.Linear(width, classes)
+
+        def forward(self, x):
+            x = self.rev(self.stem(x))
+            x = CheckpointFunction.apply(lambda t: F.relu(self.head_conv(t)), True, x)
+            return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+    model = RevNet()
+    # eval-mode batch norm: the reversible recomputation must see the forward's functions exactly
+    init = load(m, model, state)
+    model.eval()
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = [step(m, model, optimizer, torch.tensor(normal(rng, 2, 3, 5, 5)), torch.tensor(rng.integers(0, 5, 2)))
+              for _ in range(2)]
+    return init, losses + summary(model.parameters())
+
+
+def test_reversible_and_vendored_checkpoint():
+    compare(reversible_and_vendored_checkpoint)
