@@ -2343,3 +2343,79 @@ def reversible_and_vendored_checkpoint(m, state=None):
 
 def test_reversible_and_vendored_checkpoint():
     compare(reversible_and_vendored_checkpoint)
+
+
+# (s) optimising the input instead of the weights: a DeepDream loop as its PyTorch ports write it (a forward hook
+# keeping a layer's activation, jitter by torch.roll and back, octaves by F.interpolate, gradient ascent on
+# img.data by the gradient over its mean absolute value, clamping per channel against normalised bounds) and
+# SmoothGrad's saliency (gradients of the class score averaged over noisy copies, numpy's noise here)
+def deepdream_smoothgrad(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    torch.manual_seed(0)
+    rng = np.random.default_rng(20)
+    mean = np.array([0.485, 0.456, 0.406], dtype=np.float32).reshape(1, 3, 1, 1)
+    std = np.array([0.229, 0.224, 0.225], dtype=np.float32).reshape(1, 3, 1, 1)
+    model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.ReLU(), nn.Conv2d(6, 8, 3, padding=1), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(8, 4))
+    init = load(m, model, state)
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    activations = {}
+
+    def hook(module, inp, out):
+        activations['target'] = out
+
+    handle = model[2].register_forward_hook(hook)
+    lower = torch.tensor((0 - mean) / std)
+    upper = torch.tensor((1 - mean) / std)
+
+    def dream(image, iterations=2, lr=0.05):
+        image = image.clone().requires_grad_(True)
+        for i in range(iterations):
+            shift_x, shift_y = [int(v) for v in rng.integers(-2, 3, 2)]
+            image.data = torch.roll(image.data, shifts=(shift_x, shift_y), dims=(2, 3))
+            model.zero_grad()
+            if image.grad is not None:
+                image.grad.zero_()
+            model(image)
+            loss = activations['target'].norm()
+            loss.backward()
+            avg_grad = np.abs(image.grad.data.cpu().numpy()).mean()
+            norm_lr = lr / avg_grad
+            image.data += norm_lr * image.grad.data
+            image.data = torch.max(torch.min(image.data, upper), lower)
+            image.data = torch.roll(image.data, shifts=(-shift_x, -shift_y), dims=(2, 3))
+        return image.detach(), loss.item()
+
+    base = torch.tensor(normal(rng, 1, 3, 8, 8) * 0.5)
+    octaves = [base]
+    for _ in range(1):
+        octaves.append(F.interpolate(octaves[-1], scale_factor=0.75, mode='bilinear', align_corners=False))
+    detail = torch.zeros_like(octaves[-1])
+    losses = []
+    for octave, octave_base in enumerate(octaves[::-1]):
+        if octave > 0:
+            detail = F.interpolate(detail, size=octave_base.shape[-2:], mode='bilinear', align_corners=False)
+        dreamed, loss = dream(octave_base + detail)
+        losses.append(loss)
+        detail = dreamed - octave_base
+    handle.remove()
+    losses += [float(dreamed.sum().item()), float((dreamed ** 2).sum().item())]
+
+    def smooth_grad(x, target, n=3, sigma=0.15):
+        stdev = sigma * (x.max() - x.min()).item()
+        total = torch.zeros_like(x)
+        for _ in range(n):
+            noisy = (x + torch.tensor(normal(rng, *x.shape) * stdev)).requires_grad_(True)
+            score = model(noisy)[0, target]
+            grad, = torch.autograd.grad(score, noisy)
+            total += grad
+        return (total / n).abs().amax(dim=1)
+
+    saliency = smooth_grad(base, target=2)
+    return init, losses + saliency.flatten().tolist()
+
+
+def test_deepdream_smoothgrad():
+    compare(deepdream_smoothgrad)
