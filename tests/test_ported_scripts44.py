@@ -2419,3 +2419,138 @@ def deepdream_smoothgrad(m, state=None):
 
 def test_deepdream_smoothgrad():
     compare(deepdream_smoothgrad)
+
+
+# (t) classification losses from detection and noisy-label papers, written as their repositories do: OHEM (the hardest
+# samples of a per-sample loss by topk), GHM-C (libra/mmdetection's gradient-density weights: edges, per-bin counts
+# by boolean masks, an EMA of the counts kept in a list), Taylor cross-entropy (Feng et al.: a truncated series of
+# 1 - p), PolyLoss (Poly-1: CE + epsilon (1 - p_t)) and the symmetric cross-entropy (RCE's log of clamped one-hot)
+def loss_zoo(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(21)
+    num_classes = 5
+
+    def ohem_loss(cls_pred, cls_target, rate=0.7):
+        batch_size = cls_pred.size(0)
+        ohem_cls_loss = F.cross_entropy(cls_pred, cls_target, reduction='none', ignore_index=-1)
+        sorted_ohem_loss, idx = torch.sort(ohem_cls_loss, descending=True)
+        keep_num = min(sorted_ohem_loss.size()[0], int(batch_size * rate))
+        if keep_num < sorted_ohem_loss.size()[0]:
+            keep_idx_cuda = idx[:keep_num]
+            ohem_cls_loss = ohem_cls_loss[keep_idx_cuda]
+        cls_loss = ohem_cls_loss.sum() / keep_num
+        return cls_loss
+
+    class GHMC(nn.Module):
+        def __init__(self, bins=10, momentum=0, use_sigmoid=True, loss_weight=1.0):
+            super(GHMC, self).__init__()
+            self.bins = bins
+            self.momentum = momentum
+            edges = torch.arange(bins + 1).float() / bins
+            self.register_buffer('edges', edges)
+            self.edges[-1] += 1e-6
+            if momentum > 0:
+                acc_sum = torch.zeros(bins)
+                self.register_buffer('acc_sum', acc_sum)
+            self.use_sigmoid = use_sigmoid
+            self.loss_weight = loss_weight
+
+        def forward(self, pred, target, label_weight, *args, **kwargs):
+            if pred.dim() != target.dim():
+                target = F.one_hot(target, pred.size(-1)).float()
+                label_weight = label_weight.view(-1, 1).expand(-1, pred.size(-1))
+            target, label_weight = target.float(), label_weight.float()
+            edges = self.edges
+            mmt = self.momentum
+            weights = torch.zeros_like(pred)
+            g = torch.abs(pred.sigmoid().detach() - target)
+            valid = label_weight > 0
+            tot = max(valid.float().sum().item(), 1.0)
+            n = 0
+            for i in range(self.bins):
+                inds = (g >= edges[i]) & (g < edges[i + 1]) & valid
+                num_in_bin = inds.sum().item()
+                if num_in_bin > 0:
+                    if mmt > 0:
+                        self.acc_sum[i] = mmt * self.acc_sum[i] + (1 - mmt) * num_in_bin
+                        weights[inds] = tot / self.acc_sum[i]
+                    else:
+                        weights[inds] = tot / num_in_bin
+                    n += 1
+            if n > 0:
+                weights = weights / n
+            loss = F.binary_cross_entropy_with_logits(pred, target, weights, reduction='sum') / tot
+            return loss * self.loss_weight
+
+    class TaylorCrossEntropyLoss(nn.Module):
+        def __init__(self, n=2, ignore_index=-1, reduction='mean', smoothing=0.0):
+            super(TaylorCrossEntropyLoss, self).__init__()
+            assert n % 2 == 0
+            self.n = n
+            self.reduction = reduction
+            self.ignore_index = ignore_index
+
+        def taylor_softmax(self, x):
+            fn = torch.ones_like(x)
+            denor = 1.
+            for i in range(1, self.n + 1):
+                denor *= i
+                fn = fn + x.pow(i) / denor
+            out = fn / fn.sum(dim=1, keepdims=True)
+            return out
+
+        def forward(self, logits, labels):
+            log_probs = self.taylor_softmax(logits).log()
+            loss = F.nll_loss(log_probs, labels, reduction=self.reduction, ignore_index=self.ignore_index)
+            return loss
+
+    def poly1_cross_entropy(logits, labels, epsilon=1.0):
+        pt = torch.sum(F.one_hot(labels, num_classes) * F.softmax(logits, dim=-1), dim=-1)
+        CE = F.cross_entropy(logits, labels, reduction='none')
+        poly1 = CE + epsilon * (1 - pt)
+        return poly1.mean()
+
+    class SCELoss(nn.Module):
+        def __init__(self, alpha, beta, num_classes=10):
+            super(SCELoss, self).__init__()
+            self.alpha = alpha
+            self.beta = beta
+            self.num_classes = num_classes
+            self.cross_entropy = nn.CrossEntropyLoss()
+
+        def forward(self, pred, labels):
+            ce = self.cross_entropy(pred, labels)
+            pred = F.softmax(pred, dim=1)
+            pred = torch.clamp(pred, min=1e-7, max=1.0)
+            label_one_hot = F.one_hot(labels, self.num_classes).float()
+            label_one_hot = torch.clamp(label_one_hot, min=1e-4, max=1.0)
+            rce = (-1 * torch.sum(pred * torch.log(label_one_hot), dim=1))
+            loss = self.alpha * ce + self.beta * rce.mean()
+            return loss
+
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, num_classes))
+    init = load(m, model, state)
+    ghmc = GHMC(bins=5, momentum=0.5)
+    taylor = TaylorCrossEntropyLoss(n=2)
+    sce = SCELoss(alpha=0.1, beta=1.0, num_classes=num_classes)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    for _ in range(2):
+        x = torch.tensor(normal(rng, 6, 6))
+        y = torch.tensor(rng.integers(0, num_classes, 6))
+        y_ignored = y.clone()
+        y_ignored[0] = -1
+        logits = model(x)
+        terms = [ohem_loss(logits, y_ignored), ghmc(logits, y, torch.ones(6)), taylor(logits, y_ignored),
+                 poly1_cross_entropy(logits, y), sce(logits, y)]
+        loss = sum(terms)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses += [t.item() for t in terms]
+    return init, losses + ghmc.acc_sum.tolist() + summary(model.parameters())
+
+
+def test_loss_zoo():
+    compare(loss_zoo)
