@@ -2554,3 +2554,214 @@ def loss_zoo(m, state=None):
 
 def test_loss_zoo():
     compare(loss_zoo)
+
+
+# (u) Yandex's rtdl FT-Transformer on a tabular batch: a feature tokenizer (numerical features times per-feature
+# weights plus biases, categorical embeddings through a category_offsets buffer made by cumsum), a [CLS] token
+# appended, pre-norm blocks whose first skips its attention LayerNorm, the head on the last token; and
+# Lakshminarayanan's deep ensembles for regression (a softplus variance, the Gaussian NLL, FGSM inputs by the sign of
+# the input gradient, the members' mixture mean and variance)
+def ft_transformer_deep_ensembles(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(22)
+
+    class Tokenizer(nn.Module):
+        def __init__(self, d_numerical, categories, d_token, bias):
+            super().__init__()
+            if categories is None:
+                d_bias = d_numerical
+                self.category_offsets = None
+                self.category_embeddings = None
+            else:
+                d_bias = d_numerical + len(categories)
+                category_offsets = torch.tensor([0] + categories[:-1]).cumsum(0)
+                self.register_buffer('category_offsets', category_offsets)
+                self.category_embeddings = nn.Embedding(sum(categories), d_token)
+                nn.init.kaiming_uniform_(self.category_embeddings.weight, a=math.sqrt(5))
+            self.weight = nn.Parameter(torch.Tensor(d_numerical + 1, d_token))
+            self.bias = nn.Parameter(torch.Tensor(d_bias, d_token)) if bias else None
+            nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+            if self.bias is not None:
+                nn.init.kaiming_uniform_(self.bias, a=math.sqrt(5))
+
+        @property
+        def n_tokens(self):
+            return len(self.weight) + (0 if self.category_offsets is None else len(self.category_offsets))
+
+        def forward(self, x_num, x_cat):
+            x_some = x_num if x_cat is None else x_cat
+            assert x_some is not None
+            x_num = torch.cat([torch.ones(len(x_some), 1, device=x_some.device)]
+                              + ([] if x_num is None else [x_num]), dim=1)
+            x = self.weight[None] * x_num[:, :, None]
+            if x_cat is not None:
+                x = torch.cat([x, self.category_embeddings(x_cat + self.category_offsets[None])], dim=1)
+            if self.bias is not None:
+                bias = torch.cat([torch.zeros(1, self.bias.shape[1], device=x.device), self.bias])
+                x = x + bias[None]
+            return x
+
+    class MultiheadAttention(nn.Module):
+        def __init__(self, d, n_heads, dropout, initialization='kaiming'):
+            super().__init__()
+            if n_heads > 1:
+                assert d % n_heads == 0
+            self.W_q = nn.Linear(d, d)
+            self.W_k = nn.Linear(d, d)
+            self.W_v = nn.Linear(d, d)
+            self.W_out = nn.Linear(d, d) if n_heads > 1 else None
+            self.n_heads = n_heads
+            self.dropout = nn.Dropout(dropout) if dropout else None
+            for mod in [self.W_q, self.W_k, self.W_v]:
+                if initialization == 'xavier' and (n_heads > 1 or mod is not self.W_v):
+                    nn.init.xavier_uniform_(mod.weight, gain=1 / math.sqrt(2))
+                nn.init.zeros_(mod.bias)
+            if self.W_out is not None:
+                nn.init.zeros_(self.W_out.bias)
+
+        def _reshape(self, x):
+            batch_size, n_tokens, d = x.shape
+            d_head = d // self.n_heads
+            return (x.reshape(batch_size, n_tokens, self.n_heads, d_head).transpose(1, 2)
+                    .reshape(batch_size * self.n_heads, n_tokens, d_head))
+
+        def forward(self, x_q, x_kv):
+            q, k, v = self.W_q(x_q), self.W_k(x_kv), self.W_v(x_kv)
+            for tensor in [q, k, v]:
+                assert tensor.shape[-1] % self.n_heads == 0
+            batch_size = len(q)
+            d_head_key = k.shape[-1] // self.n_heads
+            d_head_value = v.shape[-1] // self.n_heads
+            n_q_tokens = q.shape[1]
+            q = self._reshape(q)
+            k = self._reshape(k)
+            attention = F.softmax(q @ k.transpose(1, 2) / math.sqrt(d_head_key), dim=-1)
+            if self.dropout is not None:
+                attention = self.dropout(attention)
+            x = attention @ self._reshape(v)
+            x = (x.reshape(batch_size, self.n_heads, n_q_tokens, d_head_value).transpose(1, 2)
+                 .reshape(batch_size, n_q_tokens, self.n_heads * d_head_value))
+            if self.W_out is not None:
+                x = self.W_out(x)
+            return x
+
+    class Transformer(nn.Module):
+        def __init__(self, d_numerical, categories, n_layers, d_token, n_heads, d_ffn_factor, d_out):
+            super().__init__()
+            self.tokenizer = Tokenizer(d_numerical, categories, d_token, True)
+            d_hidden = int(d_token * d_ffn_factor)
+            self.layers = nn.ModuleList([])
+            for layer_idx in range(n_layers):
+                layer = nn.ModuleDict({
+                    'attention': MultiheadAttention(d_token, n_heads, 0.0),
+                    'linear0': nn.Linear(d_token, d_hidden * 2),
+                    'linear1': nn.Linear(d_hidden, d_token),
+                    'norm1': nn.LayerNorm(d_token)})
+                if layer_idx:
+                    layer['norm0'] = nn.LayerNorm(d_token)
+                self.layers.append(layer)
+
+            def reglu(x):
+                a, b = x.chunk(2, dim=-1)
+                return a * F.relu(b)
+            self.activation = reglu
+            self.last_activation = F.relu
+            self.last_normalization = nn.LayerNorm(d_token)
+            self.head = nn.Linear(d_token, d_out)
+
+        def _start_residual(self, x, layer, norm_idx):
+            x_residual = x
+            norm_key = f'norm{norm_idx}'
+            if norm_key in layer:
+                x_residual = layer[norm_key](x_residual)
+            return x_residual
+
+        def forward(self, x_num, x_cat):
+            x = self.tokenizer(x_num, x_cat)
+            for layer_idx, layer in enumerate(self.layers):
+                is_last_layer = layer_idx + 1 == len(self.layers)
+                x_residual = self._start_residual(x, layer, 0)
+                x_residual = layer['attention'](x_residual[:, :1] if is_last_layer else x_residual, x_residual)
+                if is_last_layer:
+                    x = x[:, :x_residual.shape[1]]
+                x = x + x_residual
+                x_residual = self._start_residual(x, layer, 1)
+                x_residual = layer['linear0'](x_residual)
+                x_residual = self.activation(x_residual)
+                x_residual = layer['linear1'](x_residual)
+                x = x + x_residual
+            assert x.shape[1] == 1
+            x = x[:, 0]
+            x = self.last_normalization(x)
+            x = self.last_activation(x)
+            x = self.head(x)
+            return x.squeeze(-1)
+
+    class GaussianMLP(nn.Module):
+        def __init__(self, inputs=3, hidden=8):
+            super().__init__()
+            self.fc1 = nn.Linear(inputs, hidden)
+            self.fc2 = nn.Linear(hidden, 2)
+
+        def forward(self, x):
+            mean, variance = torch.split(self.fc2(F.relu(self.fc1(x))), 1, dim=1)
+            variance = F.softplus(variance) + 1e-6
+            return mean, variance
+
+    ft = Transformer(d_numerical=3, categories=[3, 4], n_layers=2, d_token=8, n_heads=2, d_ffn_factor=1.0, d_out=1)
+    members = nn.ModuleList([GaussianMLP() for _ in range(2)])
+    if state is None:
+        init = {'ft': load(m, ft, None), 'members': load(m, members, None)}
+    else:
+        init = {'ft': load(m, ft, state['ft']), 'members': load(m, members, state['members'])}
+    decay = [p for n, p in ft.named_parameters() if not ('tokenizer' in n or '.norm' in n or '_normalization' in n
+                                                        or n.endswith('.bias'))]
+    no_decay = [p for n, p in ft.named_parameters() if 'tokenizer' in n or '.norm' in n or '_normalization' in n
+                or n.endswith('.bias')]
+    # SGD, not rtdl's AdamW: W_k's bias gets a gradient of rounding alone (softmax ignores it), which Adam would
+    # normalise into a step of a different sign in each library
+    optimizer = optim.SGD([{'params': decay}, {'params': no_decay, 'weight_decay': 0.0}], lr=0.05, momentum=0.9,
+                          weight_decay=1e-5)
+    losses = []
+    for _ in range(2):
+        x_num = torch.tensor(normal(rng, 4, 3))
+        x_cat = torch.tensor(np.stack([rng.integers(0, 3, 4), rng.integers(0, 4, 4)], 1))
+        y = torch.tensor(normal(rng, 4))
+        optimizer.zero_grad()
+        loss = F.mse_loss(ft(x_num, x_cat), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+
+    def nll_criterion(mean, variance, target):
+        return (torch.log(variance) / 2 + ((target - mean) ** 2) / (2 * variance)).mean()
+
+    ens_optimizers = [optim.Adam(member.parameters(), lr=0.01) for member in members]
+    x = torch.tensor(normal(rng, 5, 3))
+    y = torch.tensor(normal(rng, 5, 1))
+    for member, opt in zip(members, ens_optimizers):
+        x_adv = x.clone().requires_grad_(True)
+        mean, variance = member(x_adv)
+        nll_criterion(mean, variance, y).backward()
+        x_adv = (x + 0.01 * torch.sign(x_adv.grad.data)).detach()
+        opt.zero_grad()
+        mean, variance = member(x)
+        loss = nll_criterion(mean, variance, y)
+        mean_adv, variance_adv = member(x_adv)
+        loss = loss + nll_criterion(mean_adv, variance_adv, y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    with torch.no_grad():
+        outs = [member(x) for member in members]
+        means = torch.stack([o[0] for o in outs])
+        variances = torch.stack([o[1] for o in outs])
+        mixture_mean = means.mean(0)
+        mixture_var = (variances + means.pow(2)).mean(0) - mixture_mean.pow(2)
+    return init, (losses + mixture_mean.flatten().tolist() + mixture_var.flatten().tolist()
+                  + summary(ft.parameters()) + summary(members.parameters()))
+
+
+def test_ft_transformer_deep_ensembles():
+    compare(ft_transformer_deep_ensembles)
