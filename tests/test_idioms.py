@@ -1179,6 +1179,29 @@ def test_safe_globals_pytree_and_numpy_force_as_torchs(tmp_path):
     assert add_safe_globals is tnet.serialize.add_safe_globals and safe_globals is tnet.serialize.safe_globals
 
 
+def test_overrides_for_functions_vendored_from_torch():
+    """A function copied out of torch's source (a repository's multi_head_attention_forward) asks
+    torch.overrides first whether an argument overrides it; for tnet's tensors, None and numbers the answer is
+    False, as torch's for its own, and the function runs its own body."""
+    results = []
+    for lib in (tnet, torch):
+        overrides = importlib.import_module(lib.__name__ + ".overrides")
+
+        def scaled_linear(x, weight, bias=None, scale=1.0):
+            tens_ops = (x, weight, bias)
+            if any(type(t) is not lib.Tensor for t in tens_ops) and overrides.has_torch_function(tens_ops):
+                return overrides.handle_torch_function(scaled_linear, tens_ops, x, weight, bias=bias, scale=scale)
+            if overrides.has_torch_function_variadic(x, weight) or overrides.has_torch_function_unary(x):
+                raise AssertionError("no override expected")
+            return lib.nn.functional.linear(x, weight, bias) * scale
+
+        x, w = lib.ones(2, 3), lib.full((4, 3), 0.5)
+        results.append((scaled_linear(x, w, scale=2.0).tolist(), overrides.is_tensor_like(x),
+                        overrides.is_tensor_like(3.0),
+                        overrides.handle_torch_function(scaled_linear, (x, w), x, w, scale=3.0).tolist()))
+    assert results[0] == results[1]
+
+
 def test_linear_and_conv2d_take_integer_tensors_for_sizes_as_torch():
     """nn.Linear and nn.Conv2d built from one-element integer tensors (a width computed on the device), as torch's
     parser takes them; a float tensor is no size (TypeError)."""
