@@ -2765,3 +2765,165 @@ def ft_transformer_deep_ensembles(m, state=None):
 
 def test_ft_transformer_deep_ensembles():
     compare(ft_transformer_deep_ensembles)
+
+
+# (v) torch 1.x's F.multi_head_attention_forward as DETR-family repositories vendor it (Conditional DETR's
+# attention.py): the torch.overrides check first, in-projection by slices of one packed weight through F.linear,
+# q scaled by head_dim ** -0.5, bias_k/bias_v appended with F.pad on the masks, a key padding mask filled with
+# -inf through views, averaged weights returned; wrapped in a module with xavier_uniform_ and constant_ init and a
+# nn.Linear out_proj, beside torch's own nn.MultiheadAttention loaded with the same weights
+def vendored_mha(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    overrides = importlib.import_module(m.torch.__name__ + '.overrides')
+    has_torch_function, handle_torch_function = overrides.has_torch_function, overrides.handle_torch_function
+    Tensor = torch.Tensor
+    linear, pad, softmax, dropout = F.linear, F.pad, F.softmax, F.dropout
+    torch.manual_seed(0)
+    rng = np.random.default_rng(23)
+
+    def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                     bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                     training=True, key_padding_mask=None, need_weights=True, attn_mask=None):
+        if not torch.jit.is_scripting():
+            tens_ops = (query, key, value, in_proj_weight, in_proj_bias, bias_k, bias_v, out_proj_weight,
+                        out_proj_bias)
+            if any([type(t) is not Tensor for t in tens_ops]) and has_torch_function(tens_ops):
+                return handle_torch_function(
+                    multi_head_attention_forward, tens_ops, query, key, value, embed_dim_to_check, num_heads,
+                    in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight,
+                    out_proj_bias, training=training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+                    attn_mask=attn_mask)
+        tgt_len, bsz, embed_dim = query.size()
+        assert embed_dim == embed_dim_to_check
+        assert key.size(0) == value.size(0) and key.size(1) == value.size(1)
+        head_dim = embed_dim // num_heads
+        assert head_dim * num_heads == embed_dim, "embed_dim must be divisible by num_heads"
+        scaling = float(head_dim) ** -0.5
+        _b = in_proj_bias
+        _start, _end = 0, embed_dim
+        _w = in_proj_weight[_start:_end, :]
+        if _b is not None:
+            _b = _b[_start:_end]
+        q = linear(query, _w, _b)
+        _b = in_proj_bias
+        _start, _end = embed_dim, None
+        _w = in_proj_weight[_start:, :]
+        if _b is not None:
+            _b = _b[_start:]
+        k, v = linear(key, _w, _b).chunk(2, dim=-1)
+        q = q * scaling
+        if attn_mask is not None:
+            if attn_mask.dtype == torch.uint8:
+                attn_mask = attn_mask.to(torch.bool)
+            if attn_mask.dim() == 2:
+                attn_mask = attn_mask.unsqueeze(0)
+                if list(attn_mask.size()) != [1, query.size(0), key.size(0)]:
+                    raise RuntimeError('The size of the 2D attn_mask is not correct.')
+        if bias_k is not None and bias_v is not None:
+            k = torch.cat([k, bias_k.repeat(1, bsz, 1)])
+            v = torch.cat([v, bias_v.repeat(1, bsz, 1)])
+            if attn_mask is not None:
+                attn_mask = pad(attn_mask, (0, 1))
+            if key_padding_mask is not None:
+                key_padding_mask = pad(key_padding_mask, (0, 1))
+        q = q.contiguous().view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+        k = k.contiguous().view(-1, bsz * num_heads, head_dim).transpose(0, 1)
+        v = v.contiguous().view(-1, bsz * num_heads, head_dim).transpose(0, 1)
+        src_len = k.size(1)
+        if add_zero_attn:
+            src_len += 1
+            k = torch.cat([k, torch.zeros((k.size(0), 1) + k.size()[2:], dtype=k.dtype, device=k.device)], dim=1)
+            v = torch.cat([v, torch.zeros((v.size(0), 1) + v.size()[2:], dtype=v.dtype, device=v.device)], dim=1)
+            if attn_mask is not None:
+                attn_mask = pad(attn_mask, (0, 1))
+            if key_padding_mask is not None:
+                key_padding_mask = pad(key_padding_mask, (0, 1))
+        attn_output_weights = torch.bmm(q, k.transpose(1, 2))
+        assert list(attn_output_weights.size()) == [bsz * num_heads, tgt_len, src_len]
+        if attn_mask is not None:
+            if attn_mask.dtype == torch.bool:
+                attn_output_weights.masked_fill_(attn_mask, float('-inf'))
+            else:
+                attn_output_weights += attn_mask
+        if key_padding_mask is not None:
+            attn_output_weights = attn_output_weights.view(bsz, num_heads, tgt_len, src_len)
+            attn_output_weights = attn_output_weights.masked_fill(
+                key_padding_mask.unsqueeze(1).unsqueeze(2), float('-inf'))
+            attn_output_weights = attn_output_weights.view(bsz * num_heads, tgt_len, src_len)
+        attn_output_weights = softmax(attn_output_weights, dim=-1)
+        attn_output_weights = dropout(attn_output_weights, p=dropout_p, training=training)
+        attn_output = torch.bmm(attn_output_weights, v)
+        assert list(attn_output.size()) == [bsz * num_heads, tgt_len, head_dim]
+        attn_output = attn_output.transpose(0, 1).contiguous().view(tgt_len, bsz, embed_dim)
+        attn_output = linear(attn_output, out_proj_weight, out_proj_bias)
+        if need_weights:
+            attn_output_weights = attn_output_weights.view(bsz, num_heads, tgt_len, src_len)
+            return attn_output, attn_output_weights.sum(dim=1) / num_heads
+        return attn_output, None
+
+    class MultiheadAttention(nn.Module):
+        def __init__(self, embed_dim, num_heads, dropout=0., bias=True, add_bias_kv=False, add_zero_attn=False):
+            super(MultiheadAttention, self).__init__()
+            self.embed_dim = embed_dim
+            self.num_heads = num_heads
+            self.dropout = dropout
+            self.head_dim = embed_dim // num_heads
+            self.in_proj_weight = nn.Parameter(torch.empty(3 * embed_dim, embed_dim))
+            if bias:
+                self.in_proj_bias = nn.Parameter(torch.empty(3 * embed_dim))
+            else:
+                self.register_parameter('in_proj_bias', None)
+            self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
+            if add_bias_kv:
+                self.bias_k = nn.Parameter(torch.empty(1, 1, embed_dim))
+                self.bias_v = nn.Parameter(torch.empty(1, 1, embed_dim))
+            else:
+                self.bias_k = self.bias_v = None
+            self.add_zero_attn = add_zero_attn
+            self._reset_parameters()
+
+        def _reset_parameters(self):
+            nn.init.xavier_uniform_(self.in_proj_weight)
+            if self.in_proj_bias is not None:
+                nn.init.constant_(self.in_proj_bias, 0.)
+                nn.init.constant_(self.out_proj.bias, 0.)
+            if self.bias_k is not None:
+                nn.init.xavier_normal_(self.bias_k)
+            if self.bias_v is not None:
+                nn.init.xavier_normal_(self.bias_v)
+
+        def forward(self, query, key, value, key_padding_mask=None, need_weights=True, attn_mask=None):
+            return multi_head_attention_forward(
+                query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
+                self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight, self.out_proj.bias,
+                training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+                attn_mask=attn_mask)
+
+    vendored = MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True)
+    library = nn.MultiheadAttention(8, 2, add_bias_kv=True, add_zero_attn=True)
+    head = nn.Linear(8, 3)
+    init = {'vendored': load(m, vendored, None if state is None else state['vendored']),
+            'head': load(m, head, None if state is None else state['head'])}
+    library.load_state_dict(vendored.state_dict())
+    # SGD: the keys' in-projection bias gets a gradient of rounding alone (softmax ignores it)
+    optimizer = optim.SGD(list(vendored.parameters()) + list(head.parameters()), lr=0.1, momentum=0.9)
+    losses = []
+    for _ in range(2):
+        tgt = torch.tensor(normal(rng, 3, 2, 8))
+        memory = torch.tensor(normal(rng, 5, 2, 8))
+        key_padding_mask = torch.tensor([[False, False, False, True, True], [False] * 5])
+        attn_mask = torch.tensor(np.triu(np.ones((3, 5), dtype=bool), k=3))
+        out, weights = vendored(tgt, memory, memory, key_padding_mask=key_padding_mask, attn_mask=attn_mask)
+        ref, ref_weights = library(tgt, memory, memory, key_padding_mask=key_padding_mask, attn_mask=attn_mask)
+        assert (out - ref).abs().max().item() < 1e-5 and (weights - ref_weights).abs().max().item() < 1e-6
+        loss = F.cross_entropy(head(out.mean(0)), torch.tensor(rng.integers(0, 3, 2)))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        library.load_state_dict(vendored.state_dict())
+        losses += [loss.item(), float(weights.sum().item())]
+    return init, losses + summary(vendored.parameters()) + summary(head.parameters())
+
+
+def test_vendored_mha():
+    compare(vendored_mha)
