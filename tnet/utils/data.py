@@ -116,28 +116,62 @@ def _rebuilt(elem, parts):
         return parts
 
 
-def default_collate(batch):
-    """torch's default_collate: a list of samples into a batch, by the first sample's type. tnet
-    Tensors are stacked on the device (on the tape); numpy arrays and torch tensors are stacked
-    on the host and copied to the device once; numbers (Python's and numpy's) become a tensor;
-    strings stay a sequence; dicts, named tuples and sequences are collated field by field (a
-    tuple becomes a list, as torch's). Dtypes as the module docstring says."""
+def collate(batch, *, collate_fn_map=None):
+    """torch's collate: a list of samples into a batch by the first sample's type, through
+    collate_fn_map ({type or tuple of types: fn(batch, *, collate_fn_map)}, its exact type first,
+    then the first key it is an instance of); dicts, named tuples and sequences that no key takes
+    are collated field by field (a tuple becomes a list, as torch's). A custom collate adds its
+    own types to a copy of default_collate_fn_map (torch's documented extension)."""
     elem = batch[0]
-    if isinstance(elem, Tensor):
-        return stack(list(batch))
-    if isinstance(elem, (torch.Tensor, np.ndarray)):
-        return to_device(_stack_host(batch))
-    if isinstance(elem, (str, bytes)):
-        return batch
-    if isinstance(elem, (numbers.Number, np.bool_)):
-        return to_device(np.asarray(batch))
+    if collate_fn_map is not None:
+        fn = collate_fn_map.get(type(elem))
+        if fn is None:
+            fn = next((f for kind, f in collate_fn_map.items() if isinstance(elem, kind)), None)
+        if fn is not None:
+            return fn(batch, collate_fn_map=collate_fn_map)
     if isinstance(elem, collections.abc.Mapping):
-        return _rebuilt(elem, {key: default_collate([d[key] for d in batch]) for key in elem})
+        return _rebuilt(elem, {key: collate([d[key] for d in batch], collate_fn_map=collate_fn_map) for key in elem})
     if isinstance(elem, collections.abc.Sequence):
         if any(len(sample) != len(elem) for sample in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        return _rebuilt(elem, [default_collate(samples) for samples in zip(*batch)])
+        return _rebuilt(elem, [collate(samples, collate_fn_map=collate_fn_map) for samples in zip(*batch)])
     raise TypeError(COLLATE_ERROR.format(type(elem)))
+
+
+def collate_tensor_fn(batch, *, collate_fn_map=None):
+    """tnet Tensors stacked on the device (on the tape); torch tensors stacked on the host and copied once."""
+    if isinstance(batch[0], Tensor):
+        return stack(list(batch))
+    return to_device(_stack_host(batch))
+
+
+def collate_numpy_array_fn(batch, *, collate_fn_map=None):
+    return to_device(_stack_host(batch))
+
+
+def collate_number_fn(batch, *, collate_fn_map=None):
+    """Numbers, Python's and numpy's, as one tensor (dtypes as the module docstring says)."""
+    return to_device(np.asarray(batch))
+
+
+def collate_str_fn(batch, *, collate_fn_map=None):
+    return batch
+
+
+# torch's names for the number collators
+collate_numpy_scalar_fn = collate_float_fn = collate_int_fn = collate_number_fn
+default_collate_fn_map = {Tensor: collate_tensor_fn, torch.Tensor: collate_tensor_fn,
+                          np.ndarray: collate_numpy_array_fn, (str, bytes): collate_str_fn,
+                          (numbers.Number, np.bool_): collate_number_fn}
+
+
+def default_collate(batch):
+    """torch's default_collate: collate through default_collate_fn_map. tnet Tensors are stacked
+    on the device (on the tape); numpy arrays and torch tensors are stacked on the host and copied
+    to the device once; numbers (Python's and numpy's) become a tensor; strings stay a sequence;
+    dicts, named tuples and sequences are collated field by field (a tuple becomes a list, as
+    torch's). Dtypes as the module docstring says."""
+    return collate(batch, collate_fn_map=default_collate_fn_map)
 
 
 def default_convert(data):
@@ -692,5 +726,9 @@ for _name, _names in {"dataloader": ["DataLoader", "default_collate", "default_c
 # and the older path `from torch.utils.data._utils.collate import default_collate`
 _utils = types.ModuleType(f"{__name__}._utils", "torch.utils.data._utils: its collate module")
 _utils.collate = types.ModuleType(f"{_utils.__name__}.collate", "torch.utils.data._utils.collate's collate functions")
-_utils.collate.__dict__.update(default_collate=default_collate, default_convert=default_convert)
+_utils.collate.__dict__.update(
+    default_collate=default_collate, default_convert=default_convert, collate=collate,
+    default_collate_fn_map=default_collate_fn_map, collate_tensor_fn=collate_tensor_fn,
+    collate_numpy_array_fn=collate_numpy_array_fn, collate_numpy_scalar_fn=collate_numpy_scalar_fn,
+    collate_float_fn=collate_float_fn, collate_int_fn=collate_int_fn, collate_str_fn=collate_str_fn)
 sys.modules[_utils.__name__], sys.modules[_utils.collate.__name__] = _utils, _utils.collate
