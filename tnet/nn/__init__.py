@@ -1933,6 +1933,11 @@ class _BatchNorm(_NormBase):
     """Batch normalisation (see _NormBase)."""
 
 
+# torch's _BatchNorm family (BatchNorm1d, 2d and 3d, SyncBatchNorm, the lazy ones), by a public name for the
+# isinstance checks of optim.swa_utils.update_bn and func.replace_all_batch_norm_modules_
+BATCH_NORMS = (_BatchNorm,)
+
+
 class BatchNorm1d(_BatchNorm):
     """Over [N, C] or [N, C, L] input."""
 
