@@ -2927,3 +2927,81 @@ def vendored_mha(m, state=None):
 
 def test_vendored_mha():
     compare(vendored_mha)
+
+
+# (w) DP-SGD by hand on torch.func, as the per-sample-gradients tutorial and Opacus-free repositories write it: a
+# CNN whose batch norms replace_all_batch_norm_modules_ strips of running statistics, per-sample gradients by
+# vmap(grad(compute_loss)) over functional_call, each sample's gradient clipped to a norm by a per-sample factor,
+# Gaussian noise (numpy's) added to the sum, the result written into p.grad for an SGD step; the batches made by a
+# collate function extended through collate_fn_map for a custom sample type
+def dp_sgd_by_torch_func(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    collate_module = importlib.import_module(m.torch.__name__ + '.utils.data._utils.collate')
+    torch.manual_seed(0)
+    rng = np.random.default_rng(24)
+
+    class Sample:
+        def __init__(self, image, label):
+            self.image, self.label = image, label
+
+    def collate_sample_fn(batch, *, collate_fn_map=None):
+        return (torch.stack([torch.from_numpy(s.image) for s in batch]),
+                torch.tensor([s.label for s in batch]))
+
+    collate_fn_map = {Sample: collate_sample_fn}
+    collate_fn_map.update(collate_module.default_collate_fn_map)
+
+    def collate_fn(batch):
+        return collate_module.collate(batch, collate_fn_map=collate_fn_map)
+
+    class Samples(data.Dataset):
+        def __init__(self, n):
+            self.items = [Sample(normal(rng, 1, 6, 6), int(rng.integers(0, 4))) for _ in range(n)]
+
+        def __len__(self):
+            return len(self.items)
+
+        def __getitem__(self, i):
+            return {'sample': self.items[i], 'index': i}
+
+    model = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(4 * 3 * 3, 4))
+    init = load(m, model, state)
+    torch.func.replace_all_batch_norm_modules_(model)
+    assert model[1].running_mean is None
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def compute_loss(params, buffers, sample, target):
+        batch = sample.unsqueeze(0)
+        targets = target.unsqueeze(0)
+        predictions = torch.func.functional_call(model, (params, buffers), (batch,))
+        return F.cross_entropy(predictions, targets)
+
+    ft_compute_grad = torch.func.grad(compute_loss)
+    ft_compute_sample_grad = torch.vmap(ft_compute_grad, in_dims=(None, None, 0, 0))
+    optimizer = optim.SGD(model.parameters(), lr=0.5)
+    max_grad_norm, noise_multiplier = 1.0, 0.5
+    losses = []
+    loader = data.DataLoader(Samples(6), batch_size=3, shuffle=False, collate_fn=collate_fn)
+    for batch in loader:
+        images, labels = batch['sample']
+        assert batch['index'].tolist() in ([0, 1, 2], [3, 4, 5])
+        params = {k: v.detach() for k, v in model.named_parameters()}
+        per_sample_grads = ft_compute_sample_grad(params, buffers, images, labels)
+        norms = torch.stack([g.flatten(1).norm(dim=1) for g in per_sample_grads.values()], dim=1).norm(dim=1)
+        factors = (max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
+        for name, p in model.named_parameters():
+            g = per_sample_grads[name]
+            clipped = (g * factors.view(-1, *([1] * (g.dim() - 1)))).sum(0)
+            noise = torch.tensor(normal(rng, *p.shape) * noise_multiplier * max_grad_norm)
+            p.grad = (clipped + noise) / len(labels)
+        optimizer.step()
+        with torch.no_grad():
+            losses.append(F.cross_entropy(model(images), labels).item())
+        losses += norms.tolist()
+    return init, losses + summary(model.parameters())
+
+
+def test_dp_sgd_by_torch_func():
+    compare(dp_sgd_by_torch_func)
