@@ -1007,9 +1007,9 @@ def test_private_and_submodule_names_scripts_import():
     """torch's names that copied files import by their full paths: nn.init's _no_grad_trunc_normal_,
     nn.modules.utils' consume_prefix_in_state_dict_if_present (a DDP checkpoint's "module." keys),
     nn.modules.transformer's _get_clones and _get_activation_fn, nn.modules.linear's
-    NonDynamicallyQuantizableLinear (MultiheadAttention's out_proj), torch.utils.data._utils.collate, torch.random.fork_rng and default_generator, and the
-    attention backend switches (torch.nn.attention.sdpa_kernel, torch.backends.cuda.sdp_kernel), and
-    torch.OutOfMemoryError."""
+    NonDynamicallyQuantizableLinear (MultiheadAttention's out_proj), torch.utils.data._utils.collate,
+    torch.random.fork_rng and default_generator, the attention backend switches (torch.nn.attention.sdpa_kernel,
+    torch.backends.cuda.sdp_kernel), and torch.OutOfMemoryError."""
     from collections import OrderedDict
     from tnet.nn.init import _no_grad_trunc_normal_
     from tnet.nn.modules.transformer import _get_clones
