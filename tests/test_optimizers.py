@@ -339,7 +339,8 @@ def test_helpers_a_copy_of_torchs_optimizers_imports():
 
 
 def test_per_optimizer_module_paths():
-    """torch.optim's modules of one optimizer each (`from torch.optim.adamw import AdamW`) hold tnet's classes."""
+    """torch.optim's modules of one optimizer each (`from torch.optim.adamw import AdamW`) hold tnet's classes, and
+    torch.optim._functional the functional steps tnet has."""
     for module, name in (("sgd", "SGD"), ("adam", "Adam"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"),
                          ("adagrad", "Adagrad"), ("radam", "RAdam"), ("nadam", "NAdam"), ("sparse_adam", "SparseAdam")):
         ours = importlib.import_module(f"tnet.optim.{module}")
@@ -347,6 +348,10 @@ def test_per_optimizer_module_paths():
         assert hasattr(importlib.import_module(f"torch.optim.{module}"), name)
     from tnet.optim.adamw import AdamW
     assert AdamW is optim.AdamW and optim.sgd.SGD is optim.SGD
+    # torch.optim._functional's steps by that path too (`from torch.optim import _functional as F` in forks)
+    from tnet.optim import _functional
+    assert _functional.adam is optim.adam.adam and _functional.sgd is optim.sgd.sgd
+    assert _functional.adamw is optim.adamw.adamw and hasattr(importlib.import_module("torch.optim._functional"), "adamw")
 
 
 def test_an_adam_subclass_stepping_by_init_group_and_functional_adam(rng):

@@ -915,3 +915,8 @@ for _module_name, _class in (("adadelta", Adadelta), ("adagrad", Adagrad), ("ada
         setattr(_module, _module_name, getattr(functional, _module_name))
     sys.modules[_module.__name__] = _module
     globals()[_module_name] = _module
+# and torch.optim._functional, where optimizer forks of torch's find the same steps (`from torch.optim import
+# _functional as F`)
+_functional = types.ModuleType(f"{__name__}._functional", "torch.optim._functional's steps that tnet has")
+_functional.__dict__.update(sgd=functional.sgd, adam=functional.adam, adamw=functional.adamw)
+sys.modules[_functional.__name__] = _functional
