@@ -1008,7 +1008,7 @@ def test_private_and_submodule_names_scripts_import():
     nn.modules.utils' consume_prefix_in_state_dict_if_present (a DDP checkpoint's "module." keys),
     nn.modules.transformer's _get_clones and _get_activation_fn, nn.modules.linear's
     NonDynamicallyQuantizableLinear (MultiheadAttention's out_proj), torch.utils.data._utils.collate,
-    torch.random.fork_rng and default_generator, the attention backend switches (torch.nn.attention.sdpa_kernel,
+    torch.random.fork_rng and default_generator, torch.types' aliases, the attention backend switches (torch.nn.attention.sdpa_kernel,
     torch.backends.cuda.sdp_kernel), and torch.OutOfMemoryError."""
     from collections import OrderedDict
     from tnet.nn.init import _no_grad_trunc_normal_
@@ -1042,6 +1042,9 @@ def test_private_and_submodule_names_scripts_import():
         tnet.manual_seed(5), tnet.rand(7), nn.Linear(3, 3)
     assert tnet.initial_seed() == 3 and np.array_equal(tnet.rand(3).numpy(), draws)
     assert np.array_equal(nn.Linear(2, 2).weight.numpy(), weights)
+    # torch.types' aliases for annotations
+    from tnet.types import Number, _size
+    assert Number == torch.types.Number and _size == torch.types._size
     # torch.random.default_generator, which a seeding helper reseeds (`torch.random.default_generator.manual_seed`)
     assert tnet.random.default_generator is tnet.default_generator
     tnet.random.default_generator.manual_seed(3)

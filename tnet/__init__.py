@@ -12,7 +12,7 @@ from .tensor import check_device as _check_device, is_tnets_device as _is_tnets_
 from .amp import GradScaler, autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
-from . import cpu, multiprocessing, overrides, return_types, version, xpu  # noqa: E402
+from . import cpu, multiprocessing, overrides, return_types, types, version, xpu  # noqa: E402
 from . import _dynamo, _inductor  # noqa: E402,F401  (torch._dynamo.config, torch._inductor.config without their own import)
 from torch.distributed import is_available as _distributed_available  # noqa: E402
 if _distributed_available():  # tnet.distributed without its own import, as torch's (where torch has it)
