@@ -179,6 +179,7 @@ def test_names_scripts_touch_once():
     # number, the release part); tnet's own version is the local label and tnet.VERSION
     v = tnet.__version__
     assert v >= "1.5.0" and int(v.split(".")[0]) >= 2 and v.split("+") == [v.split("+")[0], "tnet" + tnet.VERSION]
+    assert v >= (1, 10) and v >= (2, 0, 0) and not v < (2,) and isinstance(v, str)  # torch's TorchVersion's tuples
     assert tnet.cuda.Stream is torch.cuda.Stream and tnet.cuda.FloatTensor([1, 2]).dtype == torch.float32
     assert tnet.accelerator.is_available() == tnet.cuda.is_available() == (tnet.get_default_device().type == "cuda")
     assert tnet.accelerator.current_accelerator() == (torch.device("cuda") if tnet.cuda.is_available() else None)
