@@ -3005,3 +3005,108 @@ def dp_sgd_by_torch_func(m, state=None):
 
 def test_dp_sgd_by_torch_func():
     compare(dp_sgd_by_torch_func)
+
+
+# (y) an AdamW fork of torch 1.12's adamw.py as repositories carried it into torch 2: `from torch.optim import
+# _functional as F` for the step, tensor step counts, a __setstate__ that fills new defaults and turns float steps
+# into tensors, and foreach gated on `torch.__version__ >= (1, 12)`; the training loop keeps its best model and
+# optimizer as copy.deepcopy snapshots (the fork's own __setstate__ runs), restores them when the loss rises, and
+# goes on
+def adamw_fork_snapshots(m, state=None):
+    torch, nn, F_nn = m.torch, m.nn, m.F
+    F = importlib.import_module(m.torch.__name__ + '.optim._functional')
+    Optimizer = m.optim.Optimizer
+    torch.manual_seed(0)
+    rng = np.random.default_rng(25)
+
+    class AdamW(Optimizer):
+        def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                     maximize: bool = False, foreach=None, capturable: bool = False):
+            if not 0.0 <= lr:
+                raise ValueError("Invalid learning rate: {}".format(lr))
+            if not 0.0 <= weight_decay:
+                raise ValueError("Invalid weight_decay value: {}".format(weight_decay))
+            defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                            foreach=foreach, maximize=maximize, capturable=capturable)
+            super(AdamW, self).__init__(params, defaults)
+
+        def __setstate__(self, state):
+            super().__setstate__(state)
+            for group in self.param_groups:
+                group.setdefault('amsgrad', False)
+                group.setdefault('maximize', False)
+                group.setdefault('foreach', None)
+                group.setdefault('capturable', False)
+            state_values = list(self.state.values())
+            step_is_tensor = (len(state_values) != 0) and torch.is_tensor(state_values[0]['step'])
+            if not step_is_tensor:
+                for s in state_values:
+                    s['step'] = torch.tensor(float(s['step']))
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps = [], [], [], [], [], []
+                amsgrad = group['amsgrad']
+                beta1, beta2 = group['betas']
+                for p in group['params']:
+                    if p.grad is None:
+                        continue
+                    params_with_grad.append(p)
+                    if p.grad.is_sparse:
+                        raise RuntimeError('AdamW does not support sparse gradients')
+                    grads.append(p.grad)
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state['step'] = torch.tensor(0.)
+                        state['exp_avg'] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                        state['exp_avg_sq'] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                        if amsgrad:
+                            state['max_exp_avg_sq'] = torch.zeros_like(p, memory_format=torch.preserve_format)
+                    exp_avgs.append(state['exp_avg'])
+                    exp_avg_sqs.append(state['exp_avg_sq'])
+                    if amsgrad:
+                        max_exp_avg_sqs.append(state['max_exp_avg_sq'])
+                    state_steps.append(state['step'])
+                F.adamw(params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps,
+                        amsgrad=amsgrad, beta1=beta1, beta2=beta2, lr=group['lr'],
+                        weight_decay=group['weight_decay'], eps=group['eps'], maximize=group['maximize'],
+                        foreach=group['foreach'], capturable=group['capturable'])
+            return loss
+
+    model = nn.Sequential(nn.Linear(5, 8), nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 3))
+    init = load(m, model, state)
+    foreach = True if torch.__version__ >= (1, 12) else None
+    optimizer = AdamW(model.parameters(), lr=0.05, weight_decay=0.05, amsgrad=True, foreach=foreach)
+    best_loss, best_model, best_optimizer = float('inf'), None, None
+    losses, restored = [], 0
+    x = torch.tensor(normal(rng, 6, 5))
+    y = torch.tensor(rng.integers(0, 3, 6))
+    for epoch in range(4):
+        optimizer.zero_grad()
+        loss = F_nn.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        if loss.item() < best_loss:
+            best_loss = loss.item()
+            best_model = copy.deepcopy(model)
+            best_optimizer = copy.deepcopy(optimizer)
+        elif best_model is not None:
+            model.load_state_dict(best_model.state_dict())
+            optimizer.load_state_dict(best_optimizer.state_dict())
+            restored += 1
+        if epoch == 1:  # a learning-rate change on the live optimizer only
+            for group in optimizer.param_groups:
+                group['lr'] *= 0.5
+    steps = [float(s['step']) for s in optimizer.state.values()]
+    assert best_optimizer.param_groups[0]['capturable'] is False and best_model is not model
+    return init, losses + [best_loss, float(restored)] + steps + summary(model.parameters())
+
+
+def test_adamw_fork_snapshots():
+    compare(adamw_fork_snapshots)
