@@ -1,35 +1,68 @@
 """Public training code the earlier files leave out, written from memory in its sources' styles and ported by its
 imports alone, as test_ported_scripts.py: ducha-aiki's LSUV initialisation (numpy's SVD orthonormal start, a forward
-hook per layer, rescaling by .data until unit variance); majumderb's ReZero encoder layer (a zero residual weight, no
-LayerNorm; an EMA copy by copy.deepcopy through the layer's own __setstate__); vikasverma1077's manifold mixup (a PreActResNet mixing at a drawn layer, one-hot targets by scatter_,
-BCELoss of softmax); mlpen's Nystromformer attention (segment-mean landmarks, Newton-Schulz pseudo-inverse, a
-depthwise convolution on v); a script's instrumentation by hooks (the global register_module_forward_hook, prepend=,
-always_call=, a with_kwargs pre-hook rewriting a keyword, full backward pre-hooks and hooks rewriting gradients,
-register_multi_grad_hook); checkpoint surgery (torchvision's DenseNet key regex, a checkpoint without
-num_batches_tracked, timm's adapt_input_conv, strict=False's reported keys, state-dict hooks, optimizer state moved to
-the device on resume); torch 2's autograd.Function with setup_context and vmap beside once_differentiable,
-set_materialize_grads and mark_non_differentiable; xmu-xiaoma666's External-Attention-pytorch blocks (external
-attention, shuffle attention, A^2-Nets, polarized self-attention, DANet's position and channel attention);
-DingXiaoH's Diverse Branch Block trained and folded into one convolution; the CUDA AMP examples page's loops with
-GradScaler("cpu") (accumulation, unscaled clipping, two models and optimizers on one scaler, a skipped step held back
-from the scheduler, the update rule retuned, the scaler resumed); timm's TF-same EfficientNet pieces with RMSpropTF
-beside torch's centered RMSprop; torch 2.x module idioms (nn.Buffer, skip_init, a model built on the meta device and
-materialised by to_empty, load_state_dict(assign=True), get_extra_state/set_extra_state, get_parameter/get_buffer);
-BoTNet's relative-position MHSA, SCConv and Vision Permutator's WeightedPermuteMLP; a sequence pipeline (IterableDatasets
-joined by +, ConcatDataset by +, pad_sequence in a collate_fn, a packed GRU, unpad_sequence, PairwiseDistance); and
-konstmish's Prodigy optimizer under CosineAnnealingLR. Each runs in tnet, then in torch from tnet's initial weights
-(state_dict through numpy), and the losses, and the weights summed into a few numbers, agree. Numpy draws what a
-script draws; shapes are tiny and runs take one to four steps.
+hook per layer, rescaling by .data to unit variance); majumderb's ReZero encoder layer (a zero residual weight, no
+LayerNorm, an EMA copy by copy.deepcopy through the layer's own __setstate__); vikasverma1077's manifold mixup (a
+PreActResNet mixing at a drawn layer, one-hot targets by scatter_, BCELoss of softmax); mlpen's Nystromformer
+attention (segment-mean landmarks, a Newton-Schulz pseudo-inverse, a depthwise convolution on v); a script's
+instrumentation by hooks (the global register_module_forward_hook, prepend=, always_call=, a with_kwargs pre-hook
+rewriting a keyword, full backward pre-hooks and hooks rewriting gradients, register_multi_grad_hook); checkpoint
+surgery (torchvision's DenseNet key regex, a checkpoint without num_batches_tracked, timm's adapt_input_conv,
+strict=False's reported keys, state-dict hooks, optimizer state moved to the device on resume); torch 2's
+autograd.Function with setup_context and vmap beside once_differentiable, set_materialize_grads and
+mark_non_differentiable; External-Attention-pytorch's blocks (external, shuffle, A^2-Nets, polarized, DANet's position
+and channel attention); DingXiaoH's Diverse Branch Block trained and folded into one convolution; the CUDA AMP
+examples page's loops with GradScaler("cpu") (accumulation, unscaled clipping, two models and optimizers on one
+scaler, a skipped step held back from the scheduler, the update rule retuned, the scaler resumed); timm's TF-same
+EfficientNet pieces with RMSpropTF beside torch's centered RMSprop; torch 2.x module idioms (nn.Buffer, skip_init, a
+model built on the meta device and materialised by to_empty, load_state_dict(assign=True), get_extra_state and
+set_extra_state, get_parameter and get_buffer); BoTNet's relative-position MHSA, SCConv and Vision Permutator's
+WeightedPermuteMLP; a sequence pipeline (IterableDatasets joined by +, ConcatDataset by +, pad_sequence in a
+collate_fn, a packed GRU, unpad_sequence, PairwiseDistance); konstmish's Prodigy under CosineAnnealingLR;
+eladhoffer's quantized.pytorch (an InplaceFunction quantiser, running min and max, a checkpoint through
+torch.serialization.add_safe_globals); a pre-norm ViT on torch's _get_clones and _get_activation_fn; RevTorch's
+reversible blocks (backward() called inside a Function's backward) with a vendored reentrant CheckpointFunction
+(detach_variable, check_backward_validity); DeepDream's input ascent and SmoothGrad; OHEM, GHM-C, Taylor
+cross-entropy, Poly-1 and symmetric cross-entropy; rtdl's FT-Transformer and deep ensembles with FGSM inputs; torch
+1.x's multi_head_attention_forward vendored as DETR-family repositories do (torch.overrides first); DP-SGD by
+torch.func with its batch norms replaced and batches through collate_fn_map; an AdamW fork on
+torch.optim._functional with its own __setstate__, deep-copied best snapshots and a `torch.__version__ >= (1, 12)`
+gate. Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
+weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs take one to four
+steps. Where Adam would normalise a gradient that is rounding alone (an attention key's bias, which softmax ignores)
+the script takes SGD, as it says.
 
-Fixed in tnet on the way (with its unit test):
+Fixed in tnet on the way (each with its unit test):
 - GradScaler lacked torch's get_growth_factor, get_backoff_factor, get_growth_interval and their setters: a script
-  reading the update rule (or retuning it after a resume) raised AttributeError (test_amp.py).
+  reading the update rule, or retuning it after a resume, raised AttributeError (test_amp.py).
+- `from torch.serialization import add_safe_globals` raised ModuleNotFoundError: tnet.serialization was an attribute
+  only, now a module in sys.modules (test_idioms.py).
+- torch.nn.modules.transformer's _get_activation_fn and torch.nn.modules.linear's NonDynamicallyQuantizableLinear
+  were missing from those paths (ImportError); the Transformer layers' string activations go through the one helper
+  (test_idioms.py).
+- torch.autograd.function.InplaceFunction, the base class of old quantisers, was missing (test_autograd_function.py).
+- Module and Optimizer had no __setstate__: a layer or optimizer whose own __setstate__ calls
+  super().__setstate__(state) (torch's Transformer layers copied into repositories, AdaBelief, RAdam) failed
+  copy.deepcopy with AttributeError (test_nn.py).
+- torch.utils.data.dataset lacked ChainDataset and StackDataset (test_utils_data.py); torch.utils.data._utils.collate
+  lacked collate, default_collate_fn_map and the collate_*_fn, torch's documented way to extend default_collate,
+  which now runs through them (test_utils_data.py).
+- torch.utils.checkpoint's detach_variable and check_backward_validity, which hand-written recomputation imports,
+  were missing (test_checkpoint.py).
+- tnet.overrides (has_torch_function and its kin, handle_torch_function), which functions vendored from torch's source
+  import, was missing (test_idioms.py).
+- swa_utils.update_bn left BatchNorm3d's statistics as they were (its tuple of batch norms lacked the class); it now
+  takes torch's whole _BatchNorm family through tnet.nn.BATCH_NORMS, which torch.func.replace_all_batch_norm_modules_,
+  missing before, uses too (test_swa_foreach.py, test_func.py).
+- torch.random.default_generator, torch.optim._functional and torch.types were missing by those paths (test_idioms.py,
+  test_optimizers.py); tnet.__version__ is torch's TorchVersion, so `torch.__version__ >= (1, 10)` compares (a plain
+  str raised TypeError) (test_idioms.py).
 
 Found and left as they are: embedding_bag(include_last_offset=True, mode="mean") with a last offset short of the
 input's end divides in torch by a count that includes the trailing indices its sum leaves out (pytorch issue
 #191965, open); tnet's mean is the sum over the bag's own count, consistent with its sum and max. tnet's
-default_collate makes Python floats float32 (tnet has no float64 kernels) and its saved_tensors_hooks raises
-NotImplementedError, as its README says."""
+default_collate makes Python floats float32 and torch.tensor of an int32 array int64, its saved_tensors_hooks raises
+NotImplementedError and tnet.save refuses whole modules (no pickle), as its README says; an integer matmul raises (its
+GEMMs take floating-point operands)."""
 import copy
 import importlib
 import math
@@ -3007,7 +3040,7 @@ def test_dp_sgd_by_torch_func():
     compare(dp_sgd_by_torch_func)
 
 
-# (y) an AdamW fork of torch 1.12's adamw.py as repositories carried it into torch 2: `from torch.optim import
+# (x) an AdamW fork of torch 1.12's adamw.py as repositories carried it into torch 2: `from torch.optim import
 # _functional as F` for the step, tensor step counts, a __setstate__ that fills new defaults and turns float steps
 # into tensors, and foreach gated on `torch.__version__ >= (1, 12)`; the training loop keeps its best model and
 # optimizer as copy.deepcopy snapshots (the fork's own __setstate__ runs), restores them when the loss rises, and
