@@ -26,7 +26,8 @@ cross-entropy, Poly-1 and symmetric cross-entropy; rtdl's FT-Transformer and dee
 1.x's multi_head_attention_forward vendored as DETR-family repositories do (torch.overrides first); DP-SGD by
 torch.func with its batch norms replaced and batches through collate_fn_map; an AdamW fork on
 torch.optim._functional with its own __setstate__, deep-copied best snapshots and a `torch.__version__ >= (1, 12)`
-gate. Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
+gate; SNIP (forward replaced per instance by types.MethodType, masks by prune.custom_from_mask) and SynFlow's scores
+at initialisation. Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the
 weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs take one to four
 steps. Where Adam would normalise a gradient that is rounding alone (an attention key's bias, which softmax ignores)
 the script takes SGD, as it says.
@@ -3143,3 +3144,114 @@ def adamw_fork_snapshots(m, state=None):
 
 def test_adamw_fork_snapshots():
     compare(adamw_fork_snapshots)
+
+
+# (y) pruning at initialisation: SNIP as mi-lad's snip.py writes it (a weight_mask Parameter on each conv and linear
+# layer, the weight frozen, forward replaced per instance by types.MethodType, the masks' gradients as connection
+# sensitivities, a global threshold from topk, masks applied through prune.custom_from_mask) and SynFlow's
+# data-free scores (parameters made positive by abs_ under a saved sign, an all-ones input, |w * grad| scores, the
+# signs put back), then one step of training with the pruned weights
+def snip_synflow(m, state=None):
+    import types
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    prune = importlib.import_module(m.torch.__name__ + '.nn.utils.prune')
+    torch.manual_seed(0)
+    rng = np.random.default_rng(26)
+
+    def snip_forward_conv2d(self, x):
+        return F.conv2d(x, self.weight * self.weight_mask, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+    def snip_forward_linear(self, x):
+        return F.linear(x, self.weight * self.weight_mask, self.bias)
+
+    def SNIP(net, keep_ratio, inputs, targets):
+        net = copy.deepcopy(net)
+        for layer in net.modules():
+            if isinstance(layer, nn.Conv2d) or isinstance(layer, nn.Linear):
+                layer.weight_mask = nn.Parameter(torch.ones_like(layer.weight))
+                layer.weight.requires_grad = False
+            if isinstance(layer, nn.Conv2d):
+                layer.forward = types.MethodType(snip_forward_conv2d, layer)
+            if isinstance(layer, nn.Linear):
+                layer.forward = types.MethodType(snip_forward_linear, layer)
+        net.zero_grad()
+        outputs = net.forward(inputs)
+        loss = F.nll_loss(outputs, targets)
+        loss.backward()
+        grads_abs = []
+        for layer in net.modules():
+            if isinstance(layer, nn.Conv2d) or isinstance(layer, nn.Linear):
+                grads_abs.append(torch.abs(layer.weight_mask.grad))
+        all_scores = torch.cat([torch.flatten(x) for x in grads_abs])
+        norm_factor = torch.sum(all_scores)
+        all_scores.div_(norm_factor)
+        num_params_to_keep = int(len(all_scores) * keep_ratio)
+        threshold, _index = torch.topk(all_scores, num_params_to_keep, sorted=True)
+        acceptable_score = threshold[-1]
+        keep_masks = []
+        for g in grads_abs:
+            keep_masks.append(((g / norm_factor) >= acceptable_score).float())
+        return keep_masks, all_scores
+
+    @torch.no_grad()
+    def linearize(model):
+        signs = {}
+        for name, param in model.state_dict().items():
+            signs[name] = torch.sign(param)
+            param.abs_()
+        return signs
+
+    @torch.no_grad()
+    def nonlinearize(model, signs):
+        for name, param in model.state_dict().items():
+            param.mul_(signs[name])
+
+    def synflow_scores(model, input_dim):
+        signs = linearize(model)
+        (data, _) = next(iter([(torch.ones([1] + input_dim), None)]))
+        model.zero_grad()
+        output = model(data)
+        torch.sum(output).backward()
+        scores = {}
+        for name, p in model.named_parameters():
+            if name.endswith('weight'):
+                scores[name] = torch.clone(p.grad * p).detach().abs_()
+                p.grad.data.zero_()
+        nonlinearize(model, signs)
+        return scores
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+            self.conv2 = nn.Conv2d(4, 6, 3, padding=1)
+            self.fc = nn.Linear(6 * 2 * 2, 10)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+            return F.log_softmax(self.fc(x.flatten(1)), dim=1)
+
+    model = Net()
+    init = load(m, model, state)
+    x = torch.tensor(normal(rng, 4, 1, 8, 8))
+    y = torch.tensor(rng.integers(0, 10, 4))
+    keep_masks, all_scores = SNIP(model, 0.5, x, y)
+    assert not hasattr(model.conv1, 'weight_mask') and 'forward' not in vars(model.conv1)
+    # SynFlow on a copy before the masks go in (torch cannot deep-copy a pruned module: its weight is computed)
+    scores = synflow_scores(copy.deepcopy(model), [1, 8, 8])
+    layers = [model.conv1, model.conv2, model.fc]
+    for layer, mask in zip(layers, keep_masks):
+        prune.custom_from_mask(layer, name='weight', mask=mask)
+    sparsity = [float(torch.sum(layer.weight == 0)) / layer.weight.nelement() for layer in layers]
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = [step(m, model, optimizer, x, y, loss_fn=F.nll_loss)]
+    for layer in layers:
+        prune.remove(layer, 'weight')
+    return init, (losses + sparsity + [float(all_scores.sum()), float((all_scores ** 2).sum())]
+                  + [float(v.sum()) for v in scores.values()] + summary(model.parameters()))
+
+
+def test_snip_synflow():
+    compare(snip_synflow)
