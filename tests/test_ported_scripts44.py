@@ -5,7 +5,8 @@ LayerNorm, an EMA copy by copy.deepcopy through the layer's own __setstate__); v
 PreActResNet mixing at a drawn layer, one-hot targets by scatter_, BCELoss of softmax); mlpen's Nystromformer
 attention (segment-mean landmarks, a Newton-Schulz pseudo-inverse, a depthwise convolution on v); a script's
 instrumentation by hooks (the global register_module_forward_hook, prepend=, always_call=, a with_kwargs pre-hook
-rewriting a keyword, full backward pre-hooks and hooks rewriting gradients, register_multi_grad_hook); checkpoint
+rewriting a keyword, full backward pre-hooks and hooks rewriting gradients or reading both inputs' gradients of a
+two-input block, register_multi_grad_hook); checkpoint
 surgery (torchvision's DenseNet key regex, a checkpoint without num_batches_tracked, timm's adapt_input_conv,
 strict=False's reported keys, state-dict hooks, optimizer state moved to the device on resume); torch 2's
 autograd.Function with setup_context and vmap beside once_differentiable, set_materialize_grads and
@@ -54,6 +55,9 @@ Fixed in tnet on the way (each with its unit test):
 - swa_utils.update_bn left BatchNorm3d's statistics as they were (its tuple of batch norms lacked the class); it now
   takes torch's whole _BatchNorm family through tnet.nn.BATCH_NORMS, which torch.func.replace_all_batch_norm_modules_,
   missing before, uses too (test_swa_foreach.py, test_func.py).
+- A full backward hook's grad_input held None for a tensor input that needs no gradient beside one that does (a
+  mask), where torch's holds zeros: a monitor reading it failed; a module whose output is neither a tensor nor a
+  tuple ran its backward hooks with an empty grad_output, where torch's warns and runs none (test_pool_extras.py).
 - torch.random.default_generator, torch.optim._functional and torch.types were missing by those paths (test_idioms.py,
   test_optimizers.py); tnet.__version__ is torch's TorchVersion, so `torch.__version__ >= (1, 10)` compares (a plain
   str raised TypeError) (test_idioms.py).
@@ -506,16 +510,22 @@ def module_hooks(m, state=None):
     torch.manual_seed(0)
     rng = np.random.default_rng(6)
 
+    class Gate(nn.Module):
+        def forward(self, x, mask):
+            return x * mask
+
     class Net(nn.Module):
         def __init__(self):
             super().__init__()
             self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
             self.bn1 = nn.BatchNorm2d(4)
+            self.gate = Gate()
             self.conv2 = nn.Conv2d(4, 6, 3, stride=2, padding=1)
             self.fc = nn.Linear(6, 5)
 
         def forward(self, x, scale=1.0):
             x = F.relu(self.bn1(self.conv1(x)))
+            x = self.gate(x, (x.detach().mean(1, keepdim=True) > 0).float())
             x = F.relu(self.conv2(x))
             return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1)) * scale
 
@@ -542,6 +552,10 @@ def module_hooks(m, state=None):
     model.register_forward_pre_hook(halve_scale, with_kwargs=True)
     model.conv2.register_full_backward_pre_hook(lambda mod, grad_output: (grad_output[0] * 2.0,))
     model.bn1.register_full_backward_hook(lambda mod, grad_input, grad_output: (grad_input[0] * 0.5,))
+    # a gradient-norm monitor over both inputs of a two-input block (the mask's gradient: zeros, as torch's)
+    gate_norms = []
+    model.gate.register_full_backward_hook(
+        lambda mod, grad_input, grad_output: gate_norms.append([g.norm().item() for g in grad_input]))
     torch.autograd.graph.register_multi_grad_hook(
         (model.conv1.weight, model.conv1.bias),
         lambda grads: grads_seen.append([g.abs().sum().item() for g in grads]))
@@ -557,10 +571,11 @@ def module_hooks(m, state=None):
         losses.append(loss.item())
         if i == 0:
             handle.remove()
-    assert len(stats) == 5 and order == ['always', 'first', 'second'] * 2, (list(stats), order)
-    assert len(grads_seen) == 2
+    assert len(stats) == 6 and order == ['always', 'first', 'second'] * 2, (list(stats), order)
+    assert len(grads_seen) == 2 and len(gate_norms) == 2 and gate_norms[0][1] == 0.0
     values = [v for pair in stats.values() for v in pair]
-    return init, losses + values + [v for g in grads_seen for v in g] + summary(model.parameters())
+    return init, (losses + values + [v for g in grads_seen for v in g] + [v for g in gate_norms for v in g]
+                  + summary(model.parameters()))
 
 
 def test_module_hooks():
