@@ -237,11 +237,24 @@ class Optimizer:
         self.update_lr()
         if self._reshapes != reshaped_parameters[0]:
             self._refit_state()
+        try:
+            updates = self._updates()
+        except KeyError:  # a parameter appended to a group, or state dropped, by hand: made now, as torch's
+            self._resync()
+            updates = self._updates()
         took = tuple(p._grad_value is not None for p in self._params)  # .grad's field: every step reads it
         if not any(took):
             return
         if took not in self._took:
             self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
+        if scale is not None:
+            kernels.find_inf_([u[1] for u in updates], found_inf)
+        kernels.count_steps_(self._steps, self._took[took], found_inf)
+        self._update(updates, scale, found_inf)
+        bump_version(*[u[0] for u in updates])  # in-place writes: the tape's version check sees them
+
+    def _updates(self):
+        """kernels.step_'s tuple for each parameter with a gradient; KeyError where a parameter has no state."""
         updates, states, slots = [], self.state, self._slots  # locals: a step walks every parameter
         for group, (_, hyper) in zip(self.param_groups, self._device_hyper):
             for p in group["params"]:
@@ -252,11 +265,23 @@ class Optimizer:
                                     [s and memory_of(state[s]) for s in slots[p]], amp.low_copies(p), hyper,
                                     memory_of(state["step"]), getattr(p, "lr_mult", 1.0),
                                     getattr(p, "decay_mult", 1.0)))
-        if scale is not None:
-            kernels.find_inf_([u[1] for u in updates], found_inf)
-        kernels.count_steps_(self._steps, self._took[took], found_inf)
-        self._update(updates, scale, found_inf)
-        bump_version(*[u[0] for u in updates])  # in-place writes: the tape's version check sees them
+        return updates
+
+    def _resync(self):
+        """The optimizer rebuilt for its groups as they are now, keeping each parameter's state that is whole: a
+        parameter appended to a group's "params" by hand, or one whose state was dropped (optimizer.state.clear(),
+        a fresh defaultdict, state[p] = {}), starts afresh, as torch makes state at a parameter's first step."""
+        scalars = {"step": self._steps.cpu().numpy(), **{s: v.cpu().numpy() for s, v in self._scalars.items()}}
+        kept = {}
+        for i, p in enumerate(self._params):
+            state = self.state.get(p, {})
+            if all(s in state for s in scalars) and all(b in state for b in self._buffers(p)):
+                kept[p] = {**{s: float(v[i]) for s, v in scalars.items()},
+                           **{b: memory_of(state[b]).float().cpu().numpy() for b in self._buffers(p)}}
+        Optimizer.__init__(self, self.param_groups, self.defaults)
+        index = {p: i for i, p in enumerate(self._params)}
+        self._load_state({"state": {index[p]: entry for p, entry in kept.items() if p in index},
+                          "param_groups": self._indexed_groups()})
 
     def _refit_state(self):
         """A parameter reshaped since this optimizer was built (a lazy layer's first call) gets
