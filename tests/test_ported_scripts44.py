@@ -28,7 +28,8 @@ cross-entropy, Poly-1 and symmetric cross-entropy; rtdl's FT-Transformer and dee
 torch.func with its batch norms replaced and batches through collate_fn_map; an AdamW fork on
 torch.optim._functional with its own __setstate__, deep-copied best snapshots and a `torch.__version__ >= (1, 12)`
 gate; SNIP (forward replaced per instance by types.MethodType, masks by prune.custom_from_mask) and SynFlow's scores
-at initialisation. Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the
+at initialisation; a network grown mid-run whose new parameters are appended to the optimizer's group by hand, with
+Adam's state reset at a warm restart by a fresh defaultdict and one layer's by state[p] = {}. Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the
 losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs
 take one to four steps. Where Adam would normalise a gradient that is rounding alone (an attention key's bias, which
 softmax ignores) the script takes SGD, as it says.
@@ -58,6 +59,10 @@ Fixed in tnet on the way (each with its unit test):
 - A full backward hook's grad_input held None for a tensor input that needs no gradient beside one that does (a
   mask), where torch's holds zeros: a monitor reading it failed; a module whose output is neither a tensor nor a
   tuple ran its backward hooks with an empty grad_output, where torch's warns and runs none (test_pool_extras.py).
+- An optimizer with tnet's fused step raised KeyError at the step after a parameter was appended to a group's
+  "params" by hand or its state dropped by hand (optimizer.state.clear(), a fresh defaultdict, state[p] = {}); the
+  step now rebuilds the optimizer around the state that is whole and the rest starts afresh, as torch makes state at
+  a parameter's first step (test_optimizers.py).
 - torch.random.default_generator, torch.optim._functional and torch.types were missing by those paths (test_idioms.py,
   test_optimizers.py); tnet.__version__ is torch's TorchVersion, so `torch.__version__ >= (1, 10)` compares (a plain
   str raised TypeError) (test_idioms.py).
@@ -3270,3 +3275,75 @@ def snip_synflow(m, state=None):
 
 def test_snip_synflow():
     compare(snip_synflow)
+
+
+# (z) a network grown during training and its optimizer edited by hand, as growing-network and pruning repositories
+# do: a residual block appended to an nn.ModuleList mid-run (zero-initialised last layer, so the function is kept),
+# its parameters appended to the optimizer's existing group by param_groups[0]['params'].extend(...), then Adam's
+# moments reset at a warm restart by `optimizer.state = collections.defaultdict(dict)` and one layer's state dropped
+# by `optimizer.state[p] = {}`, each starting afresh at its next step
+def grown_network_edited_optimizer(m, state=None):
+    import collections
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch.manual_seed(0)
+    rng = np.random.default_rng(27)
+
+    class Block(nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.fc1 = nn.Linear(width, width)
+            self.fc2 = nn.Linear(width, width)
+            nn.init.zeros_(self.fc2.weight)
+            nn.init.zeros_(self.fc2.bias)
+
+        def forward(self, x):
+            return x + self.fc2(F.relu(self.fc1(x)))
+
+    class GrowingNet(nn.Module):
+        def __init__(self, width=6, classes=4):
+            super().__init__()
+            self.stem = nn.Linear(5, width)
+            self.blocks = nn.ModuleList([Block(width)])
+            self.head = nn.Linear(width, classes)
+
+        def grow(self, block):
+            self.blocks.append(block)
+            return block
+
+        def forward(self, x):
+            x = F.relu(self.stem(x))
+            for block in self.blocks:
+                x = block(x)
+            return self.head(x)
+
+    model = GrowingNet()
+    extra = Block(6)
+    init = {'model': load(m, model, None if state is None else state['model']),
+            'extra': load(m, extra, None if state is None else state['extra'])}
+    optimizer = optim.Adam(model.parameters(), lr=0.02)
+    x = torch.tensor(normal(rng, 8, 5))
+    y = torch.tensor(rng.integers(0, 4, 8))
+    losses = []
+    for epoch in range(5):
+        if epoch == 1:
+            with torch.no_grad():
+                before = model(x)
+            model.grow(extra)
+            with torch.no_grad():
+                assert (model(x) - before).abs().max().item() == 0.0
+            optimizer.param_groups[0]['params'].extend(extra.parameters())
+        if epoch == 3:  # a warm restart: Adam's moments and step counts from zero
+            optimizer.state = collections.defaultdict(dict)
+        if epoch == 4:
+            optimizer.state[model.head.weight] = {}
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    steps = [float(optimizer.state[p]['step']) for p in (model.stem.weight, extra.fc1.weight, model.head.weight)]
+    return init, losses + steps + summary(model.parameters())
+
+
+def test_grown_network_edited_optimizer():
+    compare(grown_network_edited_optimizer)
