@@ -29,10 +29,11 @@ torch.func with its batch norms replaced and batches through collate_fn_map; an 
 torch.optim._functional with its own __setstate__, deep-copied best snapshots and a `torch.__version__ >= (1, 12)`
 gate; SNIP (forward replaced per instance by types.MethodType, masks by prune.custom_from_mask) and SynFlow's scores
 at initialisation; a network grown mid-run whose new parameters are appended to the optimizer's group by hand, with
-Adam's state reset at a warm restart by a fresh defaultdict and one layer's by state[p] = {}. Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the
-losses, and the weights summed into a few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs
-take one to four steps. Where Adam would normalise a gradient that is rounding alone (an attention key's bias, which
-softmax ignores) the script takes SGD, as it says.
+Adam's state reset at a warm restart by a fresh defaultdict and one layer's by state[p] = {}. Each runs in tnet,
+then in torch from tnet's initial weights (state_dict through numpy), and the losses, and the weights summed into a
+few numbers, agree. Numpy draws what a script draws; shapes are tiny and runs take one to five steps. Where Adam
+would normalise a gradient that is rounding alone (an attention key's bias, which softmax ignores) the script takes
+SGD, as it says.
 
 Fixed in tnet on the way (each with its unit test):
 - GradScaler lacked torch's get_growth_factor, get_backoff_factor, get_growth_interval and their setters: a script
