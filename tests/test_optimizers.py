@@ -364,6 +364,7 @@ def test_params_appended_and_state_dropped_by_hand_as_torch(edit):
     for lib in (tnet, torch):
         a, b = lib.nn.Parameter(lib.tensor([1.0, -2.0])), lib.nn.Parameter(lib.tensor([0.5]))
         optimizer = lib.optim.Adam([a] if edit in ("append", "extend_group") else [a, b], lr=0.1)
+        group = optimizer.param_groups[0]  # held by the script: it stays the optimizer's group
         weights = []
         for i in range(4):
             optimizer.zero_grad()
@@ -381,6 +382,9 @@ def test_params_appended_and_state_dropped_by_hand_as_torch(edit):
                     optimizer.state[a] = {}
             optimizer.step()
             weights.append(np.round(np.concatenate([a.detach().numpy(), b.detach().numpy()]), 5).tolist())
+            if i == 2:
+                group["lr"] = 0.05
+        assert optimizer.param_groups[0] is group
         results.append((weights, float(optimizer.state[a]["step"]), float(optimizer.state[b]["step"])))
     assert results[0] == results[1], results
 

@@ -278,7 +278,11 @@ class Optimizer:
             if all(s in state for s in scalars) and all(b in state for b in self._buffers(p)):
                 kept[p] = {**{s: float(v[i]) for s, v in scalars.items()},
                            **{b: memory_of(state[b]).float().cpu().numpy() for b in self._buffers(p)}}
-        Optimizer.__init__(self, self.param_groups, self.defaults)
+        groups = self.param_groups
+        Optimizer.__init__(self, groups, self.defaults)
+        for group, rebuilt in zip(groups, self.param_groups):  # the same dicts, which a script may hold
+            group.update(rebuilt)
+        self.param_groups = groups
         index = {p: i for i, p in enumerate(self._params)}
         self._load_state({"state": {index[p]: entry for p, entry in kept.items() if p in index},
                           "param_groups": self._indexed_groups()})
