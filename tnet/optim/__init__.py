@@ -337,7 +337,12 @@ class Optimizer:
         own values (not copies), keyed by index. Runs the state-dict hooks around it, as torch's."""
         for pre in hooks_of(self, "_optimizer_state_dict_pre_hooks"):
             pre(self)
-        return self._through_hooks("_optimizer_state_dict_post_hooks", self._saved_state())
+        try:
+            saved = self._saved_state()
+        except KeyError:  # state dropped or a parameter appended by hand since the last step (see _resync)
+            self._resync()
+            saved = self._saved_state()
+        return self._through_hooks("_optimizer_state_dict_post_hooks", saved)
 
     def _through_hooks(self, attribute, state_dict):
         """state_dict passed through the hooks in `attribute`, each hook(self, state_dict): a dict one returns
