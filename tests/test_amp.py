@@ -336,6 +336,16 @@ def test_grad_scaler_state_and_disabled(rng):
     assert scaler.scale([loss, loss])[1].item() == pytest.approx(2 * loss.item())
     with pytest.raises(RuntimeError, match="Closure"):
         scaler.step(optim.SGD([p]), lambda: loss)
+    assert (scaler.get_growth_factor(), scaler.get_backoff_factor(), scaler.get_growth_interval()) == (4.0, 0.25, 5)
+    scaler.set_growth_factor(3.0)
+    scaler.set_backoff_factor(0.5)
+    scaler.set_growth_interval(1)
+    scaler.scale(loss).backward()
+    scaler.step(optim.SGD([p], lr=0.0))
+    scaler.update()  # a step without an inf, the interval now one: the scale grows by the new factor
+    assert scaler.get_scale() == 6.0
+    assert [scaler.state_dict()[k] for k in ("growth_factor", "backoff_factor", "growth_interval")] == [3.0, 0.5, 1]
+    p.grad = None
 
     off = amp.GradScaler(enabled=False)
     assert off.scale(loss) is loss and off.get_scale() == 1.0 and off.state_dict() == {} and not off.is_enabled()

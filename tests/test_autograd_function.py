@@ -2,6 +2,8 @@
 reversal, a multi-output op, torch 2's setup_context form, in-place mark_dirty) give torch's
 values and gradients, and the errors torch gives for a bad backward; create_graph through them (the double-backward
 tutorial's Functions)."""
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -136,6 +138,37 @@ def test_function_mark_dirty_rebases_the_input():
     np.testing.assert_allclose(w.grad.numpy(), np.full(3, 72.0))
     with pytest.raises(RuntimeError, match="leaf Variable"):
         Double.apply(tnet.ones(2, requires_grad=True))
+
+
+def test_inplace_function_of_old_quantisers_as_torchs():
+    """torch.autograd.function.InplaceFunction (old quantisers subclass it): a Function whose instances take
+    inplace=; its static forward marks the input dirty when it writes it, and the straight-through backward
+    passes the gradient, as torch's."""
+    results = []
+    for lib in (tnet, torch):
+        InplaceFunction = importlib.import_module(lib.__name__ + ".autograd.function").InplaceFunction
+
+        class Round(InplaceFunction):
+            @staticmethod
+            def forward(ctx, input, inplace=False):
+                if inplace:
+                    ctx.mark_dirty(input)
+                    output = input
+                else:
+                    output = input.clone()
+                return output.mul_(4).round_().div_(4)
+
+            @staticmethod
+            def backward(ctx, grad_output):
+                return grad_output, None
+
+        assert Round(inplace=True).inplace and not Round().inplace
+        x = lib.tensor([0.1, 0.52, -0.3, 0.9], requires_grad=True)
+        y = x * 2
+        out = Round.apply(y, True)
+        (out * lib.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+        results.append((out is y, out.tolist(), Round.apply(x.detach() * 2).tolist(), x.grad.tolist()))
+    assert results[0] == results[1], results
 
 
 def test_function_bad_backward_raises_torchs_errors():

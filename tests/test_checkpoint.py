@@ -131,3 +131,21 @@ def test_device_states_restore_the_draws():
     again = tnet.nn.functional.dropout(x, 0.5)
     assert torch.equal(first.memory, again.memory)
     assert torch_checkpoint.get_device_states(torch.ones(2)) == ([], [])  # torch's on the CPU
+
+
+def test_detach_variable_and_check_backward_validity_as_torchs():
+    """detach_variable (a reversible block's hand-made recomputation detaches its saved inputs) keeps each
+    tensor's requires_grad and passes other items; check_backward_validity warns where nothing requires grad."""
+    results = []
+    for lib, ckpt in ((tnet, checkpoint), (torch, torch_checkpoint)):
+        a, b = lib.ones(2, requires_grad=True) * 2, lib.ones(2)
+        x, y, n = ckpt.detach_variable((a, b, 3))
+        results.append((x.requires_grad, x.is_leaf, y.requires_grad, n, x.tolist()))
+        (x * 3).sum().backward()
+        assert x.grad.tolist() == [3.0, 3.0]
+        with pytest.raises(RuntimeError, match="Only tuple"):
+            ckpt.detach_variable([a])
+        with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True"):
+            ckpt.check_backward_validity((b, 1))
+        ckpt.check_backward_validity((a, b))
+    assert results[0] == results[1] == (True, True, False, 3, [2.0, 2.0])

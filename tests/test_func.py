@@ -90,6 +90,30 @@ def test_model_ensembling_tutorial(rng, ieee):
         assert_close(results[0][1][m], torch.tensor(model(tnet.tensor(batches[m])).numpy()), 1e-6)
 
 
+def test_replace_all_batch_norm_modules_as_torchs(rng, ieee):
+    """torch.func.replace_all_batch_norm_modules_ (the per-sample-gradient tutorial's patch for a model with batch
+    norm): the running statistics gone (None, not in the state_dict), track_running_stats False, in place; the
+    model normalises by each batch's statistics in eval mode too, and a vmap of functional_call over it runs."""
+    x = rng.standard_normal((4, 3)).astype(np.float32)
+    results = []
+    for lib in (tnet, torch):
+        lib.manual_seed(0)
+        model = lib.nn.Sequential(lib.nn.Linear(3, 4), lib.nn.BatchNorm1d(4), lib.nn.Sequential(lib.nn.BatchNorm1d(4)))
+        with lib.no_grad():
+            model[0].weight.copy_(lib.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)))
+        assert lib.func.replace_all_batch_norm_modules_(model) is model
+        bn = model[2][0]
+        assert bn.running_mean is None and bn.running_var is None and bn.num_batches_tracked is None
+        assert not bn.track_running_stats
+        model.eval()
+        params = {k: v.detach() for k, v in model.named_parameters()}
+        out = lib.func.vmap(lambda p, b: lib.func.functional_call(model, p, (b,)), in_dims=(None, 0))(
+            params, lib.tensor(x.reshape(2, 2, 3)))
+        results.append((sorted(model.state_dict()), model(lib.tensor(x)).tolist(), out.shape))
+    assert results[0][0] == results[1][0] and results[0][2] == results[1][2]
+    assert np.allclose(results[0][1], results[1][1], atol=1e-5)
+
+
 def test_transforms_as_torchs(rng, ieee):
     x = rng.standard_normal((3, 4)).astype(np.float32)
     w = rng.standard_normal(4).astype(np.float32)

@@ -4,6 +4,7 @@ script touches once (backends, compile, Variable, cpu/cuda/type_as, dtype names,
 x.data). Each against torch in float64."""
 import collections
 import copy
+import importlib
 import math
 import warnings
 
@@ -178,6 +179,7 @@ def test_names_scripts_touch_once():
     # number, the release part); tnet's own version is the local label and tnet.VERSION
     v = tnet.__version__
     assert v >= "1.5.0" and int(v.split(".")[0]) >= 2 and v.split("+") == [v.split("+")[0], "tnet" + tnet.VERSION]
+    assert v >= (1, 10) and v >= (2, 0, 0) and not v < (2,) and isinstance(v, str)  # torch's TorchVersion's tuples
     assert tnet.cuda.Stream is torch.cuda.Stream and tnet.cuda.FloatTensor([1, 2]).dtype == torch.float32
     assert tnet.accelerator.is_available() == tnet.cuda.is_available() == (tnet.get_default_device().type == "cuda")
     assert tnet.accelerator.current_accelerator() == (torch.device("cuda") if tnet.cuda.is_available() else None)
@@ -1005,9 +1007,10 @@ def test_numpy_ufuncs_on_a_tensor_give_a_tensor_as_torchs():
 def test_private_and_submodule_names_scripts_import():
     """torch's names that copied files import by their full paths: nn.init's _no_grad_trunc_normal_,
     nn.modules.utils' consume_prefix_in_state_dict_if_present (a DDP checkpoint's "module." keys),
-    nn.modules.transformer's _get_clones, torch.utils.data._utils.collate, torch.random.fork_rng, and the
-    attention backend switches (torch.nn.attention.sdpa_kernel, torch.backends.cuda.sdp_kernel), and
-    torch.OutOfMemoryError."""
+    nn.modules.transformer's _get_clones and _get_activation_fn, nn.modules.linear's
+    NonDynamicallyQuantizableLinear (MultiheadAttention's out_proj), torch.utils.data._utils.collate,
+    torch.random.fork_rng and default_generator, torch.types' aliases, the attention backend switches (torch.nn.attention.sdpa_kernel,
+    torch.backends.cuda.sdp_kernel), and torch.OutOfMemoryError."""
     from collections import OrderedDict
     from tnet.nn.init import _no_grad_trunc_normal_
     from tnet.nn.modules.transformer import _get_clones
@@ -1025,6 +1028,13 @@ def test_private_and_submodule_names_scripts_import():
     layers = _get_clones(nn.Linear(2, 2), 3)
     assert isinstance(layers, nn.ModuleList) and len(layers) == 3 and layers[0].weight is not layers[1].weight
     assert np.array_equal(layers[0].weight.numpy(), layers[2].weight.numpy())
+    from tnet.nn.modules.transformer import _get_activation_fn
+    from tnet.nn.modules.linear import NonDynamicallyQuantizableLinear
+    assert _get_activation_fn("relu") is F.relu and _get_activation_fn("gelu") is F.gelu
+    for lib in (tnet, torch):  # only the two names, as torch's: not a callable
+        with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
+            importlib.import_module(lib.__name__ + ".nn.modules.transformer")._get_activation_fn("tanh")
+    assert isinstance(nn.MultiheadAttention(4, 2).out_proj, NonDynamicallyQuantizableLinear)
     assert default_collate([(1, 2.0), (3, 4.0)])[0].tolist() == [1, 3]
     tnet.manual_seed(3)
     draws, weights = tnet.rand(3).numpy(), nn.Linear(2, 2).weight.numpy()
@@ -1033,6 +1043,13 @@ def test_private_and_submodule_names_scripts_import():
         tnet.manual_seed(5), tnet.rand(7), nn.Linear(3, 3)
     assert tnet.initial_seed() == 3 and np.array_equal(tnet.rand(3).numpy(), draws)
     assert np.array_equal(nn.Linear(2, 2).weight.numpy(), weights)
+    # torch.types' aliases for annotations
+    from tnet.types import Number, _size
+    assert Number == torch.types.Number and _size == torch.types._size
+    # torch.random.default_generator, which a seeding helper reseeds (`torch.random.default_generator.manual_seed`)
+    assert tnet.random.default_generator is tnet.default_generator
+    tnet.random.default_generator.manual_seed(3)
+    assert np.array_equal(tnet.rand(3).numpy(), draws)
     q = tnet.randn(1, 2, 3, 4)
     with sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
         F.scaled_dot_product_attention(q, q, q, is_causal=True)
@@ -1163,6 +1180,33 @@ def test_safe_globals_pytree_and_numpy_force_as_torchs(tmp_path):
         results.append((ckpt["args"].lr, ckpt["w"].tolist(), moved["meta"][1], [v.tolist() for v in leaves[:2]],
                         lib.ones(2, requires_grad=True).numpy(force=True).tolist()))
         lib.serialization.clear_safe_globals()
+    assert results[0] == results[1]
+    # the module by its import path too, as torch 2.4's scripts write it
+    from tnet.serialization import add_safe_globals, safe_globals
+    assert importlib.import_module("tnet.serialization") is tnet.serialize
+    assert add_safe_globals is tnet.serialize.add_safe_globals and safe_globals is tnet.serialize.safe_globals
+
+
+def test_overrides_for_functions_vendored_from_torch():
+    """A function copied out of torch's source (a repository's multi_head_attention_forward) asks
+    torch.overrides first whether an argument overrides it; for tnet's tensors, None and numbers the answer is
+    False, as torch's for its own, and the function runs its own body."""
+    results = []
+    for lib in (tnet, torch):
+        overrides = importlib.import_module(lib.__name__ + ".overrides")
+
+        def scaled_linear(x, weight, bias=None, scale=1.0):
+            tens_ops = (x, weight, bias)
+            if any(type(t) is not lib.Tensor for t in tens_ops) and overrides.has_torch_function(tens_ops):
+                return overrides.handle_torch_function(scaled_linear, tens_ops, x, weight, bias=bias, scale=scale)
+            if overrides.has_torch_function_variadic(x, weight) or overrides.has_torch_function_unary(x):
+                raise AssertionError("no override expected")
+            return lib.nn.functional.linear(x, weight, bias) * scale
+
+        x, w = lib.ones(2, 3), lib.full((4, 3), 0.5)
+        results.append((scaled_linear(x, w, scale=2.0).tolist(), overrides.is_tensor_like(x),
+                        overrides.is_tensor_like(3.0),
+                        overrides.handle_torch_function(scaled_linear, (x, w), x, w, scale=3.0).tolist()))
     assert results[0] == results[1]
 
 

@@ -108,6 +108,37 @@ def test_deepcopy_of_a_parameter_as_torch():
     assert copied[1].weight is copied[0].weight and copied[0].weight is not tied[0].weight
 
 
+def test_deepcopy_through_a_subclass_setstate_as_torch():
+    """A layer or optimizer whose own __setstate__ calls super().__setstate__(state) (torch's Transformer layers,
+    copied into repositories with their backward-compatible activation; AdaBelief's and RAdam's group defaults)
+    deep-copies (an EMA model, a saved optimizer), as with torch's Module and Optimizer."""
+    for lib in (tnet, torch):
+        class Layer(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = lib.nn.Linear(2, 2)
+                self.activation = lib.nn.functional.relu
+
+            def __setstate__(self, state):
+                if "activation" not in state:
+                    state["activation"] = lib.nn.functional.relu
+                super().__setstate__(state)
+
+        class SGD(lib.optim.SGD):
+            def __setstate__(self, state):
+                super().__setstate__(state)
+                for group in self.param_groups:
+                    group.setdefault("nesterov", False)
+
+        model = lib.nn.Sequential(Layer(), lib.nn.Linear(2, 1))
+        ema = copy.deepcopy(model)
+        assert ema[0].activation is lib.nn.functional.relu and ema[0].linear.weight is not model[0].linear.weight
+        assert np.array_equal(ema[0].linear.weight.detach().numpy(), model[0].linear.weight.detach().numpy())
+        optimizer = SGD(model.parameters(), lr=0.1, momentum=0.9)
+        copied = copy.deepcopy(optimizer)
+        assert copied.param_groups[0]["lr"] == 0.1 and copied.param_groups[0]["params"][0] is not model[0].linear.weight
+
+
 def test_module_state_dict_round_trip(rng, ieee):
     """A training step changes the running statistics; a copy of its state_dict (tensors on the
     module's memory, as torch's) loads into a fresh network, and so does torch's state_dict;

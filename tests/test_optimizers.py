@@ -2,6 +2,7 @@
 maximize, against torch.optim in float64: two param groups (the second with its own lr and weight
 decay), a frozen parameter, an lr change, torch's state names; state_dict round trips; launches
 replayed as a CUDA graph replays them; GradScaler.unscale_ before clipping."""
+import collections
 import importlib
 import re
 
@@ -339,7 +340,8 @@ def test_helpers_a_copy_of_torchs_optimizers_imports():
 
 
 def test_per_optimizer_module_paths():
-    """torch.optim's modules of one optimizer each (`from torch.optim.adamw import AdamW`) hold tnet's classes."""
+    """torch.optim's modules of one optimizer each (`from torch.optim.adamw import AdamW`) hold tnet's classes, and
+    torch.optim._functional the functional steps tnet has."""
     for module, name in (("sgd", "SGD"), ("adam", "Adam"), ("adamw", "AdamW"), ("rmsprop", "RMSprop"),
                          ("adagrad", "Adagrad"), ("radam", "RAdam"), ("nadam", "NAdam"), ("sparse_adam", "SparseAdam")):
         ours = importlib.import_module(f"tnet.optim.{module}")
@@ -347,6 +349,44 @@ def test_per_optimizer_module_paths():
         assert hasattr(importlib.import_module(f"torch.optim.{module}"), name)
     from tnet.optim.adamw import AdamW
     assert AdamW is optim.AdamW and optim.sgd.SGD is optim.SGD
+    # torch.optim._functional's steps by that path too (`from torch.optim import _functional as F` in forks)
+    from tnet.optim import _functional
+    assert _functional.adam is optim.adam.adam and _functional.sgd is optim.sgd.sgd
+    assert _functional.adamw is optim.adamw.adamw and hasattr(importlib.import_module("torch.optim._functional"), "adamw")
+
+
+@pytest.mark.parametrize("edit", ["append", "extend_group", "clear", "fresh_dict", "one_param"])
+def test_params_appended_and_state_dropped_by_hand_as_torch(edit):
+    """A parameter appended to a group's "params" list by hand, and state dropped by hand (optimizer.state.clear(),
+    a fresh defaultdict, state[p] = {}), start afresh at the parameter's next step, as torch makes state there; the
+    rest of the state is kept."""
+    results = []
+    for lib in (tnet, torch):
+        a, b = lib.nn.Parameter(lib.tensor([1.0, -2.0])), lib.nn.Parameter(lib.tensor([0.5]))
+        optimizer = lib.optim.Adam([a] if edit in ("append", "extend_group") else [a, b], lr=0.1)
+        group = optimizer.param_groups[0]  # held by the script: it stays the optimizer's group
+        weights = []
+        for i in range(4):
+            optimizer.zero_grad()
+            ((a ** 2).sum() + (b ** 3).sum()).backward()
+            if i == 1:
+                if edit == "append":
+                    optimizer.param_groups[0]["params"].append(b)
+                elif edit == "extend_group":
+                    optimizer.param_groups[0]["params"].extend([b])
+                elif edit == "clear":
+                    optimizer.state.clear()
+                elif edit == "fresh_dict":
+                    optimizer.state = collections.defaultdict(dict)
+                else:
+                    optimizer.state[a] = {}
+            optimizer.step()
+            weights.append(np.round(np.concatenate([a.detach().numpy(), b.detach().numpy()]), 5).tolist())
+            if i == 2:
+                group["lr"] = 0.05
+        assert optimizer.param_groups[0] is group
+        results.append((weights, float(optimizer.state[a]["step"]), float(optimizer.state[b]["step"])))
+    assert results[0] == results[1], results
 
 
 def test_an_adam_subclass_stepping_by_init_group_and_functional_adam(rng):

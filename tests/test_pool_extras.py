@@ -156,6 +156,34 @@ def test_full_backward_hooks_as_torch():
                     assert_close(v, vr, TOL["ieee"], kind)
 
 
+def test_full_backward_hook_inputs_and_outputs_as_torch():
+    """A full backward hook's grad_input holds zeros (of the input's dtype) for a tensor input that needs no gradient
+    beside one that does, None for other arguments, as torch's; a module whose output is neither a tensor nor a tuple
+    warns and runs no backward hook, as torch's."""
+    results = []
+    for lib in (tnet, torch):
+        class Block(lib.nn.Module):
+            def forward(self, x, idx, y, scale):
+                return x * 2 + y * scale
+
+        class Named(lib.nn.Module):
+            def forward(self, x):
+                return {"out": x * 3}
+
+        seen = []
+        block, named = Block(), Named()
+        for module in (block, named):
+            module.register_full_backward_hook(lambda mod, gi, go: seen.append(
+                [None if g is None else (g.tolist(), str(g.dtype)) for g in gi]))
+        x = lib.ones(2, requires_grad=True)
+        block(x, lib.tensor([1, 2]), lib.ones(2), 3.0).sum().backward()
+        with pytest.warns(UserWarning, match="module output should be a Tensor or a tuple of Tensors"):
+            out = named(x)
+        out["out"].sum().backward()
+        results.append((seen, x.grad.tolist()))
+    assert results[0] == results[1], results
+
+
 # ---- nn.utils.parametrize and nn.utils.parametrizations ----
 
 def _layer_pair(kind, rng):

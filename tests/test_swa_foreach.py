@@ -114,6 +114,18 @@ def test_update_bn_matches_torch(ieee):
         assert_close(got[k], want[k], TOL["ieee"], k)
     assert model[1].momentum == 0.3 and not model.training
     swa_utils.update_bn([tnet.tensor(batches[0])], nn.Linear(5, 2))  # no BatchNorm: nothing to do
+    # every batch norm of torch's _BatchNorm family, BatchNorm3d too (a video or volume model's)
+    stats = []
+    for lib in (tnet, torch):
+        volume = lib.nn.Sequential(lib.nn.Conv3d(1, 2, 1), lib.nn.BatchNorm3d(2))
+        with lib.no_grad():
+            volume[0].weight.fill_(1.0), volume[0].bias.fill_(0.5)
+        x = np.arange(16, dtype=np.float32).reshape(2, 1, 2, 2, 2)
+        lib.optim.swa_utils.update_bn([lib.tensor(x)], volume)
+        stats.append((volume[1].running_mean.tolist(), volume[1].running_var.tolist(),
+                      int(volume[1].num_batches_tracked)))
+    assert np.allclose(stats[0][0], stats[1][0]) and np.allclose(stats[0][1], stats[1][1])
+    assert stats[0][2] == stats[1][2] == 1
 
 
 def pairs(rng, shapes=((3, 5), (7,))):

@@ -3,6 +3,7 @@ kind, a TensorDataset's gathered on the device, batch samplers, batch_size=None,
 IterableDataset) equal torch's on the same data, shuffling draws repeatable permutations,
 random_split's sizes, and torch's errors."""
 import collections
+import importlib
 import warnings
 
 import numpy as np
@@ -343,6 +344,8 @@ def test_distributed_sampler_as_torch(n, drop_last):
     from tnet.utils.data.dataloader import default_collate
     from tnet.utils.data.sampler import BatchSampler
     assert default_collate is data.default_collate and BatchSampler is data.BatchSampler
+    dataset_module = importlib.import_module("tnet.utils.data.dataset")
+    assert all(getattr(dataset_module, name) is getattr(data, name) for name in tud.dataset.__all__)
     for r in range(3):
         ours, ref = DistributedSampler(range(n), 3, r, shuffle=False, drop_last=drop_last), \
             tud.distributed.DistributedSampler(range(n), 3, r, shuffle=False, drop_last=drop_last)
@@ -379,3 +382,32 @@ def test_chain_and_stack_datasets_as_torch():
         return ([float(x) for x, _ in chain], len(chain), type(added).__name__, [float(x) for x, _ in added],
                 [stack[i] for i in range(3)], len(stack), named[1], errors)
     assert run(tnet, OurCount) == run(torch, TorchCount)
+
+
+def test_collate_fn_map_extension_as_torchs():
+    """torch's documented way to extend default_collate: a custom type's collate function added to a copy of
+    default_collate_fn_map and collate(batch, collate_fn_map=...) called with it; the nested dicts and tuples
+    around it are collated by collate itself, the other leaves by the default functions."""
+    results = []
+    for lib in (tnet, torch):
+        collate_module = importlib.import_module(lib.__name__ + ".utils.data._utils.collate")
+        collate, default_collate_fn_map = collate_module.collate, collate_module.default_collate_fn_map
+
+        class Box:
+            def __init__(self, corners):
+                self.corners = corners
+
+        def collate_box_fn(batch, *, collate_fn_map=None):
+            return lib.tensor([b.corners for b in batch], dtype=lib.float32) * 2
+
+        custom_collate_fn_map = {Box: collate_box_fn}
+        custom_collate_fn_map.update(default_collate_fn_map)
+        batch = [{"box": Box([1, 2, 3, 4]), "image": np.full((2, 2), i, np.float32), "label": i,
+                  "meta": ("a%d" % i, lib.tensor([i, i + 1]))} for i in range(3)]
+        out = collate(batch, collate_fn_map=custom_collate_fn_map)
+        results.append((out["box"].tolist(), out["image"].shape, out["label"].tolist(), out["meta"][0],
+                        out["meta"][1].tolist(), type(out["meta"]).__name__))
+        with pytest.raises(TypeError):
+            collate([Box([1])], collate_fn_map=default_collate_fn_map)
+        assert collate_module.default_collate([1, 2]).tolist() == [1, 2]
+    assert results[0] == results[1]

@@ -23,6 +23,7 @@ from .func import vmap  # noqa: E402  (torch.vmap is torch.func.vmap)
 import sys as _sys
 _sys.modules[__name__ + ".serialization"] = serialization  # `from torch.serialization import add_safe_globals`
 import torch as _torch
+from torch.torch_version import TorchVersion as _TorchVersion
 from torch import device  # torch.device: `tnet.device("cuda" if tnet.cuda.is_available() else "cpu")`
 from torch import OutOfMemoryError  # torch's: tnet allocates through torch's allocator, which raises it
 
@@ -222,9 +223,10 @@ def set_num_threads(n):
 
 
 VERSION = "0.1.0"  # tnet's own; pyproject.toml reads it from here
-# What a script's `torch.__version__` checks read (`>= '1.5.0'`, `int(v.split('.')[0]) >= 2`, packaging's parse):
-# the PyTorch API that tnet follows, with tnet's own version as the local label
-__version__ = f"2.13.0+tnet{VERSION}"
+# What a script's `torch.__version__` checks read (`>= '1.5.0'`, `>= (1, 10)`, `int(v.split('.')[0]) >= 2`,
+# packaging's parse): the PyTorch API that tnet follows, with tnet's own version as the local label, in torch's
+# TorchVersion (a str that also compares with tuples)
+__version__ = _TorchVersion(f"2.13.0+tnet{VERSION}")
 version.__version__ = __version__  # torch.version's too (`from torch.version import __version__`)
 
 # torch's other dtype names, so that `dtype=torch.long` ports (last: they shadow Python's int, float

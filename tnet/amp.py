@@ -168,7 +168,8 @@ class OptState(enum.Enum):
 
 class GradScaler:
     """torch.amp.GradScaler's arguments and methods scale, unscale_, step, update, get_scale,
-    is_enabled, state_dict and load_state_dict:
+    is_enabled, state_dict and load_state_dict, and the getters and setters of growth_factor,
+    backoff_factor and growth_interval:
 
         scaler.scale(loss).backward()   # the gradients, times the scale, do not underflow float16
         scaler.unscale_(opt)            # optional: divided by it in place, to clip them (once a step)
@@ -259,6 +260,25 @@ class GradScaler:
     def get_scale(self):
         """The scale as a Python float (a host synchronisation); 1.0 when disabled."""
         return self._scale.item() if self._enabled else 1.0
+
+    # torch's accessors of the update rule's settings; a setter's value rules from the next update()
+    def get_growth_factor(self):
+        return self._growth_factor
+
+    def set_growth_factor(self, new_factor):
+        self._growth_factor = new_factor
+
+    def get_backoff_factor(self):
+        return self._backoff_factor
+
+    def set_backoff_factor(self, new_factor):
+        self._backoff_factor = new_factor
+
+    def get_growth_interval(self):
+        return self._growth_interval
+
+    def set_growth_interval(self, new_interval):
+        self._growth_interval = new_interval
 
     def state_dict(self):
         """torch's keys (host copies; {} when disabled)."""

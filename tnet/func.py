@@ -11,11 +11,12 @@ from .autograd import forward_ad
 from .autograd import grad as _autograd_grad
 from .factory import zeros
 from .functional import stack
+from .nn import BATCH_NORMS
 from .nn.utils.stateless import functional_call
 from .tensor import Tensor, enable_grad
 
-__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp", "stack_module_state",
-           "vjp", "vmap"]
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "replace_all_batch_norm_modules_", "stack_module_state", "vjp", "vmap"]
 
 
 def _leaves(tree):
@@ -286,3 +287,16 @@ def stack_module_state(models):
         all(dict(m.named_parameters())[n].requires_grad for m in models)) for n in names}
     buffers = {n: stack([dict(m.named_buffers())[n] for m in models]).detach() for n, _ in models[0].named_buffers()}
     return params, buffers
+
+
+def replace_all_batch_norm_modules_(root):
+    """torch.func's patch for batch norm under vmap (the per-sample-gradient and ensembling tutorials): every
+    _BatchNorm in root that tracks running statistics gets running_mean, running_var and num_batches_tracked set
+    to None and track_running_stats False, in place, so it normalises with each batch's statistics; root back."""
+    for module in root.modules():
+        if isinstance(module, BATCH_NORMS) and module.track_running_stats:
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root

@@ -18,7 +18,7 @@ from .._device import DEVICE
 from ..functional.conv import check_conv_args
 from ..functional.inputs import legacy_reduction
 from ..kernels.launch import InputTypeError, check, dense, ntuple, pair, plain_ints, single, triple
-from ..factory import init_generator
+from ..factory import init_generator, zeros
 from ..tensor import (Tensor, add_hook, as_int, as_storage, check_factory_device, gate, hooks_of, is_grad_enabled,
                       memory_of, tensor)
 from . import attention, init, utils
@@ -324,6 +324,11 @@ class Module:
             object.__setattr__(self, "_none_members", {})
         self._none_members[name] = kind
 
+    def __setstate__(self, state):
+        """copy.deepcopy's and pickle's restore of the attributes, as torch's: a subclass's own __setstate__ (the
+        Transformer layers' copies fill a missing activation) calls super().__setstate__(state)."""
+        self.__dict__.update(state)
+
     def __getattr__(self, name):
         """torch's Module.__getattr__, which scripts also call by name (kuangliu's DLA reads its subtrees by
         `self.__getattr__('level_%d' % i)`): an attribute of the instance, else torch's AttributeError. Python
@@ -415,6 +420,7 @@ class Module:
         hooks run once the inputs' gradients are in (or at the outputs, where no input needs one)."""
         grad_input, grad_output = [None] * len(args), []
         needs = [i for i, a in enumerate(args) if isinstance(a, Tensor) and a.requires_grad]
+        reached = [False]  # whether the gradient came through the outputs since the hooks last ran, as torch's
 
         def run_hooks():
             for hook in self._hooks("_backward_hooks"):
@@ -432,16 +438,26 @@ class Module:
             return None if g is None else g if isinstance(g, Tensor) else Tensor(g)
 
         def at_inputs(grads, graph):
+            if not reached[0]:  # torch's: a gradient that reached the inputs by another way (a double backward,
+                return [passed(received(g), graph) for g in grads]  # an output of another type) runs no hook
             for i, g in zip(needs, grads):
                 grad_input[i] = received(g)
+            for i, a in enumerate(args):  # torch's zeros for a tensor input that needs no gradient (its dtype)
+                if isinstance(a, Tensor) and not a.requires_grad:
+                    grad_input[i] = zeros(a.shape, dtype=a.dtype)
             run_hooks()
+            reached[0] = False
             return [passed(grad_input[i], graph) for i in needs]
         args = _put(args, needs, gate([args[i] for i in needs], at_inputs))
         out = self._forward_and_hooks(args, kwargs, called)
+        if not isinstance(out, (Tensor, tuple)):
+            warnings.warn("For backward hooks to be called, module output should be a Tensor or a tuple of Tensors "
+                          f"but received {type(out)}", stacklevel=3)
         outs = out if isinstance(out, tuple) else (out,)
         made = [i for i, o in enumerate(outs) if isinstance(o, Tensor) and o.requires_grad]
 
         def at_outputs(grads, graph):
+            reached[0] = True
             grad_output[:] = [None] * len(outs)
             for i, g in zip(made, grads):
                 grad_output[i] = received(g)
@@ -1926,6 +1942,11 @@ class _NormBase(Module):
 
 class _BatchNorm(_NormBase):
     """Batch normalisation (see _NormBase)."""
+
+
+# torch's _BatchNorm family (BatchNorm1d, 2d and 3d, SyncBatchNorm, the lazy ones), by a public name for the
+# isinstance checks of optim.swa_utils.update_bn and func.replace_all_batch_norm_modules_
+BATCH_NORMS = (_BatchNorm,)
 
 
 class BatchNorm1d(_BatchNorm):

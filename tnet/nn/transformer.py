@@ -83,13 +83,19 @@ class MultiheadAttention(Module):
         return (F.transpose(out, 0, 1) if self.batch_first and out.ndim == 3 else out), weights
 
 
+def activation_fn(activation):
+    """torch.nn.modules.transformer._get_activation_fn: F.relu for "relu", F.gelu for "gelu", else
+    RuntimeError (custom transformer layers import it by that name)."""
+    if activation == "relu":
+        return F.relu
+    if activation == "gelu":
+        return F.gelu
+    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+
+
 def _activation(activation):
     """torch's activation= of the Transformer layers: "relu", "gelu" or a callable."""
-    if isinstance(activation, str):
-        if activation not in ("relu", "gelu"):
-            raise RuntimeError(f"activation should be relu/gelu, not {activation}")
-        return F.relu if activation == "relu" else F.gelu
-    return activation
+    return activation_fn(activation) if isinstance(activation, str) else activation
 
 
 class _Layer(Module):

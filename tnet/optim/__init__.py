@@ -55,6 +55,11 @@ class Optimizer:
         if "step" in cls.__dict__:
             cls.step = hooked_step(cls.__dict__["step"])
 
+    def __setstate__(self, state):
+        """copy.deepcopy's restore of the attributes, as torch's: an optimizer subclass's own __setstate__
+        (AdaBelief's, RAdam's: group.setdefault(...)) calls super().__setstate__(state)."""
+        self.__dict__.update(state)
+
     def __repr__(self):
         """torch's: the class name, then each param group's options but its params, sorted by name."""
         lines = [f"{type(self).__name__} ("]
@@ -245,11 +250,24 @@ class Optimizer:
         self.update_lr()
         if self._reshapes != reshaped_parameters[0]:
             self._refit_state()
+        try:
+            updates = self._updates()
+        except KeyError:  # a parameter appended to a group, or state dropped, by hand: made now, as torch's
+            self._resync()
+            updates = self._updates()
         took = tuple(p._grad_value is not None for p in self._params)  # .grad's field: every step reads it
         if not any(took):
             return
         if took not in self._took:
             self._took[took] = torch.from_numpy(np.array(took, np.float32)).to(self._steps.device)
+        if scale is not None:
+            kernels.find_inf_([u[1] for u in updates], found_inf)
+        kernels.count_steps_(self._steps, self._took[took], found_inf)
+        self._update(updates, scale, found_inf)
+        bump_version(*[u[0] for u in updates])  # in-place writes: the tape's version check sees them
+
+    def _updates(self):
+        """kernels.step_'s tuple for each parameter with a gradient; KeyError where a parameter has no state."""
         updates, states, slots = [], self.state, self._slots  # locals: a step walks every parameter
         for group, (_, hyper) in zip(self.param_groups, self._device_hyper):
             for p in group["params"]:
@@ -260,11 +278,27 @@ class Optimizer:
                                     [s and memory_of(state[s]) for s in slots[p]], amp.low_copies(p), hyper,
                                     memory_of(state["step"]), getattr(p, "lr_mult", 1.0),
                                     getattr(p, "decay_mult", 1.0)))
-        if scale is not None:
-            kernels.find_inf_([u[1] for u in updates], found_inf)
-        kernels.count_steps_(self._steps, self._took[took], found_inf)
-        self._update(updates, scale, found_inf)
-        bump_version(*[u[0] for u in updates])  # in-place writes: the tape's version check sees them
+        return updates
+
+    def _resync(self):
+        """The optimizer rebuilt for its groups as they are now, keeping each parameter's state that is whole: a
+        parameter appended to a group's "params" by hand, or one whose state was dropped (optimizer.state.clear(),
+        a fresh defaultdict, state[p] = {}), starts afresh, as torch makes state at a parameter's first step."""
+        scalars = {"step": self._steps.cpu().numpy(), **{s: v.cpu().numpy() for s, v in self._scalars.items()}}
+        kept = {}
+        for i, p in enumerate(self._params):
+            state = self.state.get(p, {})
+            if all(s in state for s in scalars) and all(b in state for b in self._buffers(p)):
+                kept[p] = {**{s: float(v[i]) for s, v in scalars.items()},
+                           **{b: memory_of(state[b]).float().cpu().numpy() for b in self._buffers(p)}}
+        groups = self.param_groups
+        Optimizer.__init__(self, groups, self.defaults)
+        for group, rebuilt in zip(groups, self.param_groups):  # the same dicts, which a script may hold
+            group.update(rebuilt)
+        self.param_groups = groups
+        index = {p: i for i, p in enumerate(self._params)}
+        self._load_state({"state": {index[p]: entry for p, entry in kept.items() if p in index},
+                          "param_groups": self._indexed_groups()})
 
     def _refit_state(self):
         """A parameter reshaped since this optimizer was built (a lazy layer's first call) gets
@@ -316,7 +350,12 @@ class Optimizer:
         own values (not copies), keyed by index. Runs the state-dict hooks around it, as torch's."""
         for pre in hooks_of(self, "_optimizer_state_dict_pre_hooks"):
             pre(self)
-        return self._through_hooks("_optimizer_state_dict_post_hooks", self._saved_state())
+        try:
+            saved = self._saved_state()
+        except KeyError:  # state dropped or a parameter appended by hand since the last step (see _resync)
+            self._resync()
+            saved = self._saved_state()
+        return self._through_hooks("_optimizer_state_dict_post_hooks", saved)
 
     def _through_hooks(self, attribute, state_dict):
         """state_dict passed through the hooks in `attribute`, each hook(self, state_dict): a dict one returns
@@ -968,3 +1007,8 @@ for _module_name, _class in (("adadelta", Adadelta), ("adagrad", Adagrad), ("ada
         setattr(_module, _module_name, getattr(functional, _module_name))
     sys.modules[_module.__name__] = _module
     globals()[_module_name] = _module
+# and torch.optim._functional, where optimizer forks of torch's find the same steps (`from torch.optim import
+# _functional as F`)
+_functional = types.ModuleType(f"{__name__}._functional", "torch.optim._functional's steps that tnet has")
+_functional.__dict__.update(sgd=functional.sgd, adam=functional.adam, adamw=functional.adamw)
+sys.modules[_functional.__name__] = _functional

@@ -15,7 +15,6 @@ from .lr_scheduler import LRScheduler, per_group
 
 __all__ = ["AveragedModel", "update_bn", "SWALR", "get_ema_multi_avg_fn", "get_swa_multi_avg_fn", "get_ema_avg_fn",
            "get_swa_avg_fn"]
-BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.SyncBatchNorm)  # torch's _BatchNorm subclasses that tnet has
 
 
 def _check_decay(decay):
@@ -147,7 +146,7 @@ def update_bn(loader, model, device=None):
     mode are put back, as torch's."""
     momenta = {}
     for module in model.modules():
-        if isinstance(module, BATCH_NORMS):
+        if isinstance(module, nn.BATCH_NORMS):
             module.reset_running_stats()
             momenta[module] = module.momentum
     if not momenta:
