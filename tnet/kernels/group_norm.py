@@ -82,6 +82,19 @@ def group_norm_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, std_ptr, G, 
         tl.store(y_ptr + offs, y.to(y_ptr.dtype.element_ty), mask=j < L)
 
 
+@triton.jit
+def _step(x_ptr, dy_ptr, w_ptr, start, base, c0, mean, std, S, L, sC, sS, HAS_W: tl.constexpr, FLAT: tl.constexpr,
+          BLOCK: tl.constexpr):
+    """The backward's loop step at a group's value `start`: (j, offsets, xhat, h = dy * w) of its BLOCK values."""
+    j = start + tl.arange(0, BLOCK)
+    offs = base + _offsets(j, S, sC, sS, FLAT)
+    xhat = (tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32) - mean) / std
+    h = tl.load(dy_ptr + offs, mask=j < L, other=0.0).to(tl.float32)
+    if HAS_W:
+        h = h * tl.load(w_ptr + c0 + j // S, mask=j < L, other=0.0).to(tl.float32)
+    return j, offs, xhat, h
+
+
 @jit
 def group_norm_backward_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, std_ptr, dx_ptr, G, CPG, S, L, sN, sC, sS,
                                HAS_W: tl.constexpr, FLAT: tl.constexpr, BLOCK: tl.constexpr):
@@ -92,23 +105,13 @@ def group_norm_backward_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, std_ptr, dx_ptr, 
     sum_h = tl.zeros((BLOCK,), tl.float32)
     sum_hx = tl.zeros((BLOCK,), tl.float32)
     for start in range(0, L, BLOCK):
-        j = start + tl.arange(0, BLOCK)
-        offs = base + _offsets(j, S, sC, sS, FLAT)
-        xhat = (tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32) - mean) / std
-        h = tl.load(dy_ptr + offs, mask=j < L, other=0.0).to(tl.float32)
-        if HAS_W:
-            h = h * tl.load(w_ptr + c0 + j // S, mask=j < L, other=0.0).to(tl.float32)
+        j, offs, xhat, h = _step(x_ptr, dy_ptr, w_ptr, start, base, c0, mean, std, S, L, sC, sS, HAS_W, FLAT, BLOCK)
         sum_h += h
         sum_hx += h * xhat
     mean_h = tl.sum(sum_h, axis=0) / L
     mean_hx = tl.sum(sum_hx, axis=0) / L
     for start in range(0, L, BLOCK):
-        j = start + tl.arange(0, BLOCK)
-        offs = base + _offsets(j, S, sC, sS, FLAT)
-        xhat = (tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32) - mean) / std
-        h = tl.load(dy_ptr + offs, mask=j < L, other=0.0).to(tl.float32)
-        if HAS_W:
-            h = h * tl.load(w_ptr + c0 + j // S, mask=j < L, other=0.0).to(tl.float32)
+        j, offs, xhat, h = _step(x_ptr, dy_ptr, w_ptr, start, base, c0, mean, std, S, L, sC, sS, HAS_W, FLAT, BLOCK)
         tl.store(dx_ptr + offs, ((h - mean_h - xhat * mean_hx) / std).to(dx_ptr.dtype.element_ty), mask=j < L)
 
 
