@@ -23,10 +23,16 @@ def _plain(name, differentiable, state_steps):
         raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
 
 
-def _decayed(grad, param, weight_decay, maximize):
-    """The gradient the steps read: negated under maximize, weight_decay * param added (L2, not decoupled)."""
+def _decayed(grad, param, weight_decay, maximize, decoupled_lr=None):
+    """The gradient the steps read: negated under maximize, weight_decay * param added (L2); decoupled_lr: AdamW's
+    decoupled decay instead, param scaled by 1 - decoupled_lr * weight_decay in place and the gradient left."""
     grad = -grad if maximize else grad
-    return grad.add(param, alpha=weight_decay) if weight_decay != 0 else grad
+    if weight_decay == 0:
+        return grad
+    if decoupled_lr is not None:
+        param.mul_(1 - decoupled_lr * weight_decay)
+        return grad
+    return grad.add(param, alpha=weight_decay)
 
 
 def sgd(params, d_p_list, momentum_buffer_list, has_sparse_grad=False, foreach=None, fused=None, grad_scale=None,
@@ -62,14 +68,9 @@ def adam(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, for
         raise RuntimeError("API has changed, `state_steps` argument must contain a list of singleton tensors")
     lr, beta1, beta2 = (host_value(v) for v in (lr, beta1, beta2))
     for i, param in enumerate(params):
-        grad = grads[i] if not maximize else -grads[i]
         exp_avg, exp_avg_sq, step_t = exp_avgs[i], exp_avg_sqs[i], state_steps[i]
         step_t += 1
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _decayed(grads[i], param, weight_decay, maximize, lr if decoupled_weight_decay else None)
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         step = host_value(step_t)
@@ -155,14 +156,9 @@ def nadam(params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, decoup
     _plain("nadam", differentiable, state_steps)
     lr, beta1, beta2 = (host_value(v) for v in (lr, beta1, beta2))
     for i, param in enumerate(params):
-        grad = -grads[i] if maximize else grads[i]
         state_steps[i] += 1
         step = host_value(state_steps[i])
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _decayed(grads[i], param, weight_decay, maximize, lr if decoupled_weight_decay else None)
         mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * momentum_decay))
         mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * momentum_decay))
         mu_products[i] *= mu
@@ -183,14 +179,9 @@ def radam(params, grads, exp_avgs, exp_avg_sqs, state_steps, decoupled_weight_de
     lr, beta1, beta2 = (host_value(v) for v in (lr, beta1, beta2))
     rho_inf = 2 / (1 - beta2) - 1
     for i, param in enumerate(params):
-        grad = -grads[i] if maximize else grads[i]
         state_steps[i] += 1
         step = host_value(state_steps[i])
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                param.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(param, alpha=weight_decay)
+        grad = _decayed(grads[i], param, weight_decay, maximize, lr if decoupled_weight_decay else None)
         exp_avgs[i].lerp_(grad, 1 - beta1)
         exp_avg_sqs[i].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         bias_correction2 = 1 - beta2 ** step
