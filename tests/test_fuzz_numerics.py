@@ -1294,3 +1294,21 @@ def test_prod_over_a_dim_of_size_one_without_zeros_is_g_prod_over_x():
             got.backward(tnet.full(tuple(got.shape), 0.5))
             want.backward(torch.full(tuple(want.shape), 0.5))
             _same(a.grad.numpy(), t.grad)
+
+
+@pytest.mark.parametrize("name, t1, t2, value", [
+    ("addcmul", 0.75, [[254, 1], [255, 3]], -2),  # fuzz seed 800, case 70: t2 * -2 wraps in uint8
+    ("addcmul", 0.75, [[254, 1], [255, 3]], -2.5),  # a float value: a float product
+    ("addcdiv", [200, 7], 0.75, 3)])  # fuzz seed 800 (addcdiv's own run), case 2005: t1 * 3 wraps in uint8
+def test_addcmul_addcdiv_gradients_multiply_an_integer_operand_in_its_dtype(name, t1, t2, value):
+    """torch's gradient formulas g * (t2 * value) and -g * (t1 * value / (t2 * t2)) multiply a uint8 operand by an
+    integer value in uint8 (derivatives.yaml's, on every device); tnet multiplied its float copy."""
+    out = []
+    for m in (tnet, torch):
+        a, b = m.tensor(t1), m.tensor(t2)
+        (a if a.dtype.is_floating_point else b).requires_grad_(True)
+        a, b = (v if v.dtype.is_floating_point else v.to(m.uint8) for v in (a, b))
+        y = getattr(m, name)(m.tensor([1.0, -2.0]), a, b, value=value)
+        leaf = a if a.requires_grad else b
+        out.append(m.autograd.grad(y, leaf, m.full(tuple(y.shape), 0.5))[0])
+    _same(out[0].numpy(), out[1])

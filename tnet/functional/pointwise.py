@@ -1259,15 +1259,22 @@ def _addc(name, input, tensor1, tensor2, value, grads):
     check(name != "addcdiv" or not (_is_integer(tensor1) and _is_integer(tensor2)),
           "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true "
           "division of tensor1 and tensor2.")
-    if not all(_is_integer(v) for v in (input, tensor1, tensor2)):  # integers beside floats: floats, as torch's
+    # the gradients read the factors as given: torch's formulas multiply an integer operand by value in its own
+    # dtype (a uint8 t2 * -2 wraps, derivatives.yaml's on every device), the forward computes in floats; addcdiv's
+    # divisor is the float one (a true division)
+    t1, t2 = tensor1, tensor2
+    if not all(_is_integer(val) for val in (input, tensor1, tensor2)):  # integers beside floats: floats, as torch's
         input, tensor1, tensor2 = _ints_to_float(input, tensor1, tensor2)
-    X, A, B, v = input.memory, tensor1.memory, tensor2.memory, float(value)
+    if name == "addcdiv":
+        t2 = tensor2
+    X, A, B = input.memory, t1.memory, t2.memory
+    v = value if isinstance(value, numbers.Integral) else float(value)
     need_x, need_a, need_b = needs_grad(input, tensor1, tensor2)
-    return _record_each(name, _pw.pointwise(name, X, A, B, v), (input, tensor1, tensor2),
+    return _record_each(name, _pw.pointwise(name, X, tensor1.memory, tensor2.memory, float(value)), (input, tensor1, tensor2),
                         lambda g: (g.view(g.shape) if need_x else None, *grads(g, A, B, v, need_a, need_b)),
                         saved=(A if need_b else None, B if need_a or need_b else None),
-                        graph=lambda g, y: (g, g * (tensor2 * v), g * (tensor1 * v)) if name == "addcmul" else
-                        (g, g * (v / tensor2), -g * (tensor1 * v / (tensor2 * tensor2))))
+                        graph=lambda g, y: (g, g * (t2 * v), g * (t1 * v)) if name == "addcmul" else
+                        (g, g * (v / t2), -g * (t1 * v / (t2 * t2))))
 
 
 def _addcmul_grads(g, A, B, v, need_a, need_b):
@@ -1280,8 +1287,11 @@ def _addcmul_grads(g, A, B, v, need_a, need_b):
 def _addcdiv_grads(g, A, B, v, need_a, need_b):
     """torch's formulas, rounded as _addcmul_grads: g * (value / t2), -g * (value * t1 / (t2 * t2))."""
     P = _pw.pointwise
+    if need_b:
+        AV = P("mul", A, v)
+        AV = AV if AV.is_floating_point() else AV.to(B.dtype)  # an integer t1 * value, then divided in B's dtype
     return (P("mul", g, P("div", v, B)) if need_a else None,
-            P("mul", P("neg", g), P("div", P("mul", A, v), P("mul", B, B))) if need_b else None)
+            P("mul", P("neg", g), P("div", AV, P("mul", B, B))) if need_b else None)
 
 
 def addcmul(input, tensor1, tensor2, *deprecated, value=1):
