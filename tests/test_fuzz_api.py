@@ -1983,3 +1983,11 @@ def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
         m.matmul(a, b).sum().backward()
         out += [tuple(a.grad.shape), tuple(b.grad.shape), float(b.grad.sum())]
     assert got == want
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 800 up
+    # narrow_copy wraps a negative dim (its IndexError) before narrow checks the length (seed 801, case 2837)
+    lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -3, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 2, 0, -1),
+    lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 1, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -2, 1, 2)])
+def test_seeds_800_up_as_torch(call):
+    _same_outcome(call)
