@@ -1330,3 +1330,12 @@ def test_std_var_gradients_of_16_bit_input_round_each_op_as_torchs(name, dtype):
         out.append(a.grad)
     assert out[0].dtype == out[1].dtype
     np.testing.assert_array_equal(host(out[0]).float().numpy(), out[1].float().numpy())
+
+
+@pytest.mark.parametrize("eps", [0.6, 0.5, 1.5])
+def test_logit_with_eps_past_a_half_clamps_in_torchs_order(eps):
+    """torch's logit takes x < eps ? eps : x > 1 - eps ? 1 - eps : x: with eps past 0.5, x below eps gives logit(eps),
+    where clamp(x, eps, 1 - eps) gave logit(1 - eps) throughout (fuzz seed 800, case 157 of special.logit)."""
+    x = [0.3, 0.5, 0.7, 0.45, NAN, -1.0, 2.0]
+    got, want = tnet.special.logit(tnet.tensor(x), eps=eps), torch.special.logit(torch.tensor(x), eps=eps)
+    _same(got.numpy(), want)

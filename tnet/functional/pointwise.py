@@ -1602,7 +1602,13 @@ def logit(input, eps=None):
     check_tensors("logit", input=input)
     X = ints_as_float32(input.memory)  # integers in float32, as torch's
     lo, hi = (-1.0, 2.0) if eps is None else (float(eps), 1.0 - float(eps))
-    y = _pw.pointwise("logit", X if eps is None else _pw.pointwise("clamp", X, lo, hi))
+    if eps is None:
+        y = _pw.pointwise("logit", X)
+    elif lo <= hi:
+        y = _pw.pointwise("logit", _pw.pointwise("clamp", X, lo, hi))
+    else:  # eps past 0.5: torch's x < eps ? eps : x > 1 - eps ? 1 - eps : x, where clamp would give 1 - eps throughout
+        P = _pw.pointwise
+        y = P("logit", P("where", P("lt", X, lo), lo, P("where", P("gt", X, hi), hi, X)))
     backward = lambda g: (_pw.pointwise("logit_backward", g, X, lo, hi),)
 
     def graph(g, out):  # g / (x (1 - x)), 0 outside [eps, 1 - eps] where eps is given
