@@ -11,15 +11,15 @@ import torch
 
 from .functional import softmax as _softmax
 from .functional import log_softmax as _log_softmax
-from .functional.pointwise import (digamma, eq, erf, erfc, erfinv, exp2, expm1, gt, lgamma, log1p, logit, lt, mul, neg,
-                                   polygamma, round, sigmoid, sinc, where, xlogy)
+from .functional.pointwise import (add, digamma, eq, erf, erfc, erfinv, exp2, expm1, gt, lgamma, log, log1p, logit, lt,
+                                   mul, neg, polygamma, round, sigmoid, sinc, where, xlogy)
 from .functional.pointwise import ints_as_float32, erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
 from .functional.pointwise import igamma as gammainc, igammac as gammaincc
 from .functional.reduce import logsumexp
 from .functional.inputs import write_out
 from .kernels import pointwise as _pw
 from .kernels.launch import InputTypeError, check, not_implemented
-from .tensor import Tensor, any_requires_grad, is_grad_enabled, record, tensor
+from .tensor import Tensor, any_requires_grad, is_grad_enabled, no_grad, record, record_composed, tensor
 
 expit = sigmoid
 gammaln = lgamma
@@ -60,8 +60,11 @@ def ndtr(input):
 
 
 def entr(input):
-    """-x log(x) for x > 0, 0 at 0, -inf below (NaN kept), as torch.special.entr."""
-    return where(lt(input, 0.0), -math.inf, where(gt(input, 0.0), neg(xlogy(input, input)), mul(input, 0.0)))
+    """-x log(x) for x > 0, 0 at 0, -inf below (NaN kept), as torch.special.entr; its gradient is torch's
+    g (-(1 + log(x))) everywhere: NaN below 0, inf at 0 (the pieces' own gradients gave 0 there)."""
+    with no_grad():
+        y = where(lt(input, 0.0), -math.inf, where(gt(input, 0.0), neg(xlogy(input, input)), add(mul(input, 0.0), 0.0)))
+    return record_composed("entr", y.memory, (input,), lambda g: (mul(g, neg(add(log(input), 1.0))),), (input,))
 
 
 def xlog1py(input, other):
