@@ -1,5 +1,6 @@
 """Bad and extreme input for the public ops and layers, against torch: tnet gives torch's result
 or a one-line error of the kind torch raises (issue 24, defect 12)."""
+import math
 import warnings
 
 import numpy as np
@@ -1988,6 +1989,9 @@ def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
 @pytest.mark.parametrize("call", [  # fuzz seeds 800 up
     # narrow_copy wraps a negative dim (its IndexError) before narrow checks the length (seed 801, case 2837)
     lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -3, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 2, 0, -1),
-    lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 1, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -2, 1, 2)])
+    lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 1, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -2, 1, 2),
+    # the indices of a 3-D max pool of an empty batch (case 410)
+    lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 1, 3, 2, 2), 1)[1],
+    lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 2, 3, 2, 2), (2, 1, 1))[0]])
 def test_seeds_800_up_as_torch(call):
     _same_outcome(call)

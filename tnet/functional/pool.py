@@ -465,7 +465,7 @@ def _separably(pool, x, planes, depth, indices=False):
     if not indices:
         return out
     d = Tensor(_pw.pointwise("floor_divide", second.memory, OH * OW))  # [N*C, 1, OD, OH*OW]: the max's depth
-    at = gather(reshape(first, (N * C, D, OH * OW)), 1, reshape(d, (N * C, -1, OH * OW)))
+    at = gather(reshape(first, (N * C, D, OH * OW)), 1, reshape(d, (N * C, z.shape[2], OH * OW)))  # not -1: N * C may be 0
     index = _pw.pointwise("add", _pw.pointwise("mul", d.memory.reshape(at.shape), H * W), at.memory)
     return out, Tensor(index).reshape(out.shape)
 
