@@ -1990,6 +1990,11 @@ def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
     # narrow_copy wraps a negative dim (its IndexError) before narrow checks the length (seed 801, case 2837)
     lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -3, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 2, 0, -1),
     lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 1, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -2, 1, 2),
+    # multigammaln's p must be an int (the parser's TypeError: seed 800, special.multigammaln case 572)
+    lambda m, f, t: m.special.multigammaln(m.ones(3) * 3, 1.5), lambda m, f, t: m.special.multigammaln(m.ones(3) * 3, 0),
+    # a bool is a Number to torch's parser (case 1088)
+    lambda m, f, t: m.special.zeta(t([1.5, 2.0]), True), lambda m, f, t: m.special.zeta(True, t([1.5, 2.0])),
+    lambda m, f, t: m.special.hermite_polynomial_h(t([1.5, 2.0]), True),
     # the indices of a 3-D max pool of an empty batch (case 410)
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 1, 3, 2, 2), 1)[1],
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 2, 3, 2, 2), (2, 1, 1))[0]])

@@ -16,7 +16,7 @@ from .functional.pointwise import (add, digamma, eq, erf, erfc, erfinv, exp2, ex
 from .functional.pointwise import ints_as_float32, erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
 from .functional.pointwise import igamma as gammainc, igammac as gammaincc
 from .functional.reduce import logsumexp
-from .functional.inputs import write_out
+from .functional.inputs import check_args, write_out
 from .kernels import pointwise as _pw
 from .kernels.launch import InputTypeError, check, not_implemented
 from .tensor import Tensor, any_requires_grad, is_grad_enabled, no_grad, record, record_composed, tensor
@@ -38,7 +38,8 @@ def multigammaln(input, p):
     """The log of the multivariate gamma function of dimension p: p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2),
     j < p, as torch.special.multigammaln (elements at or below (p - 1) / 2 give lgamma's poles and values, as
     torch's, which no longer checks them); RuntimeError for p < 1."""
-    check(isinstance(p, int) and p >= 1, "p has to be greater than or equal to 1")
+    check_args("special_multigammaln", "int", p=p)  # the parser's TypeError (p=1.5) before the value's check
+    check(p >= 1, "p has to be greater than or equal to 1")
     out = lgamma(input)
     for j in range(1, p):
         out = out + lgamma(input - j / 2)
@@ -87,7 +88,7 @@ def _float32_operand(name, v, arg):
         if X.dtype in (torch.float16, torch.bfloat16):
             raise not_implemented(f"{name}_{'cuda' if X.is_cuda else 'cpu'}", X.dtype)
         return ints_as_float32(X)
-    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+    if isinstance(v, numbers.Real):  # a bool too: torch's parser takes it for a Number (zeta(x, True) is zeta(x, 1))
         return float(v)
     raise InputTypeError(f"special_{name}(): argument '{arg}' must be Tensor or Number, not {type(v).__name__}")
 
