@@ -1990,11 +1990,36 @@ def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
     # narrow_copy wraps a negative dim (its IndexError) before narrow checks the length (seed 801, case 2837)
     lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -3, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 2, 0, -1),
     lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 1, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -2, 1, 2),
-    # multigammaln's p must be an int (the parser's TypeError: seed 800, special.multigammaln case 572)
+    # the linalg entries (seed 800): torch's checks of B's rank and rows, b's and A's dtypes, before numpy's
+    # ValueError; solve_triangular's result in A's dtype (cases 75, 387, 401, 714, 908, 1012, 1442)
+    lambda m, f, t: m.linalg.solve_triangular(m.eye(2) * 2, m.ones(3, 1), upper=True),
+    lambda m, f, t: m.linalg.solve_triangular(m.eye(2) * 2, m.ones(2, 3), upper=True, left=False),
+    lambda m, f, t: m.linalg.solve_triangular(m.eye(2) * 2, m.ones(2), upper=True),
+    lambda m, f, t: m.linalg.solve_triangular(m.eye(2) * 2, m.ones(2, 1).half(), upper=False),
+    lambda m, f, t: m.linalg.solve_triangular(m.eye(2) * 2, m.ones(2, 1), upper="yes"),
+    lambda m, f, t: m.triangular_solve(m.ones(3, 1), m.eye(2)), lambda m, f, t: m.triangular_solve(m.ones(2), m.eye(2)),
+    lambda m, f, t: m.triangular_solve(m.ones(2, 1).half(), m.eye(2)),
+    lambda m, f, t: m.triangular_solve(m.ones(2, 1), m.eye(2), transpose=[1]),
+    lambda m, f, t: m.cholesky_solve(m.ones(3, 1), m.eye(2)), lambda m, f, t: m.cholesky_solve(m.ones(2), m.eye(2)),
+    lambda m, f, t: m.cholesky_solve(m.ones(2, 1).half(), m.eye(2)),
+    lambda m, f, t: m.cholesky_solve(m.ones(2, 1), m.ones(2, 3)),
+    lambda m, f, t: m.linalg.lstsq(m.ones(3, 2), m.ones(7, 1)).solution,
+    lambda m, f, t: m.linalg.lstsq(m.ones(3, 2), m.ones(2)).solution,
+    lambda m, f, t: m.linalg.lstsq(m.ones(3, 2), m.ones(3, 1).half()).solution,
+    # the parser's TypeError before the checks of the values (cases 607, 1938, 278, 1951, 587, 175, 572)
+    lambda m, f, t: m.cholesky(m.ones(3, 4), upper=[1]), lambda m, f, t: m.linalg.cholesky(m.ones(3, 4), upper=1),
+    lambda m, f, t: m.linalg.eigh(m.ones(3, 3), UPLO=[1]).eigenvalues,
+    lambda m, f, t: m.linalg.eigvalsh(m.ones(3, 3), UPLO="X"),
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(4), keepdim="x"), lambda m, f, t: m.linalg.matrix_power(m.ones(3, 4), 1.5),
+    lambda m, f, t: m.linalg.pinv(m.ones(3, 2), hermitian=1.5), lambda m, f, t: m.linalg.vector_norm(m.ones(3), dtype=-7),
     lambda m, f, t: m.special.multigammaln(m.ones(3) * 3, 1.5), lambda m, f, t: m.special.multigammaln(m.ones(3) * 3, 0),
     # a bool is a Number to torch's parser (case 1088)
     lambda m, f, t: m.special.zeta(t([1.5, 2.0]), True), lambda m, f, t: m.special.zeta(True, t([1.5, 2.0])),
     lambda m, f, t: m.special.hermite_polynomial_h(t([1.5, 2.0]), True),
+    # cond of a singular matrix by an inverse's norm: inf, 0 * inf too (case 1837)
+    lambda m, f, t: m.linalg.cond(m.ones(3, 3), p=-1), lambda m, f, t: m.linalg.cond(m.zeros(3, 3), p=1),
+    lambda m, f, t: m.linalg.cond(m.stack([m.ones(2, 2), m.eye(2)]), p="fro"),
+    lambda m, f, t: m.linalg.cond(m.zeros(2, 2), p=-math.inf),
     # the indices of a 3-D max pool of an empty batch (case 410)
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 1, 3, 2, 2), 1)[1],
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 2, 3, 2, 2), (2, 1, 1))[0]])

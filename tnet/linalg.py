@@ -24,10 +24,10 @@ from .factory import randn
 from .functional.copy import diagonal as copy_diagonal
 from .functional.gemm import matmul
 from .kernels.gemm import precision_of
-from .functional.pointwise import add, div, exp, mul, neg, sub, tril, triu, where
+from .functional.pointwise import add, div, exp, mul, nan_to_num, neg, sub, tril, triu, where
 from .functional.reduce import sum as reduce_sum
 from .functional.sort import vander as vander_1d
-from .functional.inputs import check_tensors
+from .functional.inputs import check_args, check_tensors
 from .functional.pointwise import sum_to
 from .functional.reduce import matrix_norm as _matrix_norm
 from .functional.reduce import vector_norm
@@ -507,9 +507,15 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """torch.linalg.solve_triangular: X with T X = B (left=False: X T = B), T the upper or lower
     triangle of A (unitriangular: ones on its diagonal), batch dims broadcast; on the host (the
     module's note). Gradients as torch's: gB = T^-T g, gA = -gB X^T in T's triangle."""
+    check_args("linalg_solve_triangular", "bool", upper=upper, left=left, unitriangular=unitriangular)
+    check_tensors("linalg.solve_triangular", A=A, B=B)
+    check(B.ndim >= 2, "linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
     t = _triangle(_host("linalg.solve_triangular", A, square=True), upper, unitriangular)
     b = _host("linalg.solve_triangular", B)
-    X = _dev(_solve_host(t, b, left), B)
+    check(b.shape[-2 if left else -1] == t.shape[-1], lambda: f"linalg.solve_triangular: Incompatible shapes of A and "
+                                                              f"B for the equation {'AX = B' if left else 'XA = B'} "
+                                                              f"({t.shape[-2]}x{t.shape[-1]} and {b.shape[-2]}x{b.shape[-1]})")
+    X = _dev(_solve_host(t, b, left), A)  # in A's dtype, as torch's
 
     def backward(g):
         gb = _dev(_solve_host(np.swapaxes(t, -1, -2), _host("solve_triangular", g), left), B)
@@ -522,9 +528,27 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
 TriangularSolveResult = return_types.triangular_solve
 
 
+def _linear_solve_checks(name, b, A, b_message, A_message):
+    """torch's checks of b and A in cholesky_solve and triangular_solve (linearSolveCheckInputs): their ranks, one
+    dtype, A square, A's size against b's rows."""
+    check_tensors(name, b=b, A=A)
+    check(b.ndim >= 2, lambda: b_message.format(b.ndim))
+    check(A.ndim >= 2, lambda: A_message.format(A.ndim))
+    check(b.dtype == A.dtype, lambda: f"Expected b and A to have the same dtype, but found b of type "
+                                      f"{DTYPE_NAMES.get(b.dtype, b.dtype)} and A of type {DTYPE_NAMES.get(A.dtype, A.dtype)} instead.")
+    check(A.shape[-1] == A.shape[-2], lambda: f"A must be batches of square matrices, but they are {A.shape[-2]} by "
+                                              f"{A.shape[-1]} matrices")
+    check(A.shape[-1] == b.shape[-2], lambda: f"Incompatible matrix sizes for {name}: each A matrix is {A.shape[-1]} "
+                                              f"by {A.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+
+
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """torch.triangular_solve (deprecated there): (X, A's copy) with T X = b, T = A's triangle
     (transpose: T^T X = b)."""
+    check_args("triangular_solve", "bool", upper=upper, transpose=transpose, unitriangular=unitriangular)
+    _linear_solve_checks("triangular_solve", b, A,
+                         "torch.triangular_solve: Expected b to have at least 2 dimensions, but it has {} dimensions instead",
+                         "torch.triangular_solve: Expected A to have at least 2 dimensions, but it has {} dimensions instead")
     T = _T(A) if transpose else A
     return TriangularSolveResult(solve_triangular(T, b, upper=upper != transpose, unitriangular=unitriangular),
                                  clone(A))
@@ -581,6 +605,7 @@ def cholesky(A, *, upper=False):
     """torch.linalg.cholesky: L with A = L L^T reading A's lower triangle (upper: U with A = U^T U,
     reading the upper one), A [..., n, n]; on the host (the module's note). A matrix that is not
     positive-definite raises torch.linalg.LinAlgError. Gradient as torch's."""
+    check_args("linalg_cholesky", "bool", upper=upper)
     return _cholesky("linalg.cholesky", A, upper, True)[0]
 
 
@@ -590,12 +615,14 @@ CholeskyExResult = return_types.linalg_cholesky_ex
 def cholesky_ex(A, *, upper=False, check_errors=False):
     """torch.linalg.cholesky_ex: (L, info), info the order of the first leading minor that is not
     positive-definite (0: none); such a matrix's L is NaN in tnet (torch's holds a partial factor)."""
+    check_args("linalg_cholesky_ex", "bool", upper=upper, check_errors=check_errors)
     L, info = _cholesky("linalg.cholesky_ex", A, upper, check_errors)
     return CholeskyExResult(L, _int32(info))
 
 
 def _cholesky_old(A, upper=False):
     """torch.cholesky (deprecated there): linalg.cholesky with upper positional."""
+    check_args("cholesky", "bool", upper=upper)
     return cholesky(A, upper=upper)
 
 
@@ -624,6 +651,9 @@ def cholesky_solve(B, L, upper=False):
     """torch.cholesky_solve: X with A X = B, A = L L^T (upper: U^T U) from its Cholesky factor; on the
     host (the module's note). Gradients as torch's: gB = A^-1 g, and with C = gB X^T + X gB^T,
     gL = -C L (upper: -U C), over the whole of L as torch's (not its triangle alone)."""
+    check_args("cholesky_solve", "bool", upper=upper)
+    _linear_solve_checks("cholesky_solve", B, L, "b should have at least 2 dimensions, but has {} dimensions instead",
+                         "u should have at least 2 dimensions, but has {} dimensions instead")
     low = _host("cholesky_solve", L, square=True)
     low = np.tril(np.swapaxes(low, -1, -2)) if upper else np.tril(low)
     a = low @ np.swapaxes(low, -1, -2)
@@ -765,7 +795,8 @@ def eigh(A, UPLO="L"):
     matrices A [..., n, n], reading the lower (UPLO='L') or upper triangle; on the host (the module's
     note). Gradient as torch's, on the device: V (diag(gL) + skew(V^T gV) / (L_j - L_i)) V^T (repeated
     eigenvalues give infinities there, as torch's)."""
-    check(UPLO in ("L", "U"), lambda: f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    check_args("linalg_eigh", "str", UPLO=UPLO)
+    check(UPLO in ("L", "U"), lambda: f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     a = _host("linalg.eigh", A, square=True)
     values, vectors = _eigh_host(a, UPLO)
     L, V = _dev(values, A), _dev(vectors, A)
@@ -864,6 +895,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """torch.linalg.pinv (torch.pinverse): the pseudo-inverse of A [..., m, n] through an SVD (hermitian:
     eigh of A's lower triangle), singular values below max(atol, rtol * the largest) dropped, as torch's;
     on the host (the module's note). Gradient as torch's, on the device."""
+    check_args("linalg_pinv", "bool", hermitian=hermitian)
     a = _host("linalg.pinv", A)
     if hermitian:
         a = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
@@ -961,10 +993,16 @@ def lstsq(A, B, rcond=None, *, driver=None):
     driver = "gelsy" if driver is None else driver
     check(driver in ("gels", "gelsy", "gelsd", "gelss"), "torch.linalg.lstsq: parameter `driver` should be one of "
                                                          "(gels, gelsy, gelsd, gelss)")
+    check_tensors("torch.linalg.lstsq", input=A, other=B)
+    check(A.dtype == B.dtype, lambda: f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
+                                      f"input's dtype {DTYPE_NAMES.get(A.dtype, A.dtype)} and other's dtype "
+                                      f"{DTYPE_NAMES.get(B.dtype, B.dtype)}")
     a, b = _host("torch.linalg.lstsq", A), _host("torch.linalg.lstsq", B, least=1)
-    check(not np.isnan(a).any(), "torch.linalg.lstsq: Argument 4 has illegal value (A has a NaN)")
     check(0 <= a.ndim - b.ndim <= 1, "torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
                                      "(input.dim() - other.dim()) <= 1")
+    row = -1 if b.ndim == a.ndim - 1 else -2
+    check(a.shape[-2] == b.shape[row], f"torch.linalg.lstsq: input.size(-2) should match other.size({row})")
+    check(not np.isnan(a).any(), "torch.linalg.lstsq: Argument 4 has illegal value (A has a NaN)")
     vector = b.ndim == a.ndim - 1
     b = b[..., None] if vector else b
     m, n = a.shape[-2:]
@@ -1011,7 +1049,12 @@ def cond(A, p=None):
         big, small = select(s, -1, 0), select(s, -1, s.shape[-1] - 1)
         return div(small, big) if p == -2 else div(big, small)
     check(p in ("fro", "nuc", math.inf, -math.inf, 1, -1), lambda: f"linalg.cond got an invalid norm type: {p}")
-    return mul(matrix_norm(A, p), matrix_norm(inv(A), p))
+    if p == "nuc":
+        return mul(matrix_norm(A, p), matrix_norm(inv(A), p))
+    # torch's: a singular matrix's inverse filled with inf, and 0 * inf (a zero matrix) taken as inf
+    inverse, info = inv_ex(A)
+    inverse = where(unsqueeze(unsqueeze(Tensor(info.memory > 0), -1), -1), math.inf, inverse)
+    return nan_to_num(mul(matrix_norm(A, p), matrix_norm(inverse, p)), math.inf, math.inf, -math.inf)
 
 
 # ---- products on the device --------------------------------------------------------------------------
@@ -1020,6 +1063,7 @@ def matrix_power(A, n):
     """torch.linalg.matrix_power (Tensor.matrix_power): A^n by repeated squaring with tnet's matmul
     (n < 0: inv(A)^-n; n = 0: the identity, whose gradient is zeros; n = 1: a copy), with gradients, as torch's."""
     check_tensors("linalg.matrix_power", A=A)
+    check_args("linalg_matrix_power", "int", n=n)  # the parser's TypeError before the shape's check
     check(A.ndim >= 2 and A.shape[-1] == A.shape[-2], lambda: f"linalg.matrix_power: A must be batches of square "
                                                               f"matrices, but they are {A.shape[-2]} by "
                                                               f"{A.shape[-1]} matrices")
@@ -1182,6 +1226,8 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """torch.linalg.matrix_norm: 'fro', 1, -1, inf and -inf on tnet's kernels; 'nuc', 2 and -2 (the sum,
     largest and smallest singular value) through svdvals (on the host), all with gradients."""
+    check_tensors("linalg.matrix_norm", A=A)
+    check_args("linalg_matrix_norm", "bool", keepdim=keepdim)  # the parser's TypeError before the checks of A
     if ord not in ("nuc", 2, -2):
         return _matrix_norm(A, ord, dim, keepdim, dtype=dtype)
     check_tensors("linalg.matrix_norm", A=A)
