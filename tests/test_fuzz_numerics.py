@@ -1355,3 +1355,15 @@ def test_entr_gradient_is_torchs_formula_everywhere(dtype):
     for got, want in zip(*out):
         _same(got.detach().float().numpy(), want.detach().float())
     assert not torch.signbit(host(out[0][0].detach())[2])
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_ex_of_a_matrix_not_positive_definite_is_torchs_partial_factor(upper):
+    """cholesky_ex of a matrix that is not positive-definite gives LAPACK's partial factor, as torch's CPU: columns
+    up to the failing one factored, its diagonal the non-positive (or NaN) pivot, the rest of A's triangle as given
+    (tnet gave NaN throughout: fuzz seed 800, linalg.cholesky_ex case 1829, silent-wrong); a NaN stops it too."""
+    for A in ([[1.0, 2, 3], [2, 1, 5], [3, 5, -2]], [[4.0, 2, 3], [2, 1, 5], [3, 5, -2]], [[-4.0, 2], [2, 1]],
+              [[4.0, 2, 3], [2, 5, 1], [3, 1, NAN]], [[[4.0, 2], [2, 5]], [[1.0, 3], [3, 1]]]):
+        got, want = tnet.linalg.cholesky_ex(tnet.tensor(A), upper=upper), torch.linalg.cholesky_ex(torch.tensor(A), upper=upper)
+        _same(got.L.numpy(), want.L)
+        assert got.info.tolist() == want.info.tolist()

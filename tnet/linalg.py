@@ -556,29 +556,40 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
 
 # ---- Cholesky --------------------------------------------------------------------------------------
 
+def _partial_cholesky(m):
+    """(L, info) of one matrix that is not positive-definite, as LAPACK's unblocked potf2 leaves it (torch's CPU
+    factor): columns factored up to the first diagonal d <= 0 (or NaN), which holds d; the rest of the lower
+    triangle as in m; info that column's order."""
+    L = np.tril(m)
+    for j in range(m.shape[-1]):
+        d = m[j, j] - L[j, :j] @ L[j, :j]
+        if not d > 0:
+            L[j, j] = d
+            return L, j + 1
+        L[j, j] = math.sqrt(d)
+        L[j + 1:, j] = (m[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return L, 0
+
+
 def _cholesky_host(a, upper):
-    """(L [..., n, n] lower (its transpose if upper), info [...]): the first leading minor that is not
-    positive-definite (0: none), found by bisection where numpy fails."""
+    """(L [..., n, n] lower (its transpose if upper), info [...]): info the first leading minor that is not
+    positive-definite (0: none), such a matrix's L the partial factor torch's CPU gives (_partial_cholesky)."""
     a = np.swapaxes(a, -1, -2) if upper else a  # the upper triangle of A is the lower one of A^T
     try:
         L, info = np.linalg.cholesky(a), np.zeros(a.shape[:-2], np.int32)
+        failed = np.isnan(L).any((-2, -1))  # numpy runs through a NaN, LAPACK stops at it
     except np.linalg.LinAlgError:
+        L, info, failed = None, None, None
+    if L is None or failed.any():
         flat = a.reshape(-1, *a.shape[-2:])
         L, info = np.zeros_like(flat), np.zeros(len(flat), np.int32)
         for i, m in enumerate(flat):
             try:
                 L[i] = np.linalg.cholesky(m)
+                if np.isnan(L[i]).any():
+                    raise np.linalg.LinAlgError
             except np.linalg.LinAlgError:
-                lo, hi = 0, m.shape[-1]  # the minor of order lo is positive-definite, of order hi not
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    try:
-                        np.linalg.cholesky(m[:mid, :mid])
-                        lo = mid
-                    except np.linalg.LinAlgError:
-                        hi = mid
-                info[i] = hi
-                L[i] = np.nan
+                L[i], info[i] = _partial_cholesky(m)
         L, info = L.reshape(a.shape), info.reshape(a.shape[:-2])
     return (np.swapaxes(L, -1, -2) if upper else L), info
 
@@ -614,7 +625,7 @@ CholeskyExResult = return_types.linalg_cholesky_ex
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
     """torch.linalg.cholesky_ex: (L, info), info the order of the first leading minor that is not
-    positive-definite (0: none); such a matrix's L is NaN in tnet (torch's holds a partial factor)."""
+    positive-definite (0: none); such a matrix's L is the partial factor of torch's CPU (LAPACK's potf2)."""
     check_args("linalg_cholesky_ex", "bool", upper=upper, check_errors=check_errors)
     L, info = _cholesky("linalg.cholesky_ex", A, upper, check_errors)
     return CholeskyExResult(L, _int32(info))
