@@ -344,8 +344,10 @@ def _exp(x):
 def _bessel_i(x, NU: tl.constexpr, SCALED: tl.constexpr):
     """The modified Bessel function I_nu(x), nu 0 or 1 (times exp(-|x|) if SCALED): up to |x| = 12 its power
     series, (x/2)^nu sum (x^2/4)^k / (k! (k + nu)!) (positive terms, 30 of them), beyond its asymptotic series
-    exp(|x|) / sqrt(2 pi |x|) sum_k prod_j ((2j - 1)^2 - 4 nu^2) / (k! (8|x|)^k) (10 terms); exp(|x|) taken
-    as two halves, so I_nu stays finite up to float32's largest value. Odd in x for nu = 1."""
+    exp(|x|) / sqrt(2 pi |x|) sum_k prod_j ((2j - 1)^2 - 4 nu^2) / (k! (8|x|)^k) (10 terms); exp(|x|) whole, as
+    torch's exp(x) chbevl(32 / x - 2) / sqrt(x): inf past 88.7, where I_nu is finite a little further; 1 / sqrt(2 pi)
+    and 1 / sqrt(|x|) apart, so that the scaled form stays finite at huge |x| (2 pi |x| overflows). Odd in x for
+    nu = 1."""
     z = tl.abs(x)
     t = 0.25 * z * z
     term = tl.zeros_like(z) + 1.0
@@ -361,12 +363,11 @@ def _bessel_i(x, NU: tl.constexpr, SCALED: tl.constexpr):
     for k in tl.static_range(1, 11):
         a = a * ((2 * k - 1) * (2 * k - 1) - 4 * NU * NU) * w / k
         asymptotic = asymptotic + a
-    asymptotic = asymptotic / tl.sqrt(6.283185307179586 * z)  # I_nu(z) exp(-z)
+    asymptotic = asymptotic * 0.3989422804014327 / tl.sqrt(z)  # I_nu(z) exp(-z)
     if SCALED:
         r = tl.where(z <= 12.0, series * tl.exp(-z), asymptotic)
     else:
-        half = _exp(0.5 * z)
-        r = tl.where(z <= 12.0, series, asymptotic * half * half)
+        r = tl.where(z <= 12.0, series, asymptotic * _exp(z))
     if NU == 1:
         r = tl.where(x < 0.0, -r, r)
     return tl.where(x != x, x, r)  # tl.maximum dropped a NaN
