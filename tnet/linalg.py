@@ -679,11 +679,17 @@ def cholesky_solve(B, L, upper=False):
 
 
 def cholesky_inverse(L, upper=False):
-    """torch.cholesky_inverse: A^-1 of A = L L^T (upper: U^T U); on the host. No gradient."""
-    _no_gradient("cholesky_inverse", L)
+    """torch.cholesky_inverse: A^-1 of A = L L^T (upper: U^T U); on the host. Gradient as torch's: with
+    C = A^-1 (g + g^T) A^-1, gL = -C L (upper: -U C), over the whole of L as torch's."""
+    check_args("cholesky_inverse", "bool", upper=upper)
     low = _host("cholesky_inverse", L, square=True)
     low = np.tril(np.swapaxes(low, -1, -2)) if upper else np.tril(low)
-    return _dev(np.linalg.inv(low @ np.swapaxes(low, -1, -2)), L)
+    inverse = _dev(np.linalg.inv(low @ np.swapaxes(low, -1, -2)), L)
+
+    def backward(g):
+        common = inverse @ add(g, _T(g)) @ inverse
+        return (neg(L @ common if upper else common @ L),)
+    return _recorded("cholesky_inverse", inverse, (L,), backward)
 
 
 # ---- QR, Householder -------------------------------------------------------------------------------
