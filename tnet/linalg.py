@@ -229,6 +229,59 @@ def _lu_unpack_host(lu, pivots, unpack_data=True, unpack_pivots=True):
     return P, L, U
 
 
+def _trsm_host(t, b, unit=False):
+    """X with T X = B for upper triangular T [..., n, n] (unit: ones on its diagonal, as given or not) and
+    B [..., n, r], batch dims broadcast: back substitution in IEEE arithmetic (a zero pivot gives inf or NaN,
+    as LAPACK's trsm), reading T's upper triangle only."""
+    n = t.shape[-1]
+    batch = np.broadcast_shapes(t.shape[:-2], b.shape[:-2])
+    t, x = np.broadcast_to(t, batch + t.shape[-2:]), np.array(np.broadcast_to(b, batch + b.shape[-2:]))
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for j in reversed(range(n)):
+            if not unit:
+                x[..., j, :] /= t[..., j, j, None]
+            x[..., :j, :] -= t[..., :j, j, None] * x[..., j, None, :]
+    return x
+
+
+def _lu_backward_host(gL, gU, P, L, U):
+    """torch's linalg_lu_backward: A's gradient from those of L [..., m, k] and U [..., k, n] (either None) of
+    A = P L U. Square: P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T; wide (m < n) and tall (m > n) split U or L
+    at k and carry the gradient of the part past k through one triangular solve."""
+    T = lambda x: np.swapaxes(x, -1, -2)  # noqa: E731
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    batch = np.broadcast_shapes(L.shape[:-2], U.shape[:-2])
+    if m <= n:  # X = tril(L^T gL - [triu(gU) U^T], -1) (square: + triu(gU U^T)), X U1^-T, [X + triu(gU1), gU2], L^-T X
+        x = np.zeros(batch + (m, m))
+        if gL is not None:
+            x = x + T(L) @ gL
+        if gU is not None and m < n:
+            x = x - np.triu(gU) @ T(U)
+        x = np.tril(x, -1)
+        if gU is not None and m == n:
+            x = x + np.triu(gU @ T(U))
+        x = T(_trsm_host(U[..., :k], T(x)))  # X U1^-T: U1 Y^T = X^T
+        if gU is not None and m < n:
+            x = np.concatenate([x + np.triu(gU[..., :k]), gU[..., k:]], -1)
+        x = _trsm_host(T(L), x, unit=True)
+        if m < n and gU is None:
+            x = np.concatenate([x, np.zeros(x.shape[:-1] + (n - k,))], -1)
+    else:  # X = triu(gU U^T - L^T tril(gL, -1)), L1^-T X, [X + tril(gL1, -1); gL2], X U^-T
+        x = np.zeros(batch + (n, n))
+        if gU is not None:
+            x = x + gU @ T(U)
+        if gL is not None:
+            x = x - T(L) @ np.tril(gL, -1)
+        x = _trsm_host(T(L[..., :k, :]), np.triu(x), unit=True)
+        if gL is not None:
+            x = np.concatenate([x + np.tril(gL[..., :k, :], -1), gL[..., k:, :]], -2)
+        x = T(_trsm_host(U, T(x)))
+        if gL is None:
+            x = np.concatenate([x, np.zeros(x.shape[:-2] + (m - k, n))], -2)
+    return P @ x
+
+
 def _singular_message(i):
     return (f"The diagonal element {i} is zero, the inversion could not be completed because the input matrix is "
             f"singular.")
@@ -241,15 +294,19 @@ LUResult = return_types.linalg_lu
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
     """torch.linalg.lu_factor_ex: (LU, pivots, info) of A [..., m, n] as LAPACK's getrf, on the host
-    (float64; see the module's note). pivot=False factors without row swaps (as torch on CUDA). No
-    gradient."""
+    (float64; see the module's note). pivot=False factors without row swaps (as torch on CUDA). Gradient as
+    torch's: linalg.lu's, from LU's strictly lower part (L's) and upper part (U's)."""
     a = _host("torch.linalg.lu_factor_ex", A)
-    _no_gradient("linalg.lu_factor", A)
     lu, pivots, info = _lu_host(a, pivot)
     if check_errors and info.any():
         _batch_error("torch.linalg.lu_factor_ex", info, lambda i: f"U[{i},{i}] is zero and using it on lu_solve "
                      f"would result in a division by zero.")
-    return LUFactorExResult(_dev(lu, A), _int32(pivots), _int32(info))
+    k = min(a.shape[-2:])
+
+    def backward(g):
+        g = _host("linalg.lu_factor", g)
+        return (_dev(_lu_backward_host(np.tril(g[..., :k], -1), np.triu(g[..., :k, :]), *_lu_unpack_host(lu, pivots)), A),)
+    return LUFactorExResult(_recorded("linalg.lu_factor_ex", _dev(lu, A), (A,), backward), _int32(pivots), _int32(info))
 
 
 def lu_factor(A, *, pivot=True):
@@ -264,11 +321,16 @@ def lu_factor(A, *, pivot=True):
 
 
 def lu(A, *, pivot=True):
-    """torch.linalg.lu: (P, L, U) with A = P L U, A [..., m, n]; on the host (the module's note). No gradient."""
+    """torch.linalg.lu: (P, L, U) with A = P L U, A [..., m, n]; on the host (the module's note). Gradients of L
+    and U as torch's (_lu_backward_host), P none."""
     a = _host("linalg.lu", A)
-    _no_gradient("linalg.lu", A)
     lu_, pivots, _ = _lu_host(a, pivot)
-    return LUResult(*(_dev(x, A) for x in _lu_unpack_host(lu_, pivots)))
+    P, L, U = _lu_unpack_host(lu_, pivots)
+
+    def grad_of(which):
+        return lambda g: (_dev(_lu_backward_host(*(_host("linalg.lu", g) if w == which else None for w in "LU"), P, L, U), A),)
+    return LUResult(_dev(P, A), _recorded("linalg.lu", _dev(L, A), (A,), grad_of("L")),
+                    _recorded("linalg.lu", _dev(U, A), (A,), grad_of("U")))
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
