@@ -40,17 +40,19 @@ def multigammaln(input, p):
     torch's, which no longer checks them); RuntimeError for p < 1."""
     check_args("special_multigammaln", "int", p=p)  # the parser's TypeError (p=1.5) before the value's check
     check(p >= 1, "p has to be greater than or equal to 1")
-    out = lgamma(input)
+    out = lgamma(input + 0.0)  # torch's x + 0.0 (its offsets' last): -0.0 is +0.0 there, digamma -inf
     for j in range(1, p):
         out = out + lgamma(input - j / 2)
     return out + p * (p - 1) / 4 * math.log(math.pi)
 
 
 def softmax(input, dim, *, dtype=None):
+    check_args("special_softmax", "int", dim=dim)  # dim required, an int (torch's parser)
     return _softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
+    check_args("special_log_softmax", "int", dim=dim)
     return _log_softmax(input, dim, dtype=dtype)
 
 
@@ -111,6 +113,9 @@ def _binary_special(name, text, second, backward_raises):
     def compute(input, other, out):
         if not (isinstance(input, Tensor) or isinstance(other, Tensor)):
             raise InputTypeError(f"special_{name}(): at least one of input and {second} must be a Tensor")
+        floats = [v.memory for v in (input, other) if isinstance(v, Tensor) and v.is_floating_point()]
+        if len(floats) == 2 and _pw.result_type(floats) == torch.float32:  # a 16-bit tensor beside a float32 one
+            input, other = (v.float() for v in (input, other))  # (or float16 beside bfloat16): float32, as torch's
         X, N = _float32_operand(name, input, "input"), _float32_operand(name, other, second)
         inputs = [v for v in (input, other) if isinstance(v, Tensor)]
         y = _pw.pointwise(name, X, N)
