@@ -2020,6 +2020,20 @@ def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
     lambda m, f, t: m.linalg.cond(m.ones(3, 3), p=-1), lambda m, f, t: m.linalg.cond(m.zeros(3, 3), p=1),
     lambda m, f, t: m.linalg.cond(m.stack([m.ones(2, 2), m.eye(2)]), p="fro"),
     lambda m, f, t: m.linalg.cond(m.zeros(2, 2), p=-math.inf),
+    # seeds 801 and 802 on the new entries: the parser's TypeError (cond's p, vecdot's dim, vector_norm's dim,
+    # special.log_softmax's dim: 801/277, 801/801, 802/487, 801/992); zeta of float32 beside float16 computes in
+    # float32 (801/1816); vander of a 0-d x (801/811); an empty matrix's norm is 0 (801/382, 802/1320)
+    lambda m, f, t: m.linalg.cond(m.ones(2, 2), p=[1]), lambda m, f, t: m.linalg.vecdot(m.ones(0, 5), m.ones(0, 6), dim="1"),
+    lambda m, f, t: m.linalg.vector_norm(m.ones(1, 3).long(), ord=-1, dim=1.0),
+    lambda m, f, t: m.special.log_softmax(m.ones(5, 3).long(), None), lambda m, f, t: m.special.softmax(m.ones(5, 3), None),
+    lambda m, f, t: m.special.zeta(t(2.0), t(1.0).half()), lambda m, f, t: m.special.zeta(t([2.0]).half(), t(1.0).bfloat16()),
+    lambda m, f, t: m.special.zeta(t(2.0).half(), t(1.0).half()), lambda m, f, t: m.special.zeta(t(2.0).half(), 1.0),
+    lambda m, f, t: m.special.chebyshev_polynomial_t(t([0.5]).half(), t(3.0)),
+    lambda m, f, t: m.linalg.vander(t(2.0), N=3), lambda m, f, t: m.linalg.vander(t([2.0, 3.0])),
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=2), lambda m, f, t: m.linalg.matrix_norm(m.ones(2, 0, 4), ord="nuc"),
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=math.inf), lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=1),
+    lambda m, f, t: m.linalg.norm(m.ones(1, 0).half(), ord=1), lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=-2),
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=-1),
     # the indices of a 3-D max pool of an empty batch (case 410)
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 1, 3, 2, 2), 1)[1],
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 2, 3, 2, 2), (2, 1, 1))[0]])

@@ -1393,3 +1393,24 @@ def test_cholesky_inverse_gradient_as_torchs(upper):
             out.append((y, a.grad))
         for got, want in zip(*out):
             _same(got.detach().numpy(), want.detach())
+
+
+def test_gradients_found_by_the_new_entries_as_torchs():
+    """solve_triangular of a float32 A and a float16 B: X and A's gradient in float32, B's in float16 (tnet's
+    backward multiplied the two dtypes: seed 800, cases 387 ...); multigammaln's gradient at -0.0 is digamma(+0.0)
+    = -inf, torch's x + 0.0 (seed 802, case 1092); conv_transpose3d of an empty batch gives its bias a zero gradient
+    (seed 802, case 823: None)."""
+    out = []
+    for m in (tnet, torch):
+        A = m.tensor([[2.0, 0.5], [0.0, 1.5]], requires_grad=True)
+        B = m.tensor([[1.0], [-2.0]], dtype=torch.float16, requires_grad=True)
+        X = m.linalg.solve_triangular(A, B, upper=True)
+        X.backward(m.tensor([[0.5], [1.0]]))
+        x = m.tensor([0.0, -0.0, 1.0, -1.5], requires_grad=True)
+        m.special.multigammaln(x, 2).backward(m.ones(4))
+        b = m.ones(3, requires_grad=True)
+        m.nn.functional.conv_transpose3d(m.ones(0, 2, 3, 3, 3), m.ones(2, 3, 2, 2, 2), b).sum().backward()
+        out.append((X, A.grad, B.grad, x.grad, b.grad))
+    for got, want in zip(*out):
+        assert got.dtype == want.dtype
+        _same(got.detach().float().numpy(), want.detach().float())

@@ -32,7 +32,7 @@ from .functional.pointwise import sum_to
 from .functional.reduce import matrix_norm as _matrix_norm
 from .functional.reduce import vector_norm
 from .functional import reduce as _reduce
-from .kernels.launch import DTYPE_NAMES, check, no_host_read
+from .kernels.launch import DTYPE_NAMES, InputTypeError, check, no_host_read
 from .tensor import Tensor, is_grad_enabled, no_grad, record, tensor
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
@@ -579,11 +579,11 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
                                                               f"({t.shape[-2]}x{t.shape[-1]} and {b.shape[-2]}x{b.shape[-1]})")
     X = _dev(_solve_host(t, b, left), A)  # in A's dtype, as torch's
 
-    def backward(g):
-        gb = _dev(_solve_host(np.swapaxes(t, -1, -2), _host("solve_triangular", g), left), B)
+    def backward(g):  # in A's dtype (X's), B's gradient cast to B's
+        gb = _dev(_solve_host(np.swapaxes(t, -1, -2), _host("solve_triangular", g), left), A)
         ga = neg(gb @ _T(X) if left else _T(X) @ gb)
         ga = triu(ga, int(unitriangular)) if upper else tril(ga, -int(unitriangular))
-        return ga, gb
+        return ga, gb if gb.dtype == B.dtype else to(gb, B.dtype)
     return _recorded("linalg.solve_triangular", X, (A, B), backward)
 
 
@@ -1122,6 +1122,9 @@ def cond(A, p=None):
     inverse), else matrix_norm(A, p) * matrix_norm(A^-1, p) ('fro', 'nuc', inf, -inf, 1, -1; a square
     A). With gradients through svdvals, inv and the norms."""
     check_tensors("linalg.cond", A=A)
+    if not (p is None or isinstance(p, (str, int, float)) and not isinstance(p, bool)):
+        raise InputTypeError(f"linalg_cond() received an invalid combination of arguments - got (Tensor, "
+                             f"p={type(p).__name__}), but expected a number or a str for p")
     check(A.ndim >= 2, "linalg.cond: The input tensor A must have at least 2 dimensions.")
     if p in (None, 2, -2):
         s = svdvals(A)
@@ -1259,6 +1262,7 @@ def chain_matmul(*matrices, out=None):
 def vecdot(x, y, *, dim=-1):
     """torch.linalg.vecdot: the sum of x * y over dim, broadcast (real tensors: no conjugate)."""
     check_tensors("linalg.vecdot", x=x, y=y)
+    check_args("linalg_vecdot", "int", dim=dim)
     return reduce_sum(mul(x, y), dim)
 
 
@@ -1289,7 +1293,7 @@ def vander(x, *, N=None):
     """torch.linalg.vander: [..., n, N] the increasing powers x^0 ... x^(N-1) of x [..., n] (tnet.vander's
     running product)."""
     check_tensors("linalg.vander", x=x)
-    check(x.ndim > 0, "x must be at least 1-dimensional.")
+    x = reshape(x, (1,)) if x.ndim == 0 else x  # a 0-d x is one element, as torch's
     N = x.shape[-1] if N is None else N
     check(N > 1, "N must be greater than 1.")
     return reshape(vander_1d(reshape(x, (-1,)), N, increasing=True), (*x.shape, N))
@@ -1307,6 +1311,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     largest and smallest singular value) through svdvals (on the host), all with gradients."""
     check_tensors("linalg.matrix_norm", A=A)
     check_args("linalg_matrix_norm", "bool", keepdim=keepdim)  # the parser's TypeError before the checks of A
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if ord in ("nuc", 2, 1, math.inf) and A.ndim >= 2 and len(dims) == 2 and \
+            any(A.shape[d] == 0 for d in dims if isinstance(d, int) and -A.ndim <= d < A.ndim):
+        return _matrix_norm(A, "fro", dim, keepdim, dtype=dtype)  # an empty matrix's norm is 0, as torch's
     if ord not in ("nuc", 2, -2):
         return _matrix_norm(A, ord, dim, keepdim, dtype=dtype)
     check_tensors("linalg.matrix_norm", A=A)

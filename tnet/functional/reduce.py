@@ -764,6 +764,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
     check_args("linalg_vector_norm", "bool", keepdim=keepdim)
+    if dim is not None:
+        check_args("linalg_vector_norm", "tuple of ints", dim=dim)
     if dtype is not None and not isinstance(dtype, torch.dtype):
         raise InputTypeError(f"linalg_vector_norm(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
     if dtype is not None:
