@@ -1414,3 +1414,20 @@ def test_gradients_found_by_the_new_entries_as_torchs():
     for got, want in zip(*out):
         assert got.dtype == want.dtype
         _same(got.detach().float().numpy(), want.detach().float())
+
+
+def test_xlog1py_gradients_as_torchs_formulas():
+    """torch's xlog1py gradients: xlog1py(g, other), 0 where input is 0 and other <= -1, and g input / (other + 1),
+    broadcast (tnet's where() pieces gave input 0 gradient wherever input was 0: fuzz seed 801, special.xlog1py
+    case 150, silent-wrong)."""
+    out = []
+    for m in (tnet, torch):
+        x = m.tensor([[-0.9849, 0.7572], [-0.4164, 0.0], [-0.0, -INF], [0.2289, -0.2936]], requires_grad=True)
+        y = m.tensor([[0.0, 0.0], [-3.0, 1.0], [-2.0, NAN], [3.0, 2.0]], requires_grad=True)
+        r = m.special.xlog1py(x, y)
+        r.backward(m.tensor([[0.5, 0.0], [1.0, -1.4], [2.0, 1.0], [0.3, -0.7]]))
+        z = m.tensor([0.0, 1.0, 2.0], requires_grad=True)
+        m.special.xlog1py(z, m.tensor([[0.5], [-1.0]])).sum().backward()
+        out.append((r, x.grad, y.grad, z.grad))
+    for got, want in zip(*out):
+        _same(got.detach().numpy(), want.detach())

@@ -11,8 +11,9 @@ import torch
 
 from .functional import softmax as _softmax
 from .functional import log_softmax as _log_softmax
-from .functional.pointwise import (add, digamma, eq, erf, erfc, erfinv, exp2, expm1, gt, lgamma, log, log1p, logit, lt,
-                                   mul, neg, polygamma, round, sigmoid, sinc, where, xlogy)
+from .functional.pointwise import (add, digamma, div, eq, erf, erfc, erfinv, exp2, expm1, graph_sum_to, gt, le, lgamma,
+                                   log, log1p, logical_and, logit, lt, mul, neg, polygamma, round, sigmoid, sinc, where,
+                                   xlogy)
 from .functional.pointwise import ints_as_float32, erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
 from .functional.pointwise import igamma as gammainc, igammac as gammaincc
 from .functional.reduce import logsumexp
@@ -75,7 +76,14 @@ def xlog1py(input, other):
     tensor is a 0-d tensor of its float dtype (float32 beside integers), as torch takes it."""
     input, other = (tensor(float(v), dtype=w.dtype if w.is_floating_point() else torch.float32, device=w.device)
                     if isinstance(v, numbers.Real) and isinstance(w, Tensor) else v for v, w in ((input, other), (other, input)))
-    return where(eq(input, 0.0), where(eq(other, other), 0.0, other), mul(input, log1p(other)))
+    with no_grad():
+        y = where(eq(input, 0.0), where(eq(other, other), 0.0, other), mul(input, log1p(other)))
+
+    def grads(g):  # torch's: xlog1py(g, other), 0 where input is 0 and other <= -1; g input / (other + 1)
+        gx = where(logical_and(eq(g, 0.0), eq(other, other)), 0.0, mul(g, log1p(other)))
+        gx = where(logical_and(eq(input, 0.0), le(other, -1.0)), 0.0, gx)
+        return graph_sum_to(gx, input), graph_sum_to(div(mul(g, input), add(other, 1.0)), other)
+    return record_composed("special_xlog1py", y.memory, (input, other), grads, (input, other))
 
 
 
