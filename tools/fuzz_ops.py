@@ -1557,6 +1557,33 @@ for name, rank in (("max_unpool1d", 3), ("max_unpool2d", 4), ("max_unpool3d", 5)
     fop(name, unpool_gen)
 
 
+
+# fractional max pools with their samples given (deterministic), and the layers the rounds above left out
+def _samples(g, n, c, dims):
+    return T(torch.tensor(g.r.random((n, c, dims))).float(), lambda v: v, "c", False)
+
+
+fop("fractional_max_pool2d", lambda g: (lambda x: ((x, g.maybe(2, 0, 9)), {"output_size": g.maybe(g.pick((2, (1, 2))), (9, 9)),
+                                                                          "_random_samples": _samples(g, max(x.shape[0], 1), x.shape[1], 2)}))(
+    img(g, hw=(g.pick((4, 5)), g.pick((4, 6))))))
+fop("fractional_max_pool3d", lambda g: (lambda x: ((x, g.maybe(2, 0)), {"output_ratio": g.pick((0.5, (0.5, 0.7, 0.6))),
+                                                                       "_random_samples": _samples(g, max(x.shape[0], 1), x.shape[1], 3)}))(
+    vol(g)))
+for name in ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"):
+    pool = getattr(tF, name.replace("Unpool", "_pool").lower().replace("max_pool", "max_pool"))
+
+    def unpool_inputs(g, c, name=name, pool=pool):
+        rank = {"1d": 3, "2d": 4, "3d": 5}[name[-2:]]
+        x = g.t(shape=(g.pick((1, 2)), 2) + tuple(g.pick((2, 4, 5)) for _ in range(rank - 2)), special=0)
+        _, idx = pool(x.make().detach(), 2, return_indices=True)
+        return [g.t(shape=tuple(idx.shape)), T(idx + (100 if g.chance(g.bad) else 0), lambda v: v, "c", False)]
+    mod(name, lambda g: ((2,), {"stride": g.pick((None, 2))}), unpool_inputs)
+mod("TransformerEncoderLayer", lambda g: ((4, 2), {"dim_feedforward": 8, "dropout": 0.0, "batch_first": g.chance(0.5),
+                                                   "bias": g.chance(0.5), "layer_norm_eps": g.pick((1e-5, 1e-3))}),
+    lambda g, c: [g.t(shape=(g.pick((1, 3)), 2, 4), layout="c", special=0.1)])
+OPS[-1]["name"] = "nn.TransformerEncoderLayer(seq-first)"
+
+
 # ---- running and comparing -------------------------------------------------------------------
 
 def materialize(v, tnet_side, leaves):
