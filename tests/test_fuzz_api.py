@@ -2034,6 +2034,23 @@ def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
     lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=math.inf), lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=1),
     lambda m, f, t: m.linalg.norm(m.ones(1, 0).half(), ord=1), lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=-2),
     lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=-1),
+    # fractional max pools (seed 800 on their new entries): the parser's TypeError for output_size and
+    # _random_samples first (cases 198, 486, 540), torch's strict 3-D size check (cases 67, 85 ...), a negative
+    # output size's error (cases 18, 439), samples for at least N planes (cases 132, 192)
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(1, 1, 4, 6), 2, output_size=2, _random_samples="x"),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(1, 1, 4, 6), 0, output_size=object(), _random_samples=m.ones(1, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(2, 1, 3, 4, 4), 2, output_size=(2, 3, 3), _random_samples=m.ones(2, 1, 3) / 2),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(2, 1, 3, 4, 4), 2, output_size=(0, 3, 3), _random_samples=m.ones(2, 1, 3) / 2),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(2, 1, 4, 5, 5), 2, output_size=(2, 3, 3), _random_samples=m.ones(2, 1, 3) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=(3, 5), _random_samples=m.ones(2, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=(4, 5), _random_samples=m.ones(2, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=-7, _random_samples=m.ones(2, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(2, 1, 3, 4, 4), 2, output_ratio=-7, _random_samples=m.ones(2, 1, 3) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(0, 1, 4, 6), 2, output_size=2, _random_samples=m.ones(1, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.arange(48.0).reshape(2, 1, 4, 6), 2, output_size=2,
+                                            _random_samples=t([[[0.3, 0.6]], [[0.1, 0.9]], [[0.5, 0.5]]])),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=2, _random_samples=m.ones(1, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=2, _random_samples=m.ones(2, 2, 2) / 2),
     # the indices of a 3-D max pool of an empty batch (case 410)
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 1, 3, 2, 2), 1)[1],
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 2, 3, 2, 2), (2, 1, 1))[0]])
