@@ -1555,6 +1555,7 @@ for name, rank in (("max_unpool1d", 3), ("max_unpool2d", 4), ("max_unpool3d", 5)
             idx = idx + 100
         return (vals, T(idx, lambda v: v, "c", False), 2), {"output_size": g.pick((None, x.shape[2:]))}
     fop(name, unpool_gen)
+    OPS[-1]["name"] += "(pooled)"  # max_unpool2d's first entry keeps its name
 
 
 
