@@ -813,7 +813,8 @@ def _airy_ai(x):
     f = sum_k 3^k (1/3)_k x^3k / (3k)!, g = sum_k 3^k (2/3)_k x^(3k+1) / (3k+1)! (40 terms); above 2,
     sqrt(x / 3) / pi K_1/3(zeta), zeta = 2/3 x^(3/2); below -8 its asymptotic expansion,
     |x|^(-1/4) / sqrt(pi) (P sin(zeta + pi/4) - Q cos(zeta + pi/4)), P and Q of u_k / zeta^k,
-    u_k = u_k-1 (6k - 5)(6k - 3)(6k - 1) / ((2k - 1) 216 k). NaN at +-inf, as torch's (and at NaN)."""
+    u_k = u_k-1 (6k - 5)(6k - 3)(6k - 1) / ((2k - 1) 216 k). NaN at +-inf, as torch's (and at NaN), and below
+    the x whose float32 zeta, torch's -2 x sqrt(-x) / 3, overflows (its sin(inf))."""
     near = tl.minimum(tl.maximum(x, -8.0), 2.0)
     cube = near * near * near
     f = tl.zeros_like(x) + 1.0
@@ -840,7 +841,8 @@ def _airy_ai(x):
     c, s = _cos_sin64(zeta)  # sqrt(2) sin(zeta + pi/4) = s + c, sqrt(2) cos(zeta + pi/4) = c - s
     negative = ((s + c) * p - (c - s) * q) / (tl.sqrt(tl.sqrt(left)) * 2.5066282746310002)  # sqrt(2 pi)
     r = tl.where(x > 2.0, positive, tl.where(x >= -8.0, maclaurin, negative))
-    return tl.where((tl.abs(x) == float("inf")) | (x != x), float("nan"), r)
+    overflow = -2.0 * x * tl.sqrt(left) > 3.4028234663852886e38  # float32's largest
+    return tl.where((tl.abs(x) == float("inf")) | (x != x) | overflow, float("nan"), r)
 
 
 @triton.jit
