@@ -2051,6 +2051,13 @@ def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
                                             _random_samples=t([[[0.3, 0.6]], [[0.1, 0.9]], [[0.5, 0.5]]])),
     lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=2, _random_samples=m.ones(1, 1, 2) / 2),
     lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=2, _random_samples=m.ones(2, 2, 2) / 2),
+    # seed 803 on the new entries: vecdot of two vectors is their dot whatever dim, torch's dtype checks (case 1489);
+    # a fractional pool's output_ratio shorter than its dims is torch's IndexError, a longer one read in part (1630)
+    lambda m, f, t: m.linalg.vecdot(m.ones(2), m.arange(2.0), dim=-2), lambda m, f, t: m.linalg.vecdot(m.ones(5), m.ones(5), dim=1),
+    lambda m, f, t: m.linalg.vecdot(m.ones(1, 2), m.ones(2), dim=3), lambda m, f, t: m.linalg.vecdot(m.ones(2).long(), m.ones(2).long()),
+    lambda m, f, t: m.linalg.vecdot(m.ones(2), m.ones(2).half()),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(1, 1, 4, 4, 4), 2, output_ratio=[0.5], _random_samples=m.ones(1, 1, 3) / 2),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(1, 1, 4, 4, 4), 2, output_ratio=[0.5] * 4, _random_samples=m.ones(1, 1, 3) / 2),
     # the indices of a 3-D max pool of an empty batch (case 410)
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 1, 3, 2, 2), 1)[1],
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 2, 3, 2, 2), (2, 1, 1))[0]])

@@ -1263,6 +1263,12 @@ def vecdot(x, y, *, dim=-1):
     """torch.linalg.vecdot: the sum of x * y over dim, broadcast (real tensors: no conjugate)."""
     check_tensors("linalg.vecdot", x=x, y=y)
     check_args("linalg_vecdot", "int", dim=dim)
+    check(x.is_floating_point(), lambda: f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                                         f"{DTYPE_NAMES.get(x.dtype, x.dtype)}")
+    check(x.dtype == y.dtype, lambda: f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                                      f"{DTYPE_NAMES.get(x.dtype, x.dtype)} and y of type {DTYPE_NAMES.get(y.dtype, y.dtype)} instead")
+    if x.ndim == 1 and y.ndim == 1:  # torch's dot of two vectors, whatever dim
+        dim = 0
     return reduce_sum(mul(x, y), dim)
 
 
@@ -1314,7 +1320,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if ord in ("nuc", 2, 1, math.inf) and A.ndim >= 2 and len(dims) == 2 and \
             any(A.shape[d] == 0 for d in dims if isinstance(d, int) and -A.ndim <= d < A.ndim):
-        return _matrix_norm(A, "fro", dim, keepdim, dtype=dtype)  # an empty matrix's norm is 0, as torch's
+        out = _matrix_norm(A, "fro", dim, keepdim, dtype=dtype)  # an empty matrix's norm is 0, as torch's,
+        return out if ord in ("nuc", 1) else out.detach()  # whose 2 and inf norms record no gradient there
     if ord not in ("nuc", 2, -2):
         return _matrix_norm(A, ord, dim, keepdim, dtype=dtype)
     check_tensors("linalg.matrix_norm", A=A)

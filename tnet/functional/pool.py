@@ -590,7 +590,9 @@ def _fractional_max_pool(name, dims, input, kernel_size, output_size, output_rat
     if output_size is None:
         check(output_ratio is not None, f"{name} requires specifying either an output_size or an output_ratio")
         ratio = tuple(output_ratio) if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * dims
-        check(len(ratio) == dims, lambda: f"{name}: output_ratio must be a number or {dims} of them, got {output_ratio}")
+        if len(ratio) < dims:  # torch's Python indexes its first dims: an IndexError where fewer, the rest unread
+            raise InputIndexError("tuple index out of range")
+        ratio = ratio[:dims]
         output_size = tuple(int(s * r) for s, r in zip(size, ratio))
     out = ntuple(output_size, dims, f"{name}: output_size", None, True)
     for axis, (n, o, k) in enumerate(zip(size, out, kernel)):
