@@ -76,11 +76,19 @@ def xlog1py(input, other):
     tensor is a 0-d tensor of its float dtype (float32 beside integers), as torch takes it."""
     input, other = (tensor(float(v), dtype=w.dtype if w.is_floating_point() else torch.float32, device=w.device)
                     if isinstance(v, numbers.Real) and isinstance(w, Tensor) else v for v, w in ((input, other), (other, input)))
+    def promoted(a, b):  # both in the promoted dtype first, as torch's kernels: log1p of a float16 other in float32
+        if a.dtype == b.dtype:
+            return a, b
+        floats = [v.memory for v in (a, b) if v.is_floating_point()]
+        dtype = _pw.result_type(floats) if floats else torch.float32
+        return a.to(dtype), b.to(dtype)
     with no_grad():
-        y = where(eq(input, 0.0), where(eq(other, other), 0.0, other), mul(input, log1p(other)))
+        a, b = promoted(input, other)
+        y = where(eq(a, 0.0), where(eq(b, b), 0.0, b), mul(a, log1p(b)))
 
     def grads(g):  # torch's: xlog1py(g, other), 0 where input is 0 and other <= -1; g input / (other + 1)
-        gx = where(logical_and(eq(g, 0.0), eq(other, other)), 0.0, mul(g, log1p(other)))
+        g, b = promoted(g, other)
+        gx = where(logical_and(eq(g, 0.0), eq(b, b)), 0.0, mul(g, log1p(b)))
         gx = where(logical_and(eq(input, 0.0), le(other, -1.0)), 0.0, gx)
         return graph_sum_to(gx, input), graph_sum_to(div(mul(g, input), add(other, 1.0)), other)
     return record_composed("special_xlog1py", y.memory, (input, other), grads, (input, other))
