@@ -1428,7 +1428,11 @@ def test_xlog1py_gradients_as_torchs_formulas():
         r.backward(m.tensor([[0.5, 0.0], [1.0, -1.4], [2.0, 1.0], [0.3, -0.7]]))
         z = m.tensor([0.0, 1.0, 2.0], requires_grad=True)
         m.special.xlog1py(z, m.tensor([[0.5], [-1.0]])).sum().backward()
-        out.append((r, x.grad, y.grad, z.grad))
+        # a float16 other beside float32 input: log1p in float32, as torch's promotion (seed 804, case 263)
+        h = m.tensor([0.7, -0.2, -1.0, 0.3]).half().requires_grad_(True)
+        r16 = m.special.xlog1py(m.tensor([0.3, -0.5, 0.0, 1.7]), h)
+        r16.backward(m.tensor([1.0, -0.5, 2.0, 0.25]))
+        out.append((r, x.grad, y.grad, z.grad, r16, h.grad))
     for got, want in zip(*out):
         _same(got.detach().numpy(), want.detach())
 
@@ -1446,3 +1450,10 @@ def test_airy_ai_and_empty_matrix_norms_as_torch():
         want = torch.linalg.matrix_norm(torch.zeros(2, 0, 4, requires_grad=True), ord)
         assert got.requires_grad == want.requires_grad
         _same(got.detach().numpy(), want)
+
+
+def test_cond_nuc_by_singular_values_as_torch():
+    """cond(A, 'nuc') is torch's sum(s) sum(1 / s): inf for a singular matrix, NaN for a zero one (tnet's inverse
+    raised: fuzz seed 804, linalg.cond case 1703, tnet-only)."""
+    for A in ([[0.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 0.0]], [[2.0, 1.0], [0.5, 3.0]], [[[1.0, 0.5], [0.0, 2.0]]]):
+        _same(tnet.linalg.cond(tnet.tensor(A), "nuc").numpy(), torch.linalg.cond(torch.tensor(A), "nuc"))

@@ -1131,8 +1131,9 @@ def cond(A, p=None):
         big, small = select(s, -1, 0), select(s, -1, s.shape[-1] - 1)
         return div(small, big) if p == -2 else div(big, small)
     check(p in ("fro", "nuc", math.inf, -math.inf, 1, -1), lambda: f"linalg.cond got an invalid norm type: {p}")
-    if p == "nuc":
-        return mul(matrix_norm(A, p), matrix_norm(inv(A), p))
+    if p == "nuc":  # torch's: sum(s) sum(1 / s) of the singular values, inf or NaN (0 * inf) where one is 0
+        s = svdvals(A)
+        return mul(reduce_sum(s, -1), reduce_sum(div(1.0, s), -1))
     # torch's: a singular matrix's inverse filled with inf, and 0 * inf (a zero matrix) taken as inf
     inverse, info = inv_ex(A)
     inverse = where(unsqueeze(unsqueeze(Tensor(info.memory > 0), -1), -1), math.inf, inverse)
