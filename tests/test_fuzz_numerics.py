@@ -1457,3 +1457,16 @@ def test_cond_nuc_by_singular_values_as_torch():
     raised: fuzz seed 804, linalg.cond case 1703, tnet-only)."""
     for A in ([[0.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 0.0]], [[2.0, 1.0], [0.5, 3.0]], [[[1.0, 0.5], [0.0, 2.0]]]):
         _same(tnet.linalg.cond(tnet.tensor(A), "nuc").numpy(), torch.linalg.cond(torch.tensor(A), "nuc"))
+
+
+@pytest.mark.parametrize("upper, left", [(True, True), (False, True), (True, False), (False, False)])
+def test_solve_triangular_of_a_zero_pivot_is_torchs_substitution(upper, left):
+    """solve_triangular by substitution in IEEE arithmetic, as torch's trsm: a zero on the diagonal gives inf and NaN
+    (numpy's general solve raised its LinAlgError, a traceback; an inf in B gave NaN where torch's is inf: fuzz seed
+    805, linalg.solve_triangular cases 510, 1055, 1491, silent-wrong)."""
+    for T, B in (([[0.0, 1.0], [0.0, 2.0]], [[0.0, 2.0], [1.0, 0.0], [0.0, 0.0], [INF, 1.0], [1.0, INF]]),
+                 ([[1.0, 5.0], [0.0, 0.0]], [[3.0, 0.0]]), ([[2.0, 0.5], [0.0, 3.0]], [[INF, 1.0], [-3e38, 3e38]])):
+        T = np.array(T, np.float32) if upper else np.array(T, np.float32).T.copy()
+        B = np.array(B, np.float32) if not left else np.array(B, np.float32).T.copy()
+        got = tnet.linalg.solve_triangular(tnet.tensor(T), tnet.tensor(B), upper=upper, left=left)
+        _same(got.numpy(), torch.linalg.solve_triangular(torch.tensor(T), torch.tensor(B), upper=upper, left=left))

@@ -244,6 +244,17 @@ def _trsm_host(t, b, unit=False):
     return x
 
 
+def _tri_solve_host(t, b, upper, left=True):
+    """T^-1 B (left) or B T^-1 for the upper (or lower) triangular T [..., n, n], batch dims broadcast: _trsm_host's
+    substitution, so that a zero on T's diagonal gives inf and NaN, as torch's trsm, where a general solve raises."""
+    T = lambda x: np.swapaxes(x, -1, -2)  # noqa: E731
+    if not left:  # X T = B: T^T X^T = B^T
+        return T(_tri_solve_host(T(t), T(b), not upper))
+    if upper:
+        return _trsm_host(t, b)
+    return _trsm_host(t[..., ::-1, ::-1], b[..., ::-1, :])[..., ::-1, :]  # reversed, a lower T is upper
+
+
 def _lu_backward_host(gL, gU, P, L, U):
     """torch's linalg_lu_backward: A's gradient from those of L [..., m, k] and U [..., k, n] (either None) of
     A = P L U. Square: P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T; wide (m < n) and tall (m > n) split U or L
@@ -577,10 +588,11 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     check(b.shape[-2 if left else -1] == t.shape[-1], lambda: f"linalg.solve_triangular: Incompatible shapes of A and "
                                                               f"B for the equation {'AX = B' if left else 'XA = B'} "
                                                               f"({t.shape[-2]}x{t.shape[-1]} and {b.shape[-2]}x{b.shape[-1]})")
-    X = _dev(_solve_host(t, b, left), A)  # in A's dtype, as torch's
+    t, b = t.astype(np.float32), b.astype(np.float32)  # torch's float32 substitution: its overflows (-3e38 - 5e37)
+    X = _dev(_tri_solve_host(t, b, upper, left), A)  # in A's dtype, as torch's
 
     def backward(g):  # in A's dtype (X's), B's gradient cast to B's
-        gb = _dev(_solve_host(np.swapaxes(t, -1, -2), _host("solve_triangular", g), left), A)
+        gb = _dev(_tri_solve_host(np.swapaxes(t, -1, -2), _host("solve_triangular", g), not upper, left), A)
         ga = neg(gb @ _T(X) if left else _T(X) @ gb)
         ga = triu(ga, int(unitriangular)) if upper else tril(ga, -int(unitriangular))
         return ga, gb if gb.dtype == B.dtype else to(gb, B.dtype)
