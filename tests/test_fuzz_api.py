@@ -2058,6 +2058,10 @@ def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
     lambda m, f, t: m.linalg.vecdot(m.ones(2), m.ones(2).half()),
     lambda m, f, t: f.fractional_max_pool3d(m.ones(1, 1, 4, 4, 4), 2, output_ratio=[0.5], _random_samples=m.ones(1, 1, 3) / 2),
     lambda m, f, t: f.fractional_max_pool3d(m.ones(1, 1, 4, 4, 4), 2, output_ratio=[0.5] * 4, _random_samples=m.ones(1, 1, 3) / 2),
+    # a norm's ord is the parser's number (a bool too) or str, matrix_norm's not None (seed 801, cases 1268, 725)
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(3, 4, 2), ord=[1]), lambda m, f, t: m.linalg.norm(m.ones(5, 4), ord=object()),
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(2, 2), ord=None), lambda m, f, t: m.linalg.matrix_norm(m.ones(2, 3), ord=True),
+    lambda m, f, t: m.linalg.norm(m.ones(2, 3), ord=True),
     # the indices of a 3-D max pool of an empty batch (case 410)
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 1, 3, 2, 2), 1)[1],
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 2, 3, 2, 2), (2, 1, 1))[0]])

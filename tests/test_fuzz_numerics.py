@@ -1470,3 +1470,18 @@ def test_solve_triangular_of_a_zero_pivot_is_torchs_substitution(upper, left):
         B = np.array(B, np.float32) if not left else np.array(B, np.float32).T.copy()
         got = tnet.linalg.solve_triangular(tnet.tensor(T), tnet.tensor(B), upper=upper, left=left)
         _same(got.numpy(), torch.linalg.solve_triangular(torch.tensor(T), torch.tensor(B), upper=upper, left=left))
+
+
+def test_solve_ex_of_a_singular_matrix_as_torchs_lu_solve():
+    """solve_ex of a singular A (check_errors off) gives an IEEE LU solve's inf and NaN, its gradients too, as torch's
+    getrs (tnet's result was NaN and its backward raised LinAlgError: fuzz seed 800 at the new entries, case 1915,
+    tnet-only)."""
+    for A, B in (([[0.0]], [[1.0, 1.0]]), ([[1.0, 2.0], [2.0, 4.0]], [[1.0], [3.0]])):
+        out = []
+        for m in (tnet, torch):
+            a, b = m.tensor(A, requires_grad=True), m.tensor(B, requires_grad=True)
+            r = m.linalg.solve_ex(a, b)
+            r.result.sum().backward()
+            out.append((r.result, a.grad, b.grad, r.info))
+        for got, want in zip(*out):
+            _same(got.detach().float().numpy(), want.detach().float())

@@ -11,6 +11,7 @@ with tnet's matmul, a solve or inverse they need on the host again (in the backw
 tnet has no complex dtypes: eig and eigvals raise NotImplementedError, as do ldl_factor and its
 kin."""
 import math
+import numbers
 import warnings
 from . import return_types
 
@@ -136,6 +137,16 @@ def _lu_host(a, pivot=True):
             lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
     batch = a.shape[:-2]
     return lu.reshape(a.shape), pivots.reshape(*batch, k), info.reshape(batch)
+
+
+def _ieee_solve(a, b, left=True):
+    """A^-1 B (left) or B A^-1 of a possibly singular A by _lu_host's factors and _lu_solve_host's substitution: a zero
+    pivot gives inf and NaN, as torch's getrf/getrs (solve_ex's result and gradient, where check_errors is off)."""
+    if not left:
+        return np.swapaxes(_ieee_solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    lu, pivots, _ = _lu_host(np.broadcast_to(a, batch + a.shape[-2:]))
+    return _lu_solve_host(lu, pivots, np.broadcast_to(b, batch + b.shape[-2:]))
 
 
 def _lu_solve_host(lu, pivots, b):
@@ -538,7 +549,7 @@ def _solve(name, A, B, left=True, check_errors=True):
         if check_errors:
             raise LinAlgError(f"{name}: The solver failed because the input matrix is singular.") from None
         info = _lu_host(a)[2]
-        x = np.full(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:], np.nan)
+        x = _ieee_solve(a, b, left)
     X = _dev(x, A)
     at = np.swapaxes(a, -1, -2)
 
@@ -546,7 +557,9 @@ def _solve(name, A, B, left=True, check_errors=True):
         try:  # A^T exactly singular in float64 where A's forward solve was not (rounding): torch's error kind
             gb = _dev(_solve_host(at, _host(name, g), left), A)  # g [..., n, k]: the vectors' column too
         except np.linalg.LinAlgError:
-            raise LinAlgError(f"{name}: The solver failed because the input matrix is singular.") from None
+            if check_errors:
+                raise LinAlgError(f"{name}: The solver failed because the input matrix is singular.") from None
+            gb = _dev(_ieee_solve(at, _host(name, g), left), A)  # solve_ex's: inf and NaN, as torch's
         ga = neg(gb @ _T(X) if left else _T(X) @ gb)
         return ga, squeeze(gb, -1) if vector else gb
     out = _recorded(name.replace("torch.", ""), X, (A, B), backward)
@@ -564,7 +577,8 @@ SolveExResult = return_types.linalg_solve_ex
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
-    """torch.linalg.solve_ex: (result, info); a singular A gives NaN in tnet (torch leaves it undefined)."""
+    """torch.linalg.solve_ex: (result, info); a singular A's result and gradients are those of an LU solve in IEEE
+    arithmetic (inf and NaN past the zero pivot), as torch's getrs."""
     x, info = _solve("torch.linalg.solve_ex", A, B, left, check_errors)
     return SolveExResult(x, _int32(info))
 
@@ -1325,10 +1339,19 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 # ---- norms ---------------------------------------------------------------------------------------------
 
+def _check_ord(name, ord, none=True):
+    """torch's parser: a norm's ord is a number (a bool too), a str or, where none, None (its TypeError for a list
+    or an object)."""
+    if not (none and ord is None or isinstance(ord, (str, numbers.Real))):
+        raise InputTypeError(f"{name}() received an invalid combination of arguments - got ord={type(ord).__name__}, "
+                             f"but expected a number or a str")
+
+
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """torch.linalg.matrix_norm: 'fro', 1, -1, inf and -inf on tnet's kernels; 'nuc', 2 and -2 (the sum,
     largest and smallest singular value) through svdvals (on the host), all with gradients."""
     check_tensors("linalg.matrix_norm", A=A)
+    _check_ord("linalg_matrix_norm", ord, none=False)
     check_args("linalg_matrix_norm", "bool", keepdim=keepdim)  # the parser's TypeError before the checks of A
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if ord in ("nuc", 2, 1, math.inf) and A.ndim >= 2 and len(dims) == 2 and \
@@ -1362,6 +1385,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     any shape); else a vector norm (vector_norm) over one dim, or a matrix norm (matrix_norm) over
     two; without dim, A must then be 1-D or 2-D."""
     check_tensors("linalg.norm", A=A)
+    _check_ord("linalg_norm", ord)
     if dim is not None:
         dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         check(len(dim) in (1, 2), lambda: f"linalg.norm: If dim is specified, it must be of length 1 or 2. "
