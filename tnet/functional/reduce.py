@@ -860,7 +860,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 
 def _single(x, dim):
     """Whether every dim reduced has size 1 (or x is 0-d): torch's norm of one element is |x| (its
-    is_reduce_over_1D_vector), exact where the square of a huge x would overflow; the gradient stays the norm's."""
+    is_reduce_over_1D_vector), exact where the square of a huge x would overflow; the gradient stays the norm's.
+    A 0-d x given a dim is not (torch's squares it: inf at 3e38), without one it is."""
+    if x.ndim == 0:
+        return dim in ((), [])
     return builtins.all(x.shape[d] == 1 for d in _dims("linalg.vector_norm", x, dim))
 
 
