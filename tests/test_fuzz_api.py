@@ -1,5 +1,6 @@
 """Bad and extreme input for the public ops and layers, against torch: tnet gives torch's result
 or a one-line error of the kind torch raises (issue 24, defect 12)."""
+import math
 import warnings
 
 import numpy as np
@@ -1983,3 +1984,86 @@ def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
         m.matmul(a, b).sum().backward()
         out += [tuple(a.grad.shape), tuple(b.grad.shape), float(b.grad.sum())]
     assert got == want
+
+
+@pytest.mark.parametrize("call", [  # fuzz seeds 800 up
+    # narrow_copy wraps a negative dim (its IndexError) before narrow checks the length (seed 801, case 2837)
+    lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -3, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 2, 0, -1),
+    lambda m, f, t: m.narrow_copy(m.zeros(3, 5), 1, 0, -1), lambda m, f, t: m.narrow_copy(m.zeros(3, 5), -2, 1, 2),
+    # the linalg entries (seed 800): torch's checks of B's rank and rows, b's and A's dtypes, before numpy's
+    # ValueError; solve_triangular's result in A's dtype (cases 75, 387, 401, 714, 908, 1012, 1442)
+    lambda m, f, t: m.linalg.solve_triangular(m.eye(2) * 2, m.ones(3, 1), upper=True),
+    lambda m, f, t: m.linalg.solve_triangular(m.eye(2) * 2, m.ones(2, 3), upper=True, left=False),
+    lambda m, f, t: m.linalg.solve_triangular(m.eye(2) * 2, m.ones(2), upper=True),
+    lambda m, f, t: m.linalg.solve_triangular(m.eye(2) * 2, m.ones(2, 1).half(), upper=False),
+    lambda m, f, t: m.linalg.solve_triangular(m.eye(2) * 2, m.ones(2, 1), upper="yes"),
+    lambda m, f, t: m.triangular_solve(m.ones(3, 1), m.eye(2)), lambda m, f, t: m.triangular_solve(m.ones(2), m.eye(2)),
+    lambda m, f, t: m.triangular_solve(m.ones(2, 1).half(), m.eye(2)),
+    lambda m, f, t: m.triangular_solve(m.ones(2, 1), m.eye(2), transpose=[1]),
+    lambda m, f, t: m.cholesky_solve(m.ones(3, 1), m.eye(2)), lambda m, f, t: m.cholesky_solve(m.ones(2), m.eye(2)),
+    lambda m, f, t: m.cholesky_solve(m.ones(2, 1).half(), m.eye(2)),
+    lambda m, f, t: m.cholesky_solve(m.ones(2, 1), m.ones(2, 3)),
+    lambda m, f, t: m.linalg.lstsq(m.ones(3, 2), m.ones(7, 1)).solution,
+    lambda m, f, t: m.linalg.lstsq(m.ones(3, 2), m.ones(2)).solution,
+    lambda m, f, t: m.linalg.lstsq(m.ones(3, 2), m.ones(3, 1).half()).solution,
+    # the parser's TypeError before the checks of the values (cases 607, 1938, 278, 1951, 587, 175, 572)
+    lambda m, f, t: m.cholesky(m.ones(3, 4), upper=[1]), lambda m, f, t: m.linalg.cholesky(m.ones(3, 4), upper=1),
+    lambda m, f, t: m.linalg.eigh(m.ones(3, 3), UPLO=[1]).eigenvalues,
+    lambda m, f, t: m.linalg.eigvalsh(m.ones(3, 3), UPLO="X"),
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(4), keepdim="x"), lambda m, f, t: m.linalg.matrix_power(m.ones(3, 4), 1.5),
+    lambda m, f, t: m.linalg.pinv(m.ones(3, 2), hermitian=1.5), lambda m, f, t: m.linalg.vector_norm(m.ones(3), dtype=-7),
+    lambda m, f, t: m.special.multigammaln(m.ones(3) * 3, 1.5), lambda m, f, t: m.special.multigammaln(m.ones(3) * 3, 0),
+    # a bool is a Number to torch's parser (case 1088)
+    lambda m, f, t: m.special.zeta(t([1.5, 2.0]), True), lambda m, f, t: m.special.zeta(True, t([1.5, 2.0])),
+    lambda m, f, t: m.special.hermite_polynomial_h(t([1.5, 2.0]), True),
+    # cond of a singular matrix by an inverse's norm: inf, 0 * inf too (case 1837)
+    lambda m, f, t: m.linalg.cond(m.ones(3, 3), p=-1), lambda m, f, t: m.linalg.cond(m.zeros(3, 3), p=1),
+    lambda m, f, t: m.linalg.cond(m.stack([m.ones(2, 2), m.eye(2)]), p="fro"),
+    lambda m, f, t: m.linalg.cond(m.zeros(2, 2), p=-math.inf),
+    # seeds 801 and 802 on the new entries: the parser's TypeError (cond's p, vecdot's dim, vector_norm's dim,
+    # special.log_softmax's dim: 801/277, 801/801, 802/487, 801/992); zeta of float32 beside float16 computes in
+    # float32 (801/1816); vander of a 0-d x (801/811); an empty matrix's norm is 0 (801/382, 802/1320)
+    lambda m, f, t: m.linalg.cond(m.ones(2, 2), p=[1]), lambda m, f, t: m.linalg.vecdot(m.ones(0, 5), m.ones(0, 6), dim="1"),
+    lambda m, f, t: m.linalg.vector_norm(m.ones(1, 3).long(), ord=-1, dim=1.0),
+    lambda m, f, t: m.special.log_softmax(m.ones(5, 3).long(), None), lambda m, f, t: m.special.softmax(m.ones(5, 3), None),
+    lambda m, f, t: m.special.zeta(t(2.0), t(1.0).half()), lambda m, f, t: m.special.zeta(t([2.0]).half(), t(1.0).bfloat16()),
+    lambda m, f, t: m.special.zeta(t(2.0).half(), t(1.0).half()), lambda m, f, t: m.special.zeta(t(2.0).half(), 1.0),
+    lambda m, f, t: m.special.chebyshev_polynomial_t(t([0.5]).half(), t(3.0)),
+    lambda m, f, t: m.linalg.vander(t(2.0), N=3), lambda m, f, t: m.linalg.vander(t([2.0, 3.0])),
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=2), lambda m, f, t: m.linalg.matrix_norm(m.ones(2, 0, 4), ord="nuc"),
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=math.inf), lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=1),
+    lambda m, f, t: m.linalg.norm(m.ones(1, 0).half(), ord=1), lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=-2),
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(0, 4), ord=-1),
+    # fractional max pools (seed 800 on their new entries): the parser's TypeError for output_size and
+    # _random_samples first (cases 198, 486, 540), torch's strict 3-D size check (cases 67, 85 ...), a negative
+    # output size's error (cases 18, 439), samples for at least N planes (cases 132, 192)
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(1, 1, 4, 6), 2, output_size=2, _random_samples="x"),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(1, 1, 4, 6), 0, output_size=object(), _random_samples=m.ones(1, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(2, 1, 3, 4, 4), 2, output_size=(2, 3, 3), _random_samples=m.ones(2, 1, 3) / 2),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(2, 1, 3, 4, 4), 2, output_size=(0, 3, 3), _random_samples=m.ones(2, 1, 3) / 2),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(2, 1, 4, 5, 5), 2, output_size=(2, 3, 3), _random_samples=m.ones(2, 1, 3) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=(3, 5), _random_samples=m.ones(2, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=(4, 5), _random_samples=m.ones(2, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=-7, _random_samples=m.ones(2, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(2, 1, 3, 4, 4), 2, output_ratio=-7, _random_samples=m.ones(2, 1, 3) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(0, 1, 4, 6), 2, output_size=2, _random_samples=m.ones(1, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.arange(48.0).reshape(2, 1, 4, 6), 2, output_size=2,
+                                            _random_samples=t([[[0.3, 0.6]], [[0.1, 0.9]], [[0.5, 0.5]]])),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=2, _random_samples=m.ones(1, 1, 2) / 2),
+    lambda m, f, t: f.fractional_max_pool2d(m.ones(2, 1, 4, 6), 2, output_size=2, _random_samples=m.ones(2, 2, 2) / 2),
+    # seed 803 on the new entries: vecdot of two vectors is their dot whatever dim, torch's dtype checks (case 1489);
+    # a fractional pool's output_ratio shorter than its dims is torch's IndexError, a longer one read in part (1630)
+    lambda m, f, t: m.linalg.vecdot(m.ones(2), m.arange(2.0), dim=-2), lambda m, f, t: m.linalg.vecdot(m.ones(5), m.ones(5), dim=1),
+    lambda m, f, t: m.linalg.vecdot(m.ones(1, 2), m.ones(2), dim=3), lambda m, f, t: m.linalg.vecdot(m.ones(2).long(), m.ones(2).long()),
+    lambda m, f, t: m.linalg.vecdot(m.ones(2), m.ones(2).half()),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(1, 1, 4, 4, 4), 2, output_ratio=[0.5], _random_samples=m.ones(1, 1, 3) / 2),
+    lambda m, f, t: f.fractional_max_pool3d(m.ones(1, 1, 4, 4, 4), 2, output_ratio=[0.5] * 4, _random_samples=m.ones(1, 1, 3) / 2),
+    # a norm's ord is the parser's number (a bool too) or str, matrix_norm's not None (seed 801, cases 1268, 725)
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(3, 4, 2), ord=[1]), lambda m, f, t: m.linalg.norm(m.ones(5, 4), ord=object()),
+    lambda m, f, t: m.linalg.matrix_norm(m.ones(2, 2), ord=None), lambda m, f, t: m.linalg.matrix_norm(m.ones(2, 3), ord=True),
+    lambda m, f, t: m.linalg.norm(m.ones(2, 3), ord=True),
+    # the indices of a 3-D max pool of an empty batch (case 410)
+    lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 1, 3, 2, 2), 1)[1],
+    lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 2, 3, 2, 2), (2, 1, 1))[0]])
+def test_seeds_800_up_as_torch(call):
+    _same_outcome(call)

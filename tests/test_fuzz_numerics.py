@@ -1294,3 +1294,203 @@ def test_prod_over_a_dim_of_size_one_without_zeros_is_g_prod_over_x():
             got.backward(tnet.full(tuple(got.shape), 0.5))
             want.backward(torch.full(tuple(want.shape), 0.5))
             _same(a.grad.numpy(), t.grad)
+
+
+@pytest.mark.parametrize("name, t1, t2, value", [
+    ("addcmul", 0.75, [[254, 1], [255, 3]], -2),  # fuzz seed 800, case 70: t2 * -2 wraps in uint8
+    ("addcmul", 0.75, [[254, 1], [255, 3]], -2.5),  # a float value: a float product
+    ("addcdiv", [200, 7], 0.75, 3)])  # fuzz seed 800 (addcdiv's own run), case 2005: t1 * 3 wraps in uint8
+def test_addcmul_addcdiv_gradients_multiply_an_integer_operand_in_its_dtype(name, t1, t2, value):
+    """torch's gradient formulas g * (t2 * value) and -g * (t1 * value / (t2 * t2)) multiply a uint8 operand by an
+    integer value in uint8 (derivatives.yaml's, on every device); tnet multiplied its float copy."""
+    out = []
+    for m in (tnet, torch):
+        a, b = m.tensor(t1), m.tensor(t2)
+        (a if a.dtype.is_floating_point else b).requires_grad_(True)
+        a, b = (v if v.dtype.is_floating_point else v.to(m.uint8) for v in (a, b))
+        y = getattr(m, name)(m.tensor([1.0, -2.0]), a, b, value=value)
+        leaf = a if a.requires_grad else b
+        out.append(m.autograd.grad(y, leaf, m.full(tuple(y.shape), 0.5))[0])
+    _same(out[0].numpy(), out[1])
+
+
+@pytest.mark.parametrize("name", ["std", "var", "std_mean", "var_mean"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_std_var_gradients_of_16_bit_input_round_each_op_as_torchs(name, dtype):
+    """torch's var_backward (2 / dof) * g' * (x - x.mean()) and std's g' = g / (2 std) run op by op in 16 bits: a
+    row of near-equal values cancels in x - mean16, far from the exact difference (fuzz seed 801, case 1787: bf16
+    [-0.4961, -0.5078], 0.33 where tnet's fp32 formula gave 0.49)."""
+    x = [[-0.4961, -0.5078], [1.0625, -1.0234], [0.3125, -0.3242], [2.0, 2.0]]
+    out = []
+    for m in (tnet, torch):
+        a = m.tensor(x, dtype=dtype, requires_grad=True)
+        y = getattr(m, name)(a, -1)
+        y = y[0] if isinstance(y, tuple) else y
+        y.backward(m.tensor([0.7, -1.3, 0.4, 0.5], dtype=dtype))
+        out.append(a.grad)
+    assert out[0].dtype == out[1].dtype
+    np.testing.assert_array_equal(host(out[0]).float().numpy(), out[1].float().numpy())
+
+
+@pytest.mark.parametrize("eps", [0.6, 0.5, 1.5])
+def test_logit_with_eps_past_a_half_clamps_in_torchs_order(eps):
+    """torch's logit takes x < eps ? eps : x > 1 - eps ? 1 - eps : x: with eps past 0.5, x below eps gives logit(eps),
+    where clamp(x, eps, 1 - eps) gave logit(1 - eps) throughout (fuzz seed 800, case 157 of special.logit)."""
+    x = [0.3, 0.5, 0.7, 0.45, NAN, -1.0, 2.0]
+    got, want = tnet.special.logit(tnet.tensor(x), eps=eps), torch.special.logit(torch.tensor(x), eps=eps)
+    _same(got.numpy(), want)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_entr_gradient_is_torchs_formula_everywhere(dtype):
+    """torch's entr gradient is g (-(1 + log(x))): NaN below 0, inf at +-0, -inf at inf (tnet's where() pieces gave 0
+    below and at 0: fuzz seed 800, special.entr case 626, silent-wrong); entr(-0.0) is +0.0."""
+    x = [-1.0, 0.0, -0.0, 0.5, INF, NAN, 2.0]
+    out = []
+    for m in (tnet, torch):
+        a = m.tensor(x, dtype=dtype, requires_grad=True)
+        y = m.special.entr(a)
+        y.backward(m.full((7,), 0.5, dtype=dtype))
+        out.append((y, a.grad))
+    for got, want in zip(*out):
+        _same(got.detach().float().numpy(), want.detach().float())
+    assert not torch.signbit(host(out[0][0].detach())[2])
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_ex_of_a_matrix_not_positive_definite_is_torchs_partial_factor(upper):
+    """cholesky_ex of a matrix that is not positive-definite gives LAPACK's partial factor, as torch's CPU: columns
+    up to the failing one factored, its diagonal the non-positive (or NaN) pivot, the rest of A's triangle as given
+    (tnet gave NaN throughout: fuzz seed 800, linalg.cholesky_ex case 1829, silent-wrong); a NaN stops it too."""
+    for A in ([[1.0, 2, 3], [2, 1, 5], [3, 5, -2]], [[4.0, 2, 3], [2, 1, 5], [3, 5, -2]], [[-4.0, 2], [2, 1]],
+              [[4.0, 2, 3], [2, 5, 1], [3, 1, NAN]], [[[4.0, 2], [2, 5]], [[1.0, 3], [3, 1]]]):
+        got, want = tnet.linalg.cholesky_ex(tnet.tensor(A), upper=upper), torch.linalg.cholesky_ex(torch.tensor(A), upper=upper)
+        _same(got.L.numpy(), want.L)
+        assert got.info.tolist() == want.info.tolist()
+
+
+@pytest.mark.parametrize("name", ["i0", "i0e", "i1", "i1e"])
+def test_modified_bessel_i_of_huge_x_as_torchs_formula(name):
+    """I0 and I1 past x = 88.7 are exp(x) (inf in float32) times the rest, as torch's cephes form (tnet's exp(x / 2)
+    squared kept 5.1e37 at 90); at 3e38, 2 pi x overflowed to a NaN (inf * 0) where torch gives +-inf, and the scaled
+    forms 0 where torch gives 2.3e-20 (fuzz seed 800, i0 case 1722, special.i1 case 533: silent-wrong)."""
+    x = [3e38, -3e38, 1e5, 100.0, 90.0, -100.0, INF, -INF, 1e-40, 7.5, -13.0]
+    got, want = getattr(tnet.special, name)(tnet.tensor(x)), getattr(torch.special, name)(torch.tensor(x))
+    _same(got.numpy(), want)
+    assert np.array_equal(np.isinf(got.numpy()), np.isinf(want.numpy()))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_inverse_gradient_as_torchs(upper):
+    """cholesky_inverse has torch's gradient -C L (upper: -U C), C = A^-1 (g + g^T) A^-1, over the whole of L (tnet
+    raised NotImplementedError: fuzz seed 800, cholesky_inverse cases 88 ... 1960, tnet-only)."""
+    for L in ([[2.0, 0.0], [0.5, 1.5]], [[2.0, 0.3], [0.5, 1.5]], [[[1.5]], [[0.5]]]):
+        out = []
+        for m in (tnet, torch):
+            a = m.tensor(L, requires_grad=True)
+            y = m.cholesky_inverse(a, upper=upper)
+            y.backward(m.arange(y.numel()).reshape(y.shape).float() * 0.3 - 0.2)
+            out.append((y, a.grad))
+        for got, want in zip(*out):
+            _same(got.detach().numpy(), want.detach())
+
+
+def test_gradients_found_by_the_new_entries_as_torchs():
+    """solve_triangular of a float32 A and a float16 B: X and A's gradient in float32, B's in float16 (tnet's
+    backward multiplied the two dtypes: seed 800, cases 387 ...); multigammaln's gradient at -0.0 is digamma(+0.0)
+    = -inf, torch's x + 0.0 (seed 802, case 1092); conv_transpose3d of an empty batch gives its bias a zero gradient
+    (seed 802, case 823: None)."""
+    out = []
+    for m in (tnet, torch):
+        A = m.tensor([[2.0, 0.5], [0.0, 1.5]], requires_grad=True)
+        B = m.tensor([[1.0], [-2.0]], dtype=torch.float16, requires_grad=True)
+        X = m.linalg.solve_triangular(A, B, upper=True)
+        X.backward(m.tensor([[0.5], [1.0]]))
+        x = m.tensor([0.0, -0.0, 1.0, -1.5], requires_grad=True)
+        m.special.multigammaln(x, 2).backward(m.ones(4))
+        b = m.ones(3, requires_grad=True)
+        m.nn.functional.conv_transpose3d(m.ones(0, 2, 3, 3, 3), m.ones(2, 3, 2, 2, 2), b).sum().backward()
+        out.append((X, A.grad, B.grad, x.grad, b.grad))
+    for got, want in zip(*out):
+        assert got.dtype == want.dtype
+        _same(got.detach().float().numpy(), want.detach().float())
+
+
+def test_xlog1py_gradients_as_torchs_formulas():
+    """torch's xlog1py gradients: xlog1py(g, other), 0 where input is 0 and other <= -1, and g input / (other + 1),
+    broadcast (tnet's where() pieces gave input 0 gradient wherever input was 0: fuzz seed 801, special.xlog1py
+    case 150, silent-wrong)."""
+    out = []
+    for m in (tnet, torch):
+        x = m.tensor([[-0.9849, 0.7572], [-0.4164, 0.0], [-0.0, -INF], [0.2289, -0.2936]], requires_grad=True)
+        y = m.tensor([[0.0, 0.0], [-3.0, 1.0], [-2.0, NAN], [3.0, 2.0]], requires_grad=True)
+        r = m.special.xlog1py(x, y)
+        r.backward(m.tensor([[0.5, 0.0], [1.0, -1.4], [2.0, 1.0], [0.3, -0.7]]))
+        z = m.tensor([0.0, 1.0, 2.0], requires_grad=True)
+        m.special.xlog1py(z, m.tensor([[0.5], [-1.0]])).sum().backward()
+        # a float16 other beside float32 input: log1p in float32, as torch's promotion (seed 804, case 263)
+        h = m.tensor([0.7, -0.2, -1.0, 0.3]).half().requires_grad_(True)
+        r16 = m.special.xlog1py(m.tensor([0.3, -0.5, 0.0, 1.7]), h)
+        r16.backward(m.tensor([1.0, -0.5, 2.0, 0.25]))
+        out.append((r, x.grad, y.grad, z.grad, r16, h.grad))
+    for got, want in zip(*out):
+        _same(got.detach().numpy(), want.detach())
+
+
+def test_airy_ai_and_empty_matrix_norms_as_torch():
+    """airy_ai is NaN below the x whose float32 zeta = -2 x sqrt(-x) / 3 overflows, as torch's sin(inf) (tnet's
+    float64 gave 3.4e-11 at -3e38: fuzz seed 803, special.airy_ai case 893, silent-wrong); an empty matrix's 2 and
+    inf norms are 0 with no gradient recorded, its nuc, 1 and fro norms 0 with one (seed 803, cases 396, 1268)."""
+    x = [-1e20, -3.1e25, -5e25, -3e38, 3e38, -10.0, 1.5]
+    got, want = tnet.special.airy_ai(tnet.tensor(x)), torch.special.airy_ai(torch.tensor(x))
+    assert np.array_equal(np.isnan(got.numpy()), np.isnan(want.numpy()))
+    _same(got.numpy()[1:], want[1:])  # -1e20: float32's zeta has no digits left for sin; tnet's float64 differs
+    for ord in ("fro", 2, "nuc", 1, INF):
+        got = tnet.linalg.matrix_norm(tnet.zeros(2, 0, 4, requires_grad=True), ord)
+        want = torch.linalg.matrix_norm(torch.zeros(2, 0, 4, requires_grad=True), ord)
+        assert got.requires_grad == want.requires_grad
+        _same(got.detach().numpy(), want)
+
+
+def test_cond_nuc_by_singular_values_as_torch():
+    """cond(A, 'nuc') is torch's sum(s) sum(1 / s): inf for a singular matrix, NaN for a zero one (tnet's inverse
+    raised: fuzz seed 804, linalg.cond case 1703, tnet-only)."""
+    for A in ([[0.0, 0.0], [0.0, 0.0]], [[1.0, 0.0], [0.0, 0.0]], [[2.0, 1.0], [0.5, 3.0]], [[[1.0, 0.5], [0.0, 2.0]]]):
+        _same(tnet.linalg.cond(tnet.tensor(A), "nuc").numpy(), torch.linalg.cond(torch.tensor(A), "nuc"))
+
+
+@pytest.mark.parametrize("upper, left", [(True, True), (False, True), (True, False), (False, False)])
+def test_solve_triangular_of_a_zero_pivot_is_torchs_substitution(upper, left):
+    """solve_triangular by substitution in IEEE arithmetic, as torch's trsm: a zero on the diagonal gives inf and NaN
+    (numpy's general solve raised its LinAlgError, a traceback; an inf in B gave NaN where torch's is inf: fuzz seed
+    805, linalg.solve_triangular cases 510, 1055, 1491, silent-wrong)."""
+    for T, B in (([[0.0, 1.0], [0.0, 2.0]], [[0.0, 2.0], [1.0, 0.0], [0.0, 0.0], [INF, 1.0], [1.0, INF]]),
+                 ([[1.0, 5.0], [0.0, 0.0]], [[3.0, 0.0]]), ([[2.0, 0.5], [0.0, 3.0]], [[INF, 1.0], [-3e38, 3e38]])):
+        T = np.array(T, np.float32) if upper else np.array(T, np.float32).T.copy()
+        B = np.array(B, np.float32) if not left else np.array(B, np.float32).T.copy()
+        got = tnet.linalg.solve_triangular(tnet.tensor(T), tnet.tensor(B), upper=upper, left=left)
+        _same(got.numpy(), torch.linalg.solve_triangular(torch.tensor(T), torch.tensor(B), upper=upper, left=left))
+
+
+def test_solve_ex_of_a_singular_matrix_as_torchs_lu_solve():
+    """solve_ex of a singular A (check_errors off) gives an IEEE LU solve's inf and NaN, its gradients too, as torch's
+    getrs (tnet's result was NaN and its backward raised LinAlgError: fuzz seed 800 at the new entries, case 1915,
+    tnet-only)."""
+    for A, B in (([[0.0]], [[1.0, 1.0]]), ([[1.0, 2.0], [2.0, 4.0]], [[1.0], [3.0]])):
+        out = []
+        for m in (tnet, torch):
+            a, b = m.tensor(A, requires_grad=True), m.tensor(B, requires_grad=True)
+            r = m.linalg.solve_ex(a, b)
+            r.result.sum().backward()
+            out.append((r.result, a.grad, b.grad, r.info))
+        for got, want in zip(*out):
+            _same(got.detach().float().numpy(), want.detach().float())
+
+
+def test_vector_norm_of_a_0d_tensor_given_a_dim_squares_it_as_torch():
+    """torch's 2-norm of a 0-d tensor is |x| without a dim but sqrt(x^2) with one (inf at 3e38; tnet took |x| for
+    both: fuzz seed 807 at --bad 0.3, linalg.vector_norm case 1693, silent-wrong)."""
+    for x in (3e38, -2.0, 1e-30):
+        for dim in (None, -1, 0, ()):
+            got = tnet.linalg.vector_norm(tnet.tensor(x), 2, dim=dim)
+            _same(got.numpy(), torch.linalg.vector_norm(torch.tensor(x), 2, dim=dim))

@@ -186,6 +186,13 @@ GRAD_TOL = 1e-4  # float32 device GEMMs on values from float64 host factorizatio
     ("matrix_norm nuc", (3, 4), lambda L, A: L.matrix_norm(A, "nuc")),
     ("norm 2 keepdim", (3, 2, 4), lambda L, A: L.norm(A, 2, (0, 2), True)),
     ("tensorinv", (2, 3, 6), lambda L, A: L.tensorinv(A, 2)),
+    # lu's and lu_factor's gradients (fuzz seed 800, linalg.lu and lu_factor: tnet had none)
+    ("lu L", (3, 3), lambda L, A: L.lu(A).L), ("lu U", (2, 4, 4), lambda L, A: L.lu(A).U),
+    ("lu wide", (2, 3, 5), lambda L, A: L.lu(A).L * 2 + L.lu(A).U[..., :3]),
+    ("lu wide U", (3, 5), lambda L, A: L.lu(A).U), ("lu tall", (5, 3), lambda L, A: L.lu(A).L),
+    ("lu tall U", (2, 5, 3), lambda L, A: L.lu(A).U * 3 + L.lu(A).L[..., :3, :]),
+    ("lu_factor", (2, 4, 4), lambda L, A: L.lu_factor(A).LU), ("lu_factor wide", (2, 4), lambda L, A: L.lu_factor(A).LU),
+    ("lu_factor tall", (4, 2), lambda L, A: L.lu_factor(A).LU),
 ])
 def test_matrix_functions_and_gradients_as_torch(rng, ieee, name, shape, fn):
     """Forward and gradient against torch.linalg in float64; singular vectors enter squared (their
@@ -382,7 +389,7 @@ def test_singular_and_invalid_inputs_raise_as_torch():
     with pytest.raises(NotImplementedError, match="complex"):
         tnet.linalg.eig(tnet.eye(2))
     with pytest.raises(NotImplementedError, match="no gradient"):
-        tnet.linalg.lu(tnet.tensor(np.eye(3, dtype=np.float32), requires_grad=True))
+        tnet.lu_unpack(tnet.tensor(np.eye(3, dtype=np.float32), requires_grad=True), tnet.tensor([1, 2, 3], dtype=torch.int32))
 
 
 def test_det_gradient_of_a_singular_matrix_as_torch(rng, ieee):

@@ -11,6 +11,7 @@ with tnet's matmul, a solve or inverse they need on the host again (in the backw
 tnet has no complex dtypes: eig and eigvals raise NotImplementedError, as do ldl_factor and its
 kin."""
 import math
+import numbers
 import warnings
 from . import return_types
 
@@ -24,15 +25,15 @@ from .factory import randn
 from .functional.copy import diagonal as copy_diagonal
 from .functional.gemm import matmul
 from .kernels.gemm import precision_of
-from .functional.pointwise import add, div, exp, mul, neg, sub, tril, triu, where
+from .functional.pointwise import add, div, exp, mul, nan_to_num, neg, sub, tril, triu, where
 from .functional.reduce import sum as reduce_sum
 from .functional.sort import vander as vander_1d
-from .functional.inputs import check_tensors
+from .functional.inputs import check_args, check_tensors
 from .functional.pointwise import sum_to
 from .functional.reduce import matrix_norm as _matrix_norm
 from .functional.reduce import vector_norm
 from .functional import reduce as _reduce
-from .kernels.launch import DTYPE_NAMES, check, no_host_read
+from .kernels.launch import DTYPE_NAMES, InputTypeError, check, no_host_read
 from .tensor import Tensor, is_grad_enabled, no_grad, record, tensor
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigh", "eigvals",
@@ -138,6 +139,16 @@ def _lu_host(a, pivot=True):
     return lu.reshape(a.shape), pivots.reshape(*batch, k), info.reshape(batch)
 
 
+def _ieee_solve(a, b, left=True):
+    """A^-1 B (left) or B A^-1 of a possibly singular A by _lu_host's factors and _lu_solve_host's substitution: a zero
+    pivot gives inf and NaN, as torch's getrf/getrs (solve_ex's result and gradient, where check_errors is off)."""
+    if not left:
+        return np.swapaxes(_ieee_solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    lu, pivots, _ = _lu_host(np.broadcast_to(a, batch + a.shape[-2:]))
+    return _lu_solve_host(lu, pivots, np.broadcast_to(b, batch + b.shape[-2:]))
+
+
 def _lu_solve_host(lu, pivots, b):
     """X with A X = B [..., n, k] from _lu_host's packed LU and pivots of A [..., n, n], as LAPACK's getrs: the row
     swaps, then substitution through L and U in IEEE arithmetic, no step skipped (0 * inf is NaN, as in torch's)."""
@@ -229,6 +240,70 @@ def _lu_unpack_host(lu, pivots, unpack_data=True, unpack_pivots=True):
     return P, L, U
 
 
+def _trsm_host(t, b, unit=False):
+    """X with T X = B for upper triangular T [..., n, n] (unit: ones on its diagonal, as given or not) and
+    B [..., n, r], batch dims broadcast: back substitution in IEEE arithmetic (a zero pivot gives inf or NaN,
+    as LAPACK's trsm), reading T's upper triangle only."""
+    n = t.shape[-1]
+    batch = np.broadcast_shapes(t.shape[:-2], b.shape[:-2])
+    t, x = np.broadcast_to(t, batch + t.shape[-2:]), np.array(np.broadcast_to(b, batch + b.shape[-2:]))
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for j in reversed(range(n)):
+            if not unit:
+                x[..., j, :] /= t[..., j, j, None]
+            x[..., :j, :] -= t[..., :j, j, None] * x[..., j, None, :]
+    return x
+
+
+def _tri_solve_host(t, b, upper, left=True):
+    """T^-1 B (left) or B T^-1 for the upper (or lower) triangular T [..., n, n], batch dims broadcast: _trsm_host's
+    substitution, so that a zero on T's diagonal gives inf and NaN, as torch's trsm, where a general solve raises."""
+    T = lambda x: np.swapaxes(x, -1, -2)  # noqa: E731
+    if not left:  # X T = B: T^T X^T = B^T
+        return T(_tri_solve_host(T(t), T(b), not upper))
+    if upper:
+        return _trsm_host(t, b)
+    return _trsm_host(t[..., ::-1, ::-1], b[..., ::-1, :])[..., ::-1, :]  # reversed, a lower T is upper
+
+
+def _lu_backward_host(gL, gU, P, L, U):
+    """torch's linalg_lu_backward: A's gradient from those of L [..., m, k] and U [..., k, n] (either None) of
+    A = P L U. Square: P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T; wide (m < n) and tall (m > n) split U or L
+    at k and carry the gradient of the part past k through one triangular solve."""
+    T = lambda x: np.swapaxes(x, -1, -2)  # noqa: E731
+    m, n = L.shape[-2], U.shape[-1]
+    k = min(m, n)
+    batch = np.broadcast_shapes(L.shape[:-2], U.shape[:-2])
+    if m <= n:  # X = tril(L^T gL - [triu(gU) U^T], -1) (square: + triu(gU U^T)), X U1^-T, [X + triu(gU1), gU2], L^-T X
+        x = np.zeros(batch + (m, m))
+        if gL is not None:
+            x = x + T(L) @ gL
+        if gU is not None and m < n:
+            x = x - np.triu(gU) @ T(U)
+        x = np.tril(x, -1)
+        if gU is not None and m == n:
+            x = x + np.triu(gU @ T(U))
+        x = T(_trsm_host(U[..., :k], T(x)))  # X U1^-T: U1 Y^T = X^T
+        if gU is not None and m < n:
+            x = np.concatenate([x + np.triu(gU[..., :k]), gU[..., k:]], -1)
+        x = _trsm_host(T(L), x, unit=True)
+        if m < n and gU is None:
+            x = np.concatenate([x, np.zeros(x.shape[:-1] + (n - k,))], -1)
+    else:  # X = triu(gU U^T - L^T tril(gL, -1)), L1^-T X, [X + tril(gL1, -1); gL2], X U^-T
+        x = np.zeros(batch + (n, n))
+        if gU is not None:
+            x = x + gU @ T(U)
+        if gL is not None:
+            x = x - T(L) @ np.tril(gL, -1)
+        x = _trsm_host(T(L[..., :k, :]), np.triu(x), unit=True)
+        if gL is not None:
+            x = np.concatenate([x + np.tril(gL[..., :k, :], -1), gL[..., k:, :]], -2)
+        x = T(_trsm_host(U, T(x)))
+        if gL is None:
+            x = np.concatenate([x, np.zeros(x.shape[:-2] + (m - k, n))], -2)
+    return P @ x
+
+
 def _singular_message(i):
     return (f"The diagonal element {i} is zero, the inversion could not be completed because the input matrix is "
             f"singular.")
@@ -241,15 +316,19 @@ LUResult = return_types.linalg_lu
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
     """torch.linalg.lu_factor_ex: (LU, pivots, info) of A [..., m, n] as LAPACK's getrf, on the host
-    (float64; see the module's note). pivot=False factors without row swaps (as torch on CUDA). No
-    gradient."""
+    (float64; see the module's note). pivot=False factors without row swaps (as torch on CUDA). Gradient as
+    torch's: linalg.lu's, from LU's strictly lower part (L's) and upper part (U's)."""
     a = _host("torch.linalg.lu_factor_ex", A)
-    _no_gradient("linalg.lu_factor", A)
     lu, pivots, info = _lu_host(a, pivot)
     if check_errors and info.any():
         _batch_error("torch.linalg.lu_factor_ex", info, lambda i: f"U[{i},{i}] is zero and using it on lu_solve "
                      f"would result in a division by zero.")
-    return LUFactorExResult(_dev(lu, A), _int32(pivots), _int32(info))
+    k = min(a.shape[-2:])
+
+    def backward(g):
+        g = _host("linalg.lu_factor", g)
+        return (_dev(_lu_backward_host(np.tril(g[..., :k], -1), np.triu(g[..., :k, :]), *_lu_unpack_host(lu, pivots)), A),)
+    return LUFactorExResult(_recorded("linalg.lu_factor_ex", _dev(lu, A), (A,), backward), _int32(pivots), _int32(info))
 
 
 def lu_factor(A, *, pivot=True):
@@ -264,11 +343,16 @@ def lu_factor(A, *, pivot=True):
 
 
 def lu(A, *, pivot=True):
-    """torch.linalg.lu: (P, L, U) with A = P L U, A [..., m, n]; on the host (the module's note). No gradient."""
+    """torch.linalg.lu: (P, L, U) with A = P L U, A [..., m, n]; on the host (the module's note). Gradients of L
+    and U as torch's (_lu_backward_host), P none."""
     a = _host("linalg.lu", A)
-    _no_gradient("linalg.lu", A)
     lu_, pivots, _ = _lu_host(a, pivot)
-    return LUResult(*(_dev(x, A) for x in _lu_unpack_host(lu_, pivots)))
+    P, L, U = _lu_unpack_host(lu_, pivots)
+
+    def grad_of(which):
+        return lambda g: (_dev(_lu_backward_host(*(_host("linalg.lu", g) if w == which else None for w in "LU"), P, L, U), A),)
+    return LUResult(_dev(P, A), _recorded("linalg.lu", _dev(L, A), (A,), grad_of("L")),
+                    _recorded("linalg.lu", _dev(U, A), (A,), grad_of("U")))
 
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
@@ -465,7 +549,7 @@ def _solve(name, A, B, left=True, check_errors=True):
         if check_errors:
             raise LinAlgError(f"{name}: The solver failed because the input matrix is singular.") from None
         info = _lu_host(a)[2]
-        x = np.full(np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:], np.nan)
+        x = _ieee_solve(a, b, left)
     X = _dev(x, A)
     at = np.swapaxes(a, -1, -2)
 
@@ -473,7 +557,9 @@ def _solve(name, A, B, left=True, check_errors=True):
         try:  # A^T exactly singular in float64 where A's forward solve was not (rounding): torch's error kind
             gb = _dev(_solve_host(at, _host(name, g), left), A)  # g [..., n, k]: the vectors' column too
         except np.linalg.LinAlgError:
-            raise LinAlgError(f"{name}: The solver failed because the input matrix is singular.") from None
+            if check_errors:
+                raise LinAlgError(f"{name}: The solver failed because the input matrix is singular.") from None
+            gb = _dev(_ieee_solve(at, _host(name, g), left), A)  # solve_ex's: inf and NaN, as torch's
         ga = neg(gb @ _T(X) if left else _T(X) @ gb)
         return ga, squeeze(gb, -1) if vector else gb
     out = _recorded(name.replace("torch.", ""), X, (A, B), backward)
@@ -491,7 +577,8 @@ SolveExResult = return_types.linalg_solve_ex
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
-    """torch.linalg.solve_ex: (result, info); a singular A gives NaN in tnet (torch leaves it undefined)."""
+    """torch.linalg.solve_ex: (result, info); a singular A's result and gradients are those of an LU solve in IEEE
+    arithmetic (inf and NaN past the zero pivot), as torch's getrs."""
     x, info = _solve("torch.linalg.solve_ex", A, B, left, check_errors)
     return SolveExResult(x, _int32(info))
 
@@ -507,24 +594,49 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """torch.linalg.solve_triangular: X with T X = B (left=False: X T = B), T the upper or lower
     triangle of A (unitriangular: ones on its diagonal), batch dims broadcast; on the host (the
     module's note). Gradients as torch's: gB = T^-T g, gA = -gB X^T in T's triangle."""
+    check_args("linalg_solve_triangular", "bool", upper=upper, left=left, unitriangular=unitriangular)
+    check_tensors("linalg.solve_triangular", A=A, B=B)
+    check(B.ndim >= 2, "linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
     t = _triangle(_host("linalg.solve_triangular", A, square=True), upper, unitriangular)
     b = _host("linalg.solve_triangular", B)
-    X = _dev(_solve_host(t, b, left), B)
+    check(b.shape[-2 if left else -1] == t.shape[-1], lambda: f"linalg.solve_triangular: Incompatible shapes of A and "
+                                                              f"B for the equation {'AX = B' if left else 'XA = B'} "
+                                                              f"({t.shape[-2]}x{t.shape[-1]} and {b.shape[-2]}x{b.shape[-1]})")
+    t, b = t.astype(np.float32), b.astype(np.float32)  # torch's float32 substitution: its overflows (-3e38 - 5e37)
+    X = _dev(_tri_solve_host(t, b, upper, left), A)  # in A's dtype, as torch's
 
-    def backward(g):
-        gb = _dev(_solve_host(np.swapaxes(t, -1, -2), _host("solve_triangular", g), left), B)
+    def backward(g):  # in A's dtype (X's), B's gradient cast to B's
+        gb = _dev(_tri_solve_host(np.swapaxes(t, -1, -2), _host("solve_triangular", g), not upper, left), A)
         ga = neg(gb @ _T(X) if left else _T(X) @ gb)
         ga = triu(ga, int(unitriangular)) if upper else tril(ga, -int(unitriangular))
-        return ga, gb
+        return ga, gb if gb.dtype == B.dtype else to(gb, B.dtype)
     return _recorded("linalg.solve_triangular", X, (A, B), backward)
 
 
 TriangularSolveResult = return_types.triangular_solve
 
 
+def _linear_solve_checks(name, b, A, b_message, A_message):
+    """torch's checks of b and A in cholesky_solve and triangular_solve (linearSolveCheckInputs): their ranks, one
+    dtype, A square, A's size against b's rows."""
+    check_tensors(name, b=b, A=A)
+    check(b.ndim >= 2, lambda: b_message.format(b.ndim))
+    check(A.ndim >= 2, lambda: A_message.format(A.ndim))
+    check(b.dtype == A.dtype, lambda: f"Expected b and A to have the same dtype, but found b of type "
+                                      f"{DTYPE_NAMES.get(b.dtype, b.dtype)} and A of type {DTYPE_NAMES.get(A.dtype, A.dtype)} instead.")
+    check(A.shape[-1] == A.shape[-2], lambda: f"A must be batches of square matrices, but they are {A.shape[-2]} by "
+                                              f"{A.shape[-1]} matrices")
+    check(A.shape[-1] == b.shape[-2], lambda: f"Incompatible matrix sizes for {name}: each A matrix is {A.shape[-1]} "
+                                              f"by {A.shape[-1]} but each b matrix is {b.shape[-2]} by {b.shape[-1]}")
+
+
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """torch.triangular_solve (deprecated there): (X, A's copy) with T X = b, T = A's triangle
     (transpose: T^T X = b)."""
+    check_args("triangular_solve", "bool", upper=upper, transpose=transpose, unitriangular=unitriangular)
+    _linear_solve_checks("triangular_solve", b, A,
+                         "torch.triangular_solve: Expected b to have at least 2 dimensions, but it has {} dimensions instead",
+                         "torch.triangular_solve: Expected A to have at least 2 dimensions, but it has {} dimensions instead")
     T = _T(A) if transpose else A
     return TriangularSolveResult(solve_triangular(T, b, upper=upper != transpose, unitriangular=unitriangular),
                                  clone(A))
@@ -532,29 +644,40 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
 
 # ---- Cholesky --------------------------------------------------------------------------------------
 
+def _partial_cholesky(m):
+    """(L, info) of one matrix that is not positive-definite, as LAPACK's unblocked potf2 leaves it (torch's CPU
+    factor): columns factored up to the first diagonal d <= 0 (or NaN), which holds d; the rest of the lower
+    triangle as in m; info that column's order."""
+    L = np.tril(m)
+    for j in range(m.shape[-1]):
+        d = m[j, j] - L[j, :j] @ L[j, :j]
+        if not d > 0:
+            L[j, j] = d
+            return L, j + 1
+        L[j, j] = math.sqrt(d)
+        L[j + 1:, j] = (m[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return L, 0
+
+
 def _cholesky_host(a, upper):
-    """(L [..., n, n] lower (its transpose if upper), info [...]): the first leading minor that is not
-    positive-definite (0: none), found by bisection where numpy fails."""
+    """(L [..., n, n] lower (its transpose if upper), info [...]): info the first leading minor that is not
+    positive-definite (0: none), such a matrix's L the partial factor torch's CPU gives (_partial_cholesky)."""
     a = np.swapaxes(a, -1, -2) if upper else a  # the upper triangle of A is the lower one of A^T
     try:
         L, info = np.linalg.cholesky(a), np.zeros(a.shape[:-2], np.int32)
+        failed = np.isnan(L).any((-2, -1))  # numpy runs through a NaN, LAPACK stops at it
     except np.linalg.LinAlgError:
+        L, info, failed = None, None, None
+    if L is None or failed.any():
         flat = a.reshape(-1, *a.shape[-2:])
         L, info = np.zeros_like(flat), np.zeros(len(flat), np.int32)
         for i, m in enumerate(flat):
             try:
                 L[i] = np.linalg.cholesky(m)
+                if np.isnan(L[i]).any():
+                    raise np.linalg.LinAlgError
             except np.linalg.LinAlgError:
-                lo, hi = 0, m.shape[-1]  # the minor of order lo is positive-definite, of order hi not
-                while hi - lo > 1:
-                    mid = (lo + hi) // 2
-                    try:
-                        np.linalg.cholesky(m[:mid, :mid])
-                        lo = mid
-                    except np.linalg.LinAlgError:
-                        hi = mid
-                info[i] = hi
-                L[i] = np.nan
+                L[i], info[i] = _partial_cholesky(m)
         L, info = L.reshape(a.shape), info.reshape(a.shape[:-2])
     return (np.swapaxes(L, -1, -2) if upper else L), info
 
@@ -581,6 +704,7 @@ def cholesky(A, *, upper=False):
     """torch.linalg.cholesky: L with A = L L^T reading A's lower triangle (upper: U with A = U^T U,
     reading the upper one), A [..., n, n]; on the host (the module's note). A matrix that is not
     positive-definite raises torch.linalg.LinAlgError. Gradient as torch's."""
+    check_args("linalg_cholesky", "bool", upper=upper)
     return _cholesky("linalg.cholesky", A, upper, True)[0]
 
 
@@ -589,13 +713,15 @@ CholeskyExResult = return_types.linalg_cholesky_ex
 
 def cholesky_ex(A, *, upper=False, check_errors=False):
     """torch.linalg.cholesky_ex: (L, info), info the order of the first leading minor that is not
-    positive-definite (0: none); such a matrix's L is NaN in tnet (torch's holds a partial factor)."""
+    positive-definite (0: none); such a matrix's L is the partial factor of torch's CPU (LAPACK's potf2)."""
+    check_args("linalg_cholesky_ex", "bool", upper=upper, check_errors=check_errors)
     L, info = _cholesky("linalg.cholesky_ex", A, upper, check_errors)
     return CholeskyExResult(L, _int32(info))
 
 
 def _cholesky_old(A, upper=False):
     """torch.cholesky (deprecated there): linalg.cholesky with upper positional."""
+    check_args("cholesky", "bool", upper=upper)
     return cholesky(A, upper=upper)
 
 
@@ -624,6 +750,9 @@ def cholesky_solve(B, L, upper=False):
     """torch.cholesky_solve: X with A X = B, A = L L^T (upper: U^T U) from its Cholesky factor; on the
     host (the module's note). Gradients as torch's: gB = A^-1 g, and with C = gB X^T + X gB^T,
     gL = -C L (upper: -U C), over the whole of L as torch's (not its triangle alone)."""
+    check_args("cholesky_solve", "bool", upper=upper)
+    _linear_solve_checks("cholesky_solve", B, L, "b should have at least 2 dimensions, but has {} dimensions instead",
+                         "u should have at least 2 dimensions, but has {} dimensions instead")
     low = _host("cholesky_solve", L, square=True)
     low = np.tril(np.swapaxes(low, -1, -2)) if upper else np.tril(low)
     a = low @ np.swapaxes(low, -1, -2)
@@ -638,11 +767,17 @@ def cholesky_solve(B, L, upper=False):
 
 
 def cholesky_inverse(L, upper=False):
-    """torch.cholesky_inverse: A^-1 of A = L L^T (upper: U^T U); on the host. No gradient."""
-    _no_gradient("cholesky_inverse", L)
+    """torch.cholesky_inverse: A^-1 of A = L L^T (upper: U^T U); on the host. Gradient as torch's: with
+    C = A^-1 (g + g^T) A^-1, gL = -C L (upper: -U C), over the whole of L as torch's."""
+    check_args("cholesky_inverse", "bool", upper=upper)
     low = _host("cholesky_inverse", L, square=True)
     low = np.tril(np.swapaxes(low, -1, -2)) if upper else np.tril(low)
-    return _dev(np.linalg.inv(low @ np.swapaxes(low, -1, -2)), L)
+    inverse = _dev(np.linalg.inv(low @ np.swapaxes(low, -1, -2)), L)
+
+    def backward(g):
+        common = inverse @ add(g, _T(g)) @ inverse
+        return (neg(L @ common if upper else common @ L),)
+    return _recorded("cholesky_inverse", inverse, (L,), backward)
 
 
 # ---- QR, Householder -------------------------------------------------------------------------------
@@ -765,7 +900,8 @@ def eigh(A, UPLO="L"):
     matrices A [..., n, n], reading the lower (UPLO='L') or upper triangle; on the host (the module's
     note). Gradient as torch's, on the device: V (diag(gL) + skew(V^T gV) / (L_j - L_i)) V^T (repeated
     eigenvalues give infinities there, as torch's)."""
-    check(UPLO in ("L", "U"), lambda: f"linalg.eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+    check_args("linalg_eigh", "str", UPLO=UPLO)
+    check(UPLO in ("L", "U"), lambda: f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
     a = _host("linalg.eigh", A, square=True)
     values, vectors = _eigh_host(a, UPLO)
     L, V = _dev(values, A), _dev(vectors, A)
@@ -864,6 +1000,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False):
     """torch.linalg.pinv (torch.pinverse): the pseudo-inverse of A [..., m, n] through an SVD (hermitian:
     eigh of A's lower triangle), singular values below max(atol, rtol * the largest) dropped, as torch's;
     on the host (the module's note). Gradient as torch's, on the device."""
+    check_args("linalg_pinv", "bool", hermitian=hermitian)
     a = _host("linalg.pinv", A)
     if hermitian:
         a = np.tril(a) + np.swapaxes(np.tril(a, -1), -1, -2)
@@ -961,10 +1098,16 @@ def lstsq(A, B, rcond=None, *, driver=None):
     driver = "gelsy" if driver is None else driver
     check(driver in ("gels", "gelsy", "gelsd", "gelss"), "torch.linalg.lstsq: parameter `driver` should be one of "
                                                          "(gels, gelsy, gelsd, gelss)")
+    check_tensors("torch.linalg.lstsq", input=A, other=B)
+    check(A.dtype == B.dtype, lambda: f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
+                                      f"input's dtype {DTYPE_NAMES.get(A.dtype, A.dtype)} and other's dtype "
+                                      f"{DTYPE_NAMES.get(B.dtype, B.dtype)}")
     a, b = _host("torch.linalg.lstsq", A), _host("torch.linalg.lstsq", B, least=1)
-    check(not np.isnan(a).any(), "torch.linalg.lstsq: Argument 4 has illegal value (A has a NaN)")
     check(0 <= a.ndim - b.ndim <= 1, "torch.linalg.lstsq: input.dim() must be greater or equal to other.dim() and "
                                      "(input.dim() - other.dim()) <= 1")
+    row = -1 if b.ndim == a.ndim - 1 else -2
+    check(a.shape[-2] == b.shape[row], f"torch.linalg.lstsq: input.size(-2) should match other.size({row})")
+    check(not np.isnan(a).any(), "torch.linalg.lstsq: Argument 4 has illegal value (A has a NaN)")
     vector = b.ndim == a.ndim - 1
     b = b[..., None] if vector else b
     m, n = a.shape[-2:]
@@ -1005,13 +1148,22 @@ def cond(A, p=None):
     inverse), else matrix_norm(A, p) * matrix_norm(A^-1, p) ('fro', 'nuc', inf, -inf, 1, -1; a square
     A). With gradients through svdvals, inv and the norms."""
     check_tensors("linalg.cond", A=A)
+    if not (p is None or isinstance(p, (str, int, float)) and not isinstance(p, bool)):
+        raise InputTypeError(f"linalg_cond() received an invalid combination of arguments - got (Tensor, "
+                             f"p={type(p).__name__}), but expected a number or a str for p")
     check(A.ndim >= 2, "linalg.cond: The input tensor A must have at least 2 dimensions.")
     if p in (None, 2, -2):
         s = svdvals(A)
         big, small = select(s, -1, 0), select(s, -1, s.shape[-1] - 1)
         return div(small, big) if p == -2 else div(big, small)
     check(p in ("fro", "nuc", math.inf, -math.inf, 1, -1), lambda: f"linalg.cond got an invalid norm type: {p}")
-    return mul(matrix_norm(A, p), matrix_norm(inv(A), p))
+    if p == "nuc":  # torch's: sum(s) sum(1 / s) of the singular values, inf or NaN (0 * inf) where one is 0
+        s = svdvals(A)
+        return mul(reduce_sum(s, -1), reduce_sum(div(1.0, s), -1))
+    # torch's: a singular matrix's inverse filled with inf, and 0 * inf (a zero matrix) taken as inf
+    inverse, info = inv_ex(A)
+    inverse = where(unsqueeze(unsqueeze(Tensor(info.memory > 0), -1), -1), math.inf, inverse)
+    return nan_to_num(mul(matrix_norm(A, p), matrix_norm(inverse, p)), math.inf, math.inf, -math.inf)
 
 
 # ---- products on the device --------------------------------------------------------------------------
@@ -1020,6 +1172,7 @@ def matrix_power(A, n):
     """torch.linalg.matrix_power (Tensor.matrix_power): A^n by repeated squaring with tnet's matmul
     (n < 0: inv(A)^-n; n = 0: the identity, whose gradient is zeros; n = 1: a copy), with gradients, as torch's."""
     check_tensors("linalg.matrix_power", A=A)
+    check_args("linalg_matrix_power", "int", n=n)  # the parser's TypeError before the shape's check
     check(A.ndim >= 2 and A.shape[-1] == A.shape[-2], lambda: f"linalg.matrix_power: A must be batches of square "
                                                               f"matrices, but they are {A.shape[-2]} by "
                                                               f"{A.shape[-1]} matrices")
@@ -1136,6 +1289,13 @@ def chain_matmul(*matrices, out=None):
 def vecdot(x, y, *, dim=-1):
     """torch.linalg.vecdot: the sum of x * y over dim, broadcast (real tensors: no conjugate)."""
     check_tensors("linalg.vecdot", x=x, y=y)
+    check_args("linalg_vecdot", "int", dim=dim)
+    check(x.is_floating_point(), lambda: f"linalg.vecdot: Expected a floating point or complex tensor as input. Got "
+                                         f"{DTYPE_NAMES.get(x.dtype, x.dtype)}")
+    check(x.dtype == y.dtype, lambda: f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
+                                      f"{DTYPE_NAMES.get(x.dtype, x.dtype)} and y of type {DTYPE_NAMES.get(y.dtype, y.dtype)} instead")
+    if x.ndim == 1 and y.ndim == 1:  # torch's dot of two vectors, whatever dim
+        dim = 0
     return reduce_sum(mul(x, y), dim)
 
 
@@ -1166,7 +1326,7 @@ def vander(x, *, N=None):
     """torch.linalg.vander: [..., n, N] the increasing powers x^0 ... x^(N-1) of x [..., n] (tnet.vander's
     running product)."""
     check_tensors("linalg.vander", x=x)
-    check(x.ndim > 0, "x must be at least 1-dimensional.")
+    x = reshape(x, (1,)) if x.ndim == 0 else x  # a 0-d x is one element, as torch's
     N = x.shape[-1] if N is None else N
     check(N > 1, "N must be greater than 1.")
     return reshape(vander_1d(reshape(x, (-1,)), N, increasing=True), (*x.shape, N))
@@ -1179,9 +1339,25 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 # ---- norms ---------------------------------------------------------------------------------------------
 
+def _check_ord(name, ord, none=True):
+    """torch's parser: a norm's ord is a number (a bool too), a str or, where none, None (its TypeError for a list
+    or an object)."""
+    if not (none and ord is None or isinstance(ord, (str, numbers.Real))):
+        raise InputTypeError(f"{name}() received an invalid combination of arguments - got ord={type(ord).__name__}, "
+                             f"but expected a number or a str")
+
+
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     """torch.linalg.matrix_norm: 'fro', 1, -1, inf and -inf on tnet's kernels; 'nuc', 2 and -2 (the sum,
     largest and smallest singular value) through svdvals (on the host), all with gradients."""
+    check_tensors("linalg.matrix_norm", A=A)
+    _check_ord("linalg_matrix_norm", ord, none=False)
+    check_args("linalg_matrix_norm", "bool", keepdim=keepdim)  # the parser's TypeError before the checks of A
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if ord in ("nuc", 2, 1, math.inf) and A.ndim >= 2 and len(dims) == 2 and \
+            any(A.shape[d] == 0 for d in dims if isinstance(d, int) and -A.ndim <= d < A.ndim):
+        out = _matrix_norm(A, "fro", dim, keepdim, dtype=dtype)  # an empty matrix's norm is 0, as torch's,
+        return out if ord in ("nuc", 1) else out.detach()  # whose 2 and inf norms record no gradient there
     if ord not in ("nuc", 2, -2):
         return _matrix_norm(A, ord, dim, keepdim, dtype=dtype)
     check_tensors("linalg.matrix_norm", A=A)
@@ -1209,6 +1385,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     any shape); else a vector norm (vector_norm) over one dim, or a matrix norm (matrix_norm) over
     two; without dim, A must then be 1-D or 2-D."""
     check_tensors("linalg.norm", A=A)
+    _check_ord("linalg_norm", ord)
     if dim is not None:
         dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         check(len(dim) in (1, 2), lambda: f"linalg.norm: If dim is specified, it must be of length 1 or 2. "

@@ -11,15 +11,16 @@ import torch
 
 from .functional import softmax as _softmax
 from .functional import log_softmax as _log_softmax
-from .functional.pointwise import (digamma, eq, erf, erfc, erfinv, exp2, expm1, gt, lgamma, log1p, logit, lt, mul, neg,
-                                   polygamma, round, sigmoid, sinc, where, xlogy)
+from .functional.pointwise import (add, digamma, div, eq, erf, erfc, erfinv, exp2, expm1, graph_sum_to, gt, le, lgamma,
+                                   log, log1p, logical_and, logit, lt, mul, neg, polygamma, round, sigmoid, sinc, where,
+                                   xlogy)
 from .functional.pointwise import ints_as_float32, erfcx, i0, i0e, i1, i1e, log_ndtr, ndtri
 from .functional.pointwise import igamma as gammainc, igammac as gammaincc
 from .functional.reduce import logsumexp
-from .functional.inputs import write_out
+from .functional.inputs import check_args, write_out
 from .kernels import pointwise as _pw
 from .kernels.launch import InputTypeError, check, not_implemented
-from .tensor import Tensor, any_requires_grad, is_grad_enabled, record, tensor
+from .tensor import Tensor, any_requires_grad, is_grad_enabled, no_grad, record, record_composed, tensor
 
 expit = sigmoid
 gammaln = lgamma
@@ -38,18 +39,21 @@ def multigammaln(input, p):
     """The log of the multivariate gamma function of dimension p: p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2),
     j < p, as torch.special.multigammaln (elements at or below (p - 1) / 2 give lgamma's poles and values, as
     torch's, which no longer checks them); RuntimeError for p < 1."""
-    check(isinstance(p, int) and p >= 1, "p has to be greater than or equal to 1")
-    out = lgamma(input)
+    check_args("special_multigammaln", "int", p=p)  # the parser's TypeError (p=1.5) before the value's check
+    check(p >= 1, "p has to be greater than or equal to 1")
+    out = lgamma(input + 0.0)  # torch's x + 0.0 (its offsets' last): -0.0 is +0.0 there, digamma -inf
     for j in range(1, p):
         out = out + lgamma(input - j / 2)
     return out + p * (p - 1) / 4 * math.log(math.pi)
 
 
 def softmax(input, dim, *, dtype=None):
+    check_args("special_softmax", "int", dim=dim)  # dim required, an int (torch's parser)
     return _softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
+    check_args("special_log_softmax", "int", dim=dim)
     return _log_softmax(input, dim, dtype=dtype)
 
 
@@ -60,8 +64,11 @@ def ndtr(input):
 
 
 def entr(input):
-    """-x log(x) for x > 0, 0 at 0, -inf below (NaN kept), as torch.special.entr."""
-    return where(lt(input, 0.0), -math.inf, where(gt(input, 0.0), neg(xlogy(input, input)), mul(input, 0.0)))
+    """-x log(x) for x > 0, 0 at 0, -inf below (NaN kept), as torch.special.entr; its gradient is torch's
+    g (-(1 + log(x))) everywhere: NaN below 0, inf at 0 (the pieces' own gradients gave 0 there)."""
+    with no_grad():
+        y = where(lt(input, 0.0), -math.inf, where(gt(input, 0.0), neg(xlogy(input, input)), add(mul(input, 0.0), 0.0)))
+    return record_composed("entr", y.memory, (input,), lambda g: (mul(g, neg(add(log(input), 1.0))),), (input,))
 
 
 def xlog1py(input, other):
@@ -69,7 +76,22 @@ def xlog1py(input, other):
     tensor is a 0-d tensor of its float dtype (float32 beside integers), as torch takes it."""
     input, other = (tensor(float(v), dtype=w.dtype if w.is_floating_point() else torch.float32, device=w.device)
                     if isinstance(v, numbers.Real) and isinstance(w, Tensor) else v for v, w in ((input, other), (other, input)))
-    return where(eq(input, 0.0), where(eq(other, other), 0.0, other), mul(input, log1p(other)))
+    def promoted(a, b):  # both in the promoted dtype first, as torch's kernels: log1p of a float16 other in float32
+        if a.dtype == b.dtype:
+            return a, b
+        floats = [v.memory for v in (a, b) if v.is_floating_point()]
+        dtype = _pw.result_type(floats) if floats else torch.float32
+        return a.to(dtype), b.to(dtype)
+    with no_grad():
+        a, b = promoted(input, other)
+        y = where(eq(a, 0.0), where(eq(b, b), 0.0, b), mul(a, log1p(b)))
+
+    def grads(g):  # torch's: xlog1py(g, other), 0 where input is 0 and other <= -1; g input / (other + 1)
+        g, b = promoted(g, other)
+        gx = where(logical_and(eq(g, 0.0), eq(b, b)), 0.0, mul(g, log1p(b)))
+        gx = where(logical_and(eq(input, 0.0), le(other, -1.0)), 0.0, gx)
+        return graph_sum_to(gx, input), graph_sum_to(div(mul(g, input), add(other, 1.0)), other)
+    return record_composed("special_xlog1py", y.memory, (input, other), grads, (input, other))
 
 
 
@@ -84,7 +106,7 @@ def _float32_operand(name, v, arg):
         if X.dtype in (torch.float16, torch.bfloat16):
             raise not_implemented(f"{name}_{'cuda' if X.is_cuda else 'cpu'}", X.dtype)
         return ints_as_float32(X)
-    if isinstance(v, numbers.Real) and not isinstance(v, bool):
+    if isinstance(v, numbers.Real):  # a bool too: torch's parser takes it for a Number (zeta(x, True) is zeta(x, 1))
         return float(v)
     raise InputTypeError(f"special_{name}(): argument '{arg}' must be Tensor or Number, not {type(v).__name__}")
 
@@ -107,6 +129,9 @@ def _binary_special(name, text, second, backward_raises):
     def compute(input, other, out):
         if not (isinstance(input, Tensor) or isinstance(other, Tensor)):
             raise InputTypeError(f"special_{name}(): at least one of input and {second} must be a Tensor")
+        floats = [v.memory for v in (input, other) if isinstance(v, Tensor) and v.is_floating_point()]
+        if len(floats) == 2 and _pw.result_type(floats) == torch.float32:  # a 16-bit tensor beside a float32 one
+            input, other = (v.float() for v in (input, other))  # (or float16 beside bfloat16): float32, as torch's
         X, N = _float32_operand(name, input, "input"), _float32_operand(name, other, second)
         inputs = [v for v in (input, other) if isinstance(v, Tensor)]
         y = _pw.pointwise(name, X, N)

@@ -1402,6 +1402,189 @@ mod("TransformerDecoderLayer", lambda g: ((4, 2), {"dim_feedforward": 8, "dropou
     lambda g, c: [g.t(shape=(1, g.pick((1, 3)), 4), layout="c", special=0.1), g.t(shape=(1, 2, 4), layout="c", special=0.1)])
 
 
+
+# torch.special, the linalg functions and the top-level factorizations the rounds above left out (thirty-first
+# session); each runs tnet's own function (torch.special.expit, not its alias torch.sigmoid)
+def sop(name, gen, grad=True, cmp="values"):
+    """torch.special.NAME against tnet.special.NAME."""
+    op("special." + name, getattr(torch.special, name), getattr(tnet.special, name), gen, grad, cmp)
+
+
+def _unary_domain(g):
+    return ((g.t(dt=ANY, vals=g.pick(("normal", "normal", "prob", "pos"))),), {})
+
+
+for name in ("digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammaln", "i0", "i0e", "i1",
+             "i1e", "log1p", "log_ndtr", "ndtr", "ndtri", "psi", "round", "sinc"):
+    sop(name, _unary_domain)
+for name in ("airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0", "modified_bessel_i1",
+             "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+             "spherical_bessel_j0"):
+    sop(name, _unary_domain, grad=False)  # torch has no derivative of these
+for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+             "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+             "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+             "legendre_polynomial_p"):
+    sop(name, lambda g: (lambda x: ((x, g.pick((0, 1, 3, -1, 2.5, g.t(shape=x.shape, dt=I64, vals=(-1, 6), grad=False)))), {}))(
+        g.t(dt=g.maybe(F32, F32, I64), vals=g.pick(("normal", "prob")))), grad=False)
+for name in ("xlog1py", "xlogy"):
+    sop(name, b())
+for name in ("zeta", "gammainc", "gammaincc"):
+    sop(name, lambda g: (lambda x: ((x, g.scalar() if g.chance(0.2) else g.like(x, vals="pos")), {}))(g.t(dt=g.maybe(F32, F32, I64), vals="pos")),
+        grad=False)  # torch differentiates none of these in their first operand
+sop("polygamma", lambda g: ((g.maybe(g.pick((0, 1, 2)), -1, 1.5), g.t(dt=ANY, vals=g.pick(("normal", "pos")))), {}))
+sop("multigammaln", lambda g: ((g.t(vals="pos") if g.chance(0.5) else T(torch.rand(3) + 2, lambda v: v, "c", True),
+                                g.maybe(g.pick((1, 2, 3)), 0, -1, 1.5)), {}))
+sop("logit", lambda g: ((g.t(dt=ANY, vals="prob"),), {"eps": g.pick((None, 1e-3, 0.6))}))
+sop("logsumexp", lambda g: (lambda x: ((x, g.dim(x)), {"keepdim": g.chance(0.5)}))(g.t(dt=ANY)))
+for name in ("softmax", "log_softmax"):
+    sop(name, lambda g: (lambda x: ((x, g.dim(x)), {"dtype": g.pick((None, F32, F16))}))(g.t(dt=ANY)))
+top("acos", lambda g: ((g.t(dt=ANY, vals=g.pick(("normal", "prob"))),), {}))
+top("i0", _unary_domain)
+for name in ("igamma", "igammac"):
+    top(name, lambda g: (lambda x: ((x, g.like(x, vals="pos")), {}))(g.t(dt=g.maybe(F32, F32, I64), vals="pos")), grad=False)
+
+
+def spd(g, batch=None):
+    """A (batch of) symmetric positive definite n x n matrices, (bad) an indefinite or non-square one."""
+    n, batch = g.pick((1, 2, 3)), g.pick(((), (), (2,))) if batch is None else batch
+    m = torch.tensor(g.r.standard_normal(batch + (n, n)))
+    if g.chance(g.bad):
+        return g.pick((T(m.float(), lambda v: v, "c", True), g.t(shape=batch + (n, n + 1))))
+    return T((m @ m.mT + n * torch.eye(n)).float(), lambda v: v, "c", True)
+
+
+def tri(g, n, upper, batch=()):
+    """A (batch of) well-conditioned triangular n x n matrices (a unit-ish diagonal)."""
+    a = g.r.standard_normal(batch + (n, n)) * 0.3 + 2 * np.eye(n)
+    a = np.triu(a) if upper else np.tril(a)
+    return T(torch.tensor(a).float(), lambda v: v, "c", True)
+
+
+def rhs(g, A, k=None):
+    """A right-hand side B for A's rows: [..., n, k], or (bad) a mismatched one."""
+    n = A.shape[-1] if A.ndim else 1
+    return g.t(shape=A.shape[:-2] + (g.maybe(n, n + 1), k or g.pick((1, 2))), special=0.1)
+
+
+linalg("cholesky_ex", lambda m: lambda A: m.cholesky_ex(A).L)
+OPS[-1].update(name="linalg.cholesky_ex(L)", gen=lambda g: ((spd(g),), {}))
+linalg("inv_ex", lambda m: lambda A: m.inv_ex(A).inverse)
+OPS[-1]["name"] = "linalg.inv_ex(inverse)"
+linalg("solve_ex", lambda m: lambda A, B: m.solve_ex(A, B).result)
+OPS[-1].update(name="linalg.solve_ex(result)", gen=lambda g: (lambda A: ((A, rhs(g, A)), {}))(square(g)))
+linalg("svdvals", grad=False)
+linalg("eigvalsh", grad=False)
+OPS[-1]["gen"] = lambda g: ((spd(g),), {"UPLO": g.maybe("L", "U", "X")})
+linalg("eigh", lambda m: lambda A, **k: m.eigh(A, **k).eigenvalues, grad=False)
+OPS[-1].update(name="linalg.eigh(eigenvalues)", gen=lambda g: ((spd(g),), {"UPLO": g.pick(("L", "U"))}))
+linalg("pinv", grad=False)
+OPS[-1]["gen"] = lambda g: ((g.t(shape=g.pick(((2, 3), (3, 2), (2, 2), (2, 1, 3))), special=0.1),), {"hermitian": False})
+linalg("matrix_rank", grad=False)
+OPS[-1]["gen"] = lambda g: ((g.t(shape=g.pick(((2, 3), (3, 3), (2, 2, 2))), dt=g.maybe(F32, I64), special=0.1),), {})
+linalg("cond", grad=False)
+OPS[-1]["gen"] = lambda g: ((square(g),), {"p": g.pick((None, 1, 2, -2, "fro", "nuc", math.inf, -1))})
+linalg("matrix_norm")
+OPS[-1]["gen"] = lambda g: ((g.t(rank=g.maybe(g.pick((2, 3)), 1)),), {"ord": g.maybe(g.pick(("fro", "nuc", 1, -1, 2, -2, math.inf)), 3),
+                                                                      "keepdim": g.chance(0.3)})
+linalg("vector_norm")
+OPS[-1]["gen"] = lambda g: (lambda x: ((x,), {"ord": g.pick((2, 1, 0, 3.5, math.inf, -math.inf, -1)), "dim": g.dim(x, none=True),
+                                              "keepdim": g.chance(0.3), "dtype": g.pick((None, None, F32))}))(g.t(dt=g.maybe(F32, F16, BF16, I64)))
+linalg("norm")
+OPS[-1]["gen"] = lambda g: (lambda x: ((x,), {"ord": g.pick((None, 2, 1, "fro", math.inf)), "dim": g.pick((None, -1, (0, 1) if x.ndim >= 2 else 0))}))(
+    g.t(rank=g.pick((1, 2, 3))))
+linalg("vecdot")
+OPS[-1]["gen"] = lambda g: (lambda x: ((x, g.like(x)), {"dim": g.dim(x)}))(g.t(rank=g.pick((1, 2, 3))))
+linalg("multi_dot")
+OPS[-1]["gen"] = lambda g: (([g.t(shape=(g.pick((2, 3)),) if g.chance(0.3) else (2, 3)), g.t(shape=(3, g.maybe(4, 2))),
+                              g.t(shape=(4,) if g.chance(0.3) else (4, 2))],), {})
+linalg("solve_triangular")
+OPS[-1]["gen"] = lambda g: (lambda up, n: ((tri(g, n, up), rhs(g, tri(g, n, up))),
+                                           {"upper": g.maybe(up, not up), "left": True, "unitriangular": g.chance(0.2)}))(g.chance(0.5), g.pick((1, 2, 3)))
+linalg("lstsq", lambda m: lambda A, B: m.lstsq(A, B).solution, grad=False)
+OPS[-1].update(name="linalg.lstsq(solution)", gen=lambda g: (lambda A: ((A, g.t(shape=(A.shape[0], g.pick((1, 2))) if g.chance(0.9) else (7, 1))), {}))(
+    g.t(shape=g.pick(((3, 2), (3, 3), (4, 2))), special=0.05)))
+linalg("lu_factor", lambda m: lambda A: m.lu_factor(A).LU)
+OPS[-1]["name"] = "linalg.lu_factor(LU)"
+linalg("lu", lambda m: lambda A: tuple(m.lu(A)))
+OPS[-1]["gen"] = lambda g: ((g.t(shape=g.pick(((2, 2), (3, 3), (2, 3), (3, 2), (2, 2, 2))), special=0.1),), {})
+linalg("matrix_power")
+OPS[-1]["gen"] = lambda g: ((square(g), g.maybe(g.pick((0, 1, 2, 3, -1)), 1.5)), {})
+linalg("slogdet", lambda m: lambda A: tuple(m.slogdet(A)))
+linalg("tensorinv")
+OPS[-1]["gen"] = lambda g: ((g.t(shape=g.maybe((4, 2, 2), (4, 2, 3)), special=0.05), ), {"ind": g.maybe(1, 0)})
+linalg("tensorsolve")
+OPS[-1]["gen"] = lambda g: ((g.t(shape=(2, 3, 6), special=0.05), g.t(shape=g.maybe((2, 3), (3, 2)))), {})
+linalg("vander", grad=False)
+OPS[-1]["gen"] = lambda g: ((g.t(rank=g.maybe(1, 2, 0), dt=g.maybe(F32, I64)),), {"N": g.pick((None, 0, 1, 3))})
+linalg("householder_product")
+OPS[-1]["gen"] = lambda g: ((g.t(shape=(3, 2)), g.t(shape=(g.maybe(2, 3),))), {})
+linalg("cross")
+OPS[-1]["gen"] = lambda g: (lambda x: ((x, g.like(x) if g.chance(0.2) else g.t(shape=x.shape)), {"dim": g.maybe(-1, 0)}))(
+    g.t(shape=(2, g.maybe(3, 4))))
+linalg("diagonal")
+OPS[-1]["gen"] = lambda g: ((g.t(rank=g.maybe(g.pick((2, 3)), 1), dt=ANY),), {"offset": g.pick((0, 1, -1, 5))})
+top("cholesky", lambda g: ((spd(g),), {"upper": g.chance(0.5)}))
+top("cholesky_inverse", lambda g: ((tri(g, g.pick((1, 2, 3)), False) if g.chance(0.9) else g.t(shape=(2, 3)),), {"upper": False}))
+top("cholesky_solve", lambda g: (lambda L: ((rhs(g, L), L), {"upper": False}))(tri(g, g.pick((1, 2, 3)), False)))
+top("triangular_solve", lambda g: (lambda A: ((rhs(g, A), A), {"upper": True, "transpose": g.chance(0.3)}))(tri(g, g.pick((1, 2, 3)), True)))
+top("svd", lambda g: ((square(g),), {}), grad=False)
+OPS[-1].update(name="svd(S)", torch=lambda A: torch.svd(A).S, tnet=lambda A: tnet.svd(A).S)
+top("qr", lambda g: ((g.t(shape=g.pick(((2, 2), (3, 2), (2, 3)))),), {}), grad=False)
+OPS[-1].update(name="qr(|R|)", torch=lambda A: torch.qr(A).R.abs(), tnet=lambda A: tnet.qr(A).R.abs())
+fop("sigmoid", u(dt=ANY))
+fop("tanh", u(dt=ANY))
+fop("conv_transpose3d", lambda g: (lambda cin: ((vol(g, c=g.maybe(cin, cin + 1)), g.t(shape=(cin, 2) + tuple(g.pick((1, 2)) for _ in range(3))),
+                                                 g.pick((None, g.t(shape=(g.maybe(2, 3),))))),
+                                                {"stride": g.maybe(g.pick((1, 2)), 0), "padding": g.pick((0, 1)),
+                                                 "output_padding": g.maybe(0, 1, 3), "dilation": g.pick((1, 2))}))(g.pick((1, 2))))
+fop("lp_pool3d", lambda g: ((vol(g, vals="pos"), g.pick((1, 2, 3.5)), g.maybe(g.pick((1, 2)), 0)), {"stride": g.pick((None, 1))}))
+for name in ("adaptive_max_pool1d_with_indices", "adaptive_max_pool3d_with_indices", "max_pool3d_with_indices"):
+    fop(name, lambda g, name=name: ((vol(g) if "3d" in name else img(g, rank=3), g.maybe(g.pick((1, 2)), 0)), {}), grad=False)
+fop("native_channel_shuffle", lambda g: ((img(g, c=g.maybe(4, 3)), g.maybe(2, 0)), {}))
+for name, rank in (("max_unpool1d", 3), ("max_unpool2d", 4), ("max_unpool3d", 5)):
+    pool = getattr(tF, name.replace("unpool", "pool"))
+
+    def unpool_gen(g, rank=rank, pool=pool):
+        x = vol(g) if rank == 5 else img(g, rank=rank)
+        if min(x.shape[2:]) < 2:  # a window of 2 needs 2 elements along each dim
+            x = g.t(shape=x.shape[:2] + tuple(max(2, d) for d in x.shape[2:]), special=0)
+        _, idx = pool(x.make().detach().float(), 2, return_indices=True)
+        vals = g.t(shape=tuple(idx.shape))
+        if g.chance(g.bad):
+            idx = idx + 100
+        return (vals, T(idx, lambda v: v, "c", False), 2), {"output_size": g.pick((None, x.shape[2:]))}
+    fop(name, unpool_gen)
+    OPS[-1]["name"] += "(pooled)"  # max_unpool2d's first entry keeps its name
+
+
+
+# fractional max pools with their samples given (deterministic), and the layers the rounds above left out
+def _samples(g, n, c, dims):
+    return T(torch.tensor(g.r.random((n, c, dims))).float(), lambda v: v, "c", False)
+
+
+fop("fractional_max_pool2d", lambda g: (lambda x: ((x, g.maybe(2, 0, 9)), {"output_size": g.maybe(g.pick((2, (1, 2))), (9, 9)),
+                                                                          "_random_samples": _samples(g, max(x.shape[0], 1), x.shape[1], 2)}))(
+    img(g, hw=(g.pick((4, 5)), g.pick((4, 6))))))
+fop("fractional_max_pool3d", lambda g: (lambda x: ((x, g.maybe(2, 0)), {"output_ratio": g.pick((0.5, (0.5, 0.7, 0.6))),
+                                                                       "_random_samples": _samples(g, max(x.shape[0], 1), x.shape[1], 3)}))(
+    vol(g)))
+for name in ("MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"):
+    pool = getattr(tF, name.replace("Unpool", "_pool").lower().replace("max_pool", "max_pool"))
+
+    def unpool_inputs(g, c, name=name, pool=pool):
+        rank = {"1d": 3, "2d": 4, "3d": 5}[name[-2:]]
+        x = g.t(shape=(g.pick((1, 2)), 2) + tuple(g.pick((2, 4, 5)) for _ in range(rank - 2)), special=0)
+        _, idx = pool(x.make().detach(), 2, return_indices=True)
+        return [g.t(shape=tuple(idx.shape)), T(idx + (100 if g.chance(g.bad) else 0), lambda v: v, "c", False)]
+    mod(name, lambda g: ((2,), {"stride": g.pick((None, 2))}), unpool_inputs)
+mod("TransformerEncoderLayer", lambda g: ((4, 2), {"dim_feedforward": 8, "dropout": 0.0, "batch_first": g.chance(0.5),
+                                                   "bias": g.chance(0.5), "layer_norm_eps": g.pick((1e-5, 1e-3))}),
+    lambda g, c: [g.t(shape=(g.pick((1, 3)), 2, 4), layout="c", special=0.1)])
+OPS[-1]["name"] = "nn.TransformerEncoderLayer(seq-first)"
+
+
 # ---- running and comparing -------------------------------------------------------------------
 
 def materialize(v, tnet_side, leaves):

@@ -12,7 +12,7 @@ from ..kernels import pool as _pool
 from ..kernels.launch import (InputError, InputIndexError, at_least, check, check_type, is_channels_last,
                               keeps_channels_last, kept, pair, plain, single, sizes_type, triple)
 from ..tensor import Tensor, named, record, tape_mark
-from .copy import cat, contiguous, getitem, reshape, transpose, unsqueeze
+from .copy import cat, contiguous, getitem, reshape, to, transpose, unsqueeze
 from .pad import pad
 from .pointwise import add
 from .gemm import bias_grad
@@ -424,5 +424,9 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         yk = reshape(pad(yk, (0, 0) * 3 + (0, sd - 1)), (N, D * sd, *yk.shape[3:]))
         yk = pad(yk, (0, 0) * 3 + (k * dd - pd, full - k * dd - D * sd - pd))
         y = yk if y is None else add(y, yk)
-    # an empty batch's output keeps input's dtype, as torch's, whose empty path adds no bias
-    return _bias_3d(contiguous(transpose(y, 1, 2)), bias if N else None, "conv_transpose3d")
+    y = contiguous(transpose(y, 1, 2))
+    if not N and isinstance(bias, Tensor) and bias.shape == (y.shape[1],):
+        # an empty batch's output keeps input's dtype, as torch's, whose empty path adds no bias; the bias still
+        # gets its zero gradient there, as torch's: the empty sum of a recorded addition of its cast
+        return _bias_3d(y, bias if bias.dtype == y.dtype else to(bias, y.dtype), "conv_transpose3d")
+    return _bias_3d(y, bias if N else None, "conv_transpose3d")

@@ -1634,9 +1634,11 @@ def split_with_sizes(input, split_sizes, dim=0):
 
 def narrow_copy(input, dim, start, length):
     """torch.narrow_copy: narrow's slice as a new tensor of its own memory. A dim past the last is torch's
-    RuntimeError (its own check before narrow's: a negative one out of range stays narrow's IndexError)."""
+    RuntimeError (its own check before narrow's); a negative one out of range is the IndexError of its wrap,
+    before narrow's check of the length."""
     if isinstance(dim, int) and isinstance(input, Tensor) and input.ndim:
         check(dim < input.ndim, "Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.")
+        dim_index(dim, input.ndim)
     return clone(narrow(input, dim, start, length))
 
 

@@ -1269,15 +1269,22 @@ def _addc(name, input, tensor1, tensor2, value, grads):
     check(name != "addcdiv" or not (_is_integer(tensor1) and _is_integer(tensor2)),
           "Integer division with addcdiv is no longer supported, and in a future release addcdiv will perform a true "
           "division of tensor1 and tensor2.")
-    if not all(_is_integer(v) for v in (input, tensor1, tensor2)):  # integers beside floats: floats, as torch's
+    # the gradients read the factors as given: torch's formulas multiply an integer operand by value in its own
+    # dtype (a uint8 t2 * -2 wraps, derivatives.yaml's on every device), the forward computes in floats; addcdiv's
+    # divisor is the float one (a true division)
+    t1, t2 = tensor1, tensor2
+    if not all(_is_integer(val) for val in (input, tensor1, tensor2)):  # integers beside floats: floats, as torch's
         input, tensor1, tensor2 = _ints_to_float(input, tensor1, tensor2)
-    X, A, B, v = input.memory, tensor1.memory, tensor2.memory, float(value)
+    if name == "addcdiv":
+        t2 = tensor2
+    X, A, B = input.memory, t1.memory, t2.memory
+    v = value if isinstance(value, numbers.Integral) else float(value)
     need_x, need_a, need_b = needs_grad(input, tensor1, tensor2)
-    return _record_each(name, _pw.pointwise(name, X, A, B, v), (input, tensor1, tensor2),
+    return _record_each(name, _pw.pointwise(name, X, tensor1.memory, tensor2.memory, float(value)), (input, tensor1, tensor2),
                         lambda g: (g.view(g.shape) if need_x else None, *grads(g, A, B, v, need_a, need_b)),
                         saved=(A if need_b else None, B if need_a or need_b else None),
-                        graph=lambda g, y: (g, g * (tensor2 * v), g * (tensor1 * v)) if name == "addcmul" else
-                        (g, g * (v / tensor2), -g * (tensor1 * v / (tensor2 * tensor2))))
+                        graph=lambda g, y: (g, g * (t2 * v), g * (t1 * v)) if name == "addcmul" else
+                        (g, g * (v / t2), -g * (t1 * v / (t2 * t2))))
 
 
 def _addcmul_grads(g, A, B, v, need_a, need_b):
@@ -1290,8 +1297,11 @@ def _addcmul_grads(g, A, B, v, need_a, need_b):
 def _addcdiv_grads(g, A, B, v, need_a, need_b):
     """torch's formulas, rounded as _addcmul_grads: g * (value / t2), -g * (value * t1 / (t2 * t2))."""
     P = _pw.pointwise
+    if need_b:
+        AV = P("mul", A, v)
+        AV = AV if AV.is_floating_point() else AV.to(B.dtype)  # an integer t1 * value, then divided in B's dtype
     return (P("mul", g, P("div", v, B)) if need_a else None,
-            P("mul", P("neg", g), P("div", P("mul", A, v), P("mul", B, B))) if need_b else None)
+            P("mul", P("neg", g), P("div", AV, P("mul", B, B))) if need_b else None)
 
 
 def addcmul(input, tensor1, tensor2, *deprecated, value=1):
@@ -1616,7 +1626,13 @@ def logit(input, eps=None):
     check_tensors("logit", input=input)
     X = ints_as_float32(input.memory)  # integers in float32, as torch's
     lo, hi = (-1.0, 2.0) if eps is None else (float(eps), 1.0 - float(eps))
-    y = _pw.pointwise("logit", X if eps is None else _pw.pointwise("clamp", X, lo, hi))
+    if eps is None:
+        y = _pw.pointwise("logit", X)
+    elif lo <= hi:
+        y = _pw.pointwise("logit", _pw.pointwise("clamp", X, lo, hi))
+    else:  # eps past 0.5: torch's x < eps ? eps : x > 1 - eps ? 1 - eps : x, where clamp would give 1 - eps throughout
+        P = _pw.pointwise
+        y = P("logit", P("where", P("lt", X, lo), lo, P("where", P("gt", X, hi), hi, X)))
     backward = lambda g: (_pw.pointwise("logit_backward", g, X, lo, hi),)
 
     def graph(g, out):  # g / (x (1 - x)), 0 outside [eps, 1 - eps] where eps is given

@@ -468,7 +468,7 @@ def _separably(pool, x, planes, depth, indices=False):
     if not indices:
         return out
     d = Tensor(_pw.pointwise("floor_divide", second.memory, OH * OW))  # [N*C, 1, OD, OH*OW]: the max's depth
-    at = gather(reshape(first, (N * C, D, OH * OW)), 1, reshape(d, (N * C, -1, OH * OW)))
+    at = gather(reshape(first, (N * C, D, OH * OW)), 1, reshape(d, (N * C, z.shape[2], OH * OW)))  # not -1: N * C may be 0
     index = _pw.pointwise("add", _pw.pointwise("mul", d.memory.reshape(at.shape), H * W), at.memory)
     return out, Tensor(index).reshape(out.shape)
 
@@ -584,6 +584,9 @@ def _fractional_max_pool(name, dims, input, kernel_size, output_size, output_rat
     under a CUDA graph's capture); the maximum picked by gather, so that its gradient goes to one input,
     as torch's. Indices: flat positions in each input plane (h * W + w, 3-D (t * H + h) * W + w)."""
     check_tensors(name, input=input)
+    if output_size is not None:  # torch's parser first: the types before any value
+        check_args(name, "tuple of ints", output_size=output_size)
+    check_args(name, "Tensor", random_samples=_random_samples)
     check(input.ndim in (dims + 1, dims + 2),
           lambda: f"{name}: expected a {dims + 1}-D or {dims + 2}-D input, got {input.ndim}-D")
     if input.ndim == dims + 1:
@@ -596,19 +599,26 @@ def _fractional_max_pool(name, dims, input, kernel_size, output_size, output_rat
     if output_size is None:
         check(output_ratio is not None, f"{name} requires specifying either an output_size or an output_ratio")
         ratio = tuple(output_ratio) if isinstance(output_ratio, (tuple, list)) else (output_ratio,) * dims
-        check(len(ratio) == dims, lambda: f"{name}: output_ratio must be a number or {dims} of them, got {output_ratio}")
+        if len(ratio) < dims:  # torch's Python indexes its first dims: an IndexError where fewer, the rest unread
+            raise InputIndexError("tuple index out of range")
+        ratio = ratio[:dims]
         output_size = tuple(int(s * r) for s, r in zip(size, ratio))
     out = ntuple(output_size, dims, f"{name}: output_size", None, True)
     for axis, (n, o, k) in enumerate(zip(size, out, kernel)):
         what = ("time", "height", "width")[axis + 3 - dims]
-        check(o + k - 1 <= n, lambda: f"{name}(): pool {what} {k} too large relative to input {what} {n}")
+        # torch's 3-D check is strict (o + k - 1 < n), its 2-D one not
+        check(o + k - 1 < n or dims == 2 and o + k - 1 == n,
+              lambda: f"{name}{'' if dims == 2 else '_out'}(): pool {what} {k} too large relative to input {what} {n}")
+    check(min(out) >= 0, lambda: f"Trying to create tensor with negative dimension {min(out)}: {[N, C, *out]}")
     if _random_samples is None:
         _random_samples = rand(N, C, dims, dtype=input.dtype)
-    check(tuple(_random_samples.shape) == (N, C, dims),
-          lambda: f"{name}: expect _random_samples to be of shape [{N}, {C}, {dims}], got "
-                  f"{list(_random_samples.shape)}")
+    # torch's: samples for at least N planes (the first N used), C channels
+    check(_random_samples.ndim == 3 and _random_samples.shape[0] >= N,
+          "Expect _random_samples.size(0) no less then input batch size.")
+    check(_random_samples.shape[1] == C, "Expect _random_samples.size(1) equals to input channel size.")
+    check(_random_samples.shape[2] == dims, lambda: f"Expect _random_samples.size(2) equals to {dims}.")
     check(_random_samples.dtype == input.dtype, "Expect _random_samples to have the same dtype as input")
-    samples = _random_samples.memory.cpu().float().numpy()
+    samples = _random_samples.memory[:N].cpu().float().numpy()
     # the windows' starts along each axis, [N, C, out]: torch's sequence in fp32 (2-D reads the
     # width's sample first)
     order = (1, 0) if dims == 2 else (0, 1, 2)

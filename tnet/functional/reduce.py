@@ -425,6 +425,17 @@ def _correction(name, dim, unbiased, correction):
     return dim, correction
 
 
+def _low_moments_backward(g, out, X, mean, k, root, cl):
+    """var's and std's gradient of a 16-bit X (out: the 16-bit result, g at its keepdim shape; mean: the fp32 mean)
+    as torch's var_backward and std_backward compute it, each op rounded to X's dtype: (2 / dof) * g' * (x - mean),
+    g' = g / (out * 2), 0 where out is 0, for std, else g (a bf16 x - mean of near-equal x is far from exact)."""
+    P = _pw.pointwise
+    out = out.reshape(g.shape)
+    if root:
+        g = P("where", P("eq", out, 0.0), 0.0, P("div", g, P("mul", out, 2.0)))
+    return P("mul", P("mul", g, 2 * k), P("sub", X, mean.to(X.dtype)), channels_last=cl)
+
+
 def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=False):
     """var or std (root) over dim, as torch's; with_mean: (that, the mean), the mean being the one the variance
     is taken about (var_mean's and std_mean's, as torch's Welford mean: exact on a constant slice)."""
@@ -449,7 +460,7 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=Fa
     mean = _pw.pointwise("add_finite", base, drift)
     var = _reduce.reduce(_pw.pointwise("sqdiff", X, mean), dims, divisor=dof)  # two passes: no cancellation
     y = _pw.pointwise("sqrt", var) if root else var  # fp32, as the backward reads it
-    out = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
+    out = low = y if input.dtype == torch.float32 else copy_(torch.empty_like(y, dtype=input.dtype), y)
     k = 1 / (n - correction) if n != correction else math.inf  # torch's gradient divides by the unclamped dof
     # over every element (no dim, or a 0-d input) with no dof left, torch's gradient is g' * (NaN where x is the mean,
     # else inf), g' being g for var and g / (2 std) for std, where the formula's 2 / dof would flip signs or give 0
@@ -463,6 +474,8 @@ def _moments(name, input, dim, unbiased, keepdim, correction, root, with_mean=Fa
             s = _pw.pointwise("std_backward", g, y, 0.5) if root else g
             blowup = _pw.pointwise("where", _pw.pointwise("eq", X, plain), math.nan, math.inf)
             return (_pw.pointwise("mul", s, blowup, channels_last=cl, dtype=input.dtype),)
+        if input.dtype != torch.float32:  # torch's formula op by op, each rounded to 16 bits: x - mean cancels there
+            return (_low_moments_backward(g, low, X, plain, k, root, cl),)
         s = _pw.pointwise("std_backward", g, y, k) if root else _pw.pointwise("mul", g, 2 * k)
         return (_pw.pointwise("var_backward", s, X, plain, channels_last=cl, dtype=input.dtype),)
 
@@ -764,6 +777,11 @@ def _vector_norm(x, ord, dim, keepdim, dtype):
     check_tensors("linalg.vector_norm", x=x)
     if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, not {type(ord).__name__}")
+    check_args("linalg_vector_norm", "bool", keepdim=keepdim)
+    if dim is not None:
+        check_args("linalg_vector_norm", "tuple of ints", dim=dim)
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise InputTypeError(f"linalg_vector_norm(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
     if dtype is not None:
         x = x.to(dtype)
     check(x.dtype in FLOATS, lambda: f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
@@ -856,7 +874,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 
 def _single(x, dim):
     """Whether every dim reduced has size 1 (or x is 0-d): torch's norm of one element is |x| (its
-    is_reduce_over_1D_vector), exact where the square of a huge x would overflow; the gradient stays the norm's."""
+    is_reduce_over_1D_vector), exact where the square of a huge x would overflow; the gradient stays the norm's.
+    A 0-d x given a dim is not (torch's squares it: inf at 3e38), without one it is."""
+    if x.ndim == 0:
+        return dim in ((), [])
     return builtins.all(x.shape[d] == 1 for d in _dims("linalg.vector_norm", x, dim))
 
 

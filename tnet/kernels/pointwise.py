@@ -344,8 +344,10 @@ def _exp(x):
 def _bessel_i(x, NU: tl.constexpr, SCALED: tl.constexpr):
     """The modified Bessel function I_nu(x), nu 0 or 1 (times exp(-|x|) if SCALED): up to |x| = 12 its power
     series, (x/2)^nu sum (x^2/4)^k / (k! (k + nu)!) (positive terms, 30 of them), beyond its asymptotic series
-    exp(|x|) / sqrt(2 pi |x|) sum_k prod_j ((2j - 1)^2 - 4 nu^2) / (k! (8|x|)^k) (10 terms); exp(|x|) taken
-    as two halves, so I_nu stays finite up to float32's largest value. Odd in x for nu = 1."""
+    exp(|x|) / sqrt(2 pi |x|) sum_k prod_j ((2j - 1)^2 - 4 nu^2) / (k! (8|x|)^k) (10 terms); exp(|x|) whole, as
+    torch's exp(x) chbevl(32 / x - 2) / sqrt(x): inf past 88.7, where I_nu is finite a little further; 1 / sqrt(2 pi)
+    and 1 / sqrt(|x|) apart, so that the scaled form stays finite at huge |x| (2 pi |x| overflows). Odd in x for
+    nu = 1."""
     z = tl.abs(x)
     t = 0.25 * z * z
     term = tl.zeros_like(z) + 1.0
@@ -361,12 +363,11 @@ def _bessel_i(x, NU: tl.constexpr, SCALED: tl.constexpr):
     for k in tl.static_range(1, 11):
         a = a * ((2 * k - 1) * (2 * k - 1) - 4 * NU * NU) * w / k
         asymptotic = asymptotic + a
-    asymptotic = asymptotic / tl.sqrt(6.283185307179586 * z)  # I_nu(z) exp(-z)
+    asymptotic = asymptotic * 0.3989422804014327 / tl.sqrt(z)  # I_nu(z) exp(-z)
     if SCALED:
         r = tl.where(z <= 12.0, series * tl.exp(-z), asymptotic)
     else:
-        half = _exp(0.5 * z)
-        r = tl.where(z <= 12.0, series, asymptotic * half * half)
+        r = tl.where(z <= 12.0, series, asymptotic * _exp(z))
     if NU == 1:
         r = tl.where(x < 0.0, -r, r)
     return tl.where(x != x, x, r)  # tl.maximum dropped a NaN
@@ -812,7 +813,8 @@ def _airy_ai(x):
     f = sum_k 3^k (1/3)_k x^3k / (3k)!, g = sum_k 3^k (2/3)_k x^(3k+1) / (3k+1)! (40 terms); above 2,
     sqrt(x / 3) / pi K_1/3(zeta), zeta = 2/3 x^(3/2); below -8 its asymptotic expansion,
     |x|^(-1/4) / sqrt(pi) (P sin(zeta + pi/4) - Q cos(zeta + pi/4)), P and Q of u_k / zeta^k,
-    u_k = u_k-1 (6k - 5)(6k - 3)(6k - 1) / ((2k - 1) 216 k). NaN at +-inf, as torch's (and at NaN)."""
+    u_k = u_k-1 (6k - 5)(6k - 3)(6k - 1) / ((2k - 1) 216 k). NaN at +-inf, as torch's (and at NaN), and below
+    the x whose float32 zeta, torch's -2 x sqrt(-x) / 3, overflows (its sin(inf))."""
     near = tl.minimum(tl.maximum(x, -8.0), 2.0)
     cube = near * near * near
     f = tl.zeros_like(x) + 1.0
@@ -839,7 +841,8 @@ def _airy_ai(x):
     c, s = _cos_sin64(zeta)  # sqrt(2) sin(zeta + pi/4) = s + c, sqrt(2) cos(zeta + pi/4) = c - s
     negative = ((s + c) * p - (c - s) * q) / (tl.sqrt(tl.sqrt(left)) * 2.5066282746310002)  # sqrt(2 pi)
     r = tl.where(x > 2.0, positive, tl.where(x >= -8.0, maclaurin, negative))
-    return tl.where((tl.abs(x) == float("inf")) | (x != x), float("nan"), r)
+    overflow = -2.0 * x * tl.sqrt(left) > 3.4028234663852886e38  # float32's largest
+    return tl.where((tl.abs(x) == float("inf")) | (x != x) | overflow, float("nan"), r)
 
 
 @triton.jit
