@@ -660,3 +660,15 @@ def test_batch_norm_merges_many_parts(monkeypatch, rng, channels_last):
     assert_close(dx, rxd.grad, TOL["ieee"], "dx")
     assert_close(dw, wd.grad, TOL["ieee"], "dweight")
     assert_close(db, bd.grad, TOL["ieee"], "dbias")
+
+
+@pytest.mark.parametrize("call", [lambda lib, x: lib.nn.functional.layer_norm(x, (4,), eps="x"),
+                                  lambda lib, x: lib.nn.functional.group_norm(x, 1, eps="x"),
+                                  lambda lib, x: lib.nn.functional.instance_norm(x, eps="x"),
+                                  lambda lib, x: lib.nn.functional.instance_norm(x, momentum=None)],
+                         ids=["layer_norm eps", "group_norm eps", "instance_norm eps", "instance_norm momentum"])
+def test_norms_float_arguments_are_the_parsers_as_torch(call):
+    """A non-float eps or momentum is torch's argument parser's TypeError, before any work."""
+    for lib in (torch, tnet):
+        with pytest.raises(TypeError, match="must be float"):
+            call(lib, lib.ones(2, 3, 4))

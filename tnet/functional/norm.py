@@ -293,6 +293,7 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         raise ValueError(f"Expected more than 1 spatial element when training, got input size {input.shape}")
     check_args("instance_norm", "bool", use_input_stats=use_input_stats)  # then torch's argument parser
     check_args("instance_norm", "Tensor", running_mean=running_mean, running_var=running_var, weight=weight, bias=bias)
+    check_args("instance_norm", "float", momentum=momentum, eps=eps)
     check(input.dim() >= 3, lambda: f"instance_norm: expected an input of 3 or more dimensions, got {tuple(input.shape)}")
     n, c = input.shape[:2]
     if running_mean is None and running_var is None:
