@@ -343,6 +343,8 @@ __all__ += ["adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_", "native_ch
             "max_pool1d_with_indices", "max_pool2d", "poisson_nll_loss", "rrelu", "rrelu_", "triplet_margin_loss"]
 from .functional import conv3d, conv_transpose3d  # noqa: E402
 from .functional.aten import constant_pad_nd, ctc_loss, max_pool3d  # noqa: E402
+from .functional.norm import native_batch_norm, native_group_norm, native_layer_norm  # noqa: E402
+__all__ += ["native_batch_norm", "native_group_norm", "native_layer_norm"]
 from .functional import stft  # noqa: E402
 from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled  # noqa: E402
 from .functional import i0  # noqa: E402
