@@ -294,6 +294,12 @@ from .functional import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadca
                          nanquantile, put, quantile, ravel, renorm, row_stack, searchsorted, select_scatter,
                          slice_scatter, split_with_sizes, take, unique_consecutive, unravel_index, vander, vsplit)
 from .functional import narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes  # noqa: E402
+from .functional import (alias_copy, as_strided_copy, detach_copy, diagonal_copy, expand_copy,  # noqa: E402
+                         permute_copy, select_copy, slice_copy, split_copy, split_with_sizes_copy, squeeze_copy, t_copy,
+                         transpose_copy, unbind_copy, unfold_copy, unsqueeze_copy, view_copy)
+__all__ += ["alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy", "permute_copy",
+            "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy",
+            "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy"]
 from .factory import empty_permuted, empty_strided, scalar_tensor, tril_indices, triu_indices  # noqa: E402
 
 

@@ -351,6 +351,9 @@ from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_sha
                    ravel, row_stack, select_scatter, slice_scatter, split_with_sizes, take, unravel_index, view_in_place,
                    vsplit)
 from .copy import narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes
+from .copy import (alias_copy, as_strided_copy, detach_copy, diagonal_copy, expand_copy, permute_copy, select_copy,
+                   slice_copy, split_copy, split_with_sizes_copy, squeeze_copy, t_copy, transpose_copy, unbind_copy,
+                   unfold_copy, unsqueeze_copy, view_copy)
 from .copy import squeeze_, swapaxes_, swapdims_, t_, transpose_, unsqueeze_
 from .reduce import dist, renorm, sum_to_size
 from .sort import (bucketize, corrcoef, inner, logcumsumexp, mode, nanmedian, nanquantile, quantile, searchsorted,

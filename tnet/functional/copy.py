@@ -1632,12 +1632,95 @@ def split_with_sizes(input, split_sizes, dim=0):
     return split(input, list(split_sizes), dim)
 
 
+def _fresh(out):
+    """A view op's result (or each of its views) as a new contiguous tensor, as torch's *_copy ops return; the
+    gradient passes through the copy to the view's."""
+    if isinstance(out, (tuple, list)):
+        return tuple(clone(v, torch.contiguous_format) for v in out)
+    return clone(out, torch.contiguous_format)
+
+
 def narrow_copy(input, dim, start, length):
     """torch.narrow_copy: narrow's slice as a new tensor of its own memory. A dim past the last is torch's
     RuntimeError (its own check before narrow's: a negative one out of range stays narrow's IndexError)."""
     if isinstance(dim, int) and isinstance(input, Tensor) and input.ndim:
         check(dim < input.ndim, "Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.")
-    return clone(narrow(input, dim, start, length))
+    return _fresh(narrow(input, dim, start, length))
+
+
+# torch's *_copy forms of its view ops (functionalized code, torch.export's graphs, copied aten decompositions call
+# them): each the view, then a copy of its own memory
+def view_copy(input, size):
+    return _fresh(view(input, dtype=size) if isinstance(size, torch.dtype) else view(input, size))
+
+
+def permute_copy(input, dims):
+    return _fresh(permute(input, dims))
+
+
+def transpose_copy(input, dim0, dim1):
+    return _fresh(transpose(input, dim0, dim1))
+
+
+def t_copy(input):
+    return _fresh(t(input))
+
+
+def unsqueeze_copy(input, dim):
+    return _fresh(unsqueeze(input, dim))
+
+
+def squeeze_copy(input, dim=None):
+    return _fresh(squeeze(input) if dim is None else squeeze(input, dim))
+
+
+def select_copy(input, dim, index):
+    return _fresh(select(input, dim, index))
+
+
+def slice_copy(input, dim=0, start=None, end=None, step=1):
+    """input[..., start:end:step] along dim, copied (torch's aten slice, whose step must be positive)."""
+    check_tensors("slice_copy", input=input)
+    check(step > 0, "slice step must be positive")
+    return _fresh(input[(slice(None),) * dim_index(dim, input.ndim) + (slice(start, end, step),)])
+
+
+def expand_copy(input, size, *, implicit=False):
+    return _fresh(expand(input, size))
+
+
+def diagonal_copy(input, offset=0, dim1=0, dim2=1):
+    return _fresh(diagonal(input, offset, dim1, dim2))
+
+
+def detach_copy(input):
+    """input's values, copied off the tape (torch's requires grad and has no backward: tnet's requires none)."""
+    check_tensors("detach_copy", input=input)
+    return _fresh(input.detach())
+
+
+def alias_copy(input):
+    return _fresh(input)
+
+
+def unbind_copy(input, dim=0):
+    return _fresh(unbind(input, dim))
+
+
+def split_copy(input, split_size, dim=0):
+    return _fresh(split(input, split_size, dim))
+
+
+def split_with_sizes_copy(input, split_sizes, dim=0):
+    return _fresh(split_with_sizes(input, split_sizes, dim))
+
+
+def unfold_copy(input, dimension, size, step):
+    return _fresh(unfold_windows(input, dimension, size, step))
+
+
+def as_strided_copy(input, size, stride, storage_offset=None):
+    return _fresh(as_strided(input, size, stride, storage_offset))
 
 
 # torch's unsafe_ forms skip autograd's checks of in-place writes to the views; tnet's views are the same pieces
