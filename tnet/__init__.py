@@ -369,6 +369,9 @@ svd, qr, cholesky, lu, lu_solve, inverse, orgqr, adjoint = (
 __all__ += ["cholesky_inverse", "cholesky_solve", "chain_matmul", "det", "geqrf", "logdet", "lu_unpack", "matrix_exp",
             "matrix_power", "ormqr", "pinverse", "slogdet", "triangular_solve", "cholesky", "lu", "lu_solve", "qr",
             "svd", "orgqr", "inverse", "adjoint", "pca_lowrank", "svd_lowrank"]
+from .linalg import nuclear_norm  # noqa: E402
+from .functional.reduce import frobenius_norm  # noqa: E402
+__all__ += ["nuclear_norm", "frobenius_norm"]
 
 # tensor surface of the eighth session (ops3)
 from .functional import (addbmm, addmv, addmv_, addr, as_strided, bitwise_left_shift, bitwise_right_shift,  # noqa: E402
