@@ -352,6 +352,8 @@ from .functional.aten import constant_pad_nd, ctc_loss, max_pool3d  # noqa: E402
 from .functional.aten import (affine_grid_generator, convolution, grid_sampler, grid_sampler_2d,  # noqa: E402
                               grid_sampler_3d)
 from .nn.utils import norm_except_dim  # noqa: E402
+from .nn.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell  # noqa: E402
+__all__ += ["gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell"]
 __all__ += ["affine_grid_generator", "convolution", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
             "norm_except_dim"]
 from .functional.norm import native_batch_norm, native_group_norm, native_layer_norm  # noqa: E402
