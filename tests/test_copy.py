@@ -1172,3 +1172,25 @@ def test_detach_copy_and_view_copy_of_a_dtype():
     assert torch.equal(z.memory, torch.view_copy(x.memory, torch.int32)) and not same_storage(z.memory, x.memory)
     with pytest.raises(RuntimeError, match="step must be positive"):
         tnet.slice_copy(x, 0, 0, 2, 0)
+
+
+def _written_at_strided_view(a, b, size, stride, offset=0):
+    """torch's as_strided_scatter by its definition (a copy, src written at its strided view): torch's own op's
+    gradient of input is not g off the view (its autograd formula's simplification)."""
+    y = a.clone()
+    y.as_strided(size, stride, offset).copy_(b)
+    return y
+
+
+def test_as_strided_scatter_and_top_level_as_strided_in_place_as_torch(rng):
+    """torch.as_strided_scatter (and the method): src written at the copy's strided view, as torch's; the gradients
+    g off the view to input, g's view to src; and torch.as_strided_ at the top level."""
+    x, src = leaf(rng, 4, 5), leaf(rng, 3, 2)
+    out = check(lambda a, b: tnet.as_strided_scatter(a, b, (3, 2), (5, 2), 1),
+                lambda a, b: _written_at_strided_view(a, b, (3, 2), (5, 2), 1), [x, src], rng)
+    assert_close(out, torch.as_strided_scatter(x[1], src[1], (3, 2), (5, 2), 1), 0.0, "as torch's")
+    check(lambda a, b: a.as_strided_scatter(b, [3, 2], [4, 1]),
+          lambda a, b: _written_at_strided_view(a, b, (3, 2), (4, 1)), [leaf(rng, 4, 5), leaf(rng, 3, 2)], rng)
+    t = tnet.arange(12.0)
+    assert tnet.as_strided_(t, (2, 3), (1, 4)) is t
+    assert t.tolist() == torch.arange(12.0).as_strided((2, 3), (1, 4)).tolist()

@@ -353,6 +353,8 @@ from .functional.aten import (affine_grid_generator, convolution, grid_sampler, 
                               grid_sampler_3d)
 from .nn.utils import norm_except_dim  # noqa: E402
 from .nn.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell  # noqa: E402
+from .functional import as_strided_, as_strided_scatter  # noqa: E402
+__all__ += ["as_strided_", "as_strided_scatter"]
 __all__ += ["gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell"]
 __all__ += ["affine_grid_generator", "convolution", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
             "norm_except_dim"]

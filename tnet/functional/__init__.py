@@ -445,6 +445,7 @@ Tensor.lu_solve = lambda self, LU_data, LU_pivots: _linalg.lu_solve(LU_data, LU_
 Tensor.mH = property(_mT)
 
 # tensor surface of the eighth session (ops3)
+from .copy import as_strided_scatter  # noqa: E402
 from .copy import (as_strided, as_strided_, index_reduce, resize_, resize_as, resize_as_, scatter_reduce,
                    set_)
 from .gemm import addbmm, addmv, addr, ger, vdot
@@ -503,7 +504,8 @@ for _name, _method in {
         "resize_as": resize_as, "set_": set_,
         "new_empty_strided": lambda self, size, stride, dtype=None, device=None, requires_grad=False: factory.empty_strided(
             size, stride, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad),
-        "as_strided": as_strided, "as_strided_": as_strided_, "apply_": apply_, "map_": map_,
+        "as_strided": as_strided, "as_strided_": as_strided_, "as_strided_scatter": as_strided_scatter,
+        "apply_": apply_, "map_": map_,
         "is_pinned": lambda self, device=None: False, "is_shared": lambda self: self.memory.is_shared(),
         "share_memory_": _share_memory_, "record_stream": _record_stream,
         "storage": lambda self: self.memory.storage(), "untyped_storage": lambda self: self.memory.untyped_storage(),

@@ -1889,6 +1889,13 @@ def select_scatter(input, src, dim, index):
     return _scatter_into("select_scatter", input, src, lambda t: t.select(dim, index))
 
 
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """input with src written at its copy's as_strided(size, stride, storage_offset) view (the copy contiguous, its
+    offset 0), as torch.as_strided_scatter."""
+    return _scatter_into("as_strided_scatter", input, src,
+                         lambda t: t.as_strided(tuple(size), tuple(stride), storage_offset or 0))
+
+
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """input with src written at input[..., start:end:step] along dim (a copy), as torch.slice_scatter."""
     d = dim_index(dim, input.ndim)
