@@ -349,15 +349,16 @@ __all__ += ["adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_", "native_ch
             "max_pool1d_with_indices", "max_pool2d", "poisson_nll_loss", "rrelu", "rrelu_", "triplet_margin_loss"]
 from .functional import conv3d, conv_transpose3d  # noqa: E402
 from .functional.aten import constant_pad_nd, ctc_loss, max_pool3d  # noqa: E402
+# aten's forms and torch's other top-level ops on tensors that scripts and copied torch code call
 from .functional.aten import (affine_grid_generator, convolution, grid_sampler, grid_sampler_2d,  # noqa: E402
                               grid_sampler_3d)
 from .nn.utils import norm_except_dim  # noqa: E402
 from .nn.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell  # noqa: E402
-from .functional import as_strided_, as_strided_scatter  # noqa: E402
-__all__ += ["as_strided_", "as_strided_scatter"]
-__all__ += ["gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell"]
+from .functional import as_strided_, as_strided_scatter, nonzero_static  # noqa: E402
+from .functional.random import native_dropout  # noqa: E402
 __all__ += ["affine_grid_generator", "convolution", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
-            "norm_except_dim"]
+            "norm_except_dim", "gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell", "as_strided_",
+            "as_strided_scatter", "nonzero_static", "native_dropout"]
 from .functional.norm import native_batch_norm, native_group_norm, native_layer_norm  # noqa: E402
 __all__ += ["native_batch_norm", "native_group_norm", "native_layer_norm"]
 from .functional import stft  # noqa: E402

@@ -303,8 +303,8 @@ from .random import bernoulli, binomial, multinomial, normal, poisson
 for _name, _method in {"bernoulli": bernoulli, "multinomial": multinomial, "bernoulli_": _inplace.bernoulli_,
                        "exponential_": _inplace.exponential_}.items():
     setattr(Tensor, _name, _method)
-from .host import argwhere, bincount, histc, nonzero, unique
-for _name in ("argwhere", "bincount", "histc", "nonzero", "unique"):
+from .host import argwhere, bincount, histc, nonzero, nonzero_static, unique
+for _name in ("argwhere", "bincount", "histc", "nonzero", "nonzero_static", "unique"):
     setattr(Tensor, _name, globals()[_name])
 from .copy import (broadcast_tensors, diag, diagonal, hstack, masked_select, meshgrid, take_along_dim, tile, trace,
                    vstack)
