@@ -75,6 +75,32 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     return tensor(host, dtype=dtype, requires_grad=requires_grad)
 
 
+def from_dlpack(ext_tensor):
+    """torch.from_dlpack: a tnet Tensor on ext_tensor's memory (an object with __dlpack__, a cupy or JAX array, or a
+    DLPack capsule), shared as torch's shares it where it lies on tnet's device, else copied there."""
+    t = _torch.from_dlpack(ext_tensor)
+    return Tensor(t) if t.device == DEVICE else tensor(t)
+
+
+def to_dlpack(tensor):
+    """torch.to_dlpack: the DLPack capsule of tensor's memory (Tensor.__dlpack__'s)."""
+    return tensor.__dlpack__()
+
+
+def get_device_module(device=None):
+    """torch.get_device_module: the module of device's type, tnet's where it has one (cuda, cpu, xpu), else
+    torch's; None: the current accelerator's (tnet.cuda on a GPU, tnet.cpu under the interpreter)."""
+    if device is not None and not isinstance(device, (str, _torch.device)):
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or None")
+    kind = (accelerator.current_accelerator() or _torch.device("cpu")) if device is None else _torch.device(device)
+    return {"cuda": cuda, "cpu": cpu, "xpu": xpu}.get(kind.type) or _torch.get_device_module(kind)
+
+
+def is_distributed(input):
+    """False, as torch's for every dense tensor."""
+    return False
+
+
 def numel(input):
     return input.numel()
 
@@ -359,6 +385,11 @@ from .functional.random import native_dropout  # noqa: E402
 __all__ += ["affine_grid_generator", "convolution", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
             "norm_except_dim", "gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell", "as_strided_",
             "as_strided_scatter", "nonzero_static", "native_dropout"]
+# torch's symbolic-shape helpers, which copied torch code calls on Python numbers (no tensor math): torch's own
+from torch import SymBool, SymFloat, SymInt, sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not  # noqa: E402
+from torch import sym_sqrt, sym_sum  # noqa: E402
+__all__ += ["from_dlpack", "to_dlpack", "get_device_module", "is_distributed", "SymBool", "SymFloat", "SymInt",
+            "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum"]
 from .functional.norm import native_batch_norm, native_group_norm, native_layer_norm  # noqa: E402
 __all__ += ["native_batch_norm", "native_group_norm", "native_layer_norm"]
 from .functional import stft  # noqa: E402
