@@ -10,6 +10,8 @@ from .serialize import LoadError, load, save
 from . import serialize as serialization  # torch's module name (add_safe_globals), at its import path too
 from .tensor import check_device as _check_device, is_tnets_device as _is_tnets_device  # not torch's names
 from .amp import GradScaler, autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
+from .amp import (clear_autocast_cache, get_autocast_cpu_dtype, is_autocast_cache_enabled,  # noqa: E402
+                  is_autocast_cpu_enabled, set_autocast_cache_enabled)
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
 from . import cpu, multiprocessing, overrides, return_types, types, version, xpu  # noqa: E402
