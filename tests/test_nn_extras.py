@@ -767,3 +767,13 @@ def test_top_level_grid_sampler_and_norm_except_dim_as_torch(rng, ieee):
     for p, dim in ((2, 0), (3, 1), (2, -1)):
         check(lambda a: tnet.norm_except_dim(a, p, dim), lambda a: torch.norm_except_dim(a, p, dim), [leaf(rng, 3, 4, 5)],
               rng)
+
+
+def test_top_level_embedding_renorm_as_torch(rng):
+    """torch.embedding_renorm_: the rows looked up past max_norm scaled in place, weight returned, as torch's."""
+    values = rng.standard_normal((6, 4)).astype(np.float32) * 2
+    ours, theirs = tnet.tensor(values), torch.tensor(values)
+    idx = [4, 1, 4, 0]
+    assert tnet.embedding_renorm_(ours, tnet.tensor(idx), 1.5, 2.0) is ours
+    torch.embedding_renorm_(theirs, torch.tensor(idx), 1.5, 2.0)
+    assert_close(ours, theirs, TOL["ieee"], "embedding_renorm_")

@@ -384,9 +384,10 @@ from .nn.utils import norm_except_dim  # noqa: E402
 from .nn.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell  # noqa: E402
 from .functional import as_strided_, as_strided_scatter, nonzero_static  # noqa: E402
 from .functional.random import native_dropout  # noqa: E402
+from .functional.copy import embedding_renorm_  # noqa: E402
 __all__ += ["affine_grid_generator", "convolution", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
             "norm_except_dim", "gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell", "as_strided_",
-            "as_strided_scatter", "nonzero_static", "native_dropout"]
+            "as_strided_scatter", "nonzero_static", "native_dropout", "embedding_renorm_"]
 # torch's symbolic-shape helpers, which copied torch code calls on Python numbers (no tensor math): torch's own
 from torch import SymBool, SymFloat, SymInt, sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not  # noqa: E402
 from torch import sym_sqrt, sym_sum  # noqa: E402

@@ -1018,12 +1018,13 @@ def to(x, *args, **kwargs):
 def embedding_renorm_(weight, indices, max_norm, norm_type):
     """torch's embedding_renorm_: weight's rows at indices (1-D int64) whose norm_type-norm passes
     max_norm are scaled in place to max_norm / (norm + 1e-7), under no_grad (no part of the graph;
-    weight's version changes). No index renorms no row (nor writes weight). A weight expanded along its rows
-    (one row in memory) is renormed as torch's loop over the sorted unique indices renorms it: once (the row
-    renormed is within max_norm for its aliases after it); another that overlaps itself raises torch's error."""
+    weight's version changes); returns weight, as torch's. No index renorms no row (nor writes weight). A weight
+    expanded along its rows (one row in memory) is renormed as torch's loop over the sorted unique indices renorms
+    it: once (the row renormed is within max_norm for its aliases after it); another that overlaps itself raises
+    torch's error."""
     check_args("embedding_renorm_", "float", max_norm=max_norm, norm_type=norm_type)  # the parser's, first
     if not indices.numel():
-        return
+        return weight
     with no_grad():
         rows = index_select(weight, 0, indices)
         norms = rows.norm(norm_type, 1, True)
@@ -1031,11 +1032,12 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
         m = weight.memory
         if not _copy.overlaps(m):
             weight.index_copy_(0, indices, scaled)
-            return
+            return weight
         check(m.stride(0) == 0 and not _copy.overlaps(m[0]),
               "unsupported operation: more than one element of the written-to tensor refers to a single memory "
               "location. Please clone() the tensor before performing the operation.")
         Tensor(m[:1]).copy_(scaled[:1])  # every index's scaled row is the same
+    return weight
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
