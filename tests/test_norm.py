@@ -706,5 +706,14 @@ def test_native_norms_statistics_dtypes_and_eval_mode():
     assert m.shape == r.shape == ref[1].shape == (0,) and torch.equal(mean.memory, before)
     with pytest.raises(RuntimeError, match="at least one element"):
         tnet.native_batch_norm(tnet.zeros(0, 4), None, None, None, None, True, 0.1, 1e-5)
+    empty = tnet.zeros(0, 4, 2)
+    for ours, theirs in ((tnet.native_batch_norm(empty, None, None, mean, var, False, 0.1, 1e-5),
+                          torch.native_batch_norm(torch.zeros(0, 4, 2), None, None, mean.memory.cpu(),
+                                                  var.memory.cpu(), False, 0.1, 1e-5)),
+                         (tnet.native_layer_norm(empty, [2], None, None, 1e-5),
+                          torch.native_layer_norm(torch.zeros(0, 4, 2), [2], None, None, 1e-5)),
+                         (tnet.native_group_norm(empty, None, None, 0, 4, 2, 2, 1e-5),
+                          torch.native_group_norm(torch.zeros(0, 4, 2), None, None, 0, 4, 2, 2, 1e-5))):
+        assert [tuple(v.shape) for v in ours] == [tuple(v.shape) for v in theirs]  # an empty batch, as torch's
     with pytest.raises(RuntimeError, match="N \\* C \\* HxW"):
         tnet.native_group_norm(x, None, None, 2, 4, 5, 2, 1e-5)

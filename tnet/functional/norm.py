@@ -98,9 +98,12 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     1 / sqrt(var + eps) per channel, float32 (torch's on CUDA; on the CPU torch keeps 16-bit input's dtype), empty in
     eval mode; no gradient reaches them, as torch's."""
     check_tensors("native_batch_norm", input=input)
-    if not input.numel():
+    if input.numel():
+        return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, statistics=True)
+    if training:  # torch's (F.batch_norm's empty batch passes through)
         raise RuntimeError(f"input tensor must have at least one element, but got input_sizes = {list(input.shape)}")
-    return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, statistics=True)
+    none = input.memory.new_empty(0, dtype=torch.float32)
+    return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps), Tensor(none), Tensor(none)
 
 
 def _write_back(stat, updated):
