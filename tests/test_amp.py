@@ -494,3 +494,18 @@ def test_small_net_under_bfloat16_autocast_matches_torch(rng):
         bias_only = model(tnet.tensor(x)).memory.double()
     # GEMM outputs round to nearest under the interpreter too (kernels.copy.cast)
     assert torch.equal(bias_only, model.fc.bias.memory.to(torch.bfloat16).double().expand(5, 7))
+
+
+def test_autocast_cpu_queries_and_cache_switch_as_torch():
+    """torch's older autocast queries (get_autocast_cpu_dtype, is_autocast_cpu_enabled, with torch's warning) and
+    the weight cache's switch (kept and reported, as torch's), which copied checkpoint code reads to save the state."""
+    for lib in (tnet, torch):
+        with pytest.warns(DeprecationWarning):
+            assert lib.get_autocast_cpu_dtype() == torch.bfloat16 and lib.is_autocast_cpu_enabled() is False
+        with lib.autocast("cpu", dtype=torch.float16), pytest.warns(DeprecationWarning):
+            assert lib.get_autocast_cpu_dtype() == torch.float16 and lib.is_autocast_cpu_enabled() is True
+        assert lib.is_autocast_cache_enabled() is True
+        lib.set_autocast_cache_enabled(False)
+        assert lib.is_autocast_cache_enabled() is False
+        lib.set_autocast_cache_enabled(True)
+        lib.clear_autocast_cache()

@@ -1132,3 +1132,65 @@ def test_as_strided_set_and_resize_as_as_torch():
         u.as_strided_((2, 2), (1, 2), 1)
         u.sum().backward()
     assert x.grad.tolist() == r.grad.tolist()
+
+
+COPY_VIEWS = {  # torch's *_copy op: its arguments after the input (a tensor of shape (3, 4, 5) unless named)
+    "view_copy": ([5, 12],), "permute_copy": ([2, 0, 1],), "transpose_copy": (0, -1), "t_copy": ((4, 5),),
+    "unsqueeze_copy": (1,), "squeeze_copy": ((3, 1, 5), 1), "select_copy": (1, -2), "slice_copy": (2, 1, None, 2),
+    "expand_copy": ((1, 4, 5), [2, 3, 4, 5]), "diagonal_copy": (1, 1, 2), "alias_copy": (), "unbind_copy": (1,),
+    "split_copy": (2, 1), "split_with_sizes_copy": ([1, 4], 2), "unfold_copy": (2, 3, 1),
+    "as_strided_copy": ([4, 3], [1, 5], 2), "narrow_copy": (1, 1, 2),
+}
+
+
+@pytest.mark.parametrize("name", list(COPY_VIEWS))
+def test_copy_forms_of_views_as_torch(rng, name):
+    """torch.view_copy, permute_copy, ... : the view's values in new contiguous memory (each piece of unbind_copy and
+    split_copy), against torch in float64, and the gradient back through the view."""
+    args = COPY_VIEWS[name]
+    shape, args = (args[0], args[1:]) if args and isinstance(args[0], tuple) else ((3, 4, 5), args)
+    x, ref = leaf(rng, *shape)
+    out, expected = getattr(tnet, name)(x, *args), getattr(torch, name)(ref, *args)
+    pieces, refs = (out, expected) if isinstance(expected, tuple) else ((out,), (expected,))
+    assert isinstance(out, tuple) == isinstance(expected, tuple) and len(pieces) == len(refs)
+    for o, r in zip(pieces, refs):
+        assert_close(o, r, TOL["ieee"], name)
+        assert o.memory.is_contiguous() and not same_storage(o.memory, x.memory)
+    seeds = [rng.standard_normal(r.shape) for r in refs]
+    tnet.autograd.backward(list(pieces), [tnet.tensor(g) for g in seeds])
+    torch.autograd.backward(list(refs), [torch.tensor(g) for g in seeds])
+    assert_close(x.grad, ref.grad, TOL["ieee"], f"{name}: gradient")
+
+
+def test_detach_copy_and_view_copy_of_a_dtype():
+    """detach_copy: the values in new memory, off the tape (torch's requires grad with no backward); view_copy of a
+    dtype: the bits reinterpreted, copied."""
+    x = tnet.randn(3, 4, requires_grad=True)
+    y = tnet.detach_copy(x)
+    assert not y.requires_grad and torch.equal(y.memory, x.memory) and not same_storage(y.memory, x.memory)
+    z = tnet.view_copy(x.detach(), torch.int32)
+    assert torch.equal(z.memory, torch.view_copy(x.memory, torch.int32)) and not same_storage(z.memory, x.memory)
+    with pytest.raises(RuntimeError, match="step must be positive"):
+        tnet.slice_copy(x, 0, 0, 2, 0)
+
+
+def _written_at_strided_view(a, b, size, stride, offset=0):
+    """torch's as_strided_scatter by its definition (a copy, src written at its strided view): torch's own op's
+    gradient of input is not g off the view (its autograd formula's simplification)."""
+    y = a.clone()
+    y.as_strided(size, stride, offset).copy_(b)
+    return y
+
+
+def test_as_strided_scatter_and_top_level_as_strided_in_place_as_torch(rng):
+    """torch.as_strided_scatter (and the method): src written at the copy's strided view, as torch's; the gradients
+    g off the view to input, g's view to src; and torch.as_strided_ at the top level."""
+    x, src = leaf(rng, 4, 5), leaf(rng, 3, 2)
+    out = check(lambda a, b: tnet.as_strided_scatter(a, b, (3, 2), (5, 2), 1),
+                lambda a, b: _written_at_strided_view(a, b, (3, 2), (5, 2), 1), [x, src], rng)
+    assert_close(out, torch.as_strided_scatter(x[1], src[1], (3, 2), (5, 2), 1), 0.0, "as torch's")
+    check(lambda a, b: a.as_strided_scatter(b, [3, 2], [4, 1]),
+          lambda a, b: _written_at_strided_view(a, b, (3, 2), (4, 1)), [leaf(rng, 4, 5), leaf(rng, 3, 2)], rng)
+    t = tnet.arange(12.0)
+    assert tnet.as_strided_(t, (2, 3), (1, 4)) is t
+    assert t.tolist() == torch.arange(12.0).as_strided((2, 3), (1, 4)).tolist()

@@ -1563,3 +1563,22 @@ def test_loader_batching_attributes_refuse_assignment_as_torch():
                 setattr(loader, name, getattr(loader, name))
         loader.collate_fn = lambda batch: batch
         assert list(loader) == [[0, 1], [2, 3], [4, 5]]
+
+
+def test_dlpack_device_module_and_symbolic_helpers_as_torch():
+    """torch.from_dlpack / to_dlpack and Tensor.__dlpack__ share tnet's memory (numpy reads it; a tensor that
+    requires grad is refused, as torch's); get_device_module names tnet's device modules; is_distributed is False;
+    the sym_* helpers are torch's own."""
+    x = tnet.randn(3, 4)
+    assert np.array_equal(np.from_dlpack(x), x.numpy())
+    for y in (tnet.from_dlpack(x), tnet.from_dlpack(tnet.to_dlpack(x))):
+        assert isinstance(y, tnet.Tensor) and y.memory.data_ptr() == x.memory.data_ptr()
+    assert tnet.from_dlpack(np.arange(6.0, dtype=np.float32)).tolist() == list(range(6))
+    with pytest.raises(RuntimeError, match="require gradient"):
+        tnet.to_dlpack(tnet.randn(2, requires_grad=True))
+    assert tnet.get_device_module("cuda") is tnet.cuda and tnet.get_device_module(torch.device("cpu")) is tnet.cpu
+    assert tnet.get_device_module() is (tnet.cuda if tnet.cuda.is_available() else tnet.cpu)
+    assert tnet.get_device_module("xpu") is tnet.xpu and tnet.get_device_module("mps") is torch.mps
+    with pytest.raises(RuntimeError, match="Invalid value of device"):
+        tnet.get_device_module(0)
+    assert tnet.is_distributed(x) is False and tnet.sym_max is torch.sym_max and tnet.sym_int(3.7) == 3

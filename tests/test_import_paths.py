@@ -2,6 +2,7 @@
 (`from torch.nn.parallel.distributed import DistributedDataParallel`, `from torch.types import Number`):
 each imports from tnet where torch has it, and the new ones behave as torch's."""
 import importlib
+import importlib.util
 import warnings
 
 import numpy as np
@@ -354,14 +355,20 @@ def test_torchrun_error_reporting_decorates_main_as_torchs():
     assert main(2) == 3 and record is importlib.import_module("torch.distributed.elastic.multiprocessing.errors").record
 
 
-def test_cuda_submodules_are_torchs_own_modules():
-    """`from torch.cuda.memory import ...` gets torch's module itself (tnet's memory is torch's), not a second copy
-    of its file; a name torch.cuda does not have as a submodule is no module of tnet.cuda either."""
-    import tnet.cuda.graphs
-    import tnet.cuda.memory
-    assert tnet.cuda.memory is torch.cuda.memory and tnet.cuda.graphs is torch.cuda.graphs
+@pytest.mark.parametrize("package, submodules", [
+    ("cuda", ["memory", "graphs", "streams", "random", "nvtx"]), ("xpu", ["memory", "graphs", "random", "streams"]),
+    ("accelerator", ["memory", "graphs"]), ("multiprocessing", ["pool", "queue", "reductions", "spawn"])])
+def test_device_submodules_are_torchs_own_modules(package, submodules):
+    """`from torch.cuda.memory import ...` (torch.xpu's, torch.accelerator's, torch.multiprocessing's submodules)
+    gets torch's module itself (the tnet module's names are torch's), not a second copy of its file; a name torch's
+    module does not have as a submodule is no module of tnet's either."""
+    for name in submodules:
+        if importlib.util.find_spec(f"torch.{package}.{name}"):
+            assert importlib.import_module(f"tnet.{package}.{name}") is importlib.import_module(f"torch.{package}.{name}")
     with pytest.raises(ModuleNotFoundError):
-        importlib.import_module("tnet.cuda.no_such_module")
+        importlib.import_module(f"tnet.{package}.no_such_module")
+    with pytest.raises(AttributeError):
+        getattr(importlib.import_module(f"tnet.{package}"), "__path__")
 
 
 def test_layout_constants_as_torchs():

@@ -2,6 +2,7 @@
 and solves (numpy on the host, gradients on the device), the matrix products (matrix_power,
 multi_dot, matrix_exp), with gradients; torch's matrix functions at the top level and as methods."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -119,6 +120,20 @@ def test_norm_without_dim_shares_vector_and_matrix_norms(rng):
     x = leaf(rng, 3, 5)
     np.testing.assert_array_equal(x[0].norm(0, 1).numpy(), x[1].norm(0, 1).detach().numpy())
     check(lambda t: tnet.linalg.matrix_norm(t, 1), lambda r: torch.linalg.matrix_norm(r, 1), [x], rng, TOL["ieee"])
+
+
+@pytest.mark.parametrize("name, args", [("nuclear_norm", ()), ("nuclear_norm", (True,)),
+                                        ("nuclear_norm", ([0, 2], True)), ("frobenius_norm", ([1, 2],)),
+                                        ("frobenius_norm", (1, True)), ("frobenius_norm", ([],))])
+def test_torchscript_norms_as_torch(rng, name, args):
+    """torch.nuclear_norm (both its forms) and torch.frobenius_norm, which torch keeps for TorchScript: values and
+    gradients against torch in float64."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's deprecation warnings
+        check(lambda t: getattr(tnet, name)(t, *args), lambda r: getattr(torch, name)(r, *args), [leaf(rng, 2, 3, 4)],
+              rng, TOL["ieee"])
+    with pytest.raises(RuntimeError, match="at most 2 dimensions"):
+        tnet.frobenius_norm(tnet.ones(2, 3, 4), [0, 1, 2])
 
 
 def test_norm_errors_as_torch(rng):

@@ -1058,3 +1058,13 @@ def test_sparse_softmax_over_the_specified_entries_as_torchs(name, dim):
     np.testing.assert_allclose(tv.grad.numpy(), rv.grad.numpy(), rtol=1e-5, atol=1e-6)
     with pytest.raises(NotImplementedError):
         getattr(tnet.sparse, name)(tnet.randn(2, 2), dim)  # a strided input, as torch's
+
+
+def test_nonzero_static_as_torch():
+    """torch.nonzero_static (and the method): nonzero's rows cut or padded with fill_value to `size`."""
+    x = torch.tensor([[0.0, 1.5, 0.0], [2.0, 0.0, -1.0]])
+    for size, fill in ((2, -1), (5, -1), (0, 7), (4, 9)):
+        ours, theirs = tnet.nonzero_static(tnet.tensor(x), size=size, fill_value=fill), torch.nonzero_static(
+            x, size=size, fill_value=fill)
+        assert ours.dtype == torch.int64 and torch.equal(ours.memory.cpu(), theirs)
+    assert torch.equal(tnet.tensor(x).nonzero_static(size=3).memory.cpu(), x.nonzero_static(size=3))

@@ -736,3 +736,44 @@ def test_linear_cross_entropy_loss_as_torch(rng, case):
         nn.LinearCrossEntropyLoss(4, 5, weight=tnet.ones(4))
     with pytest.raises(RuntimeError, match="requires batched input"):
         F.linear_cross_entropy(x[0], tnet.ones(5, 2, 4), tnet.tensor(np.array([1, 2])))
+
+
+@pytest.mark.parametrize("dims, transposed", [(1, False), (2, False), (2, True), (3, True)])
+def test_top_level_convolution_as_torch(rng, ieee, dims, transposed):
+    """torch.convolution, aten's one entry for every convolution (copied decompositions and exported graphs call it):
+    the 1-, 2- and 3-D convolutions and their transposes by the weight's dims, with gradients."""
+    size = (5, 4, 3)[dims - 1]
+    x, w, b = leaf(rng, 2, 4, *(size,) * dims), leaf(rng, *((4, 3) if transposed else (6, 2)), *(3,) * dims), leaf(
+        rng, 6)
+    stride, padding, dilation, output_padding = [2] * dims, [1] * dims, [1] * dims, [int(transposed)] * dims
+    check(lambda a, c, d: tnet.convolution(a, c, d, stride, padding, dilation, transposed, output_padding, 2),
+          lambda a, c, d: torch.convolution(a, c, d, stride, padding, dilation, transposed, output_padding, 2),
+          [x, w, b], rng)
+    if not transposed:
+        with pytest.raises(RuntimeError, match="output_padding is not supported"):
+            tnet.convolution(x[0], w[0], None, stride, padding, dilation, False, [1] * dims, 2)
+
+
+def test_top_level_grid_sampler_and_norm_except_dim_as_torch(rng, ieee):
+    """torch.affine_grid_generator, grid_sampler (aten's int modes) and norm_except_dim, with gradients."""
+    theta = leaf(rng, 2, 2, 3)
+    check(lambda t: tnet.affine_grid_generator(t, [2, 3, 4, 5], False),
+          lambda t: torch.affine_grid_generator(t, [2, 3, 4, 5], False), [theta], rng)
+    x, grid = leaf(rng, 2, 3, 4, 5), leaf(rng, 2, 3, 2, 2)
+    for mode, padding in ((0, 0), (1, 1), (0, 2)):
+        for name in ("grid_sampler", "grid_sampler_2d"):
+            check(lambda a, g: getattr(tnet, name)(a, g, mode, padding, True),
+                  lambda a, g: getattr(torch, name)(a, g, mode, padding, True), [x, grid], rng)
+    for p, dim in ((2, 0), (3, 1), (2, -1)):
+        check(lambda a: tnet.norm_except_dim(a, p, dim), lambda a: torch.norm_except_dim(a, p, dim), [leaf(rng, 3, 4, 5)],
+              rng)
+
+
+def test_top_level_embedding_renorm_as_torch(rng):
+    """torch.embedding_renorm_: the rows looked up past max_norm scaled in place, weight returned, as torch's."""
+    values = rng.standard_normal((6, 4)).astype(np.float32) * 2
+    ours, theirs = tnet.tensor(values), torch.tensor(values)
+    idx = [4, 1, 4, 0]
+    assert tnet.embedding_renorm_(ours, tnet.tensor(idx), 1.5, 2.0) is ours
+    torch.embedding_renorm_(theirs, torch.tensor(idx), 1.5, 2.0)
+    assert_close(ours, theirs, TOL["ieee"], "embedding_renorm_")

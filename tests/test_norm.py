@@ -672,3 +672,60 @@ def test_norms_float_arguments_are_the_parsers_as_torch(call):
     for lib in (torch, tnet):
         with pytest.raises(TypeError, match="must be float"):
             call(lib, lib.ones(2, 3, 4))
+
+
+NATIVE = {  # torch's top-level native norms: (call on tnet or torch, input's shape, weight's and bias's shapes)
+    "native_layer_norm": (lambda lib, x, w, b: lib.native_layer_norm(x, [4, 5], w, b, 1e-5), (2, 3, 4, 5), (4, 5),
+                          (4, 5)),
+    "native_layer_norm_plain": (lambda lib, x: lib.native_layer_norm(x, (7,), None, None, 1e-3), (3, 7), None, None),
+    "native_group_norm": (lambda lib, x, w, b: lib.native_group_norm(x, w, b, 3, 6, 10, 2, 1e-5), (3, 6, 2, 5), (6,),
+                          (6,)),
+    "native_group_norm_plain": (lambda lib, x: lib.native_group_norm(x, None, None, 2, 4, 3, 4, 1e-5), (2, 4, 3),
+                                None, None),
+    "native_batch_norm": (lambda lib, x, w, b: lib.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5),
+                          (4, 3, 5), (3,), (3,)),
+}
+
+
+@pytest.mark.parametrize("case", list(NATIVE))
+def test_native_norms_return_torchs_statistics(rng, case):
+    """torch.native_layer_norm, native_group_norm and native_batch_norm: (output, mean, rstd) of torch's shapes, against
+    torch in float64, and the output's gradient reaching input, weight and bias; the statistics carry no gradient."""
+    call, shape, w_shape, b_shape = NATIVE[case]
+    pairs = [leaf(rng.standard_normal(s) + 0.5) for s in (shape, w_shape, b_shape) if s is not None]
+    out, ref = call(tnet, *[t for t, _ in pairs]), call(torch, *[r for _, r in pairs])
+    for what, o, r in zip(("output", "mean", "rstd"), out, ref):
+        assert_close(o, r, TOL["ieee"], f"{case}: {what}")
+        assert o.dtype == torch.float32 and tuple(o.shape) == tuple(r.shape)
+    assert not out[1].requires_grad and not out[2].requires_grad
+    check_backward(out[0], ref[0], dict(zip("xwb", pairs)), rng, case)
+
+
+def test_native_norms_statistics_dtypes_and_eval_mode():
+    """16-bit input: layer and batch norms' statistics in float32 (torch's on CUDA), group norm's in the input's dtype
+    but for float32 parameters (torch's); native_batch_norm in eval mode updates nothing and returns empty statistics,
+    and refuses an empty batch, as torch's."""
+    x = tnet.randn(2, 4, 6).to(torch.bfloat16)
+    assert [v.dtype for v in tnet.native_layer_norm(x, [6], None, None, 1e-5)[1:]] == [torch.float32] * 2
+    assert [v.dtype for v in tnet.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)[1:]] == [torch.float32] * 2
+    assert [v.dtype for v in tnet.native_group_norm(x, None, None, 2, 4, 6, 2, 1e-5)[1:]] == [torch.bfloat16] * 2
+    assert [v.dtype for v in tnet.native_group_norm(x, tnet.ones(4), None, 2, 4, 6, 2, 1e-5)[1:]] == [torch.float32] * 2
+    mean, var = tnet.randn(4), tnet.rand(4) + 0.5
+    before = mean.memory.clone()
+    y, m, r = tnet.native_batch_norm(x.float(), None, None, mean, var, False, 0.1, 1e-5)
+    ref = torch.native_batch_norm(x.memory.float().cpu(), None, None, mean.memory.cpu(), var.memory.cpu(), False, 0.1, 1e-5)
+    assert_close(y, ref[0], TOL["ieee"], "eval output")
+    assert m.shape == r.shape == ref[1].shape == (0,) and torch.equal(mean.memory, before)
+    with pytest.raises(RuntimeError, match="at least one element"):
+        tnet.native_batch_norm(tnet.zeros(0, 4), None, None, None, None, True, 0.1, 1e-5)
+    empty = tnet.zeros(0, 4, 2)
+    for ours, theirs in ((tnet.native_batch_norm(empty, None, None, mean, var, False, 0.1, 1e-5),
+                          torch.native_batch_norm(torch.zeros(0, 4, 2), None, None, mean.memory.cpu(),
+                                                  var.memory.cpu(), False, 0.1, 1e-5)),
+                         (tnet.native_layer_norm(empty, [2], None, None, 1e-5),
+                          torch.native_layer_norm(torch.zeros(0, 4, 2), [2], None, None, 1e-5)),
+                         (tnet.native_group_norm(empty, None, None, 0, 4, 2, 2, 1e-5),
+                          torch.native_group_norm(torch.zeros(0, 4, 2), None, None, 0, 4, 2, 2, 1e-5))):
+        assert [tuple(v.shape) for v in ours] == [tuple(v.shape) for v in theirs]  # an empty batch, as torch's
+    with pytest.raises(RuntimeError, match="N \\* C \\* HxW"):
+        tnet.native_group_norm(x, None, None, 2, 4, 5, 2, 1e-5)

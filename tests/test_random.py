@@ -1509,3 +1509,19 @@ def test_biject_to_and_transform_to_as_torch():
         assert_close(ours.inv(y), theirs.inv(ry), 1e-5, f"transform_to({name}).inv")
     from tnet.distributions.constraint_registry import biject_to
     assert biject_to is D.biject_to
+
+
+def test_native_dropout_returns_its_mask():
+    """torch.native_dropout: (output, bool mask), the output input * mask / (1 - p) with its gradient; in eval a copy
+    and a mask of every element; p = 1 zeros and no element kept, as torch's."""
+    x = tnet.randn(40, 50, requires_grad=True)
+    y, mask = tnet.native_dropout(x, 0.3, True)
+    m = mask.memory.to(torch.float32)
+    assert mask.dtype == torch.bool and 0.6 < m.mean().item() < 0.8
+    assert torch.allclose(y.memory, x.memory * m / 0.7)
+    y.sum().backward()
+    assert torch.allclose(x.grad.memory, m / 0.7)
+    y, mask = tnet.native_dropout(x, 0.3, False)
+    assert torch.equal(y.memory, x.memory) and y.memory.data_ptr() != x.memory.data_ptr() and mask.memory.all()
+    y, mask = tnet.native_dropout(x, 1.0, True)
+    assert not y.memory.any() and not mask.memory.any()

@@ -220,3 +220,25 @@ def test_dropout_between_layers_in_training_only_and_torch_as_memory_only():
         out, (h, c) = nn.LSTM(I, H, 2, dropout=0.5)(x[:1])
         (out.sum() + c.sum() + nn.GRUCell(I, H)(x[0]).sum()).backward()
     assert rec.ops <= MEMORY_OPS, f"torch math inside tnet: {sorted(rec.ops - MEMORY_OPS)}"
+
+
+@pytest.mark.parametrize("name, gates", [("rnn_tanh_cell", 1), ("rnn_relu_cell", 1), ("lstm_cell", 4),
+                                         ("gru_cell", 3)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_top_level_cells_as_torch(rng, ieee, name, gates, bias):
+    """torch.rnn_tanh_cell, rnn_relu_cell, lstm_cell and gru_cell (aten's cells, which a copied custom RNN calls):
+    the step and every gradient, against torch in float64."""
+    leaves = [pair(rng, *shape) for shape in [(3, 5), (3, 4)] + [(3, 4)] * (name == "lstm_cell")
+              + [(gates * 4, 5), (gates * 4, 4)] + [(gates * 4,)] * (2 * bias)]
+    mine, theirs = ([v[i] for v in leaves] for i in (0, 1))
+    split = lambda args: (args[0], tuple(args[1:3]) if name == "lstm_cell" else args[1],  # noqa: E731
+                          *args[3 if name == "lstm_cell" else 2:])
+    out, ref = getattr(tnet, name)(*split(mine)), getattr(torch, name)(*split(theirs))
+    out, ref = (out, ref) if name == "lstm_cell" else ((out,), (ref,))
+    seeds = [rng.standard_normal(r.shape) for r in ref]
+    tnet.autograd.backward(list(out), [tnet.tensor(g) for g in seeds])
+    torch.autograd.backward(list(ref), [torch.tensor(g) for g in seeds])
+    for o, r in zip(out, ref):
+        assert_close(o, r, TOL["ieee"], name)
+    for i, (t, r) in enumerate(leaves):
+        assert_close(t.grad, r.grad, TOL["ieee"], f"{name}: gradient of argument {i}")

@@ -10,6 +10,8 @@ from .serialize import LoadError, load, save
 from . import serialize as serialization  # torch's module name (add_safe_globals), at its import path too
 from .tensor import check_device as _check_device, is_tnets_device as _is_tnets_device  # not torch's names
 from .amp import GradScaler, autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
+from .amp import (clear_autocast_cache, get_autocast_cpu_dtype, is_autocast_cache_enabled,  # noqa: E402
+                  is_autocast_cpu_enabled, set_autocast_cache_enabled)
 from . import functional, linalg, nn, optim, models, data, graph, cuda, utils, backends, autograd, random, jit, compiler
 from . import accelerator, distributions, einops_backend, func, hub, profiler, special, testing  # noqa: E402
 from . import cpu, multiprocessing, overrides, return_types, types, version, xpu  # noqa: E402
@@ -73,6 +75,32 @@ def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
     the end), copied to tnet's device (torch's shares the buffer's memory; an MNIST idx reader's images)."""
     host = _torch.frombuffer(buffer, dtype=dtype, count=count, offset=offset)
     return tensor(host, dtype=dtype, requires_grad=requires_grad)
+
+
+def from_dlpack(ext_tensor):
+    """torch.from_dlpack: a tnet Tensor on ext_tensor's memory (an object with __dlpack__, a cupy or JAX array, or a
+    DLPack capsule), shared as torch's shares it where it lies on tnet's device, else copied there."""
+    t = _torch.from_dlpack(ext_tensor)
+    return Tensor(t) if t.device == DEVICE else tensor(t)
+
+
+def to_dlpack(tensor):
+    """torch.to_dlpack: the DLPack capsule of tensor's memory (Tensor.__dlpack__'s)."""
+    return tensor.__dlpack__()
+
+
+def get_device_module(device=None):
+    """torch.get_device_module: the module of device's type, tnet's where it has one (cuda, cpu, xpu), else
+    torch's; None: the current accelerator's (tnet.cuda on a GPU, tnet.cpu under the interpreter)."""
+    if device is not None and not isinstance(device, (str, _torch.device)):
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or None")
+    kind = (accelerator.current_accelerator() or _torch.device("cpu")) if device is None else _torch.device(device)
+    return {"cuda": cuda, "cpu": cpu, "xpu": xpu}.get(kind.type) or _torch.get_device_module(kind)
+
+
+def is_distributed(input):
+    """False, as torch's for every dense tensor."""
+    return False
 
 
 def numel(input):
@@ -294,6 +322,12 @@ from .functional import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadca
                          nanquantile, put, quantile, ravel, renorm, row_stack, searchsorted, select_scatter,
                          slice_scatter, split_with_sizes, take, unique_consecutive, unravel_index, vander, vsplit)
 from .functional import narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes  # noqa: E402
+from .functional import (alias_copy, as_strided_copy, detach_copy, diagonal_copy, expand_copy,  # noqa: E402
+                         permute_copy, select_copy, slice_copy, split_copy, split_with_sizes_copy, squeeze_copy, t_copy,
+                         transpose_copy, unbind_copy, unfold_copy, unsqueeze_copy, view_copy)
+__all__ += ["alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy", "permute_copy",
+            "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy", "squeeze_copy", "t_copy",
+            "transpose_copy", "unbind_copy", "unfold_copy", "unsqueeze_copy", "view_copy"]
 from .factory import empty_permuted, empty_strided, scalar_tensor, tril_indices, triu_indices  # noqa: E402
 
 
@@ -343,6 +377,24 @@ __all__ += ["adaptive_avg_pool1d", "avg_pool1d", "bilinear", "celu_", "native_ch
             "max_pool1d_with_indices", "max_pool2d", "poisson_nll_loss", "rrelu", "rrelu_", "triplet_margin_loss"]
 from .functional import conv3d, conv_transpose3d  # noqa: E402
 from .functional.aten import constant_pad_nd, ctc_loss, max_pool3d  # noqa: E402
+# aten's forms and torch's other top-level ops on tensors that scripts and copied torch code call
+from .functional.aten import (affine_grid_generator, convolution, grid_sampler, grid_sampler_2d,  # noqa: E402
+                              grid_sampler_3d)
+from .nn.utils import norm_except_dim  # noqa: E402
+from .nn.rnn import gru_cell, lstm_cell, rnn_relu_cell, rnn_tanh_cell  # noqa: E402
+from .functional import as_strided_, as_strided_scatter, nonzero_static  # noqa: E402
+from .functional.random import native_dropout  # noqa: E402
+from .functional.copy import embedding_renorm_  # noqa: E402
+__all__ += ["affine_grid_generator", "convolution", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d",
+            "norm_except_dim", "gru_cell", "lstm_cell", "rnn_relu_cell", "rnn_tanh_cell", "as_strided_",
+            "as_strided_scatter", "nonzero_static", "native_dropout", "embedding_renorm_"]
+# torch's symbolic-shape helpers, which copied torch code calls on Python numbers (no tensor math): torch's own
+from torch import SymBool, SymFloat, SymInt, sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not  # noqa: E402
+from torch import sym_sqrt, sym_sum  # noqa: E402
+__all__ += ["from_dlpack", "to_dlpack", "get_device_module", "is_distributed", "SymBool", "SymFloat", "SymInt",
+            "sym_float", "sym_int", "sym_ite", "sym_max", "sym_min", "sym_not", "sym_sqrt", "sym_sum"]
+from .functional.norm import native_batch_norm, native_group_norm, native_layer_norm  # noqa: E402
+__all__ += ["native_batch_norm", "native_group_norm", "native_layer_norm"]
 from .functional import stft  # noqa: E402
 from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled, set_anomaly_enabled  # noqa: E402
 from .functional import i0  # noqa: E402
@@ -361,6 +413,9 @@ svd, qr, cholesky, lu, lu_solve, inverse, orgqr, adjoint = (
 __all__ += ["cholesky_inverse", "cholesky_solve", "chain_matmul", "det", "geqrf", "logdet", "lu_unpack", "matrix_exp",
             "matrix_power", "ormqr", "pinverse", "slogdet", "triangular_solve", "cholesky", "lu", "lu_solve", "qr",
             "svd", "orgqr", "inverse", "adjoint", "pca_lowrank", "svd_lowrank"]
+from .linalg import nuclear_norm  # noqa: E402
+from .functional.reduce import frobenius_norm  # noqa: E402
+__all__ += ["nuclear_norm", "frobenius_norm"]
 
 # tensor surface of the eighth session (ops3)
 from .functional import (addbmm, addmv, addmv_, addr, as_strided, bitwise_left_shift, bitwise_right_shift,  # noqa: E402

@@ -19,6 +19,5 @@ def device_count():
     return cuda.device_count()
 
 
-def __getattr__(name):
-    """torch.accelerator's other names (streams, memory statistics, synchronize): torch's own."""
-    return getattr(torch.accelerator, name)
+# torch.accelerator's other names (streams, memory statistics, synchronize) and submodules: torch's own
+__getattr__ = cuda.torchs_own(__name__, torch.accelerator, ("memory", "graphs"))

@@ -33,7 +33,7 @@ from .kernels.copy import copy_
 from .tensor import Tensor
 
 LOW = (torch.float16, torch.bfloat16)
-_state = {"dtype": None}
+_state = {"dtype": None, "cache": True}
 
 
 class autocast:
@@ -92,6 +92,34 @@ def get_autocast_gpu_dtype():
     warnings.warn("torch.get_autocast_gpu_dtype() is deprecated. Please use torch.get_autocast_dtype('cuda') instead.",
                   DeprecationWarning, stacklevel=2)
     return get_autocast_dtype("cuda")
+
+
+def get_autocast_cpu_dtype():
+    """torch's older name for get_autocast_dtype("cpu"); with torch's warning."""
+    warnings.warn("torch.get_autocast_cpu_dtype() is deprecated. Please use torch.get_autocast_dtype('cpu') instead.",
+                  DeprecationWarning, stacklevel=2)
+    return get_autocast_dtype("cpu")
+
+
+def is_autocast_cpu_enabled():
+    """torch's older name for is_autocast_enabled("cpu"); with torch's warning."""
+    warnings.warn("torch.is_autocast_cpu_enabled() is deprecated. Please use torch.is_autocast_enabled('cpu') "
+                  "instead.", DeprecationWarning, stacklevel=2)
+    return is_autocast_enabled("cpu")
+
+
+def set_autocast_cache_enabled(enabled):
+    """torch's switch of the autocast weight cache, kept and reported (is_autocast_cache_enabled), as torch's: tnet
+    keeps the parameters' 16-bit copies either way (see the module's text)."""
+    _state["cache"] = bool(enabled)
+
+
+def is_autocast_cache_enabled():
+    return _state["cache"]
+
+
+def clear_autocast_cache():
+    """torch's: drops the casts its autocast cached; tnet's copies are refreshed after each optimizer step instead."""
 
 
 def low_copy(p, dtype):

@@ -1,6 +1,8 @@
 """torch.cuda's questions a training script asks (`torch.cuda.is_available()` in
 `device = torch.device("cuda" if torch.cuda.is_available() else "cpu")`), answered for tnet: a
 process has one device, tnet.DEVICE."""
+import importlib
+import importlib.util
 import sys
 import time
 
@@ -128,16 +130,23 @@ _amp.add_path_modules(amp)
 autocast, GradScaler = amp.autocast, amp.GradScaler
 
 
-# torch.cuda's submodules at tnet.cuda's paths (`from torch.cuda.memory import ...`): torch's own modules (loaded
-# with torch), not copies of them
-for _name in ("memory", "graphs", "streams", "random", "nccl", "nvtx", "profiler"):
-    sys.modules[f"{__name__}.{_name}"] = getattr(torch.cuda, _name)
+def torchs_own(module_name, torch_module, submodules):
+    """The __getattr__ of a tnet module whose other names are torch_module's own (tnet.cuda's are torch.cuda's,
+    tnet.xpu's torch.xpu's, ...), after putting torch_module's submodules (those named) at the tnet module's paths
+    in sys.modules, as torch's own modules (`from torch.cuda.memory import ...`). It raises AttributeError for
+    dunder names: the tnet module is no package, and a __path__ handed over from torch's would make the import
+    system load a second copy of each torch file under tnet's name (whose relative imports then fail)."""
+    for name in submodules:
+        if importlib.util.find_spec(f"{torch_module.__name__}.{name}"):  # a torch of another version may lack one
+            sys.modules[f"{module_name}.{name}"] = importlib.import_module(f"{torch_module.__name__}.{name}")
+
+    def __getattr__(name):
+        if name.startswith("__"):
+            raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+        return getattr(torch_module, name)
+    return __getattr__
 
 
-def __getattr__(name):
-    """torch.cuda's other names (streams, device properties, memory statistics, CUDA graphs):
-    torch's own, as tnet's memory, streams and graphs are torch's. Not its dunder names: tnet.cuda is no package
-    (the import system asks for __path__), its submodules those above."""
-    if name.startswith("__"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(torch.cuda, name)
+# torch.cuda's other names (streams, device properties, memory statistics, CUDA graphs): torch's own, as tnet's
+# memory, streams and graphs are torch's
+__getattr__ = torchs_own(__name__, torch.cuda, ("memory", "graphs", "streams", "random", "nccl", "nvtx", "profiler"))

@@ -1376,8 +1376,16 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     return y
 
 
+def nuclear_norm(input, dim=(-2, -1), keepdim=False, *, dtype=None):
+    """torch.nuclear_norm (torch keeps it for TorchScript): matrix_norm(input, 'nuc', dim, keepdim), also in torch's
+    form nuclear_norm(input, keepdim); dtype (tnet's, for torch.norm(p='nuc')): input cast first."""
+    if isinstance(dim, bool):
+        dim, keepdim = (-2, -1), dim
+    return matrix_norm(input, "nuc", dim, keepdim, dtype=dtype)
+
+
 # torch.norm(p='nuc') (functional.reduce's norm, which this module is built on) is this module's nuclear norm
-_reduce.nuclear_norm = lambda A, dim, keepdim, dtype: matrix_norm(A, "nuc", dim, keepdim, dtype=dtype)
+_reduce.nuclear_norm = nuclear_norm
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):

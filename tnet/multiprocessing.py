@@ -4,10 +4,11 @@ scripts call around their loaders and workers (`mp.set_sharing_strategy('file_sy
 not math: torch's own names."""
 import torch.multiprocessing as _mp
 
+from . import cuda as _cuda
+
 __all__ = sorted(set(_mp.__all__) | {"spawn", "start_processes"})
 
 
-def __getattr__(name):
-    """torch.multiprocessing's names (spawn, set_sharing_strategy, Process, Queue, get_context, ...)."""
-    return getattr(_mp, name)
-
+# torch.multiprocessing's names (spawn, set_sharing_strategy, Process, Queue, get_context, ...) and submodules
+# (`from torch.multiprocessing.spawn import ProcessRaisedException`): torch's own
+__getattr__ = _cuda.torchs_own(__name__, _mp, ("pool", "queue", "reductions", "spawn"))

@@ -651,6 +651,16 @@ class Tensor:
         (in tnet's dtypes: float64 becomes float32; a bool result stays bool, where torch's is uint8)."""
         return Tensor(as_storage(array))
 
+    def __dlpack__(self, **kwargs):
+        """The DLPack capsule of the memory (np.from_dlpack(x), JAX's and cupy's), shared, as torch's: refused for a
+        tensor that requires grad."""
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+        return self.memory.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.memory.__dlpack_device__()
+
     def numpy(self, *, force=False):
         """The values as a numpy array on the host (a copy where tnet's device is a GPU); force is
         torch's (detach and copy first), which tnet's always does."""

@@ -3,6 +3,8 @@ PyTorch tutorials' chain beside torch.backends.mps), answered for tnet: it runs 
 Intel GPU."""
 import torch
 
+from . import cuda as _cuda
+
 
 def is_available():
     return False
@@ -12,6 +14,5 @@ def device_count():
     return 0
 
 
-def __getattr__(name):
-    """torch.xpu's other names (manual_seed, empty_cache, synchronize): torch's own."""
-    return getattr(torch.xpu, name)
+# torch.xpu's other names (manual_seed, empty_cache, synchronize) and submodules: torch's own
+__getattr__ = _cuda.torchs_own(__name__, torch.xpu, ("memory", "graphs", "random", "streams"))

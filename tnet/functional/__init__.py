@@ -303,8 +303,8 @@ from .random import bernoulli, binomial, multinomial, normal, poisson
 for _name, _method in {"bernoulli": bernoulli, "multinomial": multinomial, "bernoulli_": _inplace.bernoulli_,
                        "exponential_": _inplace.exponential_}.items():
     setattr(Tensor, _name, _method)
-from .host import argwhere, bincount, histc, nonzero, unique
-for _name in ("argwhere", "bincount", "histc", "nonzero", "unique"):
+from .host import argwhere, bincount, histc, nonzero, nonzero_static, unique
+for _name in ("argwhere", "bincount", "histc", "nonzero", "nonzero_static", "unique"):
     setattr(Tensor, _name, globals()[_name])
 from .copy import (broadcast_tensors, diag, diagonal, hstack, masked_select, meshgrid, take_along_dim, tile, trace,
                    vstack)
@@ -351,6 +351,9 @@ from .copy import (atleast_1d, atleast_2d, atleast_3d, block_diag, broadcast_sha
                    ravel, row_stack, select_scatter, slice_scatter, split_with_sizes, take, unravel_index, view_in_place,
                    vsplit)
 from .copy import narrow_copy, unsafe_chunk, unsafe_split, unsafe_split_with_sizes
+from .copy import (alias_copy, as_strided_copy, detach_copy, diagonal_copy, expand_copy, permute_copy, select_copy,
+                   slice_copy, split_copy, split_with_sizes_copy, squeeze_copy, t_copy, transpose_copy, unbind_copy,
+                   unfold_copy, unsqueeze_copy, view_copy)
 from .copy import squeeze_, swapaxes_, swapdims_, t_, transpose_, unsqueeze_
 from .reduce import dist, renorm, sum_to_size
 from .sort import (bucketize, corrcoef, inner, logcumsumexp, mode, nanmedian, nanquantile, quantile, searchsorted,
@@ -442,6 +445,7 @@ Tensor.lu_solve = lambda self, LU_data, LU_pivots: _linalg.lu_solve(LU_data, LU_
 Tensor.mH = property(_mT)
 
 # tensor surface of the eighth session (ops3)
+from .copy import as_strided_scatter  # noqa: E402
 from .copy import (as_strided, as_strided_, index_reduce, resize_, resize_as, resize_as_, scatter_reduce,
                    set_)
 from .gemm import addbmm, addmv, addr, ger, vdot
@@ -500,7 +504,8 @@ for _name, _method in {
         "resize_as": resize_as, "set_": set_,
         "new_empty_strided": lambda self, size, stride, dtype=None, device=None, requires_grad=False: factory.empty_strided(
             size, stride, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad),
-        "as_strided": as_strided, "as_strided_": as_strided_, "apply_": apply_, "map_": map_,
+        "as_strided": as_strided, "as_strided_": as_strided_, "as_strided_scatter": as_strided_scatter,
+        "apply_": apply_, "map_": map_,
         "is_pinned": lambda self, device=None: False, "is_shared": lambda self: self.memory.is_shared(),
         "share_memory_": _share_memory_, "record_stream": _record_stream,
         "storage": lambda self: self.memory.storage(), "untyped_storage": lambda self: self.memory.untyped_storage(),

@@ -7,6 +7,9 @@ from ..kernels.launch import check_type
 from . import inplace as _inplace
 from .composed import ctc_loss as _ctc_loss
 from .composed import poisson_nll_loss as _poisson_nll_loss
+from .conv import conv1d as _conv1d, conv2d as _conv2d, conv3d as _conv3d
+from .conv import conv_transpose1d as _conv_transpose1d, conv_transpose2d as _conv_transpose2d
+from .conv import conv_transpose3d as _conv_transpose3d
 from .copy import embedding as _embedding
 from .norm import batch_norm as _batch_norm
 from .norm import group_norm as _group_norm
@@ -22,6 +25,7 @@ from .random import dropout as _dropout
 from .random import feature_alpha_dropout as _feature_alpha_dropout
 from .random import feature_dropout
 from .random import rrelu as _rrelu
+from .resample import affine_grid as _affine_grid, grid_sample as _grid_sample
 from .reduce import binary_cross_entropy_with_logits as _bce_with_logits
 from .reduce import cosine_embedding_loss as _cosine_embedding_loss
 from .reduce import hinge_embedding_loss as _hinge_embedding_loss
@@ -145,3 +149,30 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 
 def poisson_nll_loss(input, target, log_input, full, eps, reduction):
     return _poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """torch.convolution (aten's one entry for every convolution): F.conv1d/2d/3d, or with transposed their
+    conv_transpose forms, by the weight's number of dims."""
+    n = weight.ndim - 2
+    check_type(n in (1, 2, 3), lambda: f"convolution: expected a weight of 3, 4 or 5 dims, got {weight.ndim}")
+    if not transposed and any(output_padding if isinstance(output_padding, (tuple, list)) else (output_padding,)):
+        raise RuntimeError(f"output_padding is not supported for non-transposed convolutions; got: {output_padding}")
+    if transposed:
+        return (_conv_transpose1d, _conv_transpose2d, _conv_transpose3d)[n - 1](input, weight, bias, stride, padding,
+                                                                                output_padding, groups, dilation)
+    return (_conv1d, _conv2d, _conv3d)[n - 1](input, weight, bias, stride, padding, dilation, groups)
+
+
+def affine_grid_generator(theta, size, align_corners):
+    return _affine_grid(theta, size, align_corners)
+
+
+def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
+    """torch.grid_sampler (and grid_sampler_2d/3d): F.grid_sample with aten's int modes (interpolation 0 bilinear,
+    1 nearest, 2 bicubic; padding 0 zeros, 1 border, 2 reflection)."""
+    return _grid_sample(input, grid, ("bilinear", "nearest", "bicubic")[interpolation_mode],
+                        ("zeros", "border", "reflection")[padding_mode], align_corners)
+
+
+grid_sampler_2d = grid_sampler_3d = grid_sampler

@@ -1018,12 +1018,13 @@ def to(x, *args, **kwargs):
 def embedding_renorm_(weight, indices, max_norm, norm_type):
     """torch's embedding_renorm_: weight's rows at indices (1-D int64) whose norm_type-norm passes
     max_norm are scaled in place to max_norm / (norm + 1e-7), under no_grad (no part of the graph;
-    weight's version changes). No index renorms no row (nor writes weight). A weight expanded along its rows
-    (one row in memory) is renormed as torch's loop over the sorted unique indices renorms it: once (the row
-    renormed is within max_norm for its aliases after it); another that overlaps itself raises torch's error."""
+    weight's version changes); returns weight, as torch's. No index renorms no row (nor writes weight). A weight
+    expanded along its rows (one row in memory) is renormed as torch's loop over the sorted unique indices renorms
+    it: once (the row renormed is within max_norm for its aliases after it); another that overlaps itself raises
+    torch's error."""
     check_args("embedding_renorm_", "float", max_norm=max_norm, norm_type=norm_type)  # the parser's, first
     if not indices.numel():
-        return
+        return weight
     with no_grad():
         rows = index_select(weight, 0, indices)
         norms = rows.norm(norm_type, 1, True)
@@ -1031,11 +1032,12 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
         m = weight.memory
         if not _copy.overlaps(m):
             weight.index_copy_(0, indices, scaled)
-            return
+            return weight
         check(m.stride(0) == 0 and not _copy.overlaps(m[0]),
               "unsupported operation: more than one element of the written-to tensor refers to a single memory "
               "location. Please clone() the tensor before performing the operation.")
         Tensor(m[:1]).copy_(scaled[:1])  # every index's scaled row is the same
+    return weight
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False, sparse=False):
@@ -1632,6 +1634,14 @@ def split_with_sizes(input, split_sizes, dim=0):
     return split(input, list(split_sizes), dim)
 
 
+def _fresh(out):
+    """A view op's result (or each of its views) as a new contiguous tensor, as torch's *_copy ops return; the
+    gradient passes through the copy to the view's."""
+    if isinstance(out, (tuple, list)):
+        return tuple(clone(v, torch.contiguous_format) for v in out)
+    return clone(out, torch.contiguous_format)
+
+
 def narrow_copy(input, dim, start, length):
     """torch.narrow_copy: narrow's slice as a new tensor of its own memory. A dim past the last is torch's
     RuntimeError (its own check before narrow's); a negative one out of range is the IndexError of its wrap,
@@ -1639,7 +1649,82 @@ def narrow_copy(input, dim, start, length):
     if isinstance(dim, int) and isinstance(input, Tensor) and input.ndim:
         check(dim < input.ndim, "Expected dim < static_cast<int64_t>(self_sizes.size()) to be true, but got false.")
         dim_index(dim, input.ndim)
-    return clone(narrow(input, dim, start, length))
+    return _fresh(narrow(input, dim, start, length))
+
+
+# torch's *_copy forms of its view ops (functionalized code, torch.export's graphs, copied aten decompositions call
+# them): each the view, then a copy of its own memory
+def view_copy(input, size):
+    return _fresh(view(input, dtype=size) if isinstance(size, torch.dtype) else view(input, size))
+
+
+def permute_copy(input, dims):
+    return _fresh(permute(input, dims))
+
+
+def transpose_copy(input, dim0, dim1):
+    return _fresh(transpose(input, dim0, dim1))
+
+
+def t_copy(input):
+    return _fresh(t(input))
+
+
+def unsqueeze_copy(input, dim):
+    return _fresh(unsqueeze(input, dim))
+
+
+def squeeze_copy(input, dim=None):
+    return _fresh(squeeze(input) if dim is None else squeeze(input, dim))
+
+
+def select_copy(input, dim, index):
+    return _fresh(select(input, dim, index))
+
+
+def slice_copy(input, dim=0, start=None, end=None, step=1):
+    """input[..., start:end:step] along dim, copied (torch's aten slice, whose step must be positive)."""
+    check_tensors("slice_copy", input=input)
+    check(step > 0, "slice step must be positive")
+    return _fresh(input[(slice(None),) * dim_index(dim, input.ndim) + (slice(start, end, step),)])
+
+
+def expand_copy(input, size, *, implicit=False):
+    return _fresh(expand(input, size))
+
+
+def diagonal_copy(input, offset=0, dim1=0, dim2=1):
+    return _fresh(diagonal(input, offset, dim1, dim2))
+
+
+def detach_copy(input):
+    """input's values, copied off the tape (torch's requires grad and has no backward: tnet's requires none)."""
+    check_tensors("detach_copy", input=input)
+    return _fresh(input.detach())
+
+
+def alias_copy(input):
+    return _fresh(input)
+
+
+def unbind_copy(input, dim=0):
+    return _fresh(unbind(input, dim))
+
+
+def split_copy(input, split_size, dim=0):
+    return _fresh(split(input, split_size, dim))
+
+
+def split_with_sizes_copy(input, split_sizes, dim=0):
+    return _fresh(split_with_sizes(input, split_sizes, dim))
+
+
+def unfold_copy(input, dimension, size, step):
+    return _fresh(unfold_windows(input, dimension, size, step))
+
+
+def as_strided_copy(input, size, stride, storage_offset=None):
+    return _fresh(as_strided(input, size, stride, storage_offset))
 
 
 # torch's unsafe_ forms skip autograd's checks of in-place writes to the views; tnet's views are the same pieces
@@ -1806,6 +1891,13 @@ def _scatter_into(name, input, src, make):
 def select_scatter(input, src, dim, index):
     """input with src written at input.select(dim, index) (a copy), as torch.select_scatter."""
     return _scatter_into("select_scatter", input, src, lambda t: t.select(dim, index))
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """input with src written at its copy's as_strided(size, stride, storage_offset) view (the copy contiguous, its
+    offset 0), as torch.as_strided_scatter."""
+    return _scatter_into("as_strided_scatter", input, src,
+                         lambda t: t.as_strided(tuple(size), tuple(stride), storage_offset or 0))
 
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):

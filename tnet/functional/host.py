@@ -47,15 +47,30 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def _nonzero_mask(name, input):
+    """input != 0 (on the device), on the host."""
+    check_tensors(name, input=input)
+    return _host(Tensor(_pw.pointwise("ne", input.memory, 0)))
+
+
 def nonzero(input, *, as_tuple=False):
     """The indices of input's nonzero elements in row-major order: an int64 [n, ndim] tensor, or
     with as_tuple one 1-D tensor per dim (a 0-d input: as a 1-D one), as torch.nonzero. The test
     x != 0 runs on the device, the indices are found on the host: a sync."""
-    check_tensors("nonzero", input=input)
-    mask = _host(Tensor(_pw.pointwise("ne", input.memory, 0)))
+    mask = _nonzero_mask("nonzero", input)
     if as_tuple:
         return tuple(_device(i, torch.int64, input.device) for i in np.nonzero(mask.reshape(-1) if mask.ndim == 0 else mask))
     return _device(np.argwhere(mask), torch.int64, input.device)
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """nonzero(input)'s first `size` rows, padded with rows of fill_value to `size`, as torch.nonzero_static (whose
+    shape is fixed for compilers; here a host read as nonzero's)."""
+    check(size >= 0, lambda: f"nonzero_static: 'size' must be an non-negative integer, but got size: {size}")
+    found = np.argwhere(_nonzero_mask("nonzero_static", input))[:size]
+    padded = np.full((size, found.shape[1]), fill_value, np.int64)
+    padded[:len(found)] = found
+    return _device(padded, torch.int64, input.device)
 
 
 def argwhere(input):

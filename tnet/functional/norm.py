@@ -12,7 +12,7 @@ from ..tensor import Tensor, is_grad_enabled, no_grad, record
 from .copy import repeat, reshape, view
 from .inputs import check_args, check_tensors, needs_grad
 from .pad import pad
-from .pointwise import add, div, mul, pow, rsqrt, sqrt, sub
+from .pointwise import add, div, mul, pow, reciprocal, rsqrt, sqrt, sub
 from .pool import avg_pool2d
 from .reduce import mean, sum, var_mean
 
@@ -25,7 +25,7 @@ def verify_batch_size(shape):
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-05,
-               *, num_batches_tracked=None, activation=None):
+               *, num_batches_tracked=None, activation=None, statistics=False):
     """Batch normalisation of input [N, C], [N, C, L], [N, C, H, W] (NCHW or channels-last;
     the output keeps the layout) or [N, C, D, H, W] over every axis but C, as torch.nn.functional.batch_norm.
     training=True normalises with the batch's mean and biased variance and, given
@@ -39,7 +39,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     F.gelu(F.batch_norm(...)) (the erf GELU, within 1e-6: see kernels/norm.py's _gelu_cdf) as
     one op: the normalised values are never stored, the backward recomputes them from the
     input and the statistics. A strided input (a channel slice x[:, :c]) is copied dense first
-    (channels-last where its channels are innermost), as the kernels read dense memory."""
+    (channels-last where its channels are innermost), as the kernels read dense memory. statistics=True returns
+    native_batch_norm's (output, mean, invstd)."""
     check_tensors("batch_norm", input=input)
     check_args("batch_norm", "bool", training=training)
     for arg, v in (("running_mean", running_mean), ("running_var", running_var), ("weight", weight),
@@ -83,8 +84,26 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
     graph = None if activation else lambda g, out: _batch_norm_graph(g, input, weight, bias, training, eps,
                                                                       None if training else (mean, stat))
-    return record("batch_norm" if activation is None else f"batch_norm_{activation}", y, inputs, backward,
-                  saved=(X, W, B if activation else None), graph=graph)
+    y = record("batch_norm" if activation is None else f"batch_norm_{activation}", y, inputs, backward,
+               saved=(X, W, B if activation else None), graph=graph)
+    if not statistics:
+        return y
+    if training:  # the batch's statistics, which no gradient reaches
+        return y, Tensor(mean), Tensor(stat)
+    return y, Tensor(X.new_empty(0, dtype=torch.float32)), Tensor(X.new_empty(0, dtype=torch.float32))  # as torch's
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """torch.native_batch_norm: (batch_norm's output, save_mean, save_invstd), in training the batch's mean and
+    1 / sqrt(var + eps) per channel, float32 (torch's on CUDA; on the CPU torch keeps 16-bit input's dtype), empty in
+    eval mode; no gradient reaches them, as torch's."""
+    check_tensors("native_batch_norm", input=input)
+    if input.numel():
+        return batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps, statistics=True)
+    if training:  # torch's (F.batch_norm's empty batch passes through)
+        raise RuntimeError(f"input tensor must have at least one element, but got input_sizes = {list(input.shape)}")
+    none = input.memory.new_empty(0, dtype=torch.float32)
+    return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps), Tensor(none), Tensor(none)
 
 
 def _write_back(stat, updated):
@@ -117,7 +136,7 @@ def _batch_norm_graph(g, input, weight, bias, training, eps, running):
     return [gx for v, gx in zip((input, weight, bias), grads) if v is not None]
 
 
-def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape, sizes, groups):
+def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape, sizes, groups, statistics=False):
     """torch's native layer and group norms, one node named as torch's (native_layer_norm: NativeLayerNormBackward0):
     xhat = (x - mean) / sqrt(var + eps), the statistics over `dims` of input viewed as stats_shape (the biased
     variance), then xhat * weight + bias, weight and bias viewed as `shape`. 16-bit input is normalised in float32
@@ -128,7 +147,9 @@ def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape, sizes
     As torch's, the backward keeps the input and the statistics, not the output, which may be written in place (an
     instance norm's ReLU(inplace=True)) and is xhat itself where there is no weight or bias: xhat is recomputed.
     sizes: input as [N, C, S], `groups` groups of statistics along C (kernels/group_norm.py's view), whose kernels
-    run both passes where the tensors are theirs (not empty, of their dtypes), the composition elsewhere."""
+    run both passes where the tensors are theirs (not empty, of their dtypes), the composition elsewhere.
+    statistics=True returns (output, mean, sqrt(var + eps)), the statistics float32 vectors of N * groups, which no
+    gradient reaches (torch.native_layer_norm's and native_group_norm's)."""
     args = (input, stats_shape, dims, weight, bias, shape)
 
     def graph(g, out):  # the statistics recomputed on the tape, so that a gradient of the gradient reaches them
@@ -136,7 +157,7 @@ def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape, sizes
         return _native_grads(g, xhat, std, *args)
     if input.numel() and input.dtype in FLOATS and all(v is None or v.dtype in FLOATS for v in (weight, bias)):
         _check_affine(weight, bias, input.dtype)
-        return _fused_norm(name, input, sizes, groups, eps, weight, bias, graph)
+        return _fused_norm(name, input, sizes, groups, eps, weight, bias, graph, statistics)
     with no_grad():
         xhat, mu, std = _standardised(input, stats_shape, dims, eps)
         y = _affine(xhat, weight, bias, shape, input.dtype)
@@ -146,11 +167,12 @@ def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape, sizes
         with no_grad():
             xhat = _standardised(input, stats_shape, dims, eps, (mu, std))[0]
             return [None if v is None else v.memory for v in _native_grads(Tensor(g), xhat, std, *args)]
-    return record(name, y.memory, [v for v in (input, weight, bias) if v is not None], backward,
-                  saved=(input, weight), graph=graph)
+    y = record(name, y.memory, [v for v in (input, weight, bias) if v is not None], backward,
+               saved=(input, weight), graph=graph)
+    return (y, *(reshape(v, (sizes[0] * groups,)) for v in (mu, std))) if statistics else y
 
 
-def _fused_norm(name, input, sizes, groups, eps, weight, bias, graph):
+def _fused_norm(name, input, sizes, groups, eps, weight, bias, graph, statistics):
     """_native_norm through kernels/group_norm.py: input viewed as sizes [N, C, S], `groups` groups along C,
     weight and bias flattened to [C]."""
     x = _group_norm.viewable(input.memory, sizes)
@@ -164,8 +186,9 @@ def _fused_norm(name, input, sizes, groups, eps, weight, bias, graph):
         grads = (dx, dw if dw is None or dw.shape == weight.shape else dw.view(weight.shape),
                  db if db is None or db.shape == bias.shape else db.view(bias.shape))
         return [gv for v, gv in zip((input, weight, bias), grads) if v is not None]
-    return record(name, y, [v for v in (input, weight, bias) if v is not None], backward, saved=(input, weight),
-                  graph=graph)
+    y = record(name, y, [v for v in (input, weight, bias) if v is not None], backward, saved=(input, weight),
+               graph=graph)
+    return (y, Tensor(mu), Tensor(std)) if statistics else y
 
 
 def _standardised(input, stats_shape, dims, eps, statistics=None):
@@ -240,12 +263,27 @@ def _last_dims(name, input, normalized_shape):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalisation over the last len(normalized_shape) dims of each sample, then weight and bias
     of normalized_shape, as torch's (_native_norm)."""
+    return _layer_norm(input, normalized_shape, weight, bias, eps, statistics=False)
+
+
+def _layer_norm(input, normalized_shape, weight, bias, eps, statistics):
+    """layer_norm, and with statistics=True native_layer_norm's (output, mean, std) (_native_norm)."""
     check_args("layer_norm", "tuple of ints", normalized_shape=normalized_shape)  # the parser's TypeErrors, first
     check_args("layer_norm", "float", eps=eps)
     shape = _last_dims("layer_norm", input, normalized_shape)
     cols = math.prod(shape)
     return _native_norm("native_layer_norm", input, input.shape, tuple(range(-len(shape), 0)), eps, weight, bias, shape,
-                        (input.numel() // cols if cols else 0, cols, 1), 1)
+                        (input.numel() // cols if cols else 0, cols, 1), 1, statistics)
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    """torch.native_layer_norm: (layer_norm's output, mean, rstd = 1 / sqrt(var + eps)), the statistics of input's
+    shape with the normalised dims of size 1, float32 for 16-bit input (torch's on CUDA; on the CPU torch keeps
+    them in the input's dtype); no gradient reaches them, as torch's."""
+    y, mu, std = _layer_norm(input, normalized_shape, weight, bias, eps, statistics=True)
+    k = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    stats_shape = (*input.shape[:input.dim() - k], *(1,) * k)
+    return y, reshape(mu, stats_shape), reshape(reciprocal(std), stats_shape)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
@@ -266,6 +304,11 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalisation over each sample's groups of C / num_groups channels (and every position),
     then per-channel weight and bias, as torch's (_native_norm)."""
+    return _group_norm_of(input, num_groups, weight, bias, eps, statistics=False)
+
+
+def _group_norm_of(input, num_groups, weight, bias, eps, statistics):
+    """group_norm, and with statistics=True native_group_norm's (output, mean, std) (_native_norm)."""
     check_tensors("group_norm", input=input)
     check_args("group_norm", "int", num_groups=num_groups)
     check_args("group_norm", "float", eps=eps)
@@ -278,7 +321,21 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
                            f"shape {list(input.shape)} and num_groups={num_groups}")
     group = c // num_groups * math.prod(input.shape[2:])  # not -1: an empty batch's view is ambiguous
     return _native_norm("native_group_norm", input, (n, num_groups, group), (2,), eps, weight, bias,
-                        (c,) + (1,) * (input.dim() - 2), (n, c, math.prod(input.shape[2:])), num_groups)
+                        (c,) + (1,) * (input.dim() - 2), (n, c, math.prod(input.shape[2:])), num_groups, statistics)
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    """torch.native_group_norm: (group_norm's output, mean, rstd = 1 / sqrt(var + eps)), the statistics [N, group],
+    in the input's dtype (float32 where 16-bit input has float32 weight or bias, as torch's). Unlike torch's, no
+    gradient reaches the statistics."""
+    check_tensors("native_group_norm", input=input)
+    if input.numel() != N * C * HxW:
+        raise RuntimeError(f"Expected input to be of size N * C * HxW = {N * C * HxW}, got {input.numel()} elements "
+                           f"of shape {list(input.shape)}")
+    y, mu, std = _group_norm_of(input, group, weight, bias, eps, statistics=True)
+    mixed = any(v is not None and v.dtype != input.dtype for v in (weight, bias))
+    dtype = torch.float32 if mixed else input.dtype
+    return y, reshape(mu, (N, group)).to(dtype), reshape(reciprocal(std), (N, group)).to(dtype)
 
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,

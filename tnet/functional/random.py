@@ -16,7 +16,7 @@ from ..kernels.launch import check, check_type, is_flat
 from ..tensor import Tensor, as_int, in_layout, linear_graph, named, record, record_composed, tape_mark
 from .inputs import check_args, check_tensors
 from .copy import scatter
-from .pointwise import add, clamp_min, div, le, leaky_relu, log, log1p, mul, neg, sub, where
+from .pointwise import add, clamp_min, div, le, leaky_relu, log, log1p, mul, ne, neg, sub, where
 from .reduce import argmax
 from .softmax import softmax
 
@@ -47,6 +47,18 @@ def dropout(input, p=0.5, training=True, inplace=False):
     # torch's node by device: its fused native_dropout's on a GPU, its mask product's (MulBackward0) on the CPU
     node = "native_dropout" if input.device.type == "cuda" else "mul"
     return record(node, y, (input,), backward, graph=linear_graph("dropout", backward, mask))
+
+
+def native_dropout(input, p, train):
+    """torch.native_dropout: (dropout's output, the bool mask of the elements kept), the output input times
+    dropout's draw over ones (0 or 1 / (1 - p)); train=False: a copy of input and a mask of every element, as
+    torch's."""
+    check_tensors("native_dropout", input=input)
+    _check_p(p)
+    if not train:
+        return mul(input, 1), ones(*input.shape, dtype=torch.bool)
+    scale = dropout(ones(*input.shape, dtype=input.dtype), p)
+    return mul(input, scale), ne(scale, 0)
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):

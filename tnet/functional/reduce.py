@@ -755,13 +755,21 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     check_type(p == "fro" or p == "nuc" or (isinstance(p, numbers.Real) and not isinstance(p, bool)),
           lambda: f"norm: p must be a number, 'fro' or 'nuc', got {p!r}")
     if p == "nuc":
-        return nuclear_norm(input, tuple(range(input.ndim)) if dim is None else dim, keepdim, dtype)
+        return nuclear_norm(input, tuple(range(input.ndim)) if dim is None else dim, keepdim, dtype=dtype)
     return vector_norm(input, 2 if p == "fro" else p, dim, keepdim, dtype=dtype)
 
 
-def nuclear_norm(input, dim, keepdim, dtype):
-    """linalg.matrix_norm(input, 'nuc', ...): linalg, built on this module, puts its own here when imported."""
+def nuclear_norm(input, dim=(-2, -1), keepdim=False, *, dtype=None):
+    """torch.nuclear_norm: linalg, built on this module, puts its own here when imported."""
     raise NotImplementedError("norm: p='nuc' needs tnet.linalg")
+
+
+def frobenius_norm(input, dim, keepdim=False):
+    """torch.frobenius_norm (torch keeps it for TorchScript, linalg.vector_norm's 2-norm): the 2-norm over dim, at
+    most two dims (() every one)."""
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    check(len(dims) <= 2, lambda: f"Expected at most 2 dimensions, but got {len(dims)} dimensions instead.")
+    return vector_norm(input, 2, dims, keepdim)
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):

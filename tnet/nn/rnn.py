@@ -70,6 +70,30 @@ def _project(mode, x, w_ih, b_ih, b_hh):
     return F.linear(x, w_ih, b_ih), b_hh
 
 
+def cell_step(mode, input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One step of a cell of `mode` (STEPS' keys) on input [batch, input_size] from hx (the LSTM's: (h, c))."""
+    gi, b_hh = _project(mode, input, w_ih, b_ih, b_hh)
+    return STEPS[mode](gi, tuple(hx) if mode == "LSTM" else hx, w_hh, b_hh)
+
+
+# torch's top-level cells (aten's, which torch's cells call; a copied custom RNN calls them too): input [batch,
+# input_size], hx [batch, hidden_size] (lstm_cell's a pair (h, c), and it returns (h', c'))
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return cell_step("RNN_TANH", input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return cell_step("RNN_RELU", input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return cell_step("LSTM", input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return cell_step("GRU", input, hx, w_ih, w_hh, b_ih, b_hh)
+
+
 def _time_steps(x, sizes=None):
     """x's slices along dim 0 (views), x split in halves and each half again: a view's backward
     fills a zeroed gradient of its input's size, so that the gradients add up to T log T steps'
@@ -145,8 +169,8 @@ class RNNCellBase(Module):
         for s in states:
             check(s.shape == (x.shape[0], self.hidden_size),
                   lambda: f"{name}: hidden state is {s.shape}, expected {(x.shape[0], self.hidden_size)}")
-        gi, b_hh = _project(self.mode, x, self.weight_ih, self.bias_ih, self.bias_hh)
-        state = STEPS[self.mode](gi, states if self.mode == "LSTM" else states[0], self.weight_hh, b_hh)
+        state = cell_step(self.mode, x, states if self.mode == "LSTM" else states[0], self.weight_ih, self.weight_hh,
+                          self.bias_ih, self.bias_hh)
         if not batched:
             state = tuple(F.squeeze(s, 0) for s in state) if self.mode == "LSTM" else F.squeeze(state, 0)
         return state
