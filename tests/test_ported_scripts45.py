@@ -1,0 +1,417 @@
+"""DOCSTRING"""
+import copy
+import os
+import shutil
+import tempfile
+from collections import OrderedDict
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) the 60-minute blitz's CIFAR-10 classifier: its Net (two conv-pool stages, torch.flatten(x, 1), three linear
+# layers) trained through `for i, data in enumerate(trainloader, 0)` with a running loss printed every few mini-batches,
+# saved to PATH and loaded into a fresh Net, a batch read by `next(iter(testloader))`, the accuracy by
+# torch.max(outputs, 1) and `(predicted == labels).sum().item()`, and the per-class accuracy twice: the old
+# tutorial's class_correct lists indexed by a label tensor, the new one's correct_pred dict
+def blitz_cifar(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    rng = np.random.default_rng(0)
+    classes = ('plane', 'car', 'bird', 'cat')
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3)
+            self.pool = nn.MaxPool2d(2, 2)
+            self.conv2 = nn.Conv2d(4, 6, 3)
+            self.fc1 = nn.Linear(6 * 1 * 1, 8)
+            self.fc2 = nn.Linear(8, 6)
+            self.fc3 = nn.Linear(6, 4)
+
+        def forward(self, x):
+            x = self.pool(F.relu(self.conv1(x)))
+            x = self.pool(F.relu(self.conv2(x)))
+            x = torch.flatten(x, 1)  # flatten all dimensions except batch
+            x = F.relu(self.fc1(x))
+            x = F.relu(self.fc2(x))
+            x = self.fc3(x)
+            return x
+
+    net = Net()
+    init = load(m, net, state)
+    trainset = data.TensorDataset(torch.from_numpy(normal(rng, 8, 3, 10, 10)), torch.from_numpy(rng.integers(0, 4, 8)))
+    testset = data.TensorDataset(torch.from_numpy(normal(rng, 8, 3, 10, 10)), torch.from_numpy(rng.integers(0, 4, 8)))
+    trainloader = data.DataLoader(trainset, batch_size=4, shuffle=False, num_workers=0)
+    testloader = data.DataLoader(testset, batch_size=4, shuffle=False, num_workers=0)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    losses = []
+    for epoch in range(1):
+        running_loss = 0.0
+        for i, data_ in enumerate(trainloader, 0):
+            inputs, labels = data_
+            optimizer.zero_grad()
+            outputs = net(inputs)
+            loss = criterion(outputs, labels)
+            loss.backward()
+            optimizer.step()
+            running_loss += loss.item()
+            losses.append(loss.item())
+            if i % 2 == 1:
+                losses.append(running_loss / 2)
+                running_loss = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        PATH = os.path.join(tmp, 'cifar_net.pth')
+        torch.save(net.state_dict(), PATH)
+        net = Net()
+        net.load_state_dict(torch.load(PATH, weights_only=True))
+    dataiter = iter(testloader)
+    images, labels = next(dataiter)
+    outputs = net(images)
+    _, predicted = torch.max(outputs, 1)
+    shown = [classes[predicted[j]] for j in range(4)]
+    correct = 0
+    total = 0
+    with torch.no_grad():
+        for data_ in testloader:
+            images, labels = data_
+            outputs = net(images)
+            _, predicted = torch.max(outputs.data, 1)
+            total += labels.size(0)
+            correct += (predicted == labels).sum().item()
+    class_correct = list(0. for i in range(4))
+    class_total = list(0. for i in range(4))
+    with torch.no_grad():
+        for data_ in testloader:
+            images, labels = data_
+            outputs = net(images)
+            _, predicted = torch.max(outputs, 1)
+            c = (predicted == labels).squeeze()
+            for i in range(4):
+                label = labels[i]
+                class_correct[label] += c[i].item()
+                class_total[label] += 1
+    correct_pred = {classname: 0 for classname in classes}
+    total_pred = {classname: 0 for classname in classes}
+    with torch.no_grad():
+        for data_ in testloader:
+            images, labels = data_
+            outputs = net(images)
+            _, predictions = torch.max(outputs, 1)
+            for label, prediction in zip(labels, predictions):
+                if label == prediction:
+                    correct_pred[classes[label]] += 1
+                total_pred[classes[label]] += 1
+    assert [correct_pred[c] for c in classes] == class_correct and [total_pred[c] for c in classes] == class_total
+    return init, losses + [100 * correct // total, len(shown)] + class_correct + class_total + summary(net.parameters())
+
+
+def test_blitz_cifar():
+    compare(blitz_cifar)
+
+
+# (b) the transfer-learning tutorial's train_model: phases 'train' and 'val' each with model.train() or model.eval(),
+# `with torch.set_grad_enabled(phase == 'train')`, running_corrects by torch.sum(preds == labels.data), a StepLR
+# stepped once an epoch, the best weights kept by copy.deepcopy(model.state_dict()) and loaded at the end; first as a
+# fixed feature extractor (every parameter's requires_grad = False, a new fc whose parameters alone go to the
+# optimizer), then fine-tuned with the backbone unfrozen by requires_grad_(True) and a smaller lr for it through the
+# classic id()-filter of param groups. The tutorial's `running_corrects.double()` reads .float() (tnet has no float64)
+def transfer_learning(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    lr_scheduler = m.lr_scheduler
+    rng = np.random.default_rng(1)
+
+    class Backbone(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.relu = nn.ReLU(inplace=True)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(4, 10)
+
+        def forward(self, x):
+            x = self.avgpool(self.relu(self.bn1(self.conv1(x))))
+            return self.fc(torch.flatten(x, 1))
+
+    model_conv = Backbone()
+    num_ftrs = model_conv.fc.in_features
+    for param in model_conv.parameters():
+        param.requires_grad = False
+    model_conv.fc = nn.Linear(num_ftrs, 3)
+    init = load(m, model_conv, state)
+    device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+    model_conv = model_conv.to(device)
+    sets = {x: data.TensorDataset(torch.from_numpy(normal(rng, 6, 3, 6, 6)), torch.from_numpy(rng.integers(0, 3, 6)))
+            for x in ['train', 'val']}
+    dataloaders = {x: data.DataLoader(sets[x], batch_size=3, shuffle=False) for x in ['train', 'val']}
+    dataset_sizes = {x: len(sets[x]) for x in ['train', 'val']}
+    criterion = nn.CrossEntropyLoss()
+    record = []
+
+    def train_model(model, criterion, optimizer, scheduler, num_epochs=2):
+        best_model_wts = copy.deepcopy(model.state_dict())
+        best_acc = 0.0
+        for epoch in range(num_epochs):
+            for phase in ['train', 'val']:
+                if phase == 'train':
+                    model.train()
+                else:
+                    model.eval()
+                running_loss = 0.0
+                running_corrects = 0
+                for inputs, labels in dataloaders[phase]:
+                    inputs = inputs.to(device)
+                    labels = labels.to(device)
+                    optimizer.zero_grad()
+                    with torch.set_grad_enabled(phase == 'train'):
+                        outputs = model(inputs)
+                        _, preds = torch.max(outputs, 1)
+                        loss = criterion(outputs, labels)
+                        if phase == 'train':
+                            loss.backward()
+                            optimizer.step()
+                    running_loss += loss.item() * inputs.size(0)
+                    running_corrects += torch.sum(preds == labels.data)
+                if phase == 'train':
+                    scheduler.step()
+                epoch_loss = running_loss / dataset_sizes[phase]
+                epoch_acc = running_corrects.float() / dataset_sizes[phase]
+                record.extend([epoch_loss, epoch_acc.item()])
+                if phase == 'val' and epoch_acc > best_acc:
+                    best_acc = epoch_acc
+                    best_model_wts = copy.deepcopy(model.state_dict())
+        model.load_state_dict(best_model_wts)
+        return model
+
+    optimizer_conv = optim.SGD(model_conv.fc.parameters(), lr=0.05, momentum=0.9)
+    exp_lr_scheduler = lr_scheduler.StepLR(optimizer_conv, step_size=1, gamma=0.1)
+    frozen = [p.detach().clone() for p in model_conv.conv1.parameters()]
+    model_conv = train_model(model_conv, criterion, optimizer_conv, exp_lr_scheduler)
+    assert all((p - q).abs().max().item() == 0 for p, q in zip(model_conv.conv1.parameters(), frozen))
+    assert model_conv.conv1.weight.grad is None
+    model_conv.requires_grad_(True)
+    ignored_params = list(map(id, model_conv.fc.parameters()))
+    base_params = filter(lambda p: id(p) not in ignored_params, model_conv.parameters())
+    optimizer_ft = optim.SGD([{'params': base_params}, {'params': model_conv.fc.parameters(), 'lr': 0.05}],
+                             lr=0.01, momentum=0.9)
+    model_conv = train_model(model_conv, criterion, optimizer_ft, lr_scheduler.StepLR(optimizer_ft, 1, 0.5), 1)
+    record += [g['lr'] for g in optimizer_ft.param_groups]
+    return init, record + summary(model_conv.parameters()) + summary(model_conv.buffers())
+
+
+def test_transfer_learning():
+    compare(transfer_learning)
+
+
+# (c) the ImageNet example's main.py bookkeeping: AverageMeter and ProgressMeter (fmt strings such as ':6.2f'),
+# accuracy(output, target, topk=(1, 3)) by topk(...).t() and eq(target.view(1, -1).expand_as(pred)), validate under
+# `with torch.no_grad()`, adjust_learning_rate by hand (lr * 0.1 ** (epoch // 1)) through every param group,
+# save_checkpoint with shutil.copyfile to model_best.pth.tar, and a resume by torch.load(..., map_location=loc) that
+# restores the epoch, best_acc1, the model and the optimizer before training on
+def imagenet_main(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    rng = np.random.default_rng(2)
+
+    class AverageMeter(object):
+        """Computes and stores the average and current value"""
+        def __init__(self, name, fmt=':f'):
+            self.name = name
+            self.fmt = fmt
+            self.reset()
+
+        def reset(self):
+            self.val = 0
+            self.avg = 0
+            self.sum = 0
+            self.count = 0
+
+        def update(self, val, n=1):
+            self.val = val
+            self.sum += val * n
+            self.count += n
+            self.avg = self.sum / self.count
+
+        def __str__(self):
+            fmtstr = '{name} {val' + self.fmt + '} ({avg' + self.fmt + '})'
+            return fmtstr.format(**self.__dict__)
+
+    class ProgressMeter(object):
+        def __init__(self, num_batches, meters, prefix=""):
+            self.batch_fmtstr = self._get_batch_fmtstr(num_batches)
+            self.meters = meters
+            self.prefix = prefix
+
+        def display(self, batch):
+            entries = [self.prefix + self.batch_fmtstr.format(batch)]
+            entries += [str(meter) for meter in self.meters]
+            return '\t'.join(entries)
+
+        def _get_batch_fmtstr(self, num_batches):
+            num_digits = len(str(num_batches // 1))
+            fmt = '{:' + str(num_digits) + 'd}'
+            return '[' + fmt + '/' + fmt.format(num_batches) + ']'
+
+    def accuracy(output, target, topk=(1,)):
+        """Computes the accuracy over the k top predictions for the specified values of k"""
+        with torch.no_grad():
+            maxk = max(topk)
+            batch_size = target.size(0)
+            _, pred = output.topk(maxk, 1, True, True)
+            pred = pred.t()
+            correct = pred.eq(target.view(1, -1).expand_as(pred))
+            res = []
+            for k in topk:
+                correct_k = correct[:k].reshape(-1).float().sum(0, keepdim=True)
+                res.append(correct_k.mul_(100.0 / batch_size))
+            return res
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 5))
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss()
+    base_lr = 0.1
+    optimizer = optim.SGD(model.parameters(), base_lr, momentum=0.9, weight_decay=1e-4)
+    train_loader = data.DataLoader(data.TensorDataset(torch.from_numpy(normal(rng, 6, 3, 6, 6)),
+                                                      torch.from_numpy(rng.integers(0, 5, 6))), batch_size=3)
+    val_loader = data.DataLoader(data.TensorDataset(torch.from_numpy(normal(rng, 4, 3, 6, 6)),
+                                                    torch.from_numpy(rng.integers(0, 5, 4))), batch_size=2)
+    lines = []
+
+    def adjust_learning_rate(optimizer, epoch):
+        lr = base_lr * (0.1 ** (epoch // 1))
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = lr
+
+    def train(train_loader, model, criterion, optimizer, epoch):
+        losses = AverageMeter('Loss', ':.4e')
+        top1 = AverageMeter('Acc@1', ':6.2f')
+        top3 = AverageMeter('Acc@3', ':6.2f')
+        progress = ProgressMeter(len(train_loader), [losses, top1, top3], prefix="Epoch: [{}]".format(epoch))
+        model.train()
+        for i, (images, target) in enumerate(train_loader):
+            output = model(images)
+            loss = criterion(output, target)
+            acc1, acc3 = accuracy(output, target, topk=(1, 3))
+            losses.update(loss.item(), images.size(0))
+            top1.update(acc1[0], images.size(0))
+            top3.update(acc3[0], images.size(0))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            lines.append(progress.display(i + 1))
+        return losses.avg
+
+    def validate(val_loader, model, criterion):
+        losses = AverageMeter('Loss', ':.4e')
+        top1 = AverageMeter('Acc@1', ':6.2f')
+        model.eval()
+        with torch.no_grad():
+            for i, (images, target) in enumerate(val_loader):
+                output = model(images)
+                loss = criterion(output, target)
+                acc1, = accuracy(output, target, topk=(1,))
+                losses.update(loss.item(), images.size(0))
+                top1.update(acc1[0], images.size(0))
+        lines.append(' * Acc@1 {top1.avg:.3f}'.format(top1=top1))
+        return top1.avg, losses.avg
+
+    def save_checkpoint(state_, is_best, filename):
+        torch.save(state_, filename)
+        if is_best:
+            shutil.copyfile(filename, os.path.join(os.path.dirname(filename), 'model_best.pth.tar'))
+
+    record = []
+    best_acc1 = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        filename = os.path.join(tmp, 'checkpoint.pth.tar')
+        for epoch in range(0, 2):
+            adjust_learning_rate(optimizer, epoch)
+            record.append(train(train_loader, model, criterion, optimizer, epoch))
+            acc1, val_loss = validate(val_loader, model, criterion)
+            record += [float(acc1), val_loss]
+            is_best = acc1 > best_acc1
+            best_acc1 = max(acc1, best_acc1)
+            save_checkpoint({'epoch': epoch + 1, 'arch': 'tiny', 'state_dict': model.state_dict(),
+                             'best_acc1': best_acc1, 'optimizer': optimizer.state_dict()}, is_best, filename)
+        # a second run resumes
+        model2 = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(inplace=True),
+                               nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 5))
+        optimizer2 = optim.SGD(model2.parameters(), base_lr, momentum=0.9, weight_decay=1e-4)
+        loc = 'cuda:{}'.format(0) if torch.cuda.is_available() else 'cpu'
+        checkpoint = torch.load(filename, map_location=loc, weights_only=False)
+        start_epoch = checkpoint['epoch']
+        best_acc1 = checkpoint['best_acc1']
+        model2.load_state_dict(checkpoint['state_dict'])
+        optimizer2.load_state_dict(checkpoint['optimizer'])
+        assert os.path.exists(os.path.join(tmp, 'model_best.pth.tar'))
+    adjust_learning_rate(optimizer2, start_epoch)
+    record.append(train(train_loader, model2, criterion, optimizer2, start_epoch))
+    assert lines[0].startswith('Epoch: [0][1/2]\tLoss ') and 'Acc@3' in lines[0]
+    return init, record + [float(best_acc1), start_epoch] + summary(model2.parameters())
+
+
+def test_imagenet_main():
+    compare(imagenet_main)
+
+
+# (d) evaluation metrics as scripts write them: a confusion matrix three ways (torch.bincount of
+# `num_classes * target + pred`, index_put_ with accumulate=True, and the forum loop
+# `confusion_matrix[t.long(), p.long()] += 1`), per-class precision, recall and F1 from its diagonal
+# (a class never predicted gives 0/0, cleaned by torch.nan_to_num), the balanced accuracy, torch.trace over the sum,
+# and a top-2 accuracy by `torch.topk(...).indices` and `(pred == y[:, None]).any(dim=1)`, on a trained model's
+# predictions collected by torch.cat
+def confusion_metrics(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    rng = np.random.default_rng(3)
+    nb_classes = 4
+    model = nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, nb_classes))
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=0.05)
+    X = torch.from_numpy(normal(rng, 12, 5))
+    Y = torch.from_numpy(rng.integers(0, nb_classes, 12))
+    losses = []
+    for _ in range(2):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(X), Y)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    loader = data.DataLoader(data.TensorDataset(X, Y), batch_size=4)
+    all_preds, all_targets, all_logits = [], [], []
+    model.eval()
+    with torch.no_grad():
+        for inputs, classes in loader:
+            outputs = model(inputs)
+            _, preds = torch.max(outputs, 1)
+            all_preds.append(preds)
+            all_targets.append(classes)
+            all_logits.append(outputs)
+    preds, targets, logits = torch.cat(all_preds), torch.cat(all_targets), torch.cat(all_logits)
+    cm1 = torch.bincount(nb_classes * targets + preds, minlength=nb_classes ** 2).reshape(nb_classes, nb_classes)
+    cm2 = torch.zeros(nb_classes, nb_classes, dtype=torch.long)
+    cm2.index_put_((targets, preds), torch.ones_like(targets), accumulate=True)
+    confusion_matrix = torch.zeros(nb_classes, nb_classes)
+    for t, p in zip(targets.view(-1), preds.view(-1)):
+        confusion_matrix[t.long(), p.long()] += 1
+    assert (cm1 == cm2).all() and torch.equal(cm1.float(), confusion_matrix)
+    tp = confusion_matrix.diag()
+    precision = torch.nan_to_num(tp / confusion_matrix.sum(0))
+    recall = tp / confusion_matrix.sum(1).clamp(min=1)
+    f1 = torch.nan_to_num(2 * precision * recall / (precision + recall))
+    balanced = recall.mean().item()
+    acc = (torch.trace(confusion_matrix) / confusion_matrix.sum()).item()
+    top2 = torch.topk(logits, 2, dim=1).indices
+    top2_acc = (top2 == targets[:, None]).any(dim=1).float().mean().item()
+    return init, (losses + cm1.flatten().tolist() + precision.tolist() + recall.tolist() + f1.tolist()
+                  + [balanced, acc, top2_acc])
+
+
+def test_confusion_metrics():
+    compare(confusion_metrics)
