@@ -415,3 +415,223 @@ def confusion_metrics(m, state=None):
 
 def test_confusion_metrics():
     compare(confusion_metrics)
+
+
+# (e) regularising targets by hand in a CIFAR loop: a LabelSmoothingLoss module (true_dist by fill_ then scatter_ of
+# the confidence at target.data.unsqueeze(1), under torch.no_grad()) checked against CrossEntropyLoss(label_smoothing=)
+# over the same smoothing spread, and a KL-divergence version by nn.KLDivLoss(reduction='batchmean'); mixup by
+# np.random.beta and clovaai's CutMix rand_bbox (np.random.uniform centres, np.clip bounds: numpy integers slice the
+# batch, the box pasted from a permuted batch, lam corrected by the box's area). The permutations are numpy's
+# (np.random.permutation into torch.from_numpy; the sources' torch.randperm draws other numbers in each library)
+def smoothing_mixup_cutmix(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    np.random.seed(5)
+    rng = np.random.default_rng(5)
+
+    class LabelSmoothingLoss(nn.Module):
+        def __init__(self, classes, smoothing=0.0, dim=-1):
+            super(LabelSmoothingLoss, self).__init__()
+            self.confidence = 1.0 - smoothing
+            self.smoothing = smoothing
+            self.cls = classes
+            self.dim = dim
+
+        def forward(self, pred, target):
+            pred = pred.log_softmax(dim=self.dim)
+            with torch.no_grad():
+                true_dist = torch.zeros_like(pred)
+                true_dist.fill_(self.smoothing / (self.cls - 1))
+                true_dist.scatter_(1, target.data.unsqueeze(1), self.confidence)
+            return torch.mean(torch.sum(-true_dist * pred, dim=self.dim))
+
+    def rand_bbox(size, lam):
+        W = size[2]
+        H = size[3]
+        cut_rat = np.sqrt(1. - lam)
+        cut_w = int(W * cut_rat)
+        cut_h = int(H * cut_rat)
+        cx = np.random.randint(W)
+        cy = np.random.randint(H)
+        bbx1 = np.clip(cx - cut_w // 2, 0, W)
+        bby1 = np.clip(cy - cut_h // 2, 0, H)
+        bbx2 = np.clip(cx + cut_w // 2, 0, W)
+        bby2 = np.clip(cy + cut_h // 2, 0, H)
+        return bbx1, bby1, bbx2, bby2
+
+    def mixup_data(x, y, alpha=1.0):
+        lam = np.random.beta(alpha, alpha) if alpha > 0 else 1
+        index = torch.from_numpy(np.random.permutation(x.size()[0]))
+        mixed_x = lam * x + (1 - lam) * x[index, :]
+        return mixed_x, y, y[index], lam
+
+    def mixup_criterion(criterion, pred, y_a, y_b, lam):
+        return lam * criterion(pred, y_a) + (1 - lam) * criterion(pred, y_b)
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                          nn.Flatten(), nn.Linear(4, 5))
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    smooth = LabelSmoothingLoss(5, smoothing=0.2)
+    kl = nn.KLDivLoss(reduction='batchmean')
+    record = []
+    for it in range(3):
+        inputs = torch.from_numpy(normal(rng, 4, 3, 6, 6))
+        targets = torch.from_numpy(rng.integers(0, 5, 4))
+        if it == 0:  # label smoothing three ways: the module, torch's own (its eps spread over all classes) and KL
+            outputs = model(inputs)
+            loss = smooth(outputs, targets)
+            reference = nn.CrossEntropyLoss(label_smoothing=0.2 * 5 / 4)(outputs, targets)
+            soft = torch.full_like(outputs, 0.2 / 4).scatter_(1, targets.unsqueeze(1), 0.8)
+            record += [reference.item(), kl(F.log_softmax(outputs, dim=1), soft).item()]
+        elif it == 1:
+            inputs, targets_a, targets_b, lam = mixup_data(inputs, targets, 1.0)
+            outputs = model(inputs)
+            loss = mixup_criterion(nn.CrossEntropyLoss(), outputs, targets_a, targets_b, lam)
+            _, predicted = torch.max(outputs.data, 1)
+            correct = (lam * predicted.eq(targets_a.data).cpu().sum().float()
+                       + (1 - lam) * predicted.eq(targets_b.data).cpu().sum().float())
+            record.append(correct.item())
+        else:
+            lam = np.random.beta(1.0, 1.0)
+            rand_index = torch.from_numpy(np.random.permutation(inputs.size()[0]))
+            target_a = targets
+            target_b = targets[rand_index]
+            bbx1, bby1, bbx2, bby2 = rand_bbox(inputs.size(), lam)
+            inputs[:, :, bbx1:bbx2, bby1:bby2] = inputs[rand_index, :, bbx1:bbx2, bby1:bby2]
+            lam = 1 - ((bbx2 - bbx1) * (bby2 - bby1) / (inputs.size()[-1] * inputs.size()[-2]))
+            outputs = model(inputs)
+            loss = nn.CrossEntropyLoss()(outputs, target_a) * lam + nn.CrossEntropyLoss()(outputs, target_b) * (1. - lam)
+            record.append(float(lam))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    return init, record + summary(model.parameters())
+
+
+def test_smoothing_mixup_cutmix():
+    compare(smoothing_mixup_cutmix)
+
+
+# (f) validation-driven training: Bjarten's early-stopping-pytorch EarlyStopping (val_loss_min = np.inf, a counter,
+# delta, torch.save of the best state_dict to its path, early_stop set once patience runs out), ReduceLROnPlateau
+# stepped with the validation loss (a float, then a 0-d tensor) whose reductions are read from param_groups and
+# get_last_lr(), the best checkpoint loaded back when the loop stops
+def early_stopping_plateau(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    lr_scheduler = m.lr_scheduler
+    rng = np.random.default_rng(6)
+
+    class EarlyStopping:
+        """Early stops the training if validation loss doesn't improve after a given patience."""
+        def __init__(self, patience=7, verbose=False, delta=0, path='checkpoint.pt', trace_func=print):
+            self.patience = patience
+            self.verbose = verbose
+            self.counter = 0
+            self.best_val_loss = None
+            self.early_stop = False
+            self.val_loss_min = np.inf
+            self.delta = delta
+            self.path = path
+            self.trace_func = trace_func
+
+        def __call__(self, val_loss, model):
+            if np.isnan(val_loss):
+                self.trace_func("Validation loss is NaN. Ignoring this epoch.")
+                return
+            if self.best_val_loss is None:
+                self.best_val_loss = val_loss
+                self.save_checkpoint(val_loss, model)
+            elif val_loss < self.best_val_loss - self.delta:
+                self.best_val_loss = val_loss
+                self.save_checkpoint(val_loss, model)
+                self.counter = 0
+            else:
+                self.counter += 1
+                if self.counter >= self.patience:
+                    self.early_stop = True
+
+        def save_checkpoint(self, val_loss, model):
+            torch.save(model.state_dict(), self.path)
+            self.val_loss_min = val_loss
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Dropout(0.0), nn.Linear(8, 3))
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=0.3)
+    scheduler = lr_scheduler.ReduceLROnPlateau(optimizer, mode='min', factor=0.5, patience=0, threshold=1e-3)
+    x_train, y_train = torch.from_numpy(normal(rng, 8, 4)), torch.from_numpy(rng.integers(0, 3, 8))
+    x_val, y_val = torch.from_numpy(normal(rng, 6, 4)), torch.from_numpy(rng.integers(0, 3, 6))
+    record = []
+    with tempfile.TemporaryDirectory() as tmp:
+        early_stopping = EarlyStopping(patience=2, verbose=True, path=os.path.join(tmp, 'checkpoint.pt'))
+        for epoch in range(1, 7):
+            model.train()
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x_train), y_train)
+            loss.backward()
+            optimizer.step()
+            model.eval()
+            with torch.no_grad():
+                valid_loss = F.cross_entropy(model(x_val), y_val)
+            scheduler.step(valid_loss.item() if epoch % 2 else valid_loss)
+            record += [loss.item(), valid_loss.item(), optimizer.param_groups[0]['lr'], scheduler.get_last_lr()[0]]
+            early_stopping(valid_loss.item(), model)
+            if early_stopping.early_stop:
+                break
+        model.load_state_dict(torch.load(early_stopping.path))
+    with torch.no_grad():
+        best = F.cross_entropy(model(x_val), y_val).item()
+    assert abs(best - early_stopping.val_loss_min) < 1e-6
+    return init, record + [epoch, best, early_stopping.counter] + summary(model.parameters())
+
+
+def test_early_stopping_plateau():
+    compare(early_stopping_plateau)
+
+
+# (g) gradient accumulation with clipping as the forum answers write it: the loss divided by accumulation_steps,
+# `if (i + 1) % accumulation_steps == 0` stepping and zero_grad(set_to_none=True), the old torch.cuda.amp API kept in
+# the loop but off (GradScaler(enabled=use_amp), autocast(enabled=use_amp)), scaler.unscale_ before
+# clip_grad_norm_, whose returned total norm is logged, checked by torch.isfinite and compared with a norm taken by
+# hand over p.grad.detach().data.norm(2); clip_grad_value_ on a second group
+def accumulate_and_clip(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(7)
+    use_amp = False
+    model = nn.Sequential(nn.Conv2d(2, 4, 3), nn.GroupNorm(2, 4), nn.SiLU(), nn.Flatten(), nn.Linear(4 * 2 * 2, 3))
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
+    accumulation_steps = 2
+    record = []
+    optimizer.zero_grad(set_to_none=True)
+    for i in range(4):
+        inputs = torch.from_numpy(normal(rng, 2, 2, 4, 4)) * (1 + 3 * i)
+        labels = torch.from_numpy(rng.integers(0, 3, 2))
+        with torch.cuda.amp.autocast(enabled=use_amp):
+            outputs = model(inputs)
+            loss = F.cross_entropy(outputs, labels)
+            loss = loss / accumulation_steps
+        scaler.scale(loss).backward()
+        record.append(loss.item())
+        if (i + 1) % accumulation_steps == 0:
+            scaler.unscale_(optimizer)
+            total_norm = 0.0
+            for p in model.parameters():
+                if p.grad is not None:
+                    param_norm = p.grad.detach().data.norm(2)
+                    total_norm += param_norm.item() ** 2
+            total_norm = total_norm ** 0.5
+            grad_norm = nn.utils.clip_grad_norm_(model[:2].parameters(), max_norm=1.0)
+            assert torch.isfinite(grad_norm)
+            nn.utils.clip_grad_value_(model[4].parameters(), clip_value=0.05)
+            record += [total_norm, grad_norm.item()]
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            assert model[0].weight.grad is None
+    return init, record + summary(model.parameters())
+
+
+def test_accumulate_and_clip():
+    compare(accumulate_and_clip)
