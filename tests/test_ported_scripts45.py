@@ -635,3 +635,111 @@ def accumulate_and_clip(m, state=None):
 
 def test_accumulate_and_clip():
     compare(accumulate_and_clip)
+
+
+# (h) torchvision's weight-init loops copied into a CIFAR ResNet: `for m in self.modules()` with isinstance checks
+# (kaiming_normal_ fan_out/relu on convolutions, constant_ 1 and 0 on BatchNorm2d and GroupNorm, normal_(0, 0.01) on
+# Linear), zero_init_residual's constant_(m.bn2.weight, 0) per BasicBlock, the older `m.weight.data.normal_(0,
+# math.sqrt(2. / n))` with n from kernel_size and out_channels beside `m.bias.data.zero_()`, and the reproducibility
+# preamble (torch.manual_seed, torch.cuda.manual_seed_all, np.random.seed, cudnn.deterministic/benchmark,
+# use_deterministic_algorithms); a zero-initialised residual branch passes its input through at the first forward
+def init_loops(m, state=None):
+    import math
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    import importlib
+    cudnn = importlib.import_module(torch.__name__ + '.backends.cudnn')
+    seed = 0
+    torch.manual_seed(seed)
+    torch.cuda.manual_seed_all(seed)
+    np.random.seed(seed)
+    cudnn.deterministic = True
+    cudnn.benchmark = False
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    rng = np.random.default_rng(8)
+
+    class BasicBlock(nn.Module):
+        expansion = 1
+
+        def __init__(self, inplanes, planes, stride=1, downsample=None):
+            super(BasicBlock, self).__init__()
+            self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(planes)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(planes)
+            self.downsample = downsample
+
+        def forward(self, x):
+            identity = x
+            out = self.relu(self.bn1(self.conv1(x)))
+            out = self.bn2(self.conv2(out))
+            if self.downsample is not None:
+                identity = self.downsample(x)
+            out += identity
+            return self.relu(out)
+
+    class ResNet(nn.Module):
+        def __init__(self, num_classes=4, zero_init_residual=True, old_style=False):
+            super(ResNet, self).__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3, 1, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.relu = nn.ReLU(inplace=True)
+            self.layer1 = BasicBlock(4, 4)
+            down = nn.Sequential(nn.Conv2d(4, 6, 1, 2, bias=False), nn.GroupNorm(2, 6))
+            self.layer2 = BasicBlock(4, 6, 2, down)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(6 * BasicBlock.expansion, num_classes)
+            for m_ in self.modules():
+                if isinstance(m_, nn.Conv2d):
+                    if old_style:
+                        n = m_.kernel_size[0] * m_.kernel_size[1] * m_.out_channels
+                        m_.weight.data.normal_(0, math.sqrt(2. / n))
+                        if m_.bias is not None:
+                            m_.bias.data.zero_()
+                    else:
+                        nn.init.kaiming_normal_(m_.weight, mode='fan_out', nonlinearity='relu')
+                elif isinstance(m_, (nn.BatchNorm2d, nn.GroupNorm)):
+                    nn.init.constant_(m_.weight, 1)
+                    nn.init.constant_(m_.bias, 0)
+                elif isinstance(m_, nn.Linear):
+                    nn.init.normal_(m_.weight, 0, 0.01)
+                    nn.init.constant_(m_.bias, 0)
+            if zero_init_residual:
+                for m_ in self.modules():
+                    if isinstance(m_, BasicBlock):
+                        nn.init.constant_(m_.bn2.weight, 0)
+
+        def forward(self, x):
+            x = self.relu(self.bn1(self.conv1(x)))
+            x = self.layer2(self.layer1(x))
+            return self.fc(torch.flatten(self.avgpool(x), 1))
+
+    model = ResNet()
+    old = ResNet(zero_init_residual=False, old_style=True)
+    init = {'model': load(m, model, None if state is None else state['model']),
+            'old': load(m, old, None if state is None else state['old'])}
+    if state is None:
+        w = init['model']['conv1.weight']
+        assert abs(w.std() - math.sqrt(2.0 / (4 * 9))) < 0.2 and (init['model']['layer1.bn2.weight'] == 0).all()
+        assert (init['model']['fc.bias'] == 0).all() and (init['old']['layer1.bn2.weight'] == 1).all()
+    x = torch.from_numpy(normal(rng, 2, 3, 6, 6))
+    y = torch.from_numpy(rng.integers(0, 4, 2))
+    with torch.no_grad():
+        stem = model.relu(model.bn1(model.conv1(x)))
+        assert (model.layer1(stem) - stem).abs().max().item() == 0.0
+    record = []
+    for net in (model, old):
+        optimizer = optim.SGD(net.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        for _ in range(2):
+            optimizer.zero_grad()
+            loss = F.cross_entropy(net(x), y)
+            loss.backward()
+            optimizer.step()
+            record.append(loss.item())
+        record += summary(net.parameters())
+    torch.use_deterministic_algorithms(False)
+    return init, record
+
+
+def test_init_loops():
+    compare(init_loops)
