@@ -743,3 +743,178 @@ def init_loops(m, state=None):
 
 def test_init_loops():
     compare(init_loops)
+
+
+# (i) the data-loading tutorial's shapes on a small array dataset: a Dataset subclass (`if torch.is_tensor(idx): idx =
+# idx.tolist()`, a dict sample with a transform callable class, torch.from_numpy in its ToTensor), random_split by
+# fractions under a seeded generator (sizes and a partition of the indices checked; each library draws its own),
+# Subset over fixed indices, a DataLoader with shuffle=True and a seeded generator whose epoch sums the per-sample
+# losses before one step (an order-free full-batch step), drop_last, a BatchSampler over a SequentialSampler, and a
+# collate_fn that stacks the dict samples by hand
+def data_pipeline(m, state=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    rng = np.random.default_rng(9)
+    images = normal(rng, 12, 2, 4, 4)
+    labels = rng.integers(0, 3, 12)
+
+    class ToTensor(object):
+        """Convert ndarrays in sample to Tensors."""
+        def __call__(self, sample):
+            image, label = sample['image'], sample['label']
+            return {'image': torch.from_numpy(image), 'label': torch.tensor(label)}
+
+    class Normalize(object):
+        def __init__(self, mean, std):
+            self.mean, self.std = mean, std
+
+        def __call__(self, sample):
+            sample['image'] = (sample['image'] - self.mean) / self.std
+            return sample
+
+    class Compose(object):
+        def __init__(self, transforms):
+            self.transforms = transforms
+
+        def __call__(self, sample):
+            for t in self.transforms:
+                sample = t(sample)
+            return sample
+
+    class ArrayDataset(data.Dataset):
+        def __init__(self, images, labels, transform=None):
+            self.images = images
+            self.labels = labels
+            self.transform = transform
+
+        def __len__(self):
+            return len(self.labels)
+
+        def __getitem__(self, idx):
+            if torch.is_tensor(idx):
+                idx = idx.tolist()
+            sample = {'image': self.images[idx], 'label': self.labels[idx]}
+            if self.transform:
+                sample = self.transform(sample)
+            return sample
+
+    dataset = ArrayDataset(images, labels, transform=Compose([ToTensor(), Normalize(0.1, 2.0)]))
+    train_size = int(0.75 * len(dataset))
+    parts = data.random_split(dataset, [0.75, 0.25], generator=torch.Generator().manual_seed(42))
+    assert [len(p) for p in parts] == [train_size, len(dataset) - train_size]
+    assert sorted(list(parts[0].indices) + list(parts[1].indices)) == list(range(12))
+    train_set = data.Subset(dataset, list(range(8)))
+    val_set = data.Subset(dataset, [8, 9, 10, 11])
+    assert int(train_set[torch.tensor(3)]['label']) == labels[3]
+
+    def collate(batch):
+        return torch.stack([b['image'] for b in batch]), torch.stack([b['label'] for b in batch])
+
+    model = nn.Sequential(nn.Conv2d(2, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(16, 3))
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.2)
+    g = torch.Generator()
+    g.manual_seed(0)
+    train_loader = data.DataLoader(train_set, batch_size=4, shuffle=True, drop_last=True, generator=g,
+                                   collate_fn=collate)
+    val_loader = data.DataLoader(val_set, batch_sampler=data.BatchSampler(data.SequentialSampler(val_set), 3, False),
+                                 collate_fn=collate)
+    assert len(train_loader) == 2 and len(val_loader) == 2
+    record = []
+    for epoch in range(2):
+        model.train()
+        optimizer.zero_grad()
+        total = 0.0
+        for inputs, targets in train_loader:
+            loss = F.cross_entropy(model(inputs), targets, reduction='sum') / len(train_set)
+            loss.backward()
+            total += loss.item()
+        optimizer.step()
+        model.eval()
+        val_loss, correct = 0.0, 0
+        with torch.no_grad():
+            for inputs, targets in val_loader:
+                output = model(inputs)
+                val_loss += F.cross_entropy(output, targets, reduction='sum').item()
+                pred = output.argmax(dim=1, keepdim=True)
+                correct += pred.eq(targets.view_as(pred)).sum().item()
+        record += [total, val_loss / len(val_loader.dataset), correct]
+    default = next(iter(data.DataLoader(train_set, batch_size=3)))
+    assert sorted(default.keys()) == ['image', 'label'] and tuple(default['image'].shape) == (3, 2, 4, 4)
+    return init, record + summary(model.parameters())
+
+
+def test_data_pipeline():
+    compare(data_pipeline)
+
+
+# (j) deployment-style evaluation: a model trained under nn.DataParallel (keys prefixed 'module.'), saved in a
+# checkpoint dict and loaded into a bare model by map_location=lambda storage, loc: storage with the prefix stripped
+# through an OrderedDict (`k[7:]`), a strict=False load reporting a head's missing keys; predictions by
+# model.eval() under `@torch.inference_mode()` and `@torch.no_grad()` decorators with test-time augmentation by
+# torch.flip, softmax probabilities taken to numpy, and an inference tensor cloned before it joins autograd. The
+# convolution before BatchNorm has no bias: Adam would normalise its gradient, which is rounding alone
+def dataparallel_inference(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(10)
+
+    def make():
+        return nn.Sequential(OrderedDict([('conv', nn.Conv2d(3, 4, 3, padding=1, bias=False)), ('bn', nn.BatchNorm2d(4)),
+                                          ('act', nn.ReLU()), ('pool', nn.AdaptiveAvgPool2d(1)),
+                                          ('flat', nn.Flatten()), ('fc', nn.Linear(4, 3))]))
+
+    net = make()
+    init = load(m, net, state)
+    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+    model = nn.DataParallel(net).to(device)
+    optimizer = optim.Adam(model.parameters(), lr=0.05)
+    x = torch.from_numpy(normal(rng, 4, 3, 5, 5))
+    y = torch.from_numpy(rng.integers(0, 3, 4))
+    record = []
+    for _ in range(2):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'model_best.pth')
+        torch.save({'state_dict': model.state_dict(), 'epoch': 2}, path)
+        checkpoint = torch.load(path, map_location=lambda storage, loc: storage)
+    assert all(k.startswith('module.') for k in checkpoint['state_dict'])
+    new_state_dict = OrderedDict()
+    for k, v in checkpoint['state_dict'].items():
+        name = k[7:]  # remove `module.`
+        new_state_dict[name] = v
+    deployed = make()
+    deployed.load_state_dict(new_state_dict)
+    partial = make()
+    result = partial.load_state_dict({k: v for k, v in new_state_dict.items() if not k.startswith('fc.')}, strict=False)
+    assert sorted(result.missing_keys) == ['fc.bias', 'fc.weight'] and result.unexpected_keys == []
+    deployed.eval()
+
+    @torch.inference_mode()
+    def predict(model, images):
+        logits = model(images) + model(torch.flip(images, dims=[3]))
+        return F.softmax(logits / 2, dim=1)
+
+    @torch.no_grad()
+    def evaluate(model, images, targets):
+        outputs = model(images)
+        return F.cross_entropy(outputs, targets).item(), (outputs.argmax(1) == targets).float().mean().item()
+
+    probs = predict(deployed, x)
+    assert not probs.requires_grad and probs.is_inference()
+    record += probs.cpu().numpy().ravel().tolist() + list(evaluate(deployed, x, y))
+    # pseudo-labels from the inference output drive a step of the deployed model
+    deployed.train()
+    optimizer = optim.SGD(deployed.parameters(), lr=0.1)
+    soft = probs.clone()
+    loss = -(soft * F.log_softmax(deployed(x), dim=1)).sum(1).mean()
+    loss.backward()
+    optimizer.step()
+    record.append(loss.item())
+    return init, record + summary(deployed.parameters()) + summary(deployed.buffers())
+
+
+def test_dataparallel_inference():
+    compare(dataparallel_inference)
