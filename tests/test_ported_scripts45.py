@@ -1,4 +1,30 @@
-"""DOCSTRING"""
+"""The official tutorials' and examples' beginner and intermediate idioms, written from memory and ported by their
+imports alone, as test_ported_scripts.py: the 60-minute blitz's CIFAR-10 Net (torch.max(outputs, 1), `(predicted ==
+labels).sum().item()`, per-class accuracy by class_correct lists indexed with label tensors and by a correct_pred
+dict, the state_dict saved to PATH and loaded into a fresh Net); the transfer-learning tutorial's train_model (phases,
+torch.set_grad_enabled, running_corrects, StepLR, the best weights by copy.deepcopy) as a frozen feature extractor and
+then fine-tuned with requires_grad_(True) and id()-filtered param groups; the ImageNet example's AverageMeter,
+ProgressMeter, top-k accuracy, adjust_learning_rate, save_checkpoint and a resume through map_location; confusion
+matrices by bincount, index_put_(accumulate=True) and a loop, with precision, recall, F1 and top-2 accuracy; label
+smoothing by fill_ and scatter_, mixup by np.random.beta and CutMix's rand_bbox slicing with numpy integers; Bjarten's
+EarlyStopping beside ReduceLROnPlateau stepped with a float and a 0-d tensor; gradient accumulation with
+clip_grad_norm_'s returned norm and clip_grad_value_ under the old torch.cuda.amp API turned off; torchvision's init
+loops over self.modules() with zero_init_residual and the reproducibility preamble (cudnn flags,
+use_deterministic_algorithms); the data-loading tutorial's Dataset with transform classes, random_split by fractions,
+Subset, a seeded shuffling DataLoader, BatchSampler and a collate_fn; a DataParallel checkpoint stripped of
+'module.' for `@torch.inference_mode()` and `@torch.no_grad()` evaluation with flip test-time augmentation. Each
+runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, metrics and the
+weights summed into a few numbers agree. Numpy draws what a script draws where the libraries' generators would
+differ (permutations, random_split's sizes only); shapes are tiny and runs take one to six steps.
+
+Fixed in tnet on the way: nothing; every script here ran in tnet as in torch at its first run.
+
+Found and left as they are: the transfer-learning tutorial's `running_corrects.double()` reads `.float()` (tnet has
+no float64, as its README says); a torch tensor (a torchvision transform's output) passed to a tnet.nn.functional op
+(F.relu, F.pad, F.cross_entropy's target) raises tnet's TypeError, where a module or an element-wise op takes it as
+a constant copy (README); an inference tensor updated in place outside inference mode is allowed in tnet, where torch
+raises; torch.cuda.amp.autocast() with its default enabled=True runs 16-bit on tnet's CPU interpreter, where torch
+on a machine without CUDA disables it with a warning (the scripts here pass enabled=use_amp, off)."""
 import copy
 import os
 import shutil
@@ -123,7 +149,7 @@ def test_blitz_cifar():
 # optimizer), then fine-tuned with the backbone unfrozen by requires_grad_(True) and a smaller lr for it through the
 # classic id()-filter of param groups. The tutorial's `running_corrects.double()` reads .float() (tnet has no float64)
 def transfer_learning(m, state=None):
-    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    torch, nn, optim, data = m.torch, m.nn, m.optim, m.data
     lr_scheduler = m.lr_scheduler
     rng = np.random.default_rng(1)
 
@@ -216,7 +242,7 @@ def test_transfer_learning():
 # save_checkpoint with shutil.copyfile to model_best.pth.tar, and a resume by torch.load(..., map_location=loc) that
 # restores the epoch, best_acc1, the model and the optimizer before training on
 def imagenet_main(m, state=None):
-    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    torch, nn, optim, data = m.torch, m.nn, m.optim, m.data
     rng = np.random.default_rng(2)
 
     class AverageMeter(object):
