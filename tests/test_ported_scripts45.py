@@ -12,7 +12,9 @@ clip_grad_norm_'s returned norm and clip_grad_value_ under the old torch.cuda.am
 loops over self.modules() with zero_init_residual and the reproducibility preamble (cudnn flags,
 use_deterministic_algorithms); the data-loading tutorial's Dataset with transform classes, random_split by fractions,
 Subset, a seeded shuffling DataLoader, BatchSampler and a collate_fn; a DataParallel checkpoint stripped of
-'module.' for `@torch.inference_mode()` and `@torch.no_grad()` evaluation with flip test-time augmentation. Each
+'module.' for `@torch.inference_mode()` and `@torch.no_grad()` evaluation with flip test-time augmentation; a
+resumed schedule (the optimizer's state_dict with its initial_lr, MultiStepLR and CosineAnnealingLR by last_epoch,
+ReduceLROnPlateau's state_dict, AdamW's no-weight-decay group, a warmup in SequentialLR). Each
 runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, metrics and the
 weights summed into a few numbers agree. Numpy draws what a script draws where the libraries' generators would
 differ (permutations, random_split's sizes only); shapes are tiny and runs take one to six steps.
@@ -944,3 +946,80 @@ def dataparallel_inference(m, state=None):
 
 def test_dataparallel_inference():
     compare(dataparallel_inference)
+
+
+# (k) a resumed schedule as CIFAR repositories write it: the optimizer's state_dict (holding each group's
+# initial_lr) loaded into a fresh optimizer, then `MultiStepLR(..., last_epoch=start_epoch - 1)` and
+# `CosineAnnealingLR(..., last_epoch=...)` built on it, a warmup by LinearLR inside SequentialLR, a no-weight-decay
+# group for biases and norm weights (`p.ndim <= 1`) under AdamW, one group's lr scaled by hand after loading, and
+# ReduceLROnPlateau's own state_dict carried over; the resumed run's losses and lrs continue the uninterrupted one's
+def resumed_schedules(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    lr_scheduler = m.lr_scheduler
+    rng = np.random.default_rng(11)
+    model = nn.Sequential(nn.Linear(4, 6), nn.LayerNorm(6), nn.GELU(), nn.Linear(6, 3))
+    init = load(m, model, state)
+    x = torch.from_numpy(normal(rng, 6, 4))
+    y = torch.from_numpy(rng.integers(0, 3, 6))
+
+    def param_groups(model, weight_decay=0.05):
+        decay, no_decay = [], []
+        for name, p in model.named_parameters():
+            if not p.requires_grad:
+                continue
+            (no_decay if p.ndim <= 1 or name.endswith('.bias') else decay).append(p)
+        return [{'params': decay, 'weight_decay': weight_decay}, {'params': no_decay, 'weight_decay': 0.0}]
+
+    def make_schedulers(optimizer, last_epoch=-1):
+        multistep = lr_scheduler.MultiStepLR(optimizer, milestones=[2, 4], gamma=0.5, last_epoch=last_epoch)
+        return multistep
+
+    def epoch_step(optimizer):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    record = []
+    optimizer = optim.AdamW(param_groups(model), lr=0.02, betas=(0.9, 0.99))
+    scheduler = make_schedulers(optimizer)
+    plateau = lr_scheduler.ReduceLROnPlateau(optimizer, patience=0, factor=0.9)
+    start_epoch = 3
+    for epoch in range(start_epoch):
+        record.append(epoch_step(optimizer))
+        scheduler.step()
+        plateau.step(record[-1] + 1.0)  # no improvement after the first: a reduction each epoch
+        record += [g['lr'] for g in optimizer.param_groups]
+    checkpoint = {'optimizer': optimizer.state_dict(), 'plateau': plateau.state_dict(), 'epoch': start_epoch,
+                  'model': copy.deepcopy(model.state_dict())}
+    # a new process: the optimizer from its state_dict, the schedule from last_epoch
+    model.load_state_dict(checkpoint['model'])
+    optimizer = optim.AdamW(param_groups(model), lr=0.02, betas=(0.9, 0.99))
+    optimizer.load_state_dict(checkpoint['optimizer'])
+    assert [g['initial_lr'] for g in optimizer.param_groups] == [0.02, 0.02]
+    scheduler = make_schedulers(optimizer, last_epoch=checkpoint['epoch'] - 1)
+    plateau = lr_scheduler.ReduceLROnPlateau(optimizer, patience=0, factor=0.9)
+    plateau.load_state_dict(checkpoint['plateau'])
+    optimizer.param_groups[1]['lr'] *= 0.5
+    for epoch in range(checkpoint['epoch'], 6):
+        record.append(epoch_step(optimizer))
+        scheduler.step()
+        plateau.step(record[-1] + 1.0)
+        record += [g['lr'] for g in optimizer.param_groups] + [plateau.num_bad_epochs]
+    # a warmup then cosine on a fresh optimizer resumed two epochs in
+    opt2 = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    warm = lr_scheduler.SequentialLR(opt2, [lr_scheduler.LinearLR(opt2, start_factor=0.25, total_iters=2),
+                                            lr_scheduler.CosineAnnealingLR(opt2, T_max=4)], milestones=[2])
+    for _ in range(4):
+        record.append(epoch_step(opt2))
+        warm.step()
+        record.append(opt2.param_groups[0]['lr'])
+    resumed = lr_scheduler.CosineAnnealingLR(opt2, T_max=4, last_epoch=2)
+    resumed.step()
+    record += resumed.get_last_lr()
+    return init, record + summary(model.parameters())
+
+
+def test_resumed_schedules():
+    compare(resumed_schedules)
