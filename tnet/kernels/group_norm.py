@@ -4,8 +4,9 @@ together. Group norm views [N, C, *spatial] so (NCHW or channels-last alike); la
 one group, the columns its channels, so that its weight and bias are per channel in both.
 
 - group_norm_forward_kernel, one program per (n, g): the mean (the first value plus the mean of the differences
-  from it, each over L: exact on a constant group, as torch's Welford mean, and no sum to overflow), the biased variance of x - mean (two passes: no cancellation), then y = (x - mean) / std * w[c] + b[c];
-  mean and std = sqrt(var + eps) saved in fp32.
+  from it, each over L: exact on a constant group, as torch's Welford mean, and no sum to overflow), the biased
+  variance of x - mean (two passes: no cancellation), then y = (x - mean) / std * w[c] + b[c]; mean and
+  std = sqrt(var + eps) saved in fp32.
 - group_norm_backward_kernel, one program per (n, g): torch's native formula, with h = dy * w[c] and xhat = (x -
   mean) / std, dx = (h - mean(h) - xhat * mean(h * xhat)) / std.
 - group_norm_affine_grads_kernel: dweight = sum(dy * xhat) and dbias = sum(dy) over n and s, per channel, in parts
