@@ -181,7 +181,7 @@ def _fused_norm(name, input, sizes, groups, eps, weight, bias, graph, statistics
     need_x, need_w, need_b = needs_grad(input, weight, bias)
 
     def backward(g):
-        dx, dw, db = _group_norm.group_norm_backward(x, sizes, g.reshape(x.shape), groups, w, mu, std, need_x,
+        dx, dw, db = _group_norm.group_norm_backward(x, sizes, g, groups, w, mu, std, need_x,
                                                      w.dtype if need_w else None, b.dtype if need_b else None)
         grads = (dx, dw if dw is None or dw.shape == weight.shape else dw.view(weight.shape),
                  db if db is None or db.shape == bias.shape else db.view(bias.shape))
