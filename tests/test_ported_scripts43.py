@@ -1215,8 +1215,8 @@ def wmse(m, state=None):
 
 
 def test_wmse_whitening():
-    # the whitening's Cholesky factor and triangular solve of a 3x3 covariance amplify their last bits: tnet's
-    # float32 substitution and torch's trsm differ in the 8th digit, a parameter sum by 1.4e-3 after the steps
+    # the whitening's Cholesky factor and triangular solve of a 3x3 covariance amplify their last bits, in which
+    # tnet's float32 substitution and torch's trsm differ (docs/results.md)
     compare(wmse, atol=2e-3)
 
 
