@@ -154,10 +154,12 @@ def test_wgan_gp_critic_step(rng, ieee):
 
 
 def test_second_order_var_std_and_norm_layers(rng):
-    """var and std, and LayerNorm and InstanceNorm, composed of them and the element-wise ops."""
+    """var and std, and LayerNorm, InstanceNorm and RMSNorm, composed of them and the element-wise ops."""
     second_order(rng, lambda T, F, x: T.var(x, 1) * T.std(x, 0, keepdim=True).sum() + T.var_mean(x)[0], (3, 4))
     second_order(rng, lambda T, F, x, w, b: T.tanh(F.layer_norm(x, (3, 2), w, b)), (2, 3, 2), (3, 2), (3, 2))
     second_order(rng, lambda T, F, x, w, b: T.tanh(F.instance_norm(x, weight=w, bias=b)), (2, 3, 2, 2), (3,), (3,))
+    second_order(rng, lambda T, F, x, w: T.tanh(F.rms_norm(x, (3, 2), w, 1e-6)), (2, 3, 2), (3, 2))
+    second_order(rng, lambda T, F, x: T.tanh(F.rms_norm(x, (4,), eps=1e-6)), (3, 4))
 
 
 LABELS = np.array([1, 0, 3])

@@ -489,6 +489,10 @@ NATIVE_NORMS = {  # (tnet's call, torch's, the input's shape and layout, the wei
     "group_norm_plain": (lambda x: F.group_norm(x, 3), lambda x: tF.group_norm(x, 3), (2, 6, 7), False, None, None),
     "instance_norm": (lambda x, w, b: F.instance_norm(x, weight=w, bias=b),
                       lambda x, w, b: tF.instance_norm(x, weight=w, bias=b), (2, 3, 4, 6), False, (3,), (3,)),
+    "rms_norm": (lambda x, w: F.rms_norm(x, (7,), w, 1e-6), lambda x, w: tF.rms_norm(x, (7,), w, 1e-6), (3, 5, 7),
+                 False, (7,), None),
+    "rms_norm_plain": (lambda x: F.rms_norm(x, (4, 5), eps=1e-6), lambda x: tF.rms_norm(x, (4, 5), eps=1e-6),
+                       (2, 3, 4, 5), False, None, None),
 }
 
 
@@ -511,6 +515,8 @@ def test_group_norm_kernels_over_many_loop_steps_and_parts(monkeypatch, rng, dty
           [leaf(rng, 70, 40, dtype=dtype), w, b], rng, tol)
     check(lambda x, w: F.layer_norm(x.t(), (9,), w), lambda x, w: tF.layer_norm(x.t(), (9,), w),
           [leaf(rng, 9, 33, dtype=dtype), leaf(rng, 9)], rng, tol)
+    check(lambda x, w: F.rms_norm(x.t(), (9,), w, 1e-6), lambda x, w: tF.rms_norm(x.t(), (9,), w, 1e-6),
+          [leaf(rng, 9, 33, dtype=dtype), leaf(rng, 9)], rng, tol)
     x = tnet.tensor(rng.standard_normal((6, 8, 7)), dtype=dtype)
     (mine, ref), (bias, ref_bias) = leaf(rng, 8), leaf(rng, 8)
     F.group_norm(x, 4, mine, bias).sum().backward()
@@ -532,6 +538,23 @@ def test_layer_group_and_instance_norms_as_torch_to_1e_6(rng, case):
     out = fn(low, *(t for t, _ in params))
     assert out.dtype == torch.bfloat16
     assert_close(out, ref_fn(low_ref, *(r for _, r in params)), TOL["bf16"], "bfloat16 forward")
+
+
+@pytest.mark.parametrize("call", [lambda m, x, v: m.nn.functional.layer_norm(x, (4,), v(2, 2)),
+                                  lambda m, x, v: m.nn.functional.layer_norm(x, (4,), None, v(4, 1)),
+                                  lambda m, x, v: m.nn.functional.rms_norm(x, (4,), v(2, 2)),
+                                  lambda m, x, v: m.nn.functional.group_norm(x.reshape(2, 4, 3), 2, v(4, 1)),
+                                  lambda m, x, v: m.nn.functional.group_norm(x.reshape(2, 4, 3), 2, None, v(5)),
+                                  lambda m, x, v: m.nn.functional.layer_norm(x, (4,), v(4), v(4).half())])
+def test_norm_parameters_of_the_wrong_shape_or_of_two_dtypes_raise_as_torch(rng, call):
+    """A weight or bias of normalized_shape's numel but another shape (or not a vector of C for the group norm), and a
+    weight and bias of two dtypes, raise torch's RuntimeError (tnet's reshape took the first two)."""
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    with pytest.raises(RuntimeError) as want:
+        call(torch, torch.tensor(x), lambda *s: torch.ones(s))
+    with pytest.raises(RuntimeError) as got:
+        call(tnet, tnet.tensor(x), lambda *s: tnet.ones(s))
+    assert str(got.value).split(",")[0] == str(want.value).split(",")[0]
 
 
 @pytest.mark.parametrize("norm_fn", [lambda lib, x: lib.nn.functional.instance_norm(x),

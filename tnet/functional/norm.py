@@ -7,7 +7,7 @@ import torch
 
 from ..kernels import group_norm as _group_norm, norm as _norm
 from ..kernels.copy import copy_
-from ..kernels.launch import FLOATS, InputError, InputTypeError, check, dense
+from ..kernels.launch import DTYPE_NAMES, FLOATS, InputError, InputTypeError, check, dense
 from ..tensor import Tensor, is_grad_enabled, no_grad, record
 from .copy import repeat, reshape, view
 from .inputs import check_args, check_tensors, needs_grad
@@ -172,17 +172,17 @@ def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape, sizes
     return (y, *(reshape(v, (sizes[0] * groups,)) for v in (mu, std))) if statistics else y
 
 
-def _fused_norm(name, input, sizes, groups, eps, weight, bias, graph, statistics):
+def _fused_norm(name, input, sizes, groups, eps, weight, bias, graph, statistics, center=True):
     """_native_norm through kernels/group_norm.py: input viewed as sizes [N, C, S], `groups` groups along C,
-    weight and bias flattened to [C]."""
+    weight and bias flattened to [C]; center=False: rms_norm's (no mean taken)."""
     x = _group_norm.viewable(input.memory, sizes)
     w, b = (None if v is None else v.memory.reshape(-1).contiguous() for v in (weight, bias))
-    y, mu, std = _group_norm.group_norm(x, sizes, groups, w, b, eps)
+    y, mu, std = _group_norm.group_norm(x, sizes, groups, w, b, eps, center)
     need_x, need_w, need_b = needs_grad(input, weight, bias)
 
     def backward(g):
         dx, dw, db = _group_norm.group_norm_backward(x, sizes, g, groups, w, mu, std, need_x,
-                                                     w.dtype if need_w else None, b.dtype if need_b else None)
+                                                     w.dtype if need_w else None, b.dtype if need_b else None, center)
         grads = (dx, dw if dw is None or dw.shape == weight.shape else dw.view(weight.shape),
                  db if db is None or db.shape == bias.shape else db.view(bias.shape))
         return [gv for v, gv in zip((input, weight, bias), grads) if v is not None]
@@ -195,8 +195,7 @@ def _standardised(input, stats_shape, dims, eps, statistics=None):
     """(xhat, mean, sqrt(var + eps)): input (16-bit in float32) viewed as stats_shape, less the mean over dims, over
     the square root of the biased variance plus eps; xhat in input's shape, the statistics in stats_shape's with dims
     kept. statistics: (mean, root) taken before (the backward's xhat, the forward's to the bit)."""
-    x = input.to(torch.float32) if input.dtype in (torch.float16, torch.bfloat16) else input
-    x = reshape(x, stats_shape)
+    x = reshape(_upcast(input), stats_shape)
     if statistics is None:
         var, mean_ = var_mean(x, dims, keepdim=True, correction=0)
         statistics = mean_, sqrt(add(var, eps))
@@ -241,13 +240,15 @@ def _affine(y, weight, bias, shape, dtype=None, mixed=False):
 
 
 def _check_affine(weight, bias, dtype):
-    """The one mix of dtypes torch's layer, group and instance norms take: float32 parameters of a 16-bit input."""
+    """The one mix of dtypes torch's layer, group and instance norms take: float32 parameters of a 16-bit input,
+    weight and bias of one dtype."""
+    check_tensors("norm", **{name: v for name, v in (("weight", weight), ("bias", bias)) if v is not None})
+    check(weight is None or bias is None or weight.dtype == bias.dtype,
+          lambda: f"expected scalar type {DTYPE_NAMES[weight.dtype]} but found {DTYPE_NAMES[bias.dtype]}")
     for v in (weight, bias):
-        if v is not None:
-            check_tensors("norm", weight=v)
-            if v.dtype not in (dtype, torch.float32):
-                raise InputError(f"mixed dtype: expect parameter to have scalar type of Float, got {v.dtype} "
-                                 f"for an input of {dtype}")
+        if v is not None and v.dtype not in (dtype, torch.float32):
+            raise InputError(f"mixed dtype: expect parameter to have scalar type of Float, got {v.dtype} "
+                             f"for an input of {dtype}")
 
 
 def _last_dims(name, input, normalized_shape):
@@ -271,6 +272,7 @@ def _layer_norm(input, normalized_shape, weight, bias, eps, statistics):
     check_args("layer_norm", "tuple of ints", normalized_shape=normalized_shape)  # the parser's TypeErrors, first
     check_args("layer_norm", "float", eps=eps)
     shape = _last_dims("layer_norm", input, normalized_shape)
+    _check_normalized(shape, weight=weight, bias=bias)
     cols = math.prod(shape)
     return _native_norm("native_layer_norm", input, input.shape, tuple(range(-len(shape), 0)), eps, weight, bias, shape,
                         (input.numel() // cols if cols else 0, cols, 1), 1, statistics)
@@ -288,17 +290,50 @@ def native_layer_norm(input, normalized_shape, weight, bias, eps):
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) over the last len(normalized_shape) dims, times weight, as torch's
-    (eps None: the machine epsilon of the dtype it computes in, float32 for 16-bit input, as torch's);
-    composed of the mean and element-wise kernels."""
+    (eps None: the machine epsilon of the dtype it computes in, float32 for 16-bit input, as torch's), in
+    float32 for 16-bit input, weight of any float dtype. One node (kernels/group_norm.py's with center=False)
+    where the tensors are the kernels'; torch's composition elsewhere, and on the tape for create_graph."""
     if eps is not None:  # its type before the shapes, as torch's parser
         check_args("rms_norm", "float", eps=eps)
     shape = _last_dims("rms_norm", input, normalized_shape)
+    _check_normalized(shape, weight=weight)
     eps = torch.finfo(torch.promote_types(input.dtype, torch.float32)).eps if eps is None else eps
-    x = input.to(torch.float32) if input.dtype in (torch.float16, torch.bfloat16) else input  # eps ~1e-7 needs fp32 squares
+    dims = tuple(range(-len(shape), 0))
+    if input.numel() and input.dtype in FLOATS and (weight is None or weight.dtype in FLOATS):
+        cols = math.prod(shape)
+
+        def graph(g, out):  # torch's native formula on the tape, the rms recomputed so that the second gradient reaches it
+            x = _upcast(input)
+            std = sqrt(add(mean(mul(x, x), dims, keepdim=True), eps))
+            xhat = div(x, std)
+            h = mul(g.to(torch.float32), xhat)  # dweight's terms
+            dx = None
+            if input.requires_grad:
+                hw = g.to(torch.float32) if weight is None else mul(g.to(torch.float32), weight)
+                dx = div(sub(hw, mul(xhat, mean(mul(hw, xhat), dims, keepdim=True))), std).to(input.dtype)
+            if weight is None:
+                return [dx]
+            lead = tuple(range(input.ndim - len(shape)))
+            return [dx, (sum(h, lead) if lead else h).to(weight.dtype)]
+        return _fused_norm("rms_norm", input, (input.numel() // cols, cols, 1), 1, eps, weight, None, graph, False,
+                           center=False)
+    x = _upcast(input)  # eps ~1e-7 needs fp32 squares
     # pow(x, 2), as torch's composition: its gradient g (2 x) takes 2 x, inf past 1.7e38, times rsqrt's 0 there: NaN
-    y = _affine(mul(x, rsqrt(add(mean(pow(x, 2), tuple(range(-len(shape), 0)), keepdim=True), eps))), weight, None,
-                shape, mixed=True)
+    y = _affine(mul(x, rsqrt(add(mean(pow(x, 2), dims, keepdim=True), eps))), weight, None, shape, mixed=True)
     return y if y.dtype == input.dtype else y.to(input.dtype)
+
+
+def _upcast(input):
+    """input in float32 where it is 16-bit: the norms compute in float32."""
+    return input.to(torch.float32) if input.dtype in (torch.float16, torch.bfloat16) else input
+
+
+def _check_normalized(shape, **vectors):
+    """torch's RuntimeError where a layer or RMS norm's weight or bias (vectors: by name) is not of normalized_shape."""
+    for name, v in vectors.items():
+        check(v is None or tuple(v.shape) == shape,
+              lambda: f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                      f"{list(v.shape)} and normalized_shape = {list(shape)}")
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -319,6 +354,10 @@ def _group_norm_of(input, num_groups, weight, bias, eps, statistics):
     if c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
                            f"shape {list(input.shape)} and num_groups={num_groups}")
+    for name, v in (("weight", weight), ("bias", bias)):
+        check(v is None or (v.ndim == 1 and v.numel() == c),
+              lambda: f"Expected {name} to be a vector of size equal to the number of channels in input, but got "
+                      f"{name} of shape {list(v.shape)} and input of shape {list(input.shape)}")
     group = c // num_groups * math.prod(input.shape[2:])  # not -1: an empty batch's view is ambiguous
     return _native_norm("native_group_norm", input, (n, num_groups, group), (2,), eps, weight, bias,
                         (c,) + (1,) * (input.dim() - 2), (n, c, math.prod(input.shape[2:])), num_groups, statistics)

@@ -1,7 +1,8 @@
-"""Layer and group normalisation, forward and backward, over x viewed as [N, C, S] with strides (sN, sC, sS): G
+"""Layer, group and RMS normalisation, forward and backward, over x viewed as [N, C, S] with strides (sN, sC, sS): G
 groups of CPG = C / G channels each, a group's L = CPG * S values (channel c = g * CPG + k, position s) normalised
 together. Group norm views [N, C, *spatial] so (NCHW or channels-last alike); layer norm views [rows, columns, 1],
-one group, the columns its channels, so that its weight and bias are per channel in both.
+one group, the columns its channels, so that its weight and bias are per channel in both. RMS norm is layer norm's
+view with CENTER=False: no mean taken (stored as 0), std = sqrt(mean(x^2) + eps).
 
 - group_norm_forward_kernel, one program per (n, g): the mean (the first value plus the mean of the differences
   from it, each over L: exact on a constant group, as torch's Welford mean, and no sum to overflow), the biased
@@ -51,18 +52,21 @@ def _group(G, CPG, sN, sC):
 
 @jit
 def group_norm_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, std_ptr, G, CPG, S, L, sN, sC, sS, eps,
-                              HAS_W: tl.constexpr, HAS_B: tl.constexpr, FLAT: tl.constexpr, BLOCK: tl.constexpr):
+                              HAS_W: tl.constexpr, HAS_B: tl.constexpr, FLAT: tl.constexpr, CENTER: tl.constexpr,
+                              BLOCK: tl.constexpr):
     """y = (x - mean) / std * w + b over one group a program; mean [N * G] and std [N * G] stored (fp32).
-    y has x's strides."""
+    y has x's strides. CENTER=False: the mean taken as 0, std = sqrt(mean(x^2) + eps) (rms_norm)."""
     _, _, base, c0 = _group(G, CPG, sN, sC)
     inv_l = 1.0 / L
-    first = tl.load(x_ptr + base).to(tl.float32)
-    acc = tl.zeros((BLOCK,), tl.float32)
-    for start in range(0, L, BLOCK):
-        j = start + tl.arange(0, BLOCK)
-        d = tl.load(x_ptr + base + _offsets(j, S, sC, sS, FLAT), mask=j < L, other=0.0).to(tl.float32) - first
-        acc += tl.where(j < L, d * inv_l, 0.0)
-    mean = first + tl.sum(acc, axis=0)
+    mean = 0.0
+    if CENTER:
+        first = tl.load(x_ptr + base).to(tl.float32)
+        acc = tl.zeros((BLOCK,), tl.float32)
+        for start in range(0, L, BLOCK):
+            j = start + tl.arange(0, BLOCK)
+            d = tl.load(x_ptr + base + _offsets(j, S, sC, sS, FLAT), mask=j < L, other=0.0).to(tl.float32) - first
+            acc += tl.where(j < L, d * inv_l, 0.0)
+        mean = first + tl.sum(acc, axis=0)
     acc = tl.zeros((BLOCK,), tl.float32)
     for start in range(0, L, BLOCK):
         j = start + tl.arange(0, BLOCK)
@@ -86,34 +90,44 @@ def group_norm_forward_kernel(x_ptr, w_ptr, b_ptr, y_ptr, mean_ptr, std_ptr, G, 
 @triton.jit
 def _step(x_ptr, dy_ptr, w_ptr, start, base, c0, mean, std, S, L, sC, sS, HAS_W: tl.constexpr, FLAT: tl.constexpr,
           BLOCK: tl.constexpr):
-    """The backward's loop step at a group's value `start`: (j, offsets, xhat, h = dy * w) of its BLOCK values."""
+    """The backward's loop step at a group's value `start`: (j, offsets, x, xhat, h = dy * w) of its BLOCK values."""
     j = start + tl.arange(0, BLOCK)
     offs = base + _offsets(j, S, sC, sS, FLAT)
-    xhat = (tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32) - mean) / std
+    x = tl.load(x_ptr + offs, mask=j < L, other=0.0).to(tl.float32)
     h = tl.load(dy_ptr + offs, mask=j < L, other=0.0).to(tl.float32)
     if HAS_W:
         h = h * tl.load(w_ptr + c0 + j // S, mask=j < L, other=0.0).to(tl.float32)
-    return j, offs, xhat, h
+    return j, offs, x, (x - mean) / std, h
 
 
 @jit
 def group_norm_backward_kernel(x_ptr, dy_ptr, w_ptr, mean_ptr, std_ptr, dx_ptr, G, CPG, S, L, sN, sC, sS,
-                               HAS_W: tl.constexpr, FLAT: tl.constexpr, BLOCK: tl.constexpr):
-    """dx = (h - mean(h) - xhat * mean(h * xhat)) / std over one group a program, h = dy * w (dy, dx: x's strides)."""
+                               HAS_W: tl.constexpr, FLAT: tl.constexpr, CENTER: tl.constexpr, BLOCK: tl.constexpr):
+    """dx = (h - mean(h) - xhat * mean(h * xhat)) / std over one group a program, h = dy * w (dy, dx: x's strides).
+    CENTER=False (rms_norm's): no mean(h) term (the mean taken as 0 is no function of x), and NaN where torch's
+    composition x * rsqrt(mean(x ** 2) + eps) gives NaN: where the squares overflow (std inf), its gradient adds
+    sum(h x) * 0 * 2 x, NaN where sum(h x) or 2 x is not finite."""
     _, _, base, c0 = _group(G, CPG, sN, sC)
     mean = tl.load(mean_ptr + tl.program_id(0))
     std = tl.load(std_ptr + tl.program_id(0))
-    sum_h = tl.zeros((BLOCK,), tl.float32)
+    sum_h = tl.zeros((BLOCK,), tl.float32)  # CENTER=False: sum(h x)
     sum_hx = tl.zeros((BLOCK,), tl.float32)
     for start in range(0, L, BLOCK):
-        j, offs, xhat, h = _step(x_ptr, dy_ptr, w_ptr, start, base, c0, mean, std, S, L, sC, sS, HAS_W, FLAT, BLOCK)
-        sum_h += h
+        j, offs, x, xhat, h = _step(x_ptr, dy_ptr, w_ptr, start, base, c0, mean, std, S, L, sC, sS, HAS_W, FLAT, BLOCK)
+        if CENTER:
+            sum_h += h
+        else:
+            sum_h += h * x
         sum_hx += h * xhat
-    mean_h = tl.sum(sum_h, axis=0) / L
+    total_h = tl.sum(sum_h, axis=0)
     mean_hx = tl.sum(sum_hx, axis=0) / L
     for start in range(0, L, BLOCK):
-        j, offs, xhat, h = _step(x_ptr, dy_ptr, w_ptr, start, base, c0, mean, std, S, L, sC, sS, HAS_W, FLAT, BLOCK)
-        tl.store(dx_ptr + offs, ((h - mean_h - xhat * mean_hx) / std).to(dx_ptr.dtype.element_ty), mask=j < L)
+        j, offs, x, xhat, h = _step(x_ptr, dy_ptr, w_ptr, start, base, c0, mean, std, S, L, sC, sS, HAS_W, FLAT, BLOCK)
+        if CENTER:
+            dx = (h - total_h / L - xhat * mean_hx) / std
+        else:
+            dx = (h - xhat * mean_hx) / std + tl.where(std == float("inf"), total_h * 0.0 * (2.0 * x), 0.0)
+        tl.store(dx_ptr + offs, dx.to(dx_ptr.dtype.element_ty), mask=j < L)
 
 
 @jit
@@ -172,10 +186,10 @@ def viewable(x, sizes):
         return x.contiguous()
 
 
-def group_norm(x, sizes, groups, weight, bias, eps):
+def group_norm(x, sizes, groups, weight, bias, eps, center=True):
     """(y, mean, std): x (dense, viewed as sizes [N, C, S]: viewable) normalised over each sample's groups of
     C / groups channels, times weight [C] and plus bias [C] (either may be None); y of x's shape, dtype and
-    strides, mean and std fp32 [N * groups]."""
+    strides, mean and std fp32 [N * groups]. center=False: rms_norm's, the mean taken as 0 (stored as 0)."""
     x3, CPG, L, strides, flat, block, warps = _sizes("group_norm", x, sizes, groups, weight, bias)
     y = torch.empty_like(x)
     mean = torch.empty(sizes[0] * groups, device=x.device, dtype=torch.float32)
@@ -183,13 +197,14 @@ def group_norm(x, sizes, groups, weight, bias, eps):
     group_norm_forward_kernel[(sizes[0] * groups,)](x3, x if weight is None else weight, x if bias is None else bias,
                                                     y.view(sizes), mean, std, groups, CPG, sizes[2], L, *strides,
                                                     float(eps), HAS_W=weight is not None, HAS_B=bias is not None,
-                                                    FLAT=flat, BLOCK=block, num_warps=warps)
+                                                    FLAT=flat, CENTER=center, BLOCK=block, num_warps=warps)
     return y, mean, std
 
 
-def group_norm_backward(x, sizes, dy, groups, weight, mean, std, need_x=True, w_dtype=None, b_dtype=None):
-    """(dx, dweight, dbias) of group_norm for its output's gradient dy (x's shape): dx of x's shape, dtype and
-    strides (None unless need_x), dweight in w_dtype and dbias in b_dtype (None where None)."""
+def group_norm_backward(x, sizes, dy, groups, weight, mean, std, need_x=True, w_dtype=None, b_dtype=None,
+                        center=True):
+    """(dx, dweight, dbias) of group_norm(center=center) for its output's gradient dy (x's shape): dx of x's shape,
+    dtype and strides (None unless need_x), dweight in w_dtype and dbias in b_dtype (None where None)."""
     x3, CPG, L, strides, flat, block, warps = _sizes("group_norm backward", x, sizes, groups, weight)
     check(dy.shape == x.shape, lambda: f"group_norm backward: gradient is {tuple(dy.shape)}, expected {tuple(x.shape)}")
     if dy.stride() != x.stride():  # the kernels read dy at x's offsets
@@ -201,7 +216,7 @@ def group_norm_backward(x, sizes, dy, groups, weight, mean, std, need_x=True, w_
         dx = torch.empty_like(x)
         group_norm_backward_kernel[(N * groups,)](x3, dy3, x if weight is None else weight, mean, std, dx.view(sizes),
                                                   groups, CPG, S, L, *strides, HAS_W=weight is not None, FLAT=flat,
-                                                  BLOCK=block, num_warps=warps)
+                                                  CENTER=center, BLOCK=block, num_warps=warps)
     if w_dtype or b_dtype:
         T = N * S
         parts = cdiv(T, PART)
