@@ -207,20 +207,20 @@ def loss():
 
 
 def group_norm():
-    """Layer and group norm's kernels (kernels/group_norm.py): the forward with and without weight and bias, and the
-    input gradient, each over evenly spaced groups (FLAT) and channels-last ones; the weight gradients; bf16 x and
-    dy, fp32 weight and bias, a 2048-value loop step."""
+    """Layer, group and RMS norm's kernels (kernels/group_norm.py): the forward with and without weight and bias, and
+    the input gradient, each over evenly spaced groups (FLAT) and channels-last ones, centred and not (RMS); the
+    weight gradients; bf16 x and dy, fp32 weight and bias, a 2048-value loop step."""
     from tnet.kernels import group_norm as g
     shape = {"G": "i32", "CPG": "i32", "S": "i32", "L": "i32", "sN": "i32", "sC": "i32", "sS": "i32"}
-    for flat, affine in itertools.product((True, False), (True, False)):
+    for flat, affine, center in itertools.product((True, False), (True, False), (True, False)):
         arg_types = {"x_ptr": "*bf16", "w_ptr": "*fp32", "b_ptr": "*fp32", "y_ptr": "*bf16", "mean_ptr": "*fp32",
                      "std_ptr": "*fp32", **shape, "eps": "fp32"}
-        yield (f"group_norm_forward_kernel flat={flat} affine={affine}", g.group_norm_forward_kernel, arg_types,
-               dict(HAS_W=affine, HAS_B=affine, FLAT=flat, BLOCK=2048))
+        yield (f"group_norm_forward_kernel flat={flat} affine={affine} center={center}", g.group_norm_forward_kernel,
+               arg_types, dict(HAS_W=affine, HAS_B=affine, FLAT=flat, CENTER=center, BLOCK=2048))
         arg_types = {"x_ptr": "*bf16", "dy_ptr": "*bf16", "w_ptr": "*fp32", "mean_ptr": "*fp32", "std_ptr": "*fp32",
                      "dx_ptr": "*bf16", **shape}
-        yield (f"group_norm_backward_kernel flat={flat} w={affine}", g.group_norm_backward_kernel, arg_types,
-               dict(HAS_W=affine, FLAT=flat, BLOCK=2048))
+        yield (f"group_norm_backward_kernel flat={flat} w={affine} center={center}", g.group_norm_backward_kernel,
+               arg_types, dict(HAS_W=affine, FLAT=flat, CENTER=center, BLOCK=2048))
     arg_types = {"x_ptr": "*bf16", "dy_ptr": "*bf16", "mean_ptr": "*fp32", "std_ptr": "*fp32", "dw_ptr": "*fp32",
                  "db_ptr": "*fp32", "C": "i32", "G": "i32", "CPG": "i32", "S": "i32", "T": "i32", "sN": "i32",
                  "sC": "i32", "sS": "i32"}

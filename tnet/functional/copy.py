@@ -694,7 +694,7 @@ def _split_dim(name, input, dim):
 
 def _pieces(name, input, d, sizes):
     """input's views of `sizes` elements along d, one after another; name: torch's op, which names their nodes."""
-    starts = np.cumsum([0, *sizes[:-1]]).tolist()
+    starts = list(itertools.accumulate(sizes[:-1], initial=0))
     return tuple(_part(name, input, lambda t, s=s, n=n: t.narrow(d, s, n)) for s, n in zip(starts, sizes))
 
 

@@ -39,9 +39,10 @@ def check_tensors(name, **xs):
 
 _KINDS = {  # torch's argument parser: a bool is no int; a tensor passes for a number (its item), an integer one for an int
     "bool": lambda v: isinstance(v, bool),
-    "int": lambda v: (isinstance(v, numbers.Integral) and not isinstance(v, bool)
+    # type(v) is int/float first: the common case, without the ABCs' isinstance
+    "int": lambda v: (type(v) is int or isinstance(v, numbers.Integral) and not isinstance(v, bool)
                       or isinstance(v, Tensor) and not v.is_floating_point()),
-    "float": lambda v: isinstance(v, (numbers.Real, Tensor)),
+    "float": lambda v: type(v) is float or type(v) is int or isinstance(v, (numbers.Real, Tensor)),
     "str": lambda v: isinstance(v, str),
     # an int or a tuple or list of ints (a size, sizes, dims, split points), or an integer tensor (a 0-d one an int)
     "tuple of ints": lambda v: (_KINDS["int"](v) or isinstance(v, (tuple, list)) and builtins.all(_KINDS["int"](i) for i in v)),
