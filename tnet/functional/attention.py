@@ -124,14 +124,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                            "method `generate_square_subsequent_mask` to create this mask.")
     head = E // num_heads
 
-    if not use_separate_proj_weight:
-        w_q, w_k, w_v = chunk(in_proj_weight, 3)
-    else:
-        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
-    b_q, b_k, b_v = (None,) * 3 if in_proj_bias is None else chunk(in_proj_bias, 3)
     if not use_separate_proj_weight and query is key and key is value:  # self-attention: one GEMM
         q, k, v = chunk(linear(query, in_proj_weight, in_proj_bias), 3, -1)
     else:
+        w_q, w_k, w_v = ((q_proj_weight, k_proj_weight, v_proj_weight) if use_separate_proj_weight
+                         else chunk(in_proj_weight, 3))
+        b_q, b_k, b_v = (None,) * 3 if in_proj_bias is None else chunk(in_proj_bias, 3)
         q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)
 
     key_padding = None
