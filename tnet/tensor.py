@@ -27,7 +27,7 @@ from ._device import DEVICE
 
 _ON_GPU = DEVICE.type == "cuda"
 from .kernels.launch import InputError, InputTypeError, is_channels_last, memory_format, no_host_read
-from .kernels.copy import copy_
+from .kernels.copy import add_into, copy_
 from .kernels.pointwise import add_, pointwise
 
 _seq = itertools.count()
@@ -847,6 +847,34 @@ def _seed(t, g):
 backward_checks = []  # check(node, grads) for each backward node's gradients: autograd's anomaly mode puts one here
 
 
+class Piece:
+    """A gradient that is zero but in one view of it: a slicing op's (a narrow, select or split piece's) g, at
+    make(gradient) of its input's gradient. The tape adds it into the gradient it holds for that input already, in
+    place where the tape made that buffer (one launch over the piece, where the full gradient took a zeroed buffer,
+    a copy and an add over the whole input), and makes the full gradient (full()) wherever else."""
+    __slots__ = ("g", "make", "like")
+
+    def __init__(self, g, make, like):
+        self.g, self.make, self.like = g, make, like  # like: the input's memory, whose shape and layout it has
+
+    @property
+    def shape(self):
+        return self.like.shape
+
+    @property
+    def dtype(self):
+        return self.like.dtype
+
+    def full(self):
+        gx = empty_in_layout(self.like).zero_()
+        copy_(self.make(gx), self.g)
+        return gx
+
+
+def _full(g):
+    return g.full() if type(g) is Piece else g
+
+
 def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=None, accumulate=True):
     """The tape's backward from roots (tensors) with their seeds (gradients, None for ones). With
     accumulate, each leaf's gradient goes into its .grad (only the leaves among inputs, where
@@ -865,8 +893,9 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
     captured = {}
 
     def arrive(x, g):
-        """x's gradient g, complete (a leaf's: one more part of it)."""
+        """x's gradient g, complete (a leaf's: one more part of it; a Piece of it)."""
         if wanted is not None and id(x) in wanted and not accumulate:
+            g = _full(g)
             if x._entry is None and "_hooks" in x.__dict__:  # a leaf's hooks, as torch.autograd.grad runs them
                 g = _hooked_grad(x, g)
             captured[id(x)] = g if id(x) not in captured else pointwise("add", captured[id(x)], in_layout(g, captured[id(x)]))
@@ -879,8 +908,9 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
     tape, held = _tape(roots)
 
     def hold(x, gx):
-        _hold(held, x, gx, lambda a, b: pointwise("add", a, in_layout(b, a)), arrive)
+        _hold(held, x, _full(gx), lambda a, b: pointwise("add", a, in_layout(b, a)), arrive)
 
+    owned = set()  # the inputs whose gradient in grads is a buffer the tape made, which it may add into in place
     for t in tape:
         g = grads.pop(id(t), None)
         entry = t._entry
@@ -902,8 +932,10 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
                 arrive(t, g)
             timer = _backward_timer[0]
             gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
-            for check_grads in backward_checks:
-                check_grads(Node(entry), gxs)
+            if backward_checks:
+                gxs = [None if gx is None else _full(gx) for gx in gxs]
+                for check_grads in backward_checks:
+                    check_grads(Node(entry), gxs)
             for x, gx in zip(entry.inputs, gxs):
                 if gx is None or not x._requires_grad:
                     if gx is None and x._requires_grad and id(x) in held:
@@ -913,13 +945,23 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
                     _check_fresh(x, entry)
                 assert gx.shape == x.shape, f"gradient {tuple(gx.shape)} for input {x.shape}"
                 if gx.dtype != x.dtype:
-                    gx = copy_(empty_in_layout(x.memory), gx)
+                    gx = copy_(empty_in_layout(x.memory), _full(gx))
                 if x._entry is None:
                     (hold if id(x) in held else arrive)(x, gx)
-                elif id(x) in grads:  # used twice: a fresh buffer, as either may be a view
+                elif id(x) not in grads:
+                    grads[id(x)] = _full(gx)
+                    if type(gx) is Piece:
+                        owned.add(id(x))
+                    else:
+                        owned.discard(id(x))
+                elif type(gx) is Piece:  # into the tape's own buffer (made one, from a copy, where it holds a view)
+                    if id(x) not in owned:
+                        grads[id(x)] = copy_(empty_in_layout(x.memory), grads[id(x)])
+                        owned.add(id(x))
+                    add_into(gx.make(grads[id(x)]), gx.g)
+                else:  # used twice: a fresh buffer, as either may be a view
                     grads[id(x)] = pointwise("add", grads[id(x)], in_layout(gx, grads[id(x)]))
-                else:
-                    grads[id(x)] = gx
+                    owned.add(id(x))
         if not retain_graph:
             entry.free()
     _run_callbacks()
@@ -1206,13 +1248,17 @@ def empty_in_layout(x):
 
 
 def _accumulate_leaf(x, g):
-    if "_hooks" in x.__dict__:
-        g = _hooked_grad(x, g)
-    g = in_layout(g, x.memory)
-    if x._grad_value is None:  # set past .grad's checks: the tape's gradient has x's shape
-        x._grad_value = Tensor(g.clone() if g._base is not None else g)
+    if type(g) is Piece and x._grad_value is not None and "_hooks" not in x.__dict__:
+        add_into(g.make(x._grad_value.memory), g.g)  # into .grad in place, as add_ below
     else:
-        add_(x._grad_value.memory, g)
+        g = _full(g)
+        if "_hooks" in x.__dict__:
+            g = _hooked_grad(x, g)
+        g = in_layout(g, x.memory)
+        if x._grad_value is None:  # set past .grad's checks: the tape's gradient has x's shape
+            x._grad_value = Tensor(g.clone() if g._base is not None else g)
+        else:
+            add_(x._grad_value.memory, g)
     hooks = x.__dict__.get("_grad_hooks")
     if hooks:
         for hook in list(hooks.values()):

@@ -26,7 +26,7 @@ from ..kernels import reduce as _reduce
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last, memory_format
 from ..kernels.launch import as_value_of, at_least, check_batch_only_empty, no_host_read, pair
-from ..tensor import (Tensor, as_dtype, as_int, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
+from ..tensor import (Piece, Tensor, as_dtype, as_int, bump_version, check_device, check_dtype, dim_index, empty_in_layout, in_layout,
                       is_grad_enabled, linear_graph, named, no_grad, rebase, record, tape_mark, tensor)
 from .inputs import ABSENT, check_args, check_tensors, numpy_names
 from .pad import pad
@@ -37,11 +37,8 @@ def _part(name, x, make):
     """make(x.memory), a view of part of x's elements (a slice, narrow, select, a split piece). The
     backward writes g through the same view of a zeroed gradient (_placed on the tape, under
     create_graph)."""
-    def backward(g):
-        gx = empty_in_layout(x.memory).zero_()
-        copy_(make(gx), g)
-        return (gx,)
-    return record(name, make(x.memory), (x,), backward, graph=lambda g, y: (_placed(name, g, x, make),))
+    return record(name, make(x.memory), (x,), lambda g: (Piece(g, make, x.memory),),
+                  graph=lambda g, y: (_placed(name, g, x, make),))
 
 
 def _placed(name, g, x, make):

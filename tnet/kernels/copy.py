@@ -52,13 +52,17 @@ if INTERPRET:
     _round_bf16_casts()
 
 
+ATOMIC, ACCUMULATE = 1, 2  # copy_kernel's ADD (0: a plain copy)
+
+
 # restore_value: the tuner runs a config many times, and an adding copy must add once.
 @autotune(BLOCK_CONFIGS, key=["n"], interpret={"BLOCK": fit("n", 1 << 16)}, restore_value=["dst_ptr"])
 @triton.jit
 def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_strides, src_strides, index_stride,
                 GATHER: tl.constexpr, AXIS: tl.constexpr, ADD: tl.constexpr, WRAP: tl.constexpr,
                 BLOCK: tl.constexpr):
-    """dst[i] = src[i] cast to dst's dtype (ADD: dst[i] += src[i] by fp32 atomic adds) over the n
+    """dst[i] = src[i] cast to dst's dtype (ADD 1, ATOMIC: dst[i] += src[i] by fp32 atomic adds; 2, ACCUMULATE:
+    dst[i] += src[i] read, added in fp32 and written, where no two i share an element of dst) over the n
     elements of dims `sizes` (innermost first), each side through its strides (in elements).
     Along axis AXIS (if any) the coordinate k of one side (GATHER: src's, else dst's) is
     index[k] (WRAP: plus limit where negative); an index outside [0, limit) is skipped and
@@ -91,8 +95,11 @@ def copy_kernel(dst_ptr, src_ptr, index_ptr, flag_ptr, n, limit, sizes, dst_stri
             src_off += pos * src_strides[d]
     # a direct cast, not through fp32: int64 -> int64 and float -> int stay exact
     x = tl.load(src_ptr + src_off, mask=ok)
-    if ADD:
+    if ADD == 1:
         tl.atomic_add(dst_ptr + dst_off, x.to(tl.float32), mask=ok, sem="relaxed")
+    elif ADD == 2:
+        y = tl.load(dst_ptr + dst_off, mask=ok).to(tl.float32) + x.to(tl.float32)
+        tl.store(dst_ptr + dst_off, y.to(dst_ptr.dtype.element_ty), mask=ok)
     else:
         tl.store(dst_ptr + dst_off, x.to(dst_ptr.dtype.element_ty), mask=ok)
 
@@ -129,7 +136,7 @@ def merge_dims(shape, dst_strides, src_strides, keep=-1):
 _index_flags = {}  # (device, reported) -> int64 [2]: (an index was out of range, that index)
 
 
-def _launch(dst, src, shape, dst_strides, src_strides, index=None, gather=False, axis=-1, limit=0, add=False,
+def _launch(dst, src, shape, dst_strides, src_strides, index=None, gather=False, axis=-1, limit=0, add=0,
             report=None, wrap=False):
     """copy_kernel over `shape`, dst and src pointing at their first elements; with an index and
     `report` (the op's name, or a function of the bad index giving the message), raise
@@ -167,6 +174,17 @@ def copy_(dst, src):
     _check_pair("copy_", dst, src)
     check(not overlaps(dst), lambda: f"copy_: dst overlaps itself (strides {dst.stride()}), elements would race")
     _launch(dst, src, dst.shape, dst.stride(), src.stride())
+    return dst
+
+
+def add_into(dst, src):
+    """dst += src (the sum in fp32, cast to dst's dtype) for tensors of one shape with any strides (dst may not
+    overlap itself); returns dst."""
+    check(dst.shape == src.shape, lambda: f"add_into: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
+    _check_pair("add_into", dst, src)
+    check(dst.is_floating_point(), lambda: f"add_into: dst must be float, got {dst.dtype}")
+    check(not overlaps(dst), lambda: f"add_into: dst overlaps itself (strides {dst.stride()}), elements would race")
+    _launch(dst, src, dst.shape, dst.stride(), src.stride(), add=ACCUMULATE)
     return dst
 
 
@@ -229,7 +247,7 @@ def index_add_(dst, src, index, dim, wrap=False):
     check(all(a == b for d, (a, b) in enumerate(zip(dst.shape, src.shape)) if d != dim) and
           src.shape[dim] == index.shape[0],
           lambda: f"index_add_: src {tuple(src.shape)} must be dst {tuple(dst.shape)} with {index.shape[0]} at dim {dim}")
-    _launch(dst, src, src.shape, dst.stride(), src.stride(), index, False, dim, dst.shape[dim], add=True, wrap=wrap)
+    _launch(dst, src, src.shape, dst.stride(), src.stride(), index, False, dim, dst.shape[dim], add=ATOMIC, wrap=wrap)
     return dst
 
 
@@ -265,7 +283,7 @@ def unfold_add_(dst, src, dim, size, step):
           lambda: f"unfold_add_: adds float src into a float32 dst, got {src.dtype} into {dst.dtype}")
     view = windows(dst, dim, size, step)
     check(src.shape == view.shape, lambda: f"unfold_add_: src {tuple(src.shape)} must be {tuple(view.shape)}, dst's windows")
-    _launch(dst, src, src.shape, view.stride(), src.stride(), add=True)
+    _launch(dst, src, src.shape, view.stride(), src.stride(), add=ATOMIC)
     return dst
 
 
