@@ -1194,3 +1194,73 @@ def test_as_strided_scatter_and_top_level_as_strided_in_place_as_torch(rng):
     t = tnet.arange(12.0)
     assert tnet.as_strided_(t, (2, 3), (1, 4)) is t
     assert t.tolist() == torch.arange(12.0).as_strided((2, 3), (1, 4)).tolist()
+
+
+# ---- slicing gradients added in place (tensor.Piece) ------------------------------------------
+
+def _pieces_loss(m, x):
+    """A loss over pieces of one tensor: chunk, split, overlapping slices, a select, a narrow."""
+    y = x * 2.0
+    p, q, r = m.chunk(y, 3, 1)
+    a, b = m.split(y, [1, 5], 1)
+    return ((p * 1.0 + q * 2.0 + r * 3.0).sum() + (y[:, 1:4] * y[:, 2:5]).sum() + (y[0] * 5.0).sum()
+            + (a * a).sum() + b.narrow(2, 1, 2).sum())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_slicing_gradients_add_up_in_place_as_torchs(rng, dtype, channels_last):
+    """Pieces of one tensor (chunk, split, overlapping slices, select, narrow) and of a leaf (over two backwards,
+    the second added into .grad in place): their gradients as torch's, in the input's layout; a leaf with a hook
+    and autograd.grad take the full gradient."""
+    x0 = rng.standard_normal((2, 6, 4, 3)).astype(np.float32)
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    a = tnet.tensor(x0, dtype=dtype).to(memory_format=fmt).requires_grad_(True)
+    b = torch.tensor(x0).to(dtype).to(memory_format=fmt).double().requires_grad_(True)
+    for _ in range(2):
+        _pieces_loss(F, a).backward()
+        _pieces_loss(torch, b).backward()
+    assert_close(a.grad, b.grad, tol_for(dtype), "pieces")
+    assert is_channels_last(a.grad.memory) == channels_last
+    seen = []
+    a.grad = None
+    a.register_hook(lambda g: seen.append(g.shape))
+    for m, x in ((F, a), (torch, b)):
+        x.grad = None
+        for _ in range(2):
+            p, q = m.split(x, [2, 4], 1)
+            ((p * 3.0).sum() + (q * q).sum()).backward()
+    assert_close(a.grad, b.grad, tol_for(dtype), "a leaf's pieces")
+    assert seen == [a.shape] * 2  # the hook saw the whole gradient, once a backward
+    got = tnet.autograd.grad(F.chunk(a, 2, 1)[1].sum(), a)[0]
+    want = torch.autograd.grad(torch.chunk(b, 2, 1)[1].sum(), b)[0]
+    assert_close(got, want, tol_for(dtype), "autograd.grad of a piece")
+
+
+def test_chunks_backward_adds_each_piece_into_one_buffer(monkeypatch, rng):
+    """chunk(3)'s backward: one full gradient buffer, the first piece copied into it and the others added (a copy_kernel
+    launch over a piece each: ADD 0, 2, 2), no element-wise add over the whole input."""
+    from helpers import Launches
+    from tnet.kernels import pointwise
+    x = tnet.tensor(rng.standard_normal((4, 9)).astype(np.float32), requires_grad=True)
+    p, q, r = F.chunk(x * 1.0, 3, 1)
+    loss = (p + q + r).sum()
+    copies, elementwise = [], []
+    monkeypatch.setattr(copy_module, "copy_kernel", Launches(copy_module.copy_kernel, copies))
+    monkeypatch.setattr(pointwise, "pointwise_kernel", Launches(pointwise.pointwise_kernel, elementwise))
+    loss.backward()
+    assert sorted((args[4], kwargs["ADD"]) for _, _, args, kwargs in copies) == [(12, 0), (12, 2), (12, 2)]
+    assert [kwargs["OP"] for _, _, args, kwargs in elementwise if args[4] == 36] == ["mul"]  # x * 1.0's
+    assert_close(x.grad, torch.ones(4, 9, dtype=torch.float64), TOL["ieee"], "x.grad")
+
+
+def test_add_into_adds_through_strides(rng):
+    """kernels/copy.add_into: dst += src through both sides' strides; a dst that overlaps itself is refused."""
+    a = torch.tensor(rng.standard_normal((5, 6)).astype(np.float32))
+    g = torch.tensor(rng.standard_normal((2, 5)).astype(np.float32)).t()
+    want = a.clone()
+    want[:, 1:3] += g
+    copy_module.add_into(a[:, 1:3], g)
+    assert torch.equal(a, want)
+    with pytest.raises(RuntimeError):
+        copy_module.add_into(a.expand(2, 5, 6), torch.ones(2, 5, 6))

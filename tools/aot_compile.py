@@ -228,7 +228,20 @@ def group_norm():
         PART_T=g.PART, PAIRS=g.PAIRS, CHANNELS=g.CHANNELS)
 
 
-GROUPS = {"depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip, "tma": tma,
+def copy():
+    """copy_kernel's plain copy and its adding modes (1: fp32 atomic adds, 2: read, add, write), 2-D, bf16 and fp32."""
+    from tnet.kernels import copy as c
+    for dtype, add in itertools.product(("*fp32", "*bf16"), (0, c.ATOMIC, c.ACCUMULATE)):
+        if add == c.ATOMIC and dtype != "*fp32":
+            continue
+        arg_types = {"dst_ptr": dtype, "src_ptr": dtype, "index_ptr": "*i64", "flag_ptr": "*i64", "n": "i32",
+                     "limit": "i32", "sizes": ("i32", "i32"), "dst_strides": ("i32", "i32"),
+                     "src_strides": ("i32", "i32"), "index_stride": "i32"}
+        yield f"copy_kernel {dtype} ADD={add}", c.copy_kernel, arg_types, dict(GATHER=False, AXIS=-1, ADD=add,
+                                                                                 WRAP=False)
+
+
+GROUPS = {"copy": copy, "depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip, "tma": tma,
           "special": special, "norm": norm, "loss": loss, "group_norm": group_norm}
 
 
