@@ -134,6 +134,8 @@ def gru_cell_backward_kernel(gi_ptr, gh_ptr, h_ptr, dh_out_ptr, dgi_ptr, dgh_ptr
 def takes(gi, gh, state, gates):
     """Whether the kernels take these operands: gi and gh [B, gates * H], state [B, H] (c, or the GRU's h), non-empty,
     of FLOATS, on one device, each row dense. Else the caller composes the step of tnet's ops."""
+    if state.dim() != 2:
+        return False
     B, H = state.shape
     return (B > 0 and H > 0 and gi.shape == gh.shape == (B, gates * H)
             and all(t.dtype in FLOATS and t.device == state.device and t.stride(1) == 1 for t in (gi, gh, state)))
