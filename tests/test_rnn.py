@@ -1,6 +1,7 @@
 """nn.RNN, LSTM, GRU and their cells against torch's in float64: torch's weights copied in by
 state_dict, then the outputs and the gradients of the input, the initial states and every parameter,
-on small shapes (I=3, H=4, T=5, batch 2); packed sequences (tnet.nn.utils.rnn) and the layers on them."""
+on small shapes (I=3, H=4, T=5, batch 2); packed sequences (tnet.nn.utils.rnn) and the layers on them; the fused
+LSTM and GRU cells (kernels/rnn.py) on odd sizes, in bf16, under create_graph, and the launches a step makes."""
 import collections
 import importlib
 import pkgutil
