@@ -120,8 +120,10 @@ def gru_cell_backward_kernel(gi_ptr, gh_ptr, h_ptr, dh_out_ptr, dgi_ptr, dgh_ptr
     dz = dy * (_load(h_ptr, rows, s_h, cols, mask) - n) * z * (1.0 - z)
     dn = dy * (1.0 - z) * (1.0 - n * n)
     dr = dn * gh_n * r * (1.0 - r)
-    gi_out, gi_kind = dgi_ptr + rows * (3 * H) + cols, dgi_ptr.dtype.element_ty
-    gh_out, gh_kind = dgh_ptr + rows * (3 * H) + cols, dgh_ptr.dtype.element_ty
+    gi_out = dgi_ptr + rows * (3 * H) + cols
+    gh_out = dgh_ptr + rows * (3 * H) + cols
+    gi_kind = dgi_ptr.dtype.element_ty  # one name a statement: triton 3.6 fails on a dtype in a tuple assignment
+    gh_kind = dgh_ptr.dtype.element_ty
     tl.store(gi_out, dr.to(gi_kind), mask=mask)
     tl.store(gi_out + H, dz.to(gi_kind), mask=mask)
     tl.store(gi_out + 2 * H, dn.to(gi_kind), mask=mask)
