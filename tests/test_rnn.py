@@ -1,6 +1,10 @@
 """nn.RNN, LSTM, GRU and their cells against torch's in float64: torch's weights copied in by
 state_dict, then the outputs and the gradients of the input, the initial states and every parameter,
-on small shapes (I=3, H=4, T=5, batch 2); packed sequences (tnet.nn.utils.rnn) and the layers on them."""
+on small shapes (I=3, H=4, T=5, batch 2); packed sequences (tnet.nn.utils.rnn) and the layers on them; the fused
+LSTM and GRU cells (kernels/rnn.py) on odd sizes, in bf16, under create_graph, and the launches a step makes."""
+import collections
+import importlib
+import pkgutil
 import warnings
 
 import numpy as np
@@ -9,7 +13,7 @@ import torch
 
 import tnet
 from tnet import nn
-from helpers import MEMORY_OPS, TOL, Recorder, assert_close, pair
+from helpers import MEMORY_OPS, TOL, Launches, Recorder, assert_close, pair
 
 I, H, T, B = 3, 4, 5, 2
 
@@ -242,3 +246,122 @@ def test_top_level_cells_as_torch(rng, ieee, name, gates, bias):
         assert_close(o, r, TOL["ieee"], name)
     for i, (t, r) in enumerate(leaves):
         assert_close(t.grad, r.grad, TOL["ieee"], f"{name}: gradient of argument {i}")
+
+
+# ---- the fused cells (kernels/rnn.py): one node and one launch each way per step ----
+
+def cell_leaves(rng, name, n, i, h, dtype=torch.float32, scale=1.0):
+    """(tnet, torch float64) leaf pairs of a top-level cell's arguments: input [n, i], the state(s) [n, h], w_ih,
+    w_hh and both biases, of dtype (their values rounded to it on both sides)."""
+    gates = 4 if name == "lstm_cell" else 3
+    shapes = [(n, i)] + [(n, h)] * (2 if name == "lstm_cell" else 1) + [(gates * h, i), (gates * h, h)] + \
+        [(gates * h,)] * 2
+    return [pair(rng, *shape, dtype=dtype, scale=scale) for shape in shapes]
+
+
+def cell_call(lib, name, args):
+    """lib's top-level cell on args (its leaves' side): a tuple of its outputs."""
+    state = tuple(args[1:3]) if name == "lstm_cell" else args[1]
+    out = getattr(lib, name)(args[0], state, *args[3 if name == "lstm_cell" else 2:])
+    return tuple(out) if name == "lstm_cell" else (out,)
+
+
+@pytest.mark.parametrize("name", ["lstm_cell", "gru_cell"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_fused_cell_matches_torch(rng, ieee, name, dtype):
+    """The fused cell on odd sizes (5 rows, 37 hidden units: edge blocks of both), every argument of dtype: its
+    outputs (of dtype, as the composition's promotion gives) and the gradients of every argument against torch in
+    float64 on the same rounded values; 16-bit within 1e-2 (its GEMMs and outputs round to bf16), torch's node
+    (ThnnFusedLstmCellBackward0: h' and c' share it)."""
+    leaves = cell_leaves(rng, name, 5, 6, 37, dtype, scale=0.5)
+    out, ref = (cell_call(lib, name, [v[k] for v in leaves]) for k, lib in ((0, tnet), (1, torch)))
+    node = "ThnnFusedLstmCellBackward0" if name == "lstm_cell" else "ThnnFusedGruCellBackward0"
+    assert all(o.dtype == dtype and type(o.grad_fn).__name__ == node for o in out)
+    tol = TOL["ieee"] if dtype == torch.float32 else 1e-2
+    seeds = [rng.standard_normal(r.shape) for r in ref]
+    tnet.autograd.backward(list(out), [tnet.tensor(g, dtype=dtype) for g in seeds])
+    torch.autograd.backward(list(ref), [torch.tensor(g, dtype=dtype).double() for g in seeds])
+    for o, r in zip(out, ref):
+        assert_close(o, r, tol, name)
+    for i, (t, r) in enumerate(leaves):
+        assert t.grad.dtype == dtype
+        assert_close(t.grad, r.grad, tol, f"{name}: gradient of argument {i}")
+
+
+def test_fused_lstm_cell_takes_one_output_gradient(rng, ieee):
+    """h' alone, then c' alone, carries a gradient: the other is none (not zeros) in the fused backward."""
+    for which in (0, 1):
+        leaves = cell_leaves(rng, "lstm_cell", 3, 4, 5)
+        out, ref = (cell_call(lib, "lstm_cell", [v[k] for v in leaves]) for k, lib in ((0, tnet), (1, torch)))
+        out[which].sum().backward()
+        ref[which].sum().backward()
+        for i, (t, r) in enumerate(leaves):
+            assert_close(t.grad, r.grad, TOL["ieee"], f"output {which}: gradient of argument {i}")
+
+
+@pytest.mark.parametrize("name", ["lstm_cell", "gru_cell"])
+def test_fused_cell_double_backward(rng, ieee, name):
+    """autograd.grad(create_graph=True) through the fused cell (its gradient composed of tnet's ops), then a
+    backward of those gradients: both orders against torch's (the LSTM's seed reaches h' alone in one part,
+    so a missing output gradient is taken as zeros there too)."""
+    leaves = cell_leaves(rng, name, 3, 4, 5, scale=0.7)
+    second = []
+    for k, lib in ((0, tnet), (1, torch)):
+        args = [v[k] for v in leaves]
+        out = cell_call(lib, name, args)
+        loss = (out[0] * out[0]).sum() + (out[1].sum() if len(out) > 1 else 0)
+        grads = lib.autograd.grad(loss, args, create_graph=True)
+        if name == "lstm_cell":  # h' alone
+            grads = [a + b for a, b in zip(grads, lib.autograd.grad(out[0].sum(), args, create_graph=True))]
+        first = [g.detach() for g in grads]
+        total = sum((g * g).sum() for g in grads)
+        second.append((first, lib.autograd.grad(total, args)))
+    (first, grads), (first_ref, grads_ref) = second
+    for i in range(len(leaves)):
+        assert_close(first[i], first_ref[i], TOL["ieee"], f"{name}: gradient of argument {i}")
+        assert_close(grads[i], grads_ref[i], 1e-4, f"{name}: second-order gradient of argument {i}")
+
+
+def launches(monkeypatch, fn):
+    """The kernel launches fn() makes, by kernel name (every *_kernel of tnet.kernels counted; on a GPU a launch
+    that autotune.launch_kept keeps goes uncounted after its first)."""
+    log = []
+    for info in pkgutil.iter_modules(tnet.kernels.__path__):
+        module = importlib.import_module(f"tnet.kernels.{info.name}")
+        for attr in dir(module):
+            if attr.endswith("_kernel"):
+                monkeypatch.setattr(module, attr, Launches(getattr(module, attr), log))
+    fn()
+    return collections.Counter(getattr(kernel, "__name__", getattr(kernel, "fn", kernel).__name__)
+                               for kernel, *_ in log)
+
+
+@pytest.mark.parametrize("kind", ["LSTM", "GRU"])
+def test_layer_step_launches(monkeypatch, kind):
+    """A layer's time step launches its cell's kernel once forward and once backward, and few element-wise
+    kernels besides (the tape's sums of gradient parts, as of h''s two: the output's and the next step's), where
+    the composed cell launched 27 (LSTM) and 22 (GRU) a step: counted as what two more steps add."""
+    tnet.manual_seed(0)
+    m, counts = getattr(nn, kind)(I, H), []
+    for steps in (2, 4):
+        x = tnet.randn(steps, B, I, requires_grad=True)
+        counts.append(launches(monkeypatch, lambda: (m(x)[0] * x[..., :1]).sum().backward()))
+        cell = kind.lower() + "_cell_kernel"
+        assert counts[-1][cell] == counts[-1][cell.replace("_kernel", "_backward_kernel")] == steps
+    more = counts[1] - counts[0]
+    assert more["pointwise_kernel"] <= 2 * 3, more
+
+
+def test_fused_cells_empty_batch_and_autocast(rng):
+    """An empty batch takes the composition (the kernels take none), as before; under autocast the 16-bit gates
+    meet float32 states, and the outputs promote to float32, as the composition's do."""
+    for m in (nn.LSTMCell(I, H), nn.GRUCell(I, H)):
+        out = m(tnet.zeros(0, I))
+        assert all(o.shape == (0, H) for o in (out if isinstance(out, tuple) else (out,)))
+    ours, theirs = twins(nn.LSTM(I, H), torch.nn.LSTM(I, H))
+    x = pair(rng, 2, B, I)
+    out, (h, c) = ours.bfloat16()(x[0])
+    assert out.dtype == h.dtype == c.dtype == torch.float32
+    ref, (h_ref, c_ref) = theirs(x[1])
+    for o, r in ((out, ref), (h, h_ref), (c, c_ref)):
+        assert_close(o, r, TOL["bf16"], "LSTM under autocast")  # its GEMMs' bf16 operands

@@ -1317,6 +1317,36 @@ def record_composed(op, data, inputs, grads, saved):
     return record(op, data, inputs, backward, saved=saved, graph=lambda g, out: grads(g))
 
 
+def record_outputs(op, datas, inputs, backward, saved=(), graph=None):
+    """record() of an op of several outputs whose backward takes all their gradients at once (an LSTM cell's h'
+    and c'), as torch's one node of several outputs: a hub entry, recorded first, holds backward; each output's
+    own entry (named op too) hands its gradient to the hub and passes the hub an empty one, so that the hub runs
+    once, after every output's entry, as autograd.Function's outputs do. backward(gs) and graph(gs, outs) take
+    each output's gradient in order, None where none came (torch tensors, or tnet Tensors for graph=, with the
+    output Tensors); they return the inputs' gradients as record's. Returns the output Tensors."""
+    if not (_grad_enabled[0] and any_requires_grad(inputs)):
+        return tuple(Tensor(data) for data in datas)
+    grads, graph_grads = [None] * len(datas), [None] * len(datas)
+
+    def hub_backward(_):
+        gs, grads[:] = list(grads), [None] * len(datas)
+        return backward(gs)
+
+    def hub_graph(_, __):
+        gs, graph_grads[:] = list(graph_grads), [None] * len(datas)
+        return graph(gs, outs)
+    hub = record(op, torch.empty(0, device=DEVICE), inputs, hub_backward, saved,
+                 graph=None if graph is None else hub_graph)
+
+    def pass_on(i, g, kept):
+        kept[i] = g
+        return (hub.memory,)
+    outs = tuple(record(op, data, (hub,), lambda g, i=i: pass_on(i, g, grads),
+                        graph=None if graph is None else lambda g, y, i=i: (Tensor(pass_on(i, g, graph_grads)[0]),))
+                 for i, data in enumerate(datas))
+    return outs
+
+
 def _check_not_inference(inputs, saved):
     """torch's RuntimeError where a recorded op's backward would read (saved) an inference tensor:
     one of saved, or an input whose memory is saved."""

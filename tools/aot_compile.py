@@ -241,8 +241,28 @@ def copy():
                                                                                  WRAP=False)
 
 
-GROUPS = {"copy": copy, "depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample, "clip": clip, "tma": tma,
-          "special": special, "norm": norm, "loss": loss, "group_norm": group_norm}
+def rnn():
+    """The LSTM and GRU cells' kernels (kernels/rnn.py), forward and backward: bf16 gates, an fp32 state and
+    outputs (autocast's step), a GPU launch's blocks of 8 rows by 128 units; the LSTM's backward with both output
+    gradients and with h''s alone."""
+    from tnet.kernels import rnn as r
+    sizes = {"B": "i32", "H": "i32", "s_gi": "i32", "s_gh": "i32"}
+    blocks = dict(BLOCK_B=8, BLOCK_H=128)
+    yield "lstm_cell_kernel", r.lstm_cell_kernel, {"gi_ptr": "*bf16", "gh_ptr": "*bf16", "c_ptr": "*fp32",
+                                                   "h_out_ptr": "*fp32", "c_out_ptr": "*fp32", **sizes, "s_c": "i32"}, blocks
+    for has_dc in (True, False):
+        yield (f"lstm_cell_backward_kernel dc={has_dc}", r.lstm_cell_backward_kernel,
+               {"gi_ptr": "*bf16", "gh_ptr": "*bf16", "c_ptr": "*fp32", "dh_ptr": "*fp32", "dc_out_ptr": "*fp32",
+                "dgates_ptr": "*bf16", "dc_ptr": "*fp32", **sizes, "s_c": "i32"}, dict(HAS_DH=True, HAS_DC=has_dc, **blocks))
+    yield "gru_cell_kernel", r.gru_cell_kernel, {"gi_ptr": "*bf16", "gh_ptr": "*bf16", "h_ptr": "*fp32",
+                                                 "h_out_ptr": "*fp32", **sizes, "s_h": "i32"}, blocks
+    yield "gru_cell_backward_kernel", r.gru_cell_backward_kernel, {
+        "gi_ptr": "*bf16", "gh_ptr": "*bf16", "h_ptr": "*fp32", "dh_out_ptr": "*fp32", "dgi_ptr": "*bf16",
+        "dgh_ptr": "*bf16", "dh_ptr": "*fp32", **sizes, "s_h": "i32"}, blocks
+
+
+GROUPS = {"copy": copy, "depthwise": depthwise, "depthwise_flat": depthwise_flat, "lerp": lerp, "grid_sample": grid_sample,
+          "clip": clip, "tma": tma, "special": special, "norm": norm, "loss": loss, "group_norm": group_norm, "rnn": rnn}
 
 
 def main():

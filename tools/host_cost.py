@@ -103,10 +103,20 @@ def cases():
     resnet_step = make_train_step(resnet, tnet.optim.SGD(resnet.parameters(), **zoo.SGD), dtype=zoo.DTYPE)
     rx = torch.randn(2, 3, 32, 32).to(tnet.DEVICE)
     ry = torch.tensor([0, 1]).to(tnet.DEVICE)
+    lstm, gru = tnet.nn.LSTMCell(32, 64), tnet.nn.GRUCell(32, 64)
+    sx, sh, sc = tnet.randn(8, 32), tnet.randn(8, 64, requires_grad=True), tnet.randn(8, 64, requires_grad=True)
+    seed = tnet.randn(8, 64)
+
+    def lstm_step():  # one time step's forward and backward, both outputs' gradients given
+        tnet.autograd.backward(lstm(sx, (sh, sc)), (seed, seed))
+
+    def gru_step():
+        gru(sx, sh).backward(seed)
     return {"a + b": (lambda: a + b, 1000), "relu": (lambda: F.relu(a), 1000),
             "(a * a).sum().backward()": (backward, 300), "conv2d": (lambda: F.conv2d(x, w, padding=1), 300),
             "BatchNorm2d train": (lambda: bn(x), 300), "README network step": (step, 20),
-            "ResNet-18 bf16 step": (lambda: resnet_step(rx, ry), 5)}
+            "ResNet-18 bf16 step": (lambda: resnet_step(rx, ry), 5), "LSTMCell step": (lstm_step, 100),
+            "GRUCell step": (gru_step, 100)}
 
 
 def median_us(fn, calls):

@@ -2,10 +2,9 @@
 import numpy as np
 import torch
 
-from .._device import DEVICE
 from ..functional.pointwise import sum_to
 from ..functional.reduce import sum_to_size
-from ..tensor import Tensor, is_grad_enabled, no_grad, rebase, record
+from ..tensor import Tensor, is_grad_enabled, no_grad, rebase, record_outputs
 
 __all__ = ["Function", "FunctionCtx", "InplaceFunction", "once_differentiable"]
 
@@ -99,9 +98,9 @@ class Function:
 
 
 def _connect(cls, ctx, args, output):
-    """output's tensors (forward's result), put on the tape: each gets an entry that hands its
-    gradient to a hub, an empty tensor recorded first, whose entry (run after all of theirs) calls
-    cls.backward with all of them. A dirty input (mark_dirty) returned takes the output's place in
+    """output's tensors (forward's result), put on the tape by record_outputs: each gets an entry that
+    hands its gradient to a hub, an empty tensor recorded first, whose entry (run after all of theirs)
+    calls cls.backward with all of them. A dirty input (mark_dirty) returned takes the output's place in
     the graph, as torch's in-place ops."""
     outputs = output if isinstance(output, tuple) else (output,)
     dirty = {id(t) for t in ctx.dirty_tensors}
@@ -116,54 +115,44 @@ def _connect(cls, ctx, args, output):
             a = before
         inputs.append(a)
     tensors = [a for a in inputs if isinstance(a, Tensor)]
-    grads = [None] * len(outputs)
     ctx._versions = tuple(None if t is None else t._version for t in ctx.to_save)
+    # the outputs on the tape: the float Tensors not marked non-differentiable
+    taped = [i for i, out in enumerate(outputs) if isinstance(out, Tensor) and id(out) not in frozen
+             and out.memory.is_floating_point()]
 
-    def hub_backward(_):
-        given = []
-        for out, g in zip(outputs, grads):
-            if g is None and ctx.materialize_grads and isinstance(out, Tensor):
-                g = torch.zeros_like(out.memory)
-            given.append(None if g is None else Tensor(g))
+    def given(gs):
+        """cls.backward's gradients, one per output, as Tensors: the taped outputs' gs (torch tensors, or tape
+        Tensors under create_graph), None for the others, zeros for a Tensor output without one where
+        ctx.materialize_grads."""
+        grads = [None] * len(outputs)
+        for i, g in zip(taped, gs):
+            grads[i] = g
+        for i, out in enumerate(outputs):
+            if grads[i] is None and ctx.materialize_grads and isinstance(out, Tensor):
+                grads[i] = torch.zeros_like(out.memory)
+        return [g if g is None or isinstance(g, Tensor) else Tensor(g) for g in grads]
+
+    def backward(gs):
         with no_grad():
-            result = cls.backward(ctx, *given)
-        grads[:] = [None] * len(outputs)
+            result = cls.backward(ctx, *given(gs))
         return _input_grads(cls, inputs, result if isinstance(result, tuple) else (result,))
 
-    # create_graph (record's graph=): the outputs' gradients are tape Tensors, and backward, run with grad mode on,
-    # records its ops
-    graph_grads = [None] * len(outputs)
-
-    def hub_graph(_, __):
-        given = []
-        for out, g in zip(outputs, graph_grads):
-            if g is None and ctx.materialize_grads and isinstance(out, Tensor):
-                g = Tensor(torch.zeros_like(out.memory))
-            given.append(g)
-        graph_grads[:] = [None] * len(outputs)
-        result = cls.backward(ctx, *given)
+    def graph(gs, _):  # create_graph: backward, run with grad mode on, records its ops
+        result = cls.backward(ctx, *given(gs))
         return _input_grads(cls, inputs, result if isinstance(result, tuple) else (result,), on_tape=True)
-
-    def out_graph(g, _, i):
-        graph_grads[i] = g
-        return (Tensor(torch.empty(0, device=DEVICE)),)
     differentiable = not getattr(cls.backward, "_once_differentiable", False)
-    hub = record(f"{cls.__name__}Backward", torch.empty(0, device=DEVICE), tuple(tensors), hub_backward,
-                 graph=hub_graph if differentiable else None)
+    news = record_outputs(f"{cls.__name__}Backward", [outputs[i].memory for i in taped], tuple(tensors), backward,
+                          graph=graph if differentiable else None)
+    news = dict(zip(taped, news))
     wrapped = []
     for i, out in enumerate(outputs):
         if not isinstance(out, Tensor):
             wrapped.append(out)
             continue
-        if id(out) in frozen or not out.memory.is_floating_point():
+        new = news.get(i)
+        if new is None:
             wrapped.append(Tensor(out.memory))
             continue
-
-        def out_backward(g, i=i):
-            grads[i] = g
-            return (hub.memory,)
-        new = record(f"{cls.__name__}Backward", out.memory, (hub,), out_backward,
-                     graph=(lambda g, y, i=i: out_graph(g, y, i)) if differentiable else None)
         if id(out) in dirty:
             old = next(x for x, a in zip(inputs, args) if a is out)
             rebase(out, old, new)

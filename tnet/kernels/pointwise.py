@@ -109,7 +109,7 @@ INTEGER_OPS = (*BOOL_OPS, *BITWISE_OPS, "where", "add", "sub", "mul", "neg", "ab
 
 
 @triton.jit
-def _tanh(x):
+def tanh_from_exp(x):
     """tanh from exp (libdevice's tanh is missing from the interpreter); below |x| = 0.125, where
     1 - exp(-2|x|) would cancel, its series to x^7 (truncation error under 2e-9)."""
     a = tl.abs(x)
@@ -1182,11 +1182,11 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "gelu":  # x Phi(x), Phi the normal CDF: 0.5 (1 + erf(x / sqrt(2)))
         y = 0.5 * a * (1.0 + tl.math.erf(a * 0.7071067811865476))
     elif OP == "gelu_tanh":  # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-        y = 0.5 * a * (1.0 + _tanh(0.7978845608028654 * (a + 0.044715 * a * a * a)))
+        y = 0.5 * a * (1.0 + tanh_from_exp(0.7978845608028654 * (a + 0.044715 * a * a * a)))
     elif OP == "sigmoid":
         y = tl.sigmoid(a)
     elif OP == "tanh":
-        y = _tanh(a)
+        y = tanh_from_exp(a)
     elif OP == "silu":
         y = a * tl.sigmoid(a)
     elif OP == "sqrt_backward":  # b = sqrt(x)
@@ -1194,7 +1194,7 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
     elif OP == "gelu_backward":  # b = x: Phi(x) + x phi(x), phi the normal density
         y = a * (0.5 * (1.0 + tl.math.erf(b * 0.7071067811865476)) + b * tl.exp(-0.5 * b * b) * 0.3989422804014327)
     elif OP == "gelu_tanh_backward":  # b = x
-        t = _tanh(0.7978845608028654 * (b + 0.044715 * b * b * b))
+        t = tanh_from_exp(0.7978845608028654 * (b + 0.044715 * b * b * b))
         y = a * (0.5 * (1.0 + t) + 0.5 * b * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 0.134145 * b * b))
     elif OP == "sigmoid_backward":  # b = sigmoid(x)
         y = a * b * (1.0 - b)
@@ -1316,9 +1316,9 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         z = tl.exp(b * c)
         y = tl.where(b * c > d, a, a * z / (z + 1.0))
     elif OP == "mish":  # x tanh(softplus(x)), without softplus's threshold, as torch's
-        y = a * _tanh(log1p_kahan(tl.exp(a)))
+        y = a * tanh_from_exp(log1p_kahan(tl.exp(a)))
     elif OP == "mish_backward":  # b = x
-        t = _tanh(log1p_kahan(tl.exp(b)))
+        t = tanh_from_exp(log1p_kahan(tl.exp(b)))
         y = a * (t + b * tl.sigmoid(b) * (1.0 - t * t))
     elif OP == "selu":  # scale * elu(x, alpha), torch's constants
         y = tl.where(a <= 0.0, 1.7580993408473766 * _expm1(a), 1.0507009873554805 * a)
@@ -1335,9 +1335,9 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         s = 1.0 + tl.abs(b)
         y = tl.where(s == float("inf"), float("nan"), a / (s * s))
     elif OP == "tanhshrink":
-        y = a - _tanh(a)
+        y = a - tanh_from_exp(a)
     elif OP == "tanhshrink_backward":  # b = x
-        t = _tanh(b)
+        t = tanh_from_exp(b)
         y = a * t * t
     elif OP == "threshold":  # b = threshold, c = value
         y = tl.where(a <= b, c, a)

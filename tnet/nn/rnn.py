@@ -4,10 +4,13 @@ the LSTM, r, z, n for the GRU) and torch's init, U(-1/sqrt(hidden_size), 1/sqrt(
 every parameter, drawn from rng (tnet's init stream by default: a seed gives the same weights on CPU
 and GPU, not torch's numbers).
 
-Composed of tnet's ops, so autograd records every step; no fused cell kernel. A layer's input
-projection for all time steps is one GEMM; each step then costs one GEMM (h @ weight_hh.T +
-bias_hh) and the element-wise launches of its cell: RNN 2, GRU 8, LSTM 10 in the forward (and
-one copy per step where the outputs are stacked).
+A layer's input projection for all time steps is one GEMM; each step then costs one GEMM (h @
+weight_hh.T + bias_hh) and the element-wise part of its cell: for the LSTM and the GRU one fused kernel
+(kernels/rnn.py) recorded as one node, torch's _thnn_fused_lstm_cell's and _thnn_fused_gru_cell's
+(ThnnFusedLstmCellBackward0, ThnnFusedGruCellBackward0: h' and c' share it), whose backward is one kernel
+too; its create_graph gradient, and the whole step where the kernels do not take the operands (an empty
+batch), are composed of tnet's ops. The RNN's cell is composed (2 launches). One copy per step where the
+outputs are stacked.
 
 A PackedSequence input (tnet.nn.utils.rnn's) runs step t on the batch_sizes[t] sequences still
 running (the batch is sorted longest first, so those are the first rows: views), the others' states
@@ -24,9 +27,11 @@ import warnings
 import numpy as np
 
 from .. import functional as F
-from ..factory import init_generator, zeros
+from ..factory import init_generator, zeros, zeros_like
+from ..kernels import rnn as _rnn
 from ..kernels.launch import check
-from ..tensor import Tensor
+from ..kernels.pointwise import result_type
+from ..tensor import Tensor, record, record_outputs
 from . import Module, Parameter, factory_args, init
 from .utils import PackedSequence, batch_sizes_of, packed_like
 
@@ -41,20 +46,85 @@ def _lstm_step(gi, state, w_hh, b_hh, w_hr=None):
     """(h, c) -> (h', c'): i, f, g, o = the gates; c' = f * c + i * g, h' = o * tanh(c'), projected by
     w_hr where the LSTM has proj_size > 0 (h' @ w_hr.T)."""
     h, c = state
-    i, f, g, o = F.chunk(F.add(gi, F.linear(h, w_hh, b_hh)), 4, 1)
-    c = F.add(F.mul(F.sigmoid(f), c), F.mul(F.sigmoid(i), F.tanh(g)))
-    h = F.mul(F.sigmoid(o), F.tanh(c))
+    h, c = _lstm_cell(gi, F.linear(h, w_hh, b_hh), c)
     return (h if w_hr is None else F.linear(h, w_hr)), c
 
 
 def _gru_step(gi, h, w_hh, b_hh):
     """h -> h': r, z = sigmoid of the first two gates, n = tanh(gi_n + r * gh_n), h' = n + z * (h - n)
     (torch's (1 - z) * n + z * h)."""
-    H = h.shape[1]
-    gh = F.linear(h, w_hh, b_hh)
+    return _gru_cell(gi, F.linear(h, w_hh, b_hh), h)
+
+
+# ---- the cells' element-wise part: gi [B, G], gh = h @ w_hh.T (+ bias) [B, G] and the state [B, H] ----
+# One fused node where kernels/rnn.py takes the operands; their outputs are of the dtype the composition's
+# promotion gives (a 16-bit step's stay 16-bit; float32 states under autocast make them float32).
+
+def _lstm_cell(gi, gh, c):
+    """(h', c') of the LSTM's gates gi + gh [B, 4H] from c [B, H]."""
+    X, Y, C = gi.memory, gh.memory, c.memory
+    if not _rnn.takes(X, Y, C, 4):
+        return _lstm_composed(gi, gh, c)
+
+    def backward(gs):
+        dgates, dc = _rnn.lstm_cell_backward(X, Y, C, *gs)
+        return dgates, dgates.view(dgates.shape), dc
+
+    def graph(gs, outs):
+        return _lstm_grads(gi, gh, c, *(zeros_like(o) if g is None else g for g, o in zip(gs, outs)))
+    return record_outputs("_thnn_fused_lstm_cell", _rnn.lstm_cell(X, Y, C, result_type((X, Y, C))), (gi, gh, c),
+                          backward, saved=(X, Y, C), graph=graph)
+
+
+def _lstm_composed(gi, gh, c):
+    i, f, g, o = F.chunk(F.add(gi, gh), 4, 1)
+    c = F.add(F.mul(F.sigmoid(f), c), F.mul(F.sigmoid(i), F.tanh(g)))
+    return F.mul(F.sigmoid(o), F.tanh(c)), c
+
+
+def _sigmoid_slope(s):
+    """s (1 - s): the derivative of the sigmoid whose value is s."""
+    return F.mul(s, F.rsub(s, 1))
+
+
+def _lstm_grads(gi, gh, c, dh, dc):
+    """The gradients of gi, gh and c for those of h' and c' (the backward kernel's formula), of tnet's ops: the
+    create_graph gradient of the fused cell."""
+    i, f, g, o = F.chunk(F.add(gi, gh), 4, 1)
+    i, f, g, o = F.sigmoid(i), F.sigmoid(f), F.tanh(g), F.sigmoid(o)
+    t = F.tanh(F.add(F.mul(f, c), F.mul(i, g)))
+    dc = F.add(dc, F.mul(F.mul(dh, o), F.rsub(F.mul(t, t), 1)))
+    dgates = F.cat([F.mul(F.mul(dc, g), _sigmoid_slope(i)), F.mul(F.mul(dc, c), _sigmoid_slope(f)),
+                    F.mul(F.mul(dc, i), F.rsub(F.mul(g, g), 1)), F.mul(F.mul(dh, t), _sigmoid_slope(o))], 1)
+    return dgates, dgates, F.mul(dc, f)
+
+
+def _gru_gates(gi, gh, H):
+    """(r, z, gh_n, n) of tnet's ops."""
     r, z = F.chunk(F.sigmoid(F.add(F.narrow(gi, 1, 0, 2 * H), F.narrow(gh, 1, 0, 2 * H))), 2, 1)
-    n = F.tanh(F.add(F.narrow(gi, 1, 2 * H, H), F.mul(r, F.narrow(gh, 1, 2 * H, H))))
-    return F.add(n, F.mul(z, F.sub(h, n)))
+    gh_n = F.narrow(gh, 1, 2 * H, H)
+    return r, z, gh_n, F.tanh(F.add(F.narrow(gi, 1, 2 * H, H), F.mul(r, gh_n)))
+
+
+def _gru_cell(gi, gh, h):
+    """h' of the GRU's gates gi, gh [B, 3H] (gh with bias_hh) from h [B, H]."""
+    X, Y, S = gi.memory, gh.memory, h.memory
+    if not _rnn.takes(X, Y, S, 3):
+        _, z, _, n = _gru_gates(gi, gh, h.shape[1])
+        return F.add(n, F.mul(z, F.sub(h, n)))
+    return record("_thnn_fused_gru_cell", _rnn.gru_cell(X, Y, S, result_type((X, Y, S))), (gi, gh, h),
+                  lambda g: _rnn.gru_cell_backward(X, Y, S, g), saved=(X, Y, S),
+                  graph=lambda g, out: _gru_grads(gi, gh, h, g))
+
+
+def _gru_grads(gi, gh, h, dy):
+    """The gradients of gi, gh and h for h''s (the backward kernel's formula), of tnet's ops: the create_graph
+    gradient of the fused cell."""
+    r, z, gh_n, n = _gru_gates(gi, gh, h.shape[1])
+    dz = F.mul(F.mul(dy, F.sub(h, n)), _sigmoid_slope(z))
+    dn = F.mul(F.mul(dy, F.rsub(z, 1)), F.rsub(F.mul(n, n), 1))
+    dr = F.mul(F.mul(dn, gh_n), _sigmoid_slope(r))
+    return F.cat([dr, dz, dn], 1), F.cat([dr, dz, F.mul(dn, r)], 1), F.mul(dy, z)
 
 
 STEPS = {"RNN_TANH": _rnn_step(F.tanh), "RNN_RELU": _rnn_step(F.relu), "LSTM": _lstm_step, "GRU": _gru_step}
