@@ -1,0 +1,787 @@
+"""DOCSTRING"""
+import collections
+import copy
+import math
+import random
+import re
+from functools import partial
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# (a) lukemelas/EfficientNet-PyTorch's model.py and utils.py: BlockArgs and GlobalParams as namedtuples with
+# __new__.__defaults__, round_filters, Conv2dStaticSamePadding (a Conv2d subclass that overwrites self.stride with a
+# list and pads by a ZeroPad2d worked out from math.ceil, or nn.Identity), MemoryEfficientSwish as an autograd.Function
+# saving its input, MBConvBlock's expansion, depthwise convolution, squeeze-and-excitation by F.adaptive_avg_pool2d(x,
+# 1) and drop_connect (keep_prob as a float that `+=` a uniform draw turns into a tensor, torch.floor, inputs /
+# keep_prob * binary_tensor; numpy draws the uniform here), BatchNorm with TensorFlow's momentum (1 - 0.99) and eps,
+# drop_connect_rate scaled by the block's index, then set_swish(memory_efficient=False) for a plain Swish step
+def efficientnet_lukemelas(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(0)
+    draws = np.random.default_rng(10)
+
+    GlobalParams = collections.namedtuple('GlobalParams', [
+        'width_coefficient', 'depth_coefficient', 'image_size', 'dropout_rate', 'num_classes', 'batch_norm_momentum',
+        'batch_norm_epsilon', 'drop_connect_rate', 'depth_divisor', 'min_depth', 'include_top'])
+    BlockArgs = collections.namedtuple('BlockArgs', [
+        'num_repeat', 'kernel_size', 'stride', 'expand_ratio', 'input_filters', 'output_filters', 'se_ratio',
+        'id_skip'])
+    GlobalParams.__new__.__defaults__ = (None,) * len(GlobalParams._fields)
+    BlockArgs.__new__.__defaults__ = (None,) * len(BlockArgs._fields)
+
+    class SwishImplementation(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, i):
+            result = i * torch.sigmoid(i)
+            ctx.save_for_backward(i)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            i = ctx.saved_tensors[0]
+            sigmoid_i = torch.sigmoid(i)
+            return grad_output * (sigmoid_i * (1 + i * (1 - sigmoid_i)))
+
+    class MemoryEfficientSwish(nn.Module):
+        def forward(self, x):
+            return SwishImplementation.apply(x)
+
+    class Swish(nn.Module):
+        def forward(self, x):
+            return x * torch.sigmoid(x)
+
+    def round_filters(filters, global_params):
+        multiplier = global_params.width_coefficient
+        if not multiplier:
+            return filters
+        divisor = global_params.depth_divisor
+        min_depth = global_params.min_depth
+        filters *= multiplier
+        min_depth = min_depth or divisor
+        new_filters = max(min_depth, int(filters + divisor / 2) // divisor * divisor)
+        if new_filters < 0.9 * filters:  # prevent rounding by more than 10%
+            new_filters += divisor
+        return int(new_filters)
+
+    def drop_connect(inputs, p, training):
+        assert 0 <= p <= 1, 'p must be in range of [0,1]'
+        if not training:
+            return inputs
+        batch_size = inputs.shape[0]
+        keep_prob = 1 - p
+        # generate binary_tensor mask according to probability (p for 0, 1-p for 1)
+        random_tensor = keep_prob
+        uniform = torch.from_numpy(draws.random((batch_size, 1, 1, 1)).astype(np.float32))  # torch.rand's place
+        random_tensor += uniform.to(dtype=inputs.dtype, device=inputs.device)
+        binary_tensor = torch.floor(random_tensor)
+        output = inputs / keep_prob * binary_tensor
+        return output
+
+    def calculate_output_image_size(input_image_size, stride):
+        if input_image_size is None:
+            return None
+        image_height, image_width = (input_image_size, input_image_size) if isinstance(input_image_size, int) \
+            else input_image_size
+        stride = stride if isinstance(stride, int) else stride[0]
+        image_height = int(math.ceil(image_height / stride))
+        image_width = int(math.ceil(image_width / stride))
+        return [image_height, image_width]
+
+    class Conv2dStaticSamePadding(nn.Conv2d):
+        def __init__(self, in_channels, out_channels, kernel_size, stride=1, image_size=None, **kwargs):
+            super().__init__(in_channels, out_channels, kernel_size, stride, **kwargs)
+            self.stride = self.stride if len(self.stride) == 2 else [self.stride[0]] * 2
+            assert image_size is not None
+            ih, iw = (image_size, image_size) if isinstance(image_size, int) else image_size
+            kh, kw = self.weight.size()[-2:]
+            sh, sw = self.stride
+            oh, ow = math.ceil(ih / sh), math.ceil(iw / sw)
+            pad_h = max((oh - 1) * self.stride[0] + (kh - 1) * self.dilation[0] + 1 - ih, 0)
+            pad_w = max((ow - 1) * self.stride[1] + (kw - 1) * self.dilation[1] + 1 - iw, 0)
+            if pad_h > 0 or pad_w > 0:
+                self.static_padding = nn.ZeroPad2d((pad_w // 2, pad_w - pad_w // 2,
+                                                    pad_h // 2, pad_h - pad_h // 2))
+            else:
+                self.static_padding = nn.Identity()
+
+        def forward(self, x):
+            x = self.static_padding(x)
+            x = F.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+            return x
+
+    def get_same_padding_conv2d(image_size=None):
+        return partial(Conv2dStaticSamePadding, image_size=image_size)
+
+    class MBConvBlock(nn.Module):
+        def __init__(self, block_args, global_params, image_size=None):
+            super().__init__()
+            self._block_args = block_args
+            self._bn_mom = 1 - global_params.batch_norm_momentum  # pytorch's difference from tensorflow
+            self._bn_eps = global_params.batch_norm_epsilon
+            self.has_se = (self._block_args.se_ratio is not None) and (0 < self._block_args.se_ratio <= 1)
+            self.id_skip = block_args.id_skip  # whether to use skip connection and drop connect
+            inp = self._block_args.input_filters
+            oup = self._block_args.input_filters * self._block_args.expand_ratio
+            if self._block_args.expand_ratio != 1:
+                Conv2d = get_same_padding_conv2d(image_size=image_size)
+                self._expand_conv = Conv2d(in_channels=inp, out_channels=oup, kernel_size=1, bias=False)
+                self._bn0 = nn.BatchNorm2d(num_features=oup, momentum=self._bn_mom, eps=self._bn_eps)
+            k = self._block_args.kernel_size
+            s = self._block_args.stride
+            Conv2d = get_same_padding_conv2d(image_size=image_size)
+            self._depthwise_conv = Conv2d(in_channels=oup, out_channels=oup, groups=oup, kernel_size=k, stride=s,
+                                          bias=False)
+            self._bn1 = nn.BatchNorm2d(num_features=oup, momentum=self._bn_mom, eps=self._bn_eps)
+            image_size = calculate_output_image_size(image_size, s)
+            if self.has_se:
+                Conv2d = get_same_padding_conv2d(image_size=(1, 1))
+                num_squeezed_channels = max(1, int(self._block_args.input_filters * self._block_args.se_ratio))
+                self._se_reduce = Conv2d(in_channels=oup, out_channels=num_squeezed_channels, kernel_size=1)
+                self._se_expand = Conv2d(in_channels=num_squeezed_channels, out_channels=oup, kernel_size=1)
+            final_oup = self._block_args.output_filters
+            Conv2d = get_same_padding_conv2d(image_size=image_size)
+            self._project_conv = Conv2d(in_channels=oup, out_channels=final_oup, kernel_size=1, bias=False)
+            self._bn2 = nn.BatchNorm2d(num_features=final_oup, momentum=self._bn_mom, eps=self._bn_eps)
+            self._swish = MemoryEfficientSwish()
+
+        def forward(self, inputs, drop_connect_rate=None):
+            x = inputs
+            if self._block_args.expand_ratio != 1:
+                x = self._expand_conv(inputs)
+                x = self._bn0(x)
+                x = self._swish(x)
+            x = self._depthwise_conv(x)
+            x = self._bn1(x)
+            x = self._swish(x)
+            if self.has_se:
+                x_squeezed = F.adaptive_avg_pool2d(x, 1)
+                x_squeezed = self._se_reduce(x_squeezed)
+                x_squeezed = self._swish(x_squeezed)
+                x_squeezed = self._se_expand(x_squeezed)
+                x = torch.sigmoid(x_squeezed) * x
+            x = self._project_conv(x)
+            x = self._bn2(x)
+            input_filters, output_filters = self._block_args.input_filters, self._block_args.output_filters
+            if self.id_skip and self._block_args.stride == 1 and input_filters == output_filters:
+                if drop_connect_rate:
+                    x = drop_connect(x, p=drop_connect_rate, training=self.training)
+                x = x + inputs  # skip connection
+            return x
+
+        def set_swish(self, memory_efficient=True):
+            self._swish = MemoryEfficientSwish() if memory_efficient else Swish()
+
+    class EfficientNet(nn.Module):
+        def __init__(self, blocks_args=None, global_params=None):
+            super().__init__()
+            assert isinstance(blocks_args, list), 'blocks_args should be a list'
+            assert len(blocks_args) > 0, 'block args must be greater than 0'
+            self._global_params = global_params
+            self._blocks_args = blocks_args
+            bn_mom = 1 - self._global_params.batch_norm_momentum
+            bn_eps = self._global_params.batch_norm_epsilon
+            image_size = global_params.image_size
+            Conv2d = get_same_padding_conv2d(image_size=image_size)
+            in_channels = 3
+            out_channels = round_filters(8, self._global_params)
+            self._conv_stem = Conv2d(in_channels, out_channels, kernel_size=3, stride=2, bias=False)
+            self._bn0 = nn.BatchNorm2d(num_features=out_channels, momentum=bn_mom, eps=bn_eps)
+            image_size = calculate_output_image_size(image_size, 2)
+            self._blocks = nn.ModuleList([])
+            for block_args in self._blocks_args:
+                block_args = block_args._replace(
+                    input_filters=round_filters(block_args.input_filters, self._global_params),
+                    output_filters=round_filters(block_args.output_filters, self._global_params))
+                self._blocks.append(MBConvBlock(block_args, self._global_params, image_size=image_size))
+                image_size = calculate_output_image_size(image_size, block_args.stride)
+                if block_args.num_repeat > 1:  # modify block_args to keep same output size
+                    block_args = block_args._replace(input_filters=block_args.output_filters, stride=1)
+                for _ in range(block_args.num_repeat - 1):
+                    self._blocks.append(MBConvBlock(block_args, self._global_params, image_size=image_size))
+            in_channels = block_args.output_filters
+            out_channels = round_filters(16, self._global_params)
+            Conv2d = get_same_padding_conv2d(image_size=image_size)
+            self._conv_head = Conv2d(in_channels, out_channels, kernel_size=1, bias=False)
+            self._bn1 = nn.BatchNorm2d(num_features=out_channels, momentum=bn_mom, eps=bn_eps)
+            self._avg_pooling = nn.AdaptiveAvgPool2d(1)
+            if self._global_params.include_top:
+                self._dropout = nn.Dropout(self._global_params.dropout_rate)
+                self._fc = nn.Linear(out_channels, self._global_params.num_classes)
+            self._swish = MemoryEfficientSwish()
+
+        def set_swish(self, memory_efficient=True):
+            self._swish = MemoryEfficientSwish() if memory_efficient else Swish()
+            for block in self._blocks:
+                block.set_swish(memory_efficient)
+
+        def extract_features(self, inputs):
+            x = self._swish(self._bn0(self._conv_stem(inputs)))
+            for idx, block in enumerate(self._blocks):
+                drop_connect_rate = self._global_params.drop_connect_rate
+                if drop_connect_rate:
+                    drop_connect_rate *= float(idx) / len(self._blocks)  # scale drop connect_rate
+                x = block(x, drop_connect_rate=drop_connect_rate)
+            x = self._swish(self._bn1(self._conv_head(x)))
+            return x
+
+        def forward(self, inputs):
+            x = self.extract_features(inputs)
+            x = self._avg_pooling(x)
+            if self._global_params.include_top:
+                x = x.flatten(start_dim=1)
+                x = self._dropout(x)
+                x = self._fc(x)
+            return x
+
+    blocks_args = [BlockArgs(num_repeat=1, kernel_size=3, stride=1, expand_ratio=1, input_filters=8, output_filters=4,
+                             se_ratio=0.25, id_skip=True),
+                   BlockArgs(num_repeat=2, kernel_size=5, stride=2, expand_ratio=2, input_filters=4, output_filters=8,
+                             se_ratio=0.25, id_skip=True)]
+    global_params = GlobalParams(width_coefficient=1.0, depth_coefficient=1.0, image_size=9, dropout_rate=0.0,
+                                 num_classes=5, batch_norm_momentum=0.99, batch_norm_epsilon=1e-3,
+                                 drop_connect_rate=0.5, depth_divisor=4, min_depth=None, include_top=True)
+    model = EfficientNet(blocks_args, global_params)
+    assert isinstance(model._conv_stem.static_padding, nn.ZeroPad2d) and model._conv_stem.stride == (2, 2)
+    assert isinstance(model._blocks[0]._se_reduce.static_padding, nn.Identity)
+    init = load(m, model, state)
+    optimizer = optim.RMSprop(model.parameters(), lr=0.01, alpha=0.9, eps=1e-3, momentum=0.9, weight_decay=1e-5)
+    criterion = nn.CrossEntropyLoss()
+    record = []
+    x, y = torch.from_numpy(normal(rng, 4, 3, 9, 9)), torch.from_numpy(rng.integers(0, 5, 4))
+    for it in range(2):
+        if it == 1:
+            model.set_swish(memory_efficient=False)
+        model.train()
+        optimizer.zero_grad()
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        record += model(x).flatten().tolist()
+    return init, record + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_efficientnet_lukemelas():
+    compare(efficientnet_lukemelas)
+
+
+# (b) bentrevett/pytorch-seq2seq's third notebook (Bahdanau attention): a bidirectional GRU encoder whose last forward
+# and backward states go through tanh(fc(cat(hidden[-2, :, :], hidden[-1, :, :]))), the additive attention (the
+# decoder state repeated over the source by unsqueeze(1).repeat(1, src_len, 1), energy by tanh(attn(cat(...))), v
+# without bias, softmax over the source), the decoder's weighted context by bmm of permuted encoder outputs, its GRU
+# fed cat(embedded, weighted), fc_out over cat(output, weighted, embedded); Seq2Seq writing each step's prediction into
+# torch.zeros(trg_len, batch, vocab) by outputs[t] = output, teacher forcing by random.random() < ratio (Python's seeded
+# generator: the same coins in both runs), init_weights by named_parameters, count_parameters, CrossEntropyLoss with
+# ignore_index on output[1:].view(-1, output_dim), clip_grad_norm_, evaluation without teacher forcing and the
+# greedy translate_sentence that keeps each step's attention in attentions[i] = attention. Dropout is 0 (tnet draws
+# other masks)
+def seq2seq_bahdanau(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(1)
+    random.seed(1234)
+    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+
+    class Encoder(nn.Module):
+        def __init__(self, input_dim, emb_dim, enc_hid_dim, dec_hid_dim, dropout):
+            super().__init__()
+            self.embedding = nn.Embedding(input_dim, emb_dim)
+            self.rnn = nn.GRU(emb_dim, enc_hid_dim, bidirectional=True)
+            self.fc = nn.Linear(enc_hid_dim * 2, dec_hid_dim)
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, src):
+            # src = [src len, batch size]
+            embedded = self.dropout(self.embedding(src))
+            outputs, hidden = self.rnn(embedded)
+            # initial decoder hidden is final hidden state of the forwards and backwards encoder RNNs fed through a
+            # linear layer
+            hidden = torch.tanh(self.fc(torch.cat((hidden[-2, :, :], hidden[-1, :, :]), dim=1)))
+            return outputs, hidden
+
+    class Attention(nn.Module):
+        def __init__(self, enc_hid_dim, dec_hid_dim):
+            super().__init__()
+            self.attn = nn.Linear((enc_hid_dim * 2) + dec_hid_dim, dec_hid_dim)
+            self.v = nn.Linear(dec_hid_dim, 1, bias=False)
+
+        def forward(self, hidden, encoder_outputs):
+            batch_size = encoder_outputs.shape[1]
+            src_len = encoder_outputs.shape[0]
+            # repeat decoder hidden state src_len times
+            hidden = hidden.unsqueeze(1).repeat(1, src_len, 1)
+            encoder_outputs = encoder_outputs.permute(1, 0, 2)
+            energy = torch.tanh(self.attn(torch.cat((hidden, encoder_outputs), dim=2)))
+            attention = self.v(energy).squeeze(2)
+            assert attention.shape == (batch_size, src_len)
+            return F.softmax(attention, dim=1)
+
+    class Decoder(nn.Module):
+        def __init__(self, output_dim, emb_dim, enc_hid_dim, dec_hid_dim, dropout, attention):
+            super().__init__()
+            self.output_dim = output_dim
+            self.attention = attention
+            self.embedding = nn.Embedding(output_dim, emb_dim)
+            self.rnn = nn.GRU((enc_hid_dim * 2) + emb_dim, dec_hid_dim)
+            self.fc_out = nn.Linear((enc_hid_dim * 2) + dec_hid_dim + emb_dim, output_dim)
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, input, hidden, encoder_outputs):
+            input = input.unsqueeze(0)
+            embedded = self.dropout(self.embedding(input))
+            a = self.attention(hidden, encoder_outputs)
+            a = a.unsqueeze(1)
+            encoder_outputs = encoder_outputs.permute(1, 0, 2)
+            weighted = torch.bmm(a, encoder_outputs)
+            weighted = weighted.permute(1, 0, 2)
+            rnn_input = torch.cat((embedded, weighted), dim=2)
+            output, hidden = self.rnn(rnn_input, hidden.unsqueeze(0))
+            # seq len, n layers and n directions will always be 1 in this decoder, therefore:
+            assert (output == hidden).all()
+            embedded = embedded.squeeze(0)
+            output = output.squeeze(0)
+            weighted = weighted.squeeze(0)
+            prediction = self.fc_out(torch.cat((output, weighted, embedded), dim=1))
+            return prediction, hidden.squeeze(0), a.squeeze(1)
+
+    class Seq2Seq(nn.Module):
+        def __init__(self, encoder, decoder, device):
+            super().__init__()
+            self.encoder = encoder
+            self.decoder = decoder
+            self.device = device
+
+        def forward(self, src, trg, teacher_forcing_ratio=0.5):
+            batch_size = src.shape[1]
+            trg_len = trg.shape[0]
+            trg_vocab_size = self.decoder.output_dim
+            # tensor to store decoder outputs
+            outputs = torch.zeros(trg_len, batch_size, trg_vocab_size).to(self.device)
+            encoder_outputs, hidden = self.encoder(src)
+            # first input to the decoder is the <sos> tokens
+            input = trg[0, :]
+            for t in range(1, trg_len):
+                output, hidden, _ = self.decoder(input, hidden, encoder_outputs)
+                outputs[t] = output
+                teacher_force = random.random() < teacher_forcing_ratio
+                top1 = output.argmax(1)
+                input = trg[t] if teacher_force else top1
+            return outputs
+
+    INPUT_DIM, OUTPUT_DIM, SRC_PAD_IDX, TRG_PAD_IDX, SOS, EOS = 9, 8, 1, 1, 2, 3
+    ENC_EMB_DIM = DEC_EMB_DIM = 4
+    ENC_HID_DIM = DEC_HID_DIM = 6
+    ENC_DROPOUT = DEC_DROPOUT = 0.0
+    attn = Attention(ENC_HID_DIM, DEC_HID_DIM)
+    enc = Encoder(INPUT_DIM, ENC_EMB_DIM, ENC_HID_DIM, DEC_HID_DIM, ENC_DROPOUT)
+    dec = Decoder(OUTPUT_DIM, DEC_EMB_DIM, ENC_HID_DIM, DEC_HID_DIM, DEC_DROPOUT, attn)
+    model = Seq2Seq(enc, dec, device).to(device)
+
+    def init_weights(m):
+        for name, param in m.named_parameters():
+            if 'weight' in name:
+                nn.init.normal_(param.data, mean=0, std=0.3)
+            else:
+                nn.init.constant_(param.data, 0)
+
+    model.apply(init_weights)
+
+    def count_parameters(model):
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=0.01)
+    criterion = nn.CrossEntropyLoss(ignore_index=TRG_PAD_IDX)
+
+    def batch(n):
+        src = rng.integers(4, INPUT_DIM, (4, n))
+        src[0], src[-1, 0], src[-1, 1:] = SOS, SRC_PAD_IDX, EOS
+        trg = rng.integers(4, OUTPUT_DIM, (3, n))
+        trg[0], trg[-1, :1], trg[-1, 1:] = SOS, TRG_PAD_IDX, EOS
+        return torch.from_numpy(src).to(device), torch.from_numpy(trg).to(device)
+
+    iterator = [batch(3)]
+
+    def train(model, iterator, optimizer, criterion, clip):
+        model.train()
+        epoch_loss = 0
+        for i, (src, trg) in enumerate(iterator):
+            optimizer.zero_grad()
+            output = model(src, trg)
+            # trg = [trg len, batch size]; output = [trg len, batch size, output dim]
+            output_dim = output.shape[-1]
+            output = output[1:].view(-1, output_dim)
+            trg = trg[1:].view(-1)
+            loss = criterion(output, trg)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            epoch_loss += loss.item()
+        return epoch_loss / len(iterator)
+
+    def evaluate(model, iterator, criterion):
+        model.eval()
+        epoch_loss = 0
+        with torch.no_grad():
+            for i, (src, trg) in enumerate(iterator):
+                output = model(src, trg, 0)  # turn off teacher forcing
+                output_dim = output.shape[-1]
+                output = output[1:].view(-1, output_dim)
+                trg = trg[1:].view(-1)
+                loss = criterion(output, trg)
+                epoch_loss += loss.item()
+        return epoch_loss / len(iterator)
+
+    def translate_sentence(src_indexes, model, device, max_len=4):
+        model.eval()
+        src_tensor = torch.LongTensor(src_indexes).unsqueeze(1).to(device)
+        with torch.no_grad():
+            encoder_outputs, hidden = model.encoder(src_tensor)
+        trg_indexes = [SOS]
+        attentions = torch.zeros(max_len, 1, len(src_indexes)).to(device)
+        for i in range(max_len):
+            trg_tensor = torch.LongTensor([trg_indexes[-1]]).to(device)
+            with torch.no_grad():
+                output, hidden, attention = model.decoder(trg_tensor, hidden, encoder_outputs)
+            attentions[i] = attention
+            pred_token = output.argmax(1).item()
+            trg_indexes.append(pred_token)
+            if pred_token == EOS:
+                break
+        return trg_indexes, attentions[:len(trg_indexes) - 1]
+
+    CLIP = 1
+    record = [count_parameters(model)]
+    for epoch in range(2):
+        record.append(train(model, iterator, optimizer, criterion, CLIP))
+    record.append(evaluate(model, iterator, criterion))
+    tokens, attentions = translate_sentence([SOS, 5, 6, EOS], model, device, max_len=2)
+    record += tokens + attentions.flatten().tolist()
+    return init, record + summary(model.parameters())
+
+
+def test_seq2seq_bahdanau():
+    compare(seq2seq_bahdanau)
+
+
+# (c) NVlabs/SPADE's generator and discriminator: SPADE parsing its config string by re.search (a parameter-free
+# InstanceNorm2d, the label map resized by F.interpolate(mode='nearest') to each activation, gamma and beta convolutions,
+# normalized * (1 + gamma) + beta), SPADEResnetBlock with spectral_norm'd convolutions and a learned shortcut,
+# F.leaky_relu(x, 2e-1), nn.Upsample(scale_factor=2); the label map one-hot by torch.FloatTensor(bs, nc, h, w).zero_()
+# and scatter_(1, label_map, 1.0), the instance edges by a torch.ByteTensor(t.size()).zero_() or-ed with shifted
+# comparisons; get_nonspade_norm_layer removing a convolution's bias by delattr and register_parameter('bias', None)
+# before a spectral-normed, instance-normed discriminator that returns its intermediate features, run once on
+# fake and real concatenated and split by divide_pred; the hinge GANLoss with its zero tensor by
+# self.Tensor(1).fill_(0) expanded, the feature-matching L1 over detached real features, and TTUR's two Adam
+# optimizers with betas (0, 0.9). A convolution whose output reaches the loss through InstanceNorms alone has no bias
+# here (conv_0, fc), as the discriminator's, nor has the discriminator's last (its outputs all inside the hinge's
+# margin, the gradient to its bias is -1 + 1): Adam would normalise their gradients, rounding alone
+def spade(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    spectral_norm = nn.utils.spectral_norm
+    rng = np.random.default_rng(2)
+
+    class SPADE(nn.Module):
+        def __init__(self, config_text, norm_nc, label_nc):
+            super().__init__()
+            assert config_text.startswith('spade')
+            parsed = re.search(r'spade(\D+)(\d)x\d', config_text)
+            param_free_norm_type = str(parsed.group(1))
+            ks = int(parsed.group(2))
+            if param_free_norm_type == 'instance':
+                self.param_free_norm = nn.InstanceNorm2d(norm_nc, affine=False)
+            elif param_free_norm_type == 'batch':
+                self.param_free_norm = nn.BatchNorm2d(norm_nc, affine=False)
+            else:
+                raise ValueError('%s is not a recognized param-free norm type in SPADE' % param_free_norm_type)
+            # The dimension of the intermediate embedding space. Yes, hardcoded.
+            nhidden = 4
+            pw = ks // 2
+            self.mlp_shared = nn.Sequential(nn.Conv2d(label_nc, nhidden, kernel_size=ks, padding=pw), nn.ReLU())
+            self.mlp_gamma = nn.Conv2d(nhidden, norm_nc, kernel_size=ks, padding=pw)
+            self.mlp_beta = nn.Conv2d(nhidden, norm_nc, kernel_size=ks, padding=pw)
+
+        def forward(self, x, segmap):
+            # Part 1. generate parameter-free normalized activations
+            normalized = self.param_free_norm(x)
+            # Part 2. produce scaling and bias conditioned on semantic map
+            segmap = F.interpolate(segmap, size=x.size()[2:], mode='nearest')
+            actv = self.mlp_shared(segmap)
+            gamma = self.mlp_gamma(actv)
+            beta = self.mlp_beta(actv)
+            # apply scale and bias
+            out = normalized * (1 + gamma) + beta
+            return out
+
+    class SPADEResnetBlock(nn.Module):
+        def __init__(self, fin, fout, opt):
+            super().__init__()
+            self.learned_shortcut = (fin != fout)
+            fmiddle = min(fin, fout)
+            self.conv_0 = nn.Conv2d(fin, fmiddle, kernel_size=3, padding=1, bias=False)
+            self.conv_1 = nn.Conv2d(fmiddle, fout, kernel_size=3, padding=1)
+            if self.learned_shortcut:
+                self.conv_s = nn.Conv2d(fin, fout, kernel_size=1, bias=False)
+            if 'spectral' in opt.norm_G:
+                self.conv_0 = spectral_norm(self.conv_0)
+                self.conv_1 = spectral_norm(self.conv_1)
+                if self.learned_shortcut:
+                    self.conv_s = spectral_norm(self.conv_s)
+            spade_config_str = opt.norm_G.replace('spectral', '')
+            self.norm_0 = SPADE(spade_config_str, fin, opt.semantic_nc)
+            self.norm_1 = SPADE(spade_config_str, fmiddle, opt.semantic_nc)
+            if self.learned_shortcut:
+                self.norm_s = SPADE(spade_config_str, fin, opt.semantic_nc)
+
+        def forward(self, x, seg):
+            x_s = self.shortcut(x, seg)
+            dx = self.conv_0(self.actvn(self.norm_0(x, seg)))
+            dx = self.conv_1(self.actvn(self.norm_1(dx, seg)))
+            out = x_s + dx
+            return out
+
+        def shortcut(self, x, seg):
+            if self.learned_shortcut:
+                x_s = self.conv_s(self.norm_s(x, seg))
+            else:
+                x_s = x
+            return x_s
+
+        def actvn(self, x):
+            return F.leaky_relu(x, 2e-1)
+
+    class SPADEGenerator(nn.Module):
+        def __init__(self, opt):
+            super().__init__()
+            self.opt = opt
+            nf = opt.ngf
+            self.sw, self.sh = opt.crop_size // 2, opt.crop_size // 2
+            self.fc = nn.Conv2d(self.opt.semantic_nc, 2 * nf, 3, padding=1, bias=False)
+            self.head_0 = SPADEResnetBlock(2 * nf, 1 * nf, opt)
+            self.up_0 = SPADEResnetBlock(1 * nf, 1 * nf, opt)
+            self.conv_img = nn.Conv2d(nf, 3, 3, padding=1)
+            self.up = nn.Upsample(scale_factor=2)
+
+        def forward(self, input, z=None):
+            seg = input
+            # we downsample segmap and run convolution
+            x = F.interpolate(seg, size=(self.sh, self.sw))
+            x = self.fc(x)
+            x = self.head_0(x, seg)
+            x = self.up(x)
+            x = self.up_0(x, seg)
+            x = self.conv_img(F.leaky_relu(x, 2e-1))
+            x = F.tanh(x)
+            return x
+
+    def get_nonspade_norm_layer(opt, norm_type='instance'):
+        # helper function to get # output channels of the previous layer
+        def get_out_channel(layer):
+            if hasattr(layer, 'out_channels'):
+                return getattr(layer, 'out_channels')
+            return layer.weight.size(0)
+
+        # this function will be returned
+        def add_norm_layer(layer):
+            nonlocal norm_type
+            if norm_type.startswith('spectral'):
+                layer = spectral_norm(layer)
+                subnorm_type = norm_type[len('spectral'):]
+            else:
+                subnorm_type = norm_type
+            if subnorm_type == 'none' or len(subnorm_type) == 0:
+                return layer
+            # remove bias in the previous layer, which is meaningless
+            # since it has no effect after normalization
+            if getattr(layer, 'bias', None) is not None:
+                delattr(layer, 'bias')
+                layer.register_parameter('bias', None)
+            if subnorm_type == 'instance':
+                norm_layer = nn.InstanceNorm2d(get_out_channel(layer), affine=False)
+            else:
+                raise ValueError('normalization layer %s is not recognized' % subnorm_type)
+            return nn.Sequential(layer, norm_layer)
+
+        return add_norm_layer
+
+    class NLayerDiscriminator(nn.Module):
+        def __init__(self, opt):
+            super().__init__()
+            self.opt = opt
+            kw = 4
+            padw = int(np.ceil((kw - 1.0) / 2))
+            nf = opt.ndf
+            input_nc = opt.semantic_nc + 3
+            norm_layer = get_nonspade_norm_layer(opt, opt.norm_D)
+            sequence = [[nn.Conv2d(input_nc, nf, kernel_size=kw, stride=2, padding=padw), nn.LeakyReLU(0.2, False)]]
+            for n in range(1, opt.n_layers_D):
+                nf_prev = nf
+                nf = min(nf * 2, 512)
+                stride = 1 if n == opt.n_layers_D - 1 else 2
+                sequence += [[norm_layer(nn.Conv2d(nf_prev, nf, kernel_size=kw, stride=stride, padding=padw)),
+                              nn.LeakyReLU(0.2, False)]]
+            sequence += [[nn.Conv2d(nf, 1, kernel_size=kw, stride=1, padding=padw, bias=False)]]
+            # We divide the layers into groups to extract intermediate layer outputs
+            for n in range(len(sequence)):
+                self.add_module('model' + str(n), nn.Sequential(*sequence[n]))
+
+        def forward(self, input):
+            results = [input]
+            for submodel in self.children():
+                intermediate_output = submodel(results[-1])
+                results.append(intermediate_output)
+            get_intermediate_features = not self.opt.no_ganFeat_loss
+            if get_intermediate_features:
+                return results[1:]
+            else:
+                return results[-1]
+
+    class GANLoss(nn.Module):
+        def __init__(self, gan_mode, target_real_label=1.0, target_fake_label=0.0, tensor=torch.FloatTensor, opt=None):
+            super().__init__()
+            self.real_label = target_real_label
+            self.fake_label = target_fake_label
+            self.zero_tensor = None
+            self.Tensor = tensor
+            self.gan_mode = gan_mode
+            self.opt = opt
+
+        def get_zero_tensor(self, input):
+            if self.zero_tensor is None:
+                self.zero_tensor = self.Tensor(1).fill_(0)
+                self.zero_tensor.requires_grad_(False)
+            return self.zero_tensor.expand_as(input)
+
+        def loss(self, input, target_is_real, for_discriminator=True):
+            if for_discriminator:
+                if target_is_real:
+                    minval = torch.min(input - 1, self.get_zero_tensor(input))
+                    loss = -torch.mean(minval)
+                else:
+                    minval = torch.min(-input - 1, self.get_zero_tensor(input))
+                    loss = -torch.mean(minval)
+            else:
+                assert target_is_real, "The generator's hinge loss must be aiming for real"
+                loss = -torch.mean(input)
+            return loss
+
+        def __call__(self, input, target_is_real, for_discriminator=True):
+            # computing loss is a bit complicated because |input| may not be a tensor, but list of tensors
+            if isinstance(input, list):
+                loss = 0
+                for pred_i in input:
+                    if isinstance(pred_i, list):
+                        pred_i = pred_i[-1]
+                    loss_tensor = self.loss(pred_i, target_is_real, for_discriminator)
+                    bs = 1 if len(loss_tensor.size()) == 0 else loss_tensor.size(0)
+                    new_loss = torch.mean(loss_tensor.view(bs, -1), dim=1)
+                    loss += new_loss
+                return loss / len(input)
+            return self.loss(input, target_is_real, for_discriminator)
+
+    opt = collections.namedtuple('Opt', 'label_nc contain_dontcare_label no_instance semantic_nc ngf ndf crop_size '
+                                 'norm_G norm_D n_layers_D no_ganFeat_loss lambda_feat lr beta1 beta2')(
+        3, False, False, 4, 4, 4, 8, 'spectralspadeinstance3x3', 'spectralinstance', 3, False, 10.0, 0.002, 0.0, 0.9)
+    netG = SPADEGenerator(opt)
+    netD = NLayerDiscriminator(opt)
+    assert netD.model1[0][0].bias is None and 'bias' not in dict(netD.model1.named_parameters())
+    init = load(m, nn.ModuleDict({'G': netG, 'D': netD}), state)
+    FloatTensor, ByteTensor = torch.FloatTensor, torch.ByteTensor
+    criterionGAN = GANLoss('hinge', tensor=FloatTensor, opt=opt)
+    criterionFeat = torch.nn.L1Loss()
+
+    def get_edges(t):
+        edge = ByteTensor(t.size()).zero_()
+        edge[:, :, :, 1:] = edge[:, :, :, 1:] | (t[:, :, :, 1:] != t[:, :, :, :-1])
+        edge[:, :, :, :-1] = edge[:, :, :, :-1] | (t[:, :, :, 1:] != t[:, :, :, :-1])
+        edge[:, :, 1:, :] = edge[:, :, 1:, :] | (t[:, :, 1:, :] != t[:, :, :-1, :])
+        edge[:, :, :-1, :] = edge[:, :, :-1, :] | (t[:, :, 1:, :] != t[:, :, :-1, :])
+        return edge.float()
+
+    def preprocess_input(data):
+        label_map = data['label']
+        bs, _, h, w = label_map.size()
+        nc = opt.label_nc + 1 if opt.contain_dontcare_label else opt.label_nc
+        input_label = FloatTensor(bs, nc, h, w).zero_()
+        input_semantics = input_label.scatter_(1, label_map, 1.0)
+        # concatenate instance map if it exists
+        if not opt.no_instance:
+            inst_map = data['instance']
+            instance_edge_map = get_edges(inst_map)
+            input_semantics = torch.cat((input_semantics, instance_edge_map), dim=1)
+        return input_semantics, data['image']
+
+    def divide_pred(pred):
+        # the prediction contains the intermediate outputs of multiscale GAN, so it's usually a list
+        if type(pred) == list:
+            fake = []
+            real = []
+            for p in pred:
+                fake.append(p[:p.size(0) // 2])
+                real.append(p[p.size(0) // 2:])
+        else:
+            fake = pred[:pred.size(0) // 2]
+            real = pred[pred.size(0) // 2:]
+        return fake, real
+
+    def discriminate(input_semantics, fake_image, real_image):
+        fake_concat = torch.cat([input_semantics, fake_image], dim=1)
+        real_concat = torch.cat([input_semantics, real_image], dim=1)
+        # In Batch Normalization, the fake and real images are recommended to be in the same batch to avoid
+        # disparate statistics in fake and real images. So both fake and real images are fed to D all at once.
+        fake_and_real = torch.cat([fake_concat, real_concat], dim=0)
+        discriminator_out = netD(fake_and_real)
+        pred_fake, pred_real = divide_pred(discriminator_out)
+        return pred_fake, pred_real
+
+    optimizer_G = optim.Adam(list(netG.parameters()), lr=opt.lr / 2, betas=(opt.beta1, opt.beta2))
+    optimizer_D = optim.Adam(list(netD.parameters()), lr=opt.lr * 2, betas=(opt.beta1, opt.beta2))
+    inst = rng.integers(0, 2, (2, 1, 8, 8))
+    data = {'label': torch.from_numpy(rng.integers(0, 3, (2, 1, 8, 8))), 'instance': torch.from_numpy(inst),
+            'image': torch.from_numpy(np.tanh(normal(rng, 2, 3, 8, 8)))}
+    input_semantics, real_image = preprocess_input(data)
+    record = [input_semantics.sum().item()]
+    # generator step
+    optimizer_G.zero_grad()
+    fake_image = netG(input_semantics)
+    pred_fake, pred_real = discriminate(input_semantics, fake_image, real_image)
+    G_losses = {'GAN': criterionGAN(pred_fake, True, for_discriminator=False)}
+    num_D = 1
+    GAN_Feat_loss = FloatTensor(1).fill_(0)
+    for i in range(num_D):  # for each discriminator
+        # last output is the final prediction, so we exclude it
+        num_intermediate_outputs = len(pred_fake) - 1
+        for j in range(num_intermediate_outputs):  # for each layer output
+            unweighted_loss = criterionFeat(pred_fake[j], pred_real[j].detach())
+            GAN_Feat_loss += unweighted_loss * opt.lambda_feat / num_D
+    G_losses['GAN_Feat'] = GAN_Feat_loss
+    g_loss = sum(G_losses.values()).mean()
+    g_loss.backward()
+    optimizer_G.step()
+    record += [v.sum().item() for v in G_losses.values()]
+    # discriminator step
+    optimizer_D.zero_grad()
+    with torch.no_grad():
+        fake_image = netG(input_semantics)
+        fake_image = fake_image.detach()
+        fake_image.requires_grad_()
+    pred_fake, pred_real = discriminate(input_semantics, fake_image, real_image)
+    D_losses = {'D_Fake': criterionGAN(pred_fake, False, for_discriminator=True),
+                'D_real': criterionGAN(pred_real, True, for_discriminator=True)}
+    d_loss = sum(D_losses.values()).mean()
+    d_loss.backward()
+    optimizer_D.step()
+    record += [v.sum().item() for v in D_losses.values()]
+    return init, record + summary(netG.parameters()) + summary(netD.parameters()) + summary(netG.buffers())
+
+
+def test_spade():
+    compare(spade)
