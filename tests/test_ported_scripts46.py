@@ -785,3 +785,515 @@ def spade(m, state=None):
 
 def test_spade():
     compare(spade)
+
+
+# (d) whai362/PVT's PVTv2 with NVlabs/SegFormer's all-MLP decode head: OverlapPatchEmbed (a strided Conv2d with
+# padding patch_size // 2, flatten(2).transpose(1, 2), LayerNorm, returning H and W), the spatial-reduction attention
+# (x.permute(0, 2, 1).reshape(B, C, H, W) through a strided sr Conv2d and a LayerNorm, kv reshaped to (B, -1, 2,
+# heads, C // heads).permute(2, 0, 3, 1, 4), q @ k.transpose(-2, -1) * scale), the Mix-FFN's DWConv by
+# x.transpose(1, 2).view(B, C, H, W) (a view of a transposed tensor), timm's DropPath with a drop_path_rate of 0 and
+# the dpr list by torch.linspace(...).item(), _init_weights by self.apply (trunc_normal_, fan_out normal_ on
+# conv.weight.data), stages' outputs by reshape(B, H, W, -1).permute(0, 3, 1, 2).contiguous(); the decode head's MLP
+# (flatten(2).transpose(1, 2) and back by permute(0, 2, 1).reshape(n, -1, h, w)), bilinear F.interpolate with
+# align_corners=False to the first stage's size, a 1x1 ConvModule fuse with BatchNorm, the logits resized to the
+# labels and a cross_entropy with ignore_index=255, a poly LambdaLR schedule. mmseg's SGD here: SegFormer's AdamW
+# would normalise the gradients of the last stage's LayerNorm bias and the MLPs' biases, which the head's BatchNorm
+# cancels (rounding alone)
+def pvt_segformer(m, state=None):
+    torch, nn, F, optim, lr_scheduler = m.torch, m.nn, m.F, m.optim, m.lr_scheduler
+    rng = np.random.default_rng(3)
+    trunc_normal_ = nn.init.trunc_normal_
+
+    def to_2tuple(x):
+        return tuple(x) if isinstance(x, (tuple, list)) else (x, x)
+
+    def drop_path(x, drop_prob: float = 0., training: bool = False):
+        if drop_prob == 0. or not training:
+            return x
+        keep_prob = 1 - drop_prob
+        shape = (x.shape[0],) + (1,) * (x.ndim - 1)  # work with diff dim tensors, not just 2D ConvNets
+        random_tensor = keep_prob + torch.rand(shape, dtype=x.dtype, device=x.device)
+        random_tensor.floor_()  # binarize
+        output = x.div(keep_prob) * random_tensor
+        return output
+
+    class DropPath(nn.Module):
+        def __init__(self, drop_prob=None):
+            super(DropPath, self).__init__()
+            self.drop_prob = drop_prob
+
+        def forward(self, x):
+            return drop_path(x, self.drop_prob, self.training)
+
+    def _init_weights(m):
+        if isinstance(m, nn.Linear):
+            trunc_normal_(m.weight, std=.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.constant_(m.bias, 0)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.constant_(m.bias, 0)
+            nn.init.constant_(m.weight, 1.0)
+        elif isinstance(m, nn.Conv2d):
+            fan_out = m.kernel_size[0] * m.kernel_size[1] * m.out_channels
+            fan_out //= m.groups
+            m.weight.data.normal_(0, math.sqrt(2.0 / fan_out))
+            if m.bias is not None:
+                m.bias.data.zero_()
+
+    class DWConv(nn.Module):
+        def __init__(self, dim=768):
+            super(DWConv, self).__init__()
+            self.dwconv = nn.Conv2d(dim, dim, 3, 1, 1, bias=True, groups=dim)
+
+        def forward(self, x, H, W):
+            B, N, C = x.shape
+            x = x.transpose(1, 2).view(B, C, H, W)
+            x = self.dwconv(x)
+            x = x.flatten(2).transpose(1, 2)
+            return x
+
+    class Mlp(nn.Module):
+        def __init__(self, in_features, hidden_features=None, out_features=None, act_layer=nn.GELU, drop=0.):
+            super().__init__()
+            out_features = out_features or in_features
+            hidden_features = hidden_features or in_features
+            self.fc1 = nn.Linear(in_features, hidden_features)
+            self.dwconv = DWConv(hidden_features)
+            self.act = act_layer()
+            self.fc2 = nn.Linear(hidden_features, out_features)
+            self.drop = nn.Dropout(drop)
+            self.apply(_init_weights)
+
+        def forward(self, x, H, W):
+            x = self.fc1(x)
+            x = self.dwconv(x, H, W)
+            x = self.act(x)
+            x = self.drop(x)
+            x = self.fc2(x)
+            x = self.drop(x)
+            return x
+
+    class Attention(nn.Module):
+        def __init__(self, dim, num_heads=8, qkv_bias=False, qk_scale=None, attn_drop=0., proj_drop=0., sr_ratio=1):
+            super().__init__()
+            assert dim % num_heads == 0, f"dim {dim} should be divided by num_heads {num_heads}."
+            self.dim = dim
+            self.num_heads = num_heads
+            head_dim = dim // num_heads
+            self.scale = qk_scale or head_dim ** -0.5
+            self.q = nn.Linear(dim, dim, bias=qkv_bias)
+            self.kv = nn.Linear(dim, dim * 2, bias=qkv_bias)
+            self.attn_drop = nn.Dropout(attn_drop)
+            self.proj = nn.Linear(dim, dim)
+            self.proj_drop = nn.Dropout(proj_drop)
+            self.sr_ratio = sr_ratio
+            if sr_ratio > 1:
+                self.sr = nn.Conv2d(dim, dim, kernel_size=sr_ratio, stride=sr_ratio)
+                self.norm = nn.LayerNorm(dim)
+            self.apply(_init_weights)
+
+        def forward(self, x, H, W):
+            B, N, C = x.shape
+            q = self.q(x).reshape(B, N, self.num_heads, C // self.num_heads).permute(0, 2, 1, 3)
+            if self.sr_ratio > 1:
+                x_ = x.permute(0, 2, 1).reshape(B, C, H, W)
+                x_ = self.sr(x_).reshape(B, C, -1).permute(0, 2, 1)
+                x_ = self.norm(x_)
+                kv = self.kv(x_).reshape(B, -1, 2, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+            else:
+                kv = self.kv(x).reshape(B, -1, 2, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+            k, v = kv[0], kv[1]
+            attn = (q @ k.transpose(-2, -1)) * self.scale
+            attn = attn.softmax(dim=-1)
+            attn = self.attn_drop(attn)
+            x = (attn @ v).transpose(1, 2).reshape(B, N, C)
+            x = self.proj(x)
+            x = self.proj_drop(x)
+            return x
+
+    class Block(nn.Module):
+        def __init__(self, dim, num_heads, mlp_ratio=4., qkv_bias=False, qk_scale=None, drop=0., attn_drop=0.,
+                     drop_path=0., act_layer=nn.GELU, norm_layer=nn.LayerNorm, sr_ratio=1):
+            super().__init__()
+            self.norm1 = norm_layer(dim)
+            self.attn = Attention(dim, num_heads=num_heads, qkv_bias=qkv_bias, qk_scale=qk_scale,
+                                  attn_drop=attn_drop, proj_drop=drop, sr_ratio=sr_ratio)
+            # NOTE: drop path for stochastic depth, we shall see if this is better than dropout here
+            self.drop_path = DropPath(drop_path) if drop_path > 0. else nn.Identity()
+            self.norm2 = norm_layer(dim)
+            mlp_hidden_dim = int(dim * mlp_ratio)
+            self.mlp = Mlp(in_features=dim, hidden_features=mlp_hidden_dim, act_layer=act_layer, drop=drop)
+            self.apply(_init_weights)
+
+        def forward(self, x, H, W):
+            x = x + self.drop_path(self.attn(self.norm1(x), H, W))
+            x = x + self.drop_path(self.mlp(self.norm2(x), H, W))
+            return x
+
+    class OverlapPatchEmbed(nn.Module):
+        """ Image to Patch Embedding
+        """
+        def __init__(self, img_size=224, patch_size=7, stride=4, in_chans=3, embed_dim=768):
+            super().__init__()
+            img_size = to_2tuple(img_size)
+            patch_size = to_2tuple(patch_size)
+            self.img_size = img_size
+            self.patch_size = patch_size
+            self.H, self.W = img_size[0] // patch_size[0], img_size[1] // patch_size[1]
+            self.num_patches = self.H * self.W
+            self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=stride,
+                                  padding=(patch_size[0] // 2, patch_size[1] // 2))
+            self.norm = nn.LayerNorm(embed_dim)
+            self.apply(_init_weights)
+
+        def forward(self, x):
+            x = self.proj(x)
+            _, _, H, W = x.shape
+            x = x.flatten(2).transpose(1, 2)
+            x = self.norm(x)
+            return x, H, W
+
+    class PyramidVisionTransformerV2(nn.Module):
+        def __init__(self, img_size=224, in_chans=3, embed_dims=[8, 16], num_heads=[1, 2], mlp_ratios=[2, 2],
+                     qkv_bias=False, drop_path_rate=0., norm_layer=nn.LayerNorm, depths=[1, 1], sr_ratios=[2, 1],
+                     num_stages=2):
+            super().__init__()
+            self.depths = depths
+            self.num_stages = num_stages
+            dpr = [x.item() for x in torch.linspace(0, drop_path_rate, sum(depths))]  # stochastic depth decay rule
+            cur = 0
+            for i in range(num_stages):
+                patch_embed = OverlapPatchEmbed(img_size=img_size if i == 0 else img_size // (2 ** (i + 1)),
+                                                patch_size=7 if i == 0 else 3, stride=4 if i == 0 else 2,
+                                                in_chans=in_chans if i == 0 else embed_dims[i - 1],
+                                                embed_dim=embed_dims[i])
+                block = nn.ModuleList([Block(dim=embed_dims[i], num_heads=num_heads[i], mlp_ratio=mlp_ratios[i],
+                                             qkv_bias=qkv_bias, drop_path=dpr[cur + j], norm_layer=norm_layer,
+                                             sr_ratio=sr_ratios[i]) for j in range(depths[i])])
+                norm = norm_layer(embed_dims[i])
+                cur += depths[i]
+                setattr(self, f"patch_embed{i + 1}", patch_embed)
+                setattr(self, f"block{i + 1}", block)
+                setattr(self, f"norm{i + 1}", norm)
+            self.apply(_init_weights)
+
+        def forward_features(self, x):
+            B = x.shape[0]
+            outs = []
+            for i in range(self.num_stages):
+                patch_embed = getattr(self, f"patch_embed{i + 1}")
+                block = getattr(self, f"block{i + 1}")
+                norm = getattr(self, f"norm{i + 1}")
+                x, H, W = patch_embed(x)
+                for blk in block:
+                    x = blk(x, H, W)
+                x = norm(x)
+                x = x.reshape(B, H, W, -1).permute(0, 3, 1, 2).contiguous()
+                outs.append(x)
+            return outs
+
+        def forward(self, x):
+            return self.forward_features(x)
+
+    class MLP(nn.Module):
+        """
+        Linear Embedding
+        """
+        def __init__(self, input_dim=2048, embed_dim=768):
+            super().__init__()
+            self.proj = nn.Linear(input_dim, embed_dim)
+
+        def forward(self, x):
+            x = x.flatten(2).transpose(1, 2)
+            x = self.proj(x)
+            return x
+
+    class ConvModule(nn.Module):
+        def __init__(self, in_channels, out_channels, kernel_size):
+            super().__init__()
+            self.conv = nn.Conv2d(in_channels, out_channels, kernel_size, bias=False)
+            self.bn = nn.BatchNorm2d(out_channels)
+            self.activate = nn.ReLU(inplace=True)
+
+        def forward(self, x):
+            return self.activate(self.bn(self.conv(x)))
+
+    class SegFormerHead(nn.Module):
+        def __init__(self, in_channels, embedding_dim, num_classes, dropout_ratio=0.1):
+            super().__init__()
+            c1_in_channels, c2_in_channels = in_channels
+            self.linear_c2 = MLP(input_dim=c2_in_channels, embed_dim=embedding_dim)
+            self.linear_c1 = MLP(input_dim=c1_in_channels, embed_dim=embedding_dim)
+            self.linear_fuse = ConvModule(in_channels=embedding_dim * 2, out_channels=embedding_dim, kernel_size=1)
+            self.dropout = nn.Dropout2d(dropout_ratio)
+            self.linear_pred = nn.Conv2d(embedding_dim, num_classes, kernel_size=1)
+
+        def forward(self, inputs):
+            c1, c2 = inputs
+            n, _, h, w = c2.shape
+            _c2 = self.linear_c2(c2).permute(0, 2, 1).reshape(n, -1, c2.shape[2], c2.shape[3])
+            _c2 = F.interpolate(_c2, size=c1.size()[2:], mode='bilinear', align_corners=False)
+            _c1 = self.linear_c1(c1).permute(0, 2, 1).reshape(n, -1, c1.shape[2], c1.shape[3])
+            _c = self.linear_fuse(torch.cat([_c2, _c1], dim=1))
+            x = self.dropout(_c)
+            x = self.linear_pred(x)
+            return x
+
+    class EncoderDecoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = PyramidVisionTransformerV2(img_size=16)
+            self.decode_head = SegFormerHead([8, 16], 8, num_classes=3, dropout_ratio=0.0)
+
+        def forward(self, img):
+            seg_logits = self.decode_head(self.backbone(img))
+            return F.interpolate(seg_logits, size=img.shape[2:], mode='bilinear', align_corners=False)
+
+    model = EncoderDecoder()
+    init = load(m, model, state)
+    max_iters = 3
+    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9, weight_decay=5e-4)
+    scheduler = lr_scheduler.LambdaLR(optimizer, lambda it: (1 - it / max_iters) ** 1.0)
+    img = torch.from_numpy(normal(rng, 2, 3, 16, 16))
+    label = rng.integers(0, 3, (2, 16, 16))
+    label[:, :3, :3] = 255
+    label = torch.from_numpy(label)
+    record = []
+    for it in range(2):
+        model.train()
+        seg_logit = model(img)
+        loss = F.cross_entropy(seg_logit, label, ignore_index=255)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        record += [loss.item(), optimizer.param_groups[0]['lr']]
+    model.eval()
+    with torch.no_grad():
+        pred = model(img).argmax(dim=1)
+        valid = label != 255
+        record.append(((pred == label) & valid).sum().item() / valid.sum().item())
+    return init, record + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_pvt_segformer():
+    compare(pvt_segformer)
+
+
+# (e) kekmodel/FixMatch-pytorch's train.py and models/wideresnet.py: the WideResNet BasicBlock (BatchNorm momentum
+# 0.001, LeakyReLU(0.1, inplace=True), convShortcut by `(not equalInOut) and nn.Conv2d(...) or None`,
+# activate_before_residual, torch.add of the shortcut), its init loop (kaiming_normal_ with mode='fan_out' and
+# nonlinearity='leaky_relu', xavier_normal_ on weight.data), parameter groups by name (no_decay = ['bias', 'bn']),
+# SGD with Nesterov, get_cosine_schedule_with_warmup as a LambdaLR, interleave and de_interleave by reshape and
+# transpose around one forward of cat((inputs_x, inputs_u_w, inputs_u_s)), logits[batch_size:].chunk(2), pseudo-labels
+# by torch.softmax(logits_u_w.detach() / T) and torch.max, the mask by max_probs.ge(threshold).float() weighting a
+# reduction='none' cross-entropy, ModelEMA (a deepcopy updated through state_dict() entries by copy_, buffers copied),
+# and the EMA model's top-k test accuracy
+def fixmatch(m, state=None):
+    torch, nn, F, optim, lr_scheduler = m.torch, m.nn, m.F, m.optim, m.lr_scheduler
+    rng = np.random.default_rng(4)
+    args = collections.namedtuple('Args', 'device mu T threshold lambda_u lr wdecay nesterov ema_decay batch_size')(
+        torch.device('cuda' if torch.cuda.is_available() else 'cpu'), 2, 1.0, 0.4, 1.0, 0.03, 5e-4, True, 0.9, 2)
+
+    class BasicBlock(nn.Module):
+        def __init__(self, in_planes, out_planes, stride, drop_rate=0.0, activate_before_residual=False):
+            super(BasicBlock, self).__init__()
+            self.bn1 = nn.BatchNorm2d(in_planes, momentum=0.001)
+            self.relu1 = nn.LeakyReLU(negative_slope=0.1, inplace=True)
+            self.conv1 = nn.Conv2d(in_planes, out_planes, kernel_size=3, stride=stride, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(out_planes, momentum=0.001)
+            self.relu2 = nn.LeakyReLU(negative_slope=0.1, inplace=True)
+            self.conv2 = nn.Conv2d(out_planes, out_planes, kernel_size=3, stride=1, padding=1, bias=False)
+            self.drop_rate = drop_rate
+            self.equalInOut = (in_planes == out_planes)
+            self.convShortcut = (not self.equalInOut) and nn.Conv2d(in_planes, out_planes, kernel_size=1,
+                                                                    stride=stride, padding=0, bias=False) or None
+            self.activate_before_residual = activate_before_residual
+
+        def forward(self, x):
+            if not self.equalInOut and self.activate_before_residual == True:  # noqa: E712 (as the repository)
+                x = self.relu1(self.bn1(x))
+            else:
+                out = self.relu1(self.bn1(x))
+            out = self.relu2(self.bn2(self.conv1(out if self.equalInOut else x)))
+            if self.drop_rate > 0:
+                out = F.dropout(out, p=self.drop_rate, training=self.training)
+            out = self.conv2(out)
+            return torch.add(x if self.equalInOut else self.convShortcut(x), out)
+
+    class NetworkBlock(nn.Module):
+        def __init__(self, nb_layers, in_planes, out_planes, block, stride, drop_rate=0.0,
+                     activate_before_residual=False):
+            super(NetworkBlock, self).__init__()
+            self.layer = self._make_layer(block, in_planes, out_planes, nb_layers, stride, drop_rate,
+                                          activate_before_residual)
+
+        def _make_layer(self, block, in_planes, out_planes, nb_layers, stride, drop_rate, activate_before_residual):
+            layers = []
+            for i in range(int(nb_layers)):
+                layers.append(block(i == 0 and in_planes or out_planes, out_planes, i == 0 and stride or 1,
+                                    drop_rate, activate_before_residual))
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            return self.layer(x)
+
+    class WideResNet(nn.Module):
+        def __init__(self, num_classes, depth=28, widen_factor=2, drop_rate=0.0):
+            super(WideResNet, self).__init__()
+            channels = [4, 4 * widen_factor, 8 * widen_factor, 16 * widen_factor]
+            assert((depth - 4) % 6 == 0)
+            n = (depth - 4) / 6
+            block = BasicBlock
+            # 1st conv before any network block
+            self.conv1 = nn.Conv2d(3, channels[0], kernel_size=3, stride=1, padding=1, bias=False)
+            # 1st block
+            self.block1 = NetworkBlock(n, channels[0], channels[1], block, 1, drop_rate, activate_before_residual=True)
+            # 2nd block
+            self.block2 = NetworkBlock(n, channels[1], channels[2], block, 2, drop_rate)
+            # 3rd block
+            self.block3 = NetworkBlock(n, channels[2], channels[3], block, 2, drop_rate)
+            # global average pooling and classifier
+            self.bn1 = nn.BatchNorm2d(channels[3], momentum=0.001)
+            self.relu = nn.LeakyReLU(negative_slope=0.1, inplace=True)
+            self.fc = nn.Linear(channels[3], num_classes)
+            self.channels = channels[3]
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight, mode='fan_out', nonlinearity='leaky_relu')
+                elif isinstance(m, nn.BatchNorm2d):
+                    m.weight.data.fill_(1.0)
+                    m.bias.data.zero_()
+                elif isinstance(m, nn.Linear):
+                    nn.init.xavier_normal_(m.weight.data)
+                    m.bias.data.zero_()
+
+        def forward(self, x):
+            out = self.conv1(x)
+            out = self.block1(out)
+            out = self.block2(out)
+            out = self.block3(out)
+            out = self.relu(self.bn1(out))
+            out = F.adaptive_avg_pool2d(out, 1)
+            out = out.view(-1, self.channels)
+            return self.fc(out)
+
+    class ModelEMA(object):
+        def __init__(self, args, model, decay):
+            self.ema = copy.deepcopy(model)
+            self.ema.to(args.device)
+            self.ema.eval()
+            self.decay = decay
+            self.ema_has_module = hasattr(self.ema, 'module')
+            # Fix EMA. https://github.com/valencebond/FixMatch_pytorch thank you!
+            self.param_keys = [k for k, _ in self.ema.named_parameters()]
+            self.buffer_keys = [k for k, _ in self.ema.named_buffers()]
+            for p in self.ema.parameters():
+                p.requires_grad_(False)
+
+        def update(self, model):
+            needs_module = hasattr(model, 'module') and not self.ema_has_module
+            with torch.no_grad():
+                msd = model.state_dict()
+                esd = self.ema.state_dict()
+                for k in self.param_keys:
+                    if needs_module:
+                        j = 'module.' + k
+                    else:
+                        j = k
+                    model_v = msd[j].detach()
+                    ema_v = esd[k]
+                    esd[k].copy_(ema_v * self.decay + (1. - self.decay) * model_v)
+                for k in self.buffer_keys:
+                    if needs_module:
+                        j = 'module.' + k
+                    else:
+                        j = k
+                    esd[k].copy_(msd[j])
+
+    def get_cosine_schedule_with_warmup(optimizer, num_warmup_steps, num_training_steps, num_cycles=7. / 16.,
+                                        last_epoch=-1):
+        def _lr_lambda(current_step):
+            if current_step < num_warmup_steps:
+                return float(current_step) / float(max(1, num_warmup_steps))
+            no_progress = float(current_step - num_warmup_steps) / \
+                float(max(1, num_training_steps - num_warmup_steps))
+            return max(0., math.cos(math.pi * num_cycles * no_progress))
+        return lr_scheduler.LambdaLR(optimizer, _lr_lambda, last_epoch)
+
+    def interleave(x, size):
+        s = list(x.shape)
+        return x.reshape([-1, size] + s[1:]).transpose(0, 1).reshape([-1] + s[1:])
+
+    def de_interleave(x, size):
+        s = list(x.shape)
+        return x.reshape([size, -1] + s[1:]).transpose(0, 1).reshape([-1] + s[1:])
+
+    def accuracy(output, target, topk=(1,)):
+        maxk = max(topk)
+        batch_size = target.size(0)
+        _, pred = output.topk(maxk, 1, True, True)
+        pred = pred.t()
+        correct = pred.eq(target.reshape(1, -1).expand_as(pred))
+        res = []
+        for k in topk:
+            correct_k = correct[:k].reshape(-1).float().sum(0)
+            res.append(correct_k.mul_(100.0 / batch_size))
+        return res
+
+    model = WideResNet(num_classes=4, depth=10, widen_factor=1)
+    assert model.block1.layer[0].convShortcut is None and model.block2.layer[0].convShortcut is not None
+    init = load(m, model, state)
+    model.to(args.device)
+    no_decay = ['bias', 'bn']
+    grouped_parameters = [
+        {'params': [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)],
+         'weight_decay': args.wdecay},
+        {'params': [p for n, p in model.named_parameters() if any(nd in n for nd in no_decay)], 'weight_decay': 0.0}]
+    optimizer = optim.SGD(grouped_parameters, lr=args.lr, momentum=0.9, nesterov=args.nesterov)
+    scheduler = get_cosine_schedule_with_warmup(optimizer, 0, 4)
+    ema_model = ModelEMA(args, model, args.ema_decay)
+    record = []
+    model.zero_grad()
+    for batch_idx in range(2):
+        inputs_x = torch.from_numpy(normal(rng, args.batch_size, 3, 8, 8))
+        targets_x = torch.from_numpy(rng.integers(0, 4, args.batch_size))
+        inputs_u = normal(rng, args.batch_size * args.mu, 3, 8, 8)
+        inputs_u_w = torch.from_numpy(inputs_u + 0.1 * normal(rng, *inputs_u.shape))
+        inputs_u_s = torch.from_numpy(inputs_u[..., ::-1] + 0.5 * normal(rng, *inputs_u.shape))
+        model.train()
+        batch_size = inputs_x.shape[0]
+        inputs = interleave(torch.cat((inputs_x, inputs_u_w, inputs_u_s)), 2 * args.mu + 1).to(args.device)
+        targets_x = targets_x.to(args.device)
+        logits = model(inputs)
+        logits = de_interleave(logits, 2 * args.mu + 1)
+        logits_x = logits[:batch_size]
+        logits_u_w, logits_u_s = logits[batch_size:].chunk(2)
+        del logits
+        Lx = F.cross_entropy(logits_x, targets_x, reduction='mean')
+        pseudo_label = torch.softmax(logits_u_w.detach() / args.T, dim=-1)
+        max_probs, targets_u = torch.max(pseudo_label, dim=-1)
+        mask = max_probs.ge(args.threshold).float()
+        Lu = (F.cross_entropy(logits_u_s, targets_u, reduction='none') * mask).mean()
+        loss = Lx + args.lambda_u * Lu
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        ema_model.update(model)
+        model.zero_grad()
+        record += [loss.item(), Lx.item(), Lu.item(), mask.mean().item(), scheduler.get_last_lr()[0]]
+        record += targets_u.tolist()
+    test_model = ema_model.ema
+    test_model.eval()
+    with torch.no_grad():
+        inputs, targets = torch.from_numpy(normal(rng, 4, 3, 8, 8)), torch.from_numpy(rng.integers(0, 4, 4))
+        outputs = test_model(inputs)
+        loss = F.cross_entropy(outputs, targets)
+        prec1, prec3 = accuracy(outputs, targets, topk=(1, 3))
+        record += [loss.item(), prec1.item(), prec3.item()]
+    return init, record + summary(model.parameters()) + summary(test_model.parameters()) + summary(
+        test_model.buffers())
+
+
+def test_fixmatch():
+    compare(fixmatch)
