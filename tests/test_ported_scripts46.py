@@ -1545,3 +1545,272 @@ def cait(m, state=None):
 
 def test_cait():
     compare(cait)
+
+
+# (g) three attention blocks of 2021-2022 papers on a small CIFAR trunk, as their repositories write them:
+# landskape/triplet-attention (ZPool by torch.cat of torch.max(x, 1)[0].unsqueeze(1) and torch.mean(x, 1).unsqueeze(1),
+# a 7x7 BasicConv with BatchNorm(momentum=0.01) and torch.sigmoid_ in place, the channel-height and channel-width
+# branches on x.permute(0, 2, 1, 3).contiguous() and x.permute(0, 3, 2, 1).contiguous(), 1 / 3 * their sum);
+# Visual-Attention-Network's large kernel attention (u = x.clone(), a 5x5 depthwise convolution, a 7x7 depthwise one
+# with dilation 3 and padding 9, a pointwise one, u * attn) in a VAN Block with BatchNorm norms and layer scales
+# applied by layer_scale_1.unsqueeze(-1).unsqueeze(-1); raoyongming/HorNet's gnconv (dims halved and reversed, proj_in
+# split by torch.split(fused_x, (dims[0], sum(dims)), dim=1), a 7x7 depthwise convolution times a scale, split again by
+# the list of dims, the recursive gating through ModuleList pws) beside ConvNeXt's channels_first LayerNorm written
+# out (mean, pow(2).mean, weight[:, None, None]) and the channels-last MLP by permute(0, 2, 3, 1), with gamma1 by
+# view(C, 1, 1)
+def triplet_van_hornet(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(6)
+
+    class BasicConv(nn.Module):
+        def __init__(self, in_planes, out_planes, kernel_size, stride=1, padding=0, dilation=1, groups=1, relu=True,
+                     bn=True, bias=False):
+            super(BasicConv, self).__init__()
+            self.out_channels = out_planes
+            self.conv = nn.Conv2d(in_planes, out_planes, kernel_size=kernel_size, stride=stride, padding=padding,
+                                  dilation=dilation, groups=groups, bias=bias)
+            self.bn = nn.BatchNorm2d(out_planes, eps=1e-5, momentum=0.01, affine=True) if bn else None
+            self.relu = nn.ReLU() if relu else None
+
+        def forward(self, x):
+            x = self.conv(x)
+            if self.bn is not None:
+                x = self.bn(x)
+            if self.relu is not None:
+                x = self.relu(x)
+            return x
+
+    class ZPool(nn.Module):
+        def forward(self, x):
+            return torch.cat((torch.max(x, 1)[0].unsqueeze(1), torch.mean(x, 1).unsqueeze(1)), dim=1)
+
+    class AttentionGate(nn.Module):
+        def __init__(self):
+            super(AttentionGate, self).__init__()
+            kernel_size = 7
+            self.compress = ZPool()
+            self.conv = BasicConv(2, 1, kernel_size, stride=1, padding=(kernel_size - 1) // 2, relu=False)
+
+        def forward(self, x):
+            x_compress = self.compress(x)
+            x_out = self.conv(x_compress)
+            scale = torch.sigmoid_(x_out)
+            return x * scale
+
+    class TripletAttention(nn.Module):
+        def __init__(self, no_spatial=False):
+            super(TripletAttention, self).__init__()
+            self.cw = AttentionGate()
+            self.hc = AttentionGate()
+            self.no_spatial = no_spatial
+            if not no_spatial:
+                self.hw = AttentionGate()
+
+        def forward(self, x):
+            x_perm1 = x.permute(0, 2, 1, 3).contiguous()
+            x_out1 = self.cw(x_perm1)
+            x_out11 = x_out1.permute(0, 2, 1, 3).contiguous()
+            x_perm2 = x.permute(0, 3, 2, 1).contiguous()
+            x_out2 = self.hc(x_perm2)
+            x_out21 = x_out2.permute(0, 3, 2, 1).contiguous()
+            if not self.no_spatial:
+                x_out = self.hw(x)
+                x_out = 1 / 3 * (x_out + x_out11 + x_out21)
+            else:
+                x_out = 1 / 2 * (x_out11 + x_out21)
+            return x_out
+
+    class DWConv(nn.Module):
+        def __init__(self, dim=768):
+            super(DWConv, self).__init__()
+            self.dwconv = nn.Conv2d(dim, dim, 3, 1, 1, bias=True, groups=dim)
+
+        def forward(self, x):
+            return self.dwconv(x)
+
+    class Mlp(nn.Module):
+        def __init__(self, in_features, hidden_features=None, out_features=None, act_layer=nn.GELU, drop=0.):
+            super().__init__()
+            out_features = out_features or in_features
+            hidden_features = hidden_features or in_features
+            self.fc1 = nn.Conv2d(in_features, hidden_features, 1)
+            self.dwconv = DWConv(hidden_features)
+            self.act = act_layer()
+            self.fc2 = nn.Conv2d(hidden_features, out_features, 1)
+            self.drop = nn.Dropout(drop)
+
+        def forward(self, x):
+            x = self.fc1(x)
+            x = self.dwconv(x)
+            x = self.act(x)
+            x = self.drop(x)
+            x = self.fc2(x)
+            x = self.drop(x)
+            return x
+
+    class LKA(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.conv0 = nn.Conv2d(dim, dim, 5, padding=2, groups=dim)
+            self.conv_spatial = nn.Conv2d(dim, dim, 7, stride=1, padding=9, groups=dim, dilation=3)
+            self.conv1 = nn.Conv2d(dim, dim, 1)
+
+        def forward(self, x):
+            u = x.clone()
+            attn = self.conv0(x)
+            attn = self.conv_spatial(attn)
+            attn = self.conv1(attn)
+            return u * attn
+
+    class SpatialAttention(nn.Module):
+        def __init__(self, d_model):
+            super().__init__()
+            self.proj_1 = nn.Conv2d(d_model, d_model, 1)
+            self.activation = nn.GELU()
+            self.spatial_gating_unit = LKA(d_model)
+            self.proj_2 = nn.Conv2d(d_model, d_model, 1)
+
+        def forward(self, x):
+            shorcut = x.clone()
+            x = self.proj_1(x)
+            x = self.activation(x)
+            x = self.spatial_gating_unit(x)
+            x = self.proj_2(x)
+            x = x + shorcut
+            return x
+
+    class VANBlock(nn.Module):
+        def __init__(self, dim, mlp_ratio=4., drop=0., drop_path=0., act_layer=nn.GELU):
+            super().__init__()
+            self.norm1 = nn.BatchNorm2d(dim)
+            self.attn = SpatialAttention(dim)
+            self.drop_path = nn.Identity()
+            self.norm2 = nn.BatchNorm2d(dim)
+            mlp_hidden_dim = int(dim * mlp_ratio)
+            self.mlp = Mlp(in_features=dim, hidden_features=mlp_hidden_dim, act_layer=act_layer, drop=drop)
+            layer_scale_init_value = 1e-2
+            self.layer_scale_1 = nn.Parameter(layer_scale_init_value * torch.ones((dim)), requires_grad=True)
+            self.layer_scale_2 = nn.Parameter(layer_scale_init_value * torch.ones((dim)), requires_grad=True)
+
+        def forward(self, x):
+            x = x + self.drop_path(self.layer_scale_1.unsqueeze(-1).unsqueeze(-1) * self.attn(self.norm1(x)))
+            x = x + self.drop_path(self.layer_scale_2.unsqueeze(-1).unsqueeze(-1) * self.mlp(self.norm2(x)))
+            return x
+
+    def get_dwconv(dim, kernel, bias):
+        return nn.Conv2d(dim, dim, kernel_size=kernel, padding=(kernel - 1) // 2, bias=bias, groups=dim)
+
+    class gnconv(nn.Module):
+        def __init__(self, dim, order=5, gflayer=None, h=14, w=8, s=1.0):
+            super().__init__()
+            self.order = order
+            self.dims = [dim // 2 ** i for i in range(order)]
+            self.dims.reverse()
+            self.proj_in = nn.Conv2d(dim, 2 * dim, 1)
+            if gflayer is None:
+                self.dwconv = get_dwconv(sum(self.dims), 7, True)
+            else:
+                self.dwconv = gflayer(sum(self.dims), h=h, w=w)
+            self.proj_out = nn.Conv2d(dim, dim, 1)
+            self.pws = nn.ModuleList([nn.Conv2d(self.dims[i], self.dims[i + 1], 1) for i in range(order - 1)])
+            self.scale = s
+
+        def forward(self, x, mask=None, dummy=False):
+            B, C, H, W = x.shape
+            fused_x = self.proj_in(x)
+            pwa, abc = torch.split(fused_x, (self.dims[0], sum(self.dims)), dim=1)
+            dw_abc = self.dwconv(abc) * self.scale
+            dw_list = torch.split(dw_abc, self.dims, dim=1)
+            x = pwa * dw_list[0]
+            for i in range(self.order - 1):
+                x = self.pws[i](x) * dw_list[i + 1]
+            x = self.proj_out(x)
+            return x
+
+    class LayerNorm(nn.Module):
+        def __init__(self, normalized_shape, eps=1e-6, data_format="channels_last"):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(normalized_shape))
+            self.bias = nn.Parameter(torch.zeros(normalized_shape))
+            self.eps = eps
+            self.data_format = data_format
+            if self.data_format not in ["channels_last", "channels_first"]:
+                raise NotImplementedError
+            self.normalized_shape = (normalized_shape, )
+
+        def forward(self, x):
+            if self.data_format == "channels_last":
+                return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+            elif self.data_format == "channels_first":
+                u = x.mean(1, keepdim=True)
+                s = (x - u).pow(2).mean(1, keepdim=True)
+                x = (x - u) / torch.sqrt(s + self.eps)
+                x = self.weight[:, None, None] * x + self.bias[:, None, None]
+                return x
+
+    class HorBlock(nn.Module):
+        def __init__(self, dim, drop_path=0., layer_scale_init_value=1e-6, gnconv=gnconv):
+            super().__init__()
+            self.norm1 = LayerNorm(dim, eps=1e-6, data_format='channels_first')
+            self.gnconv = gnconv(dim)  # depthwise conv
+            self.norm2 = LayerNorm(dim, eps=1e-6)
+            self.pwconv1 = nn.Linear(dim, 4 * dim)  # pointwise/1x1 convs, implemented with linear layers
+            self.act = nn.GELU()
+            self.pwconv2 = nn.Linear(4 * dim, dim)
+            self.gamma1 = nn.Parameter(layer_scale_init_value * torch.ones(dim),
+                                       requires_grad=True) if layer_scale_init_value > 0 else None
+            self.gamma2 = nn.Parameter(layer_scale_init_value * torch.ones((dim)),
+                                       requires_grad=True) if layer_scale_init_value > 0 else None
+            self.drop_path = nn.Identity()
+
+        def forward(self, x):
+            B, C, H, W = x.shape
+            if self.gamma1 is not None:
+                gamma1 = self.gamma1.view(C, 1, 1)
+            else:
+                gamma1 = 1
+            x = x + self.drop_path(gamma1 * self.gnconv(self.norm1(x)))
+            input = x
+            x = x.permute(0, 2, 3, 1)  # (N, C, H, W) -> (N, H, W, C)
+            x = self.norm2(x)
+            x = self.pwconv1(x)
+            x = self.act(x)
+            x = self.pwconv2(x)
+            if self.gamma2 is not None:
+                x = self.gamma2 * x
+            x = x.permute(0, 3, 1, 2)  # (N, H, W, C) -> (N, C, H, W)
+            x = input + self.drop_path(x)
+            return x
+
+    class Net(nn.Module):
+        def __init__(self, num_classes=4):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU())
+            self.triplet = TripletAttention()
+            self.van = VANBlock(8, mlp_ratio=2)
+            self.hor = HorBlock(8, layer_scale_init_value=0.1, gnconv=partial(gnconv, order=3, s=1.0 / 3.0))
+            self.head = nn.Linear(8, num_classes)
+
+        def forward(self, x):
+            x = self.triplet(self.stem(x))
+            x = self.hor(self.van(x))
+            return self.head(x.mean([-2, -1]))
+
+    model = Net()
+    init = load(m, model, state)
+    optimizer = optim.AdamW(model.parameters(), lr=2e-3, weight_decay=0.05)
+    x = torch.from_numpy(normal(rng, 2, 3, 6, 6))
+    y = torch.from_numpy(rng.integers(0, 4, 2))
+    record = []
+    for it in range(2):
+        model.train()
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    return init, record + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_triplet_van_hornet():
+    compare(triplet_van_hornet)
