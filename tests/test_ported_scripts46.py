@@ -1814,3 +1814,189 @@ def triplet_van_hornet(m, state=None):
 
 def test_triplet_van_hornet():
     compare(triplet_van_hornet)
+
+
+# (h) microsoft/human-pose-estimation.pytorch's SimpleBaseline head and its lib/core utilities: _get_deconv_cfg, the
+# deconvolution layers (ConvTranspose2d kernel 4, stride 2, padding 1, output_padding 0, bias=False) with BatchNorm
+# and the final 1x1 layer, init by nn.init.normal_ and constant_; numpy Gaussian target heatmaps; JointsMSELoss
+# (the heatmaps reshaped and split(1, 1) per joint, squeeze(), multiplied by target_weight[:, idx], 0.5 * MSE);
+# get_max_preds on the torch side (torch.max over the flattened heatmap, % width and floor(/ width), a mask by
+# torch.gt(maxvals, 0.0).repeat(1, 1, 2).float()); the flip test (the input flipped by torch.flip(x, [3]), the joints
+# swapped by fancy indexing with the flip pairs, the shift by output_flipped[:, :, :, 1:] = output_flipped.clone()[:, :,
+# :, 0:-1], the average); and JimmySuen's integral regression on the same heatmaps (softmax over the flattened map,
+# marginal sums times torch.arange(...).float(), an L1 loss to the joints' coordinates), Adam under MultiStepLR
+def pose_heatmaps(m, state=None):
+    torch, nn, F, optim, lr_scheduler = m.torch, m.nn, m.F, m.optim, m.lr_scheduler
+    rng = np.random.default_rng(7)
+    num_joints, heatmap_size, sigma = 3, (8, 8), 1.0
+    flip_pairs = [[0, 1]]
+
+    class PoseHead(nn.Module):
+        def __init__(self, inplanes=8, num_deconv_layers=2, num_deconv_filters=(6, 6), num_deconv_kernels=(4, 4),
+                     final_conv_kernel=1, deconv_with_bias=False):
+            super().__init__()
+            self.inplanes = inplanes
+            self.deconv_with_bias = deconv_with_bias
+            self.backbone = nn.Sequential(nn.Conv2d(3, inplanes, 3, stride=2, padding=1, bias=False),
+                                          nn.BatchNorm2d(inplanes), nn.ReLU(inplace=True),
+                                          nn.Conv2d(inplanes, inplanes, 3, stride=2, padding=1, bias=False),
+                                          nn.BatchNorm2d(inplanes), nn.ReLU(inplace=True))
+            self.deconv_layers = self._make_deconv_layer(num_deconv_layers, num_deconv_filters, num_deconv_kernels)
+            self.final_layer = nn.Conv2d(in_channels=num_deconv_filters[-1], out_channels=num_joints,
+                                         kernel_size=final_conv_kernel, stride=1,
+                                         padding=1 if final_conv_kernel == 3 else 0)
+
+        def _get_deconv_cfg(self, deconv_kernel, index):
+            if deconv_kernel == 4:
+                padding = 1
+                output_padding = 0
+            elif deconv_kernel == 3:
+                padding = 1
+                output_padding = 1
+            elif deconv_kernel == 2:
+                padding = 0
+                output_padding = 0
+            return deconv_kernel, padding, output_padding
+
+        def _make_deconv_layer(self, num_layers, num_filters, num_kernels):
+            assert num_layers == len(num_filters), 'ERROR: num_deconv_layers is different len(num_deconv_filters)'
+            assert num_layers == len(num_kernels), 'ERROR: num_deconv_layers is different len(num_deconv_filters)'
+            layers = []
+            for i in range(num_layers):
+                kernel, padding, output_padding = self._get_deconv_cfg(num_kernels[i], i)
+                planes = num_filters[i]
+                layers.append(nn.ConvTranspose2d(in_channels=self.inplanes, out_channels=planes, kernel_size=kernel,
+                                                 stride=2, padding=padding, output_padding=output_padding,
+                                                 bias=self.deconv_with_bias))
+                layers.append(nn.BatchNorm2d(planes, momentum=0.1))
+                layers.append(nn.ReLU(inplace=True))
+                self.inplanes = planes
+            return nn.Sequential(*layers)
+
+        def forward(self, x):
+            x = self.backbone(x)
+            x = self.deconv_layers(x)
+            x = self.final_layer(x)
+            return x
+
+        def init_weights(self):
+            for name, m in self.deconv_layers.named_modules():
+                if isinstance(m, nn.ConvTranspose2d):
+                    nn.init.normal_(m.weight, std=0.1)
+                    if self.deconv_with_bias:
+                        nn.init.constant_(m.bias, 0)
+                elif isinstance(m, nn.BatchNorm2d):
+                    nn.init.constant_(m.weight, 1)
+                    nn.init.constant_(m.bias, 0)
+            for m in self.final_layer.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.normal_(m.weight, std=0.1)
+                    nn.init.constant_(m.bias, 0)
+
+    class JointsMSELoss(nn.Module):
+        def __init__(self, use_target_weight):
+            super(JointsMSELoss, self).__init__()
+            self.criterion = nn.MSELoss(reduction='mean')
+            self.use_target_weight = use_target_weight
+
+        def forward(self, output, target, target_weight):
+            batch_size = output.size(0)
+            num_joints = output.size(1)
+            heatmaps_pred = output.reshape((batch_size, num_joints, -1)).split(1, 1)
+            heatmaps_gt = target.reshape((batch_size, num_joints, -1)).split(1, 1)
+            loss = 0
+            for idx in range(num_joints):
+                heatmap_pred = heatmaps_pred[idx].squeeze()
+                heatmap_gt = heatmaps_gt[idx].squeeze()
+                if self.use_target_weight:
+                    loss += 0.5 * self.criterion(heatmap_pred.mul(target_weight[:, idx]),
+                                                 heatmap_gt.mul(target_weight[:, idx]))
+                else:
+                    loss += 0.5 * self.criterion(heatmap_pred, heatmap_gt)
+            return loss / num_joints
+
+    def generate_target(joints, joints_vis):
+        target_weight = np.ones((num_joints, 1), dtype=np.float32)
+        target_weight[:, 0] = joints_vis[:, 0]
+        target = np.zeros((num_joints, heatmap_size[1], heatmap_size[0]), dtype=np.float32)
+        xs, ys = np.meshgrid(np.arange(heatmap_size[0]), np.arange(heatmap_size[1]))
+        for joint_id in range(num_joints):
+            mu_x, mu_y = joints[joint_id]
+            target[joint_id] = np.exp(-((xs - mu_x) ** 2 + (ys - mu_y) ** 2) / (2 * sigma ** 2))
+        return target, target_weight
+
+    def get_max_preds(batch_heatmaps):
+        batch_size = batch_heatmaps.shape[0]
+        num_joints = batch_heatmaps.shape[1]
+        width = batch_heatmaps.shape[3]
+        heatmaps_reshaped = batch_heatmaps.reshape((batch_size, num_joints, -1))
+        maxvals, idx = torch.max(heatmaps_reshaped, 2)
+        maxvals = maxvals.unsqueeze(2)
+        idx = idx.unsqueeze(2)
+        preds = idx.repeat(1, 1, 2).float()
+        preds[:, :, 0] = (preds[:, :, 0]) % width
+        preds[:, :, 1] = torch.floor((preds[:, :, 1]) / width)
+        pred_mask = torch.gt(maxvals, 0.0).repeat(1, 1, 2).float()
+        preds *= pred_mask
+        return preds, maxvals
+
+    def flip_back(output_flipped, matched_parts):
+        output_flipped = output_flipped.flip(3)
+        perm = list(range(output_flipped.shape[1]))
+        for pair in matched_parts:
+            perm[pair[0]], perm[pair[1]] = pair[1], pair[0]
+        return output_flipped[:, perm]
+
+    def softmax_integral_tensor(preds, num_joints, hm_width, hm_height):
+        preds = preds.reshape((preds.shape[0], num_joints, -1))
+        preds = F.softmax(preds, 2)
+        heatmaps = preds.reshape((preds.shape[0], num_joints, hm_height, hm_width))
+        accu_x = heatmaps.sum(dim=2)
+        accu_y = heatmaps.sum(dim=3)
+        accu_x = accu_x * torch.arange(hm_width).float().to(accu_x.device)
+        accu_y = accu_y * torch.arange(hm_height).float().to(accu_y.device)
+        accu_x = accu_x.sum(dim=2, keepdim=True)
+        accu_y = accu_y.sum(dim=2, keepdim=True)
+        return torch.cat((accu_x, accu_y), dim=2)
+
+    model = PoseHead()
+    model.init_weights()
+    init = load(m, model, state)
+    criterion = JointsMSELoss(use_target_weight=True)
+    optimizer = optim.Adam(model.parameters(), lr=1e-3)
+    scheduler = lr_scheduler.MultiStepLR(optimizer, [1], 0.1)
+    joints = rng.uniform(1, 7, (2, num_joints, 2))
+    vis = np.ones((2, num_joints, 1), np.float32)
+    vis[1, 2] = 0
+    targets = [generate_target(j, v) for j, v in zip(joints, vis)]
+    input = torch.from_numpy(normal(rng, 2, 3, 8, 8))
+    target = torch.from_numpy(np.stack([t for t, _ in targets]))
+    target_weight = torch.from_numpy(np.stack([w for _, w in targets]))
+    joints_t = torch.from_numpy(joints.astype(np.float32))
+    record = []
+    for epoch in range(2):
+        model.train()
+        output = model(input)
+        loss = criterion(output, target, target_weight)
+        coords = softmax_integral_tensor(output, num_joints, *heatmap_size)
+        loss_int = (torch.abs(coords - joints_t) * target_weight).mean()
+        optimizer.zero_grad()
+        (loss + 0.01 * loss_int).backward()
+        optimizer.step()
+        scheduler.step()
+        record += [loss.item(), loss_int.item()]
+    model.eval()
+    with torch.no_grad():
+        output = model(input)
+        input_flipped = torch.flip(input, [3])
+        output_flipped = flip_back(model(input_flipped), flip_pairs)
+        # feature is not aligned, shift flipped heatmap for higher accuracy
+        output_flipped[:, :, :, 1:] = output_flipped.clone()[:, :, :, 0:-1]
+        output = (output + output_flipped) * 0.5
+        preds, maxvals = get_max_preds(output)
+        record += preds.flatten().tolist() + maxvals.flatten().tolist()
+    return init, record + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_pose_heatmaps():
+    compare(pose_heatmaps)
