@@ -2000,3 +2000,74 @@ def pose_heatmaps(m, state=None):
 
 def test_pose_heatmaps():
     compare(pose_heatmaps)
+
+
+# (i) a Lagrangian neural network (Cranmer et al.) as its PyTorch ports write it: a softplus MLP giving the scalar
+# L(q, q_t) of one state, torch.autograd.functional.hessian and jacobian of it with create_graph=True per sample, the
+# Euler-Lagrange accelerations q_tt = torch.linalg.pinv(H[n:, n:]) @ (J[:n] - H[n:, :n] @ q_t), torch.stack of the
+# samples' derivatives, an L1 loss to a double pendulum's analytic derivatives (numpy) backpropagated through the
+# Hessian (third derivatives of the softplus network), Adam with clip_grad_norm_
+def lagrangian_nn(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(8)
+
+    def analytical_fn(state, m1=1, m2=1, l1=1, l2=1, g=9.8):
+        t1, t2, w1, w2 = state
+        a1 = (l2 / l1) * (m2 / (m1 + m2)) * np.cos(t1 - t2)
+        a2 = (l1 / l2) * np.cos(t1 - t2)
+        f1 = -(l2 / l1) * (m2 / (m1 + m2)) * (w2 ** 2) * np.sin(t1 - t2) - (g / l1) * np.sin(t1)
+        f2 = (l1 / l2) * (w1 ** 2) * np.sin(t1 - t2) - (g / l2) * np.sin(t2)
+        g1 = (f1 - a1 * f2) / (1 - a1 * a2)
+        g2 = (f2 - a2 * f1) / (1 - a1 * a2)
+        return np.stack([w1, w2, g1, g2])
+
+    class LNN(nn.Module):
+        def __init__(self, input_dim=4, hidden_dim=8, n_layers=2):
+            super().__init__()
+            layers = [nn.Linear(input_dim, hidden_dim), nn.Softplus()]
+            for _ in range(n_layers - 1):
+                layers += [nn.Linear(hidden_dim, hidden_dim), nn.Softplus()]
+            layers.append(nn.Linear(hidden_dim, 1))
+            self.net = nn.Sequential(*layers)
+            for i, layer in enumerate(self.net):
+                if isinstance(layer, nn.Linear):
+                    nn.init.normal_(layer.weight, std=1.0 / math.sqrt(layer.in_features) * (2.2 if i == 0 else 1.0))
+                    nn.init.zeros_(layer.bias)
+
+        def lagrangian(self, x):
+            return self.net(x).squeeze(-1)
+
+        def forward(self, x):
+            n = x.shape[1] // 2
+            out = []
+            for xi in x:
+                H = torch.autograd.functional.hessian(self.lagrangian, xi, create_graph=True)
+                J = torch.autograd.functional.jacobian(self.lagrangian, xi, create_graph=True)
+                A = J[:n]
+                B = H[n:, n:]
+                C = H[n:, :n]
+                q_tt = torch.linalg.pinv(B) @ (A - C @ xi[n:])
+                out.append(torch.cat([xi[n:], q_tt]))
+            return torch.stack(out)
+
+    model = LNN(n_layers=1)
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=1e-3)
+    states = np.concatenate([rng.uniform(-1, 1, (2, 2)), rng.uniform(-0.5, 0.5, (2, 2))], 1).astype(np.float32)
+    targets = np.stack([analytical_fn(s) for s in states.astype(np.float64)]).astype(np.float32)
+    x, y = torch.from_numpy(states), torch.from_numpy(targets)
+    record = []
+    for it in range(2):
+        optimizer.zero_grad()
+        pred = model(x)
+        loss = F.l1_loss(pred, y)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 10.0)
+        optimizer.step()
+        record += [loss.item(), norm.item()]
+    record += pred.detach().flatten().tolist()
+    return init, record + summary(model.parameters())
+
+
+def test_lagrangian_nn():
+    compare(lagrangian_nn)
