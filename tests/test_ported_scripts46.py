@@ -2071,3 +2071,276 @@ def lagrangian_nn(m, state=None):
 
 def test_lagrangian_nn():
     compare(lagrangian_nn)
+
+
+# (j) torchvision's inception.py at toy widths with the fine-tuning tutorial's Inception loop: BasicConv2d with
+# BatchNorm eps=0.001, InceptionA's F.avg_pool2d(kernel_size=3, stride=1, padding=1) branch, InceptionB's grid
+# reduction by F.max_pool2d(kernel_size=3, stride=2), InceptionC's factorised 1x7 and 7x1 convolutions (padding (0, 3)
+# and (3, 0)), InceptionE's split 1x3 and 3x1 branches concatenated, InceptionAux (F.avg_pool2d(kernel_size=5,
+# stride=3), F.adaptive_avg_pool2d, `conv1.stddev = 0.01` and `fc.stddev = 0.001` read back at init by
+# float(m.stddev) if hasattr(m, "stddev") into trunc_normal_(mean=0.0, std=stddev, a=-2, b=2)), _transform_input,
+# InceptionOutputs as a namedtuple from an @torch.jit.unused eager_outputs under torch.jit.is_scripting(); the
+# tutorial's head surgery (model.AuxLogits.fc and model.fc replaced), set_parameter_requires_grad for feature
+# extraction with params_to_update gathered by requires_grad, loss1 + 0.4 * loss2 in training and the plain logits in
+# eval. The aux head's 5x5 convolution is 1x1 here (the grid is 5x5)
+def inception_v3(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(9)
+    InceptionOutputs = collections.namedtuple("InceptionOutputs", ["logits", "aux_logits"])
+
+    class BasicConv2d(nn.Module):
+        def __init__(self, in_channels, out_channels, **kwargs):
+            super().__init__()
+            self.conv = nn.Conv2d(in_channels, out_channels, bias=False, **kwargs)
+            self.bn = nn.BatchNorm2d(out_channels, eps=0.001)
+
+        def forward(self, x):
+            x = self.conv(x)
+            x = self.bn(x)
+            return F.relu(x, inplace=True)
+
+    class InceptionA(nn.Module):
+        def __init__(self, in_channels, pool_features, conv_block=None):
+            super().__init__()
+            if conv_block is None:
+                conv_block = BasicConv2d
+            self.branch1x1 = conv_block(in_channels, 4, kernel_size=1)
+            self.branch5x5_1 = conv_block(in_channels, 3, kernel_size=1)
+            self.branch5x5_2 = conv_block(3, 4, kernel_size=5, padding=2)
+            self.branch3x3dbl_1 = conv_block(in_channels, 4, kernel_size=1)
+            self.branch3x3dbl_2 = conv_block(4, 6, kernel_size=3, padding=1)
+            self.branch3x3dbl_3 = conv_block(6, 6, kernel_size=3, padding=1)
+            self.branch_pool = conv_block(in_channels, pool_features, kernel_size=1)
+
+        def _forward(self, x):
+            branch1x1 = self.branch1x1(x)
+            branch5x5 = self.branch5x5_1(x)
+            branch5x5 = self.branch5x5_2(branch5x5)
+            branch3x3dbl = self.branch3x3dbl_1(x)
+            branch3x3dbl = self.branch3x3dbl_2(branch3x3dbl)
+            branch3x3dbl = self.branch3x3dbl_3(branch3x3dbl)
+            branch_pool = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
+            branch_pool = self.branch_pool(branch_pool)
+            outputs = [branch1x1, branch5x5, branch3x3dbl, branch_pool]
+            return outputs
+
+        def forward(self, x):
+            outputs = self._forward(x)
+            return torch.cat(outputs, 1)
+
+    class InceptionB(nn.Module):
+        def __init__(self, in_channels, conv_block=None):
+            super().__init__()
+            if conv_block is None:
+                conv_block = BasicConv2d
+            self.branch3x3 = conv_block(in_channels, 6, kernel_size=3, stride=2)
+            self.branch3x3dbl_1 = conv_block(in_channels, 4, kernel_size=1)
+            self.branch3x3dbl_2 = conv_block(4, 6, kernel_size=3, padding=1)
+            self.branch3x3dbl_3 = conv_block(6, 6, kernel_size=3, stride=2)
+
+        def _forward(self, x):
+            branch3x3 = self.branch3x3(x)
+            branch3x3dbl = self.branch3x3dbl_1(x)
+            branch3x3dbl = self.branch3x3dbl_2(branch3x3dbl)
+            branch3x3dbl = self.branch3x3dbl_3(branch3x3dbl)
+            branch_pool = F.max_pool2d(x, kernel_size=3, stride=2)
+            outputs = [branch3x3, branch3x3dbl, branch_pool]
+            return outputs
+
+        def forward(self, x):
+            outputs = self._forward(x)
+            return torch.cat(outputs, 1)
+
+    class InceptionC(nn.Module):
+        def __init__(self, in_channels, channels_7x7, conv_block=None):
+            super().__init__()
+            if conv_block is None:
+                conv_block = BasicConv2d
+            self.branch1x1 = conv_block(in_channels, 6, kernel_size=1)
+            c7 = channels_7x7
+            self.branch7x7_1 = conv_block(in_channels, c7, kernel_size=1)
+            self.branch7x7_2 = conv_block(c7, c7, kernel_size=(1, 7), padding=(0, 3))
+            self.branch7x7_3 = conv_block(c7, 6, kernel_size=(7, 1), padding=(3, 0))
+            self.branch_pool = conv_block(in_channels, 6, kernel_size=1)
+
+        def _forward(self, x):
+            branch1x1 = self.branch1x1(x)
+            branch7x7 = self.branch7x7_1(x)
+            branch7x7 = self.branch7x7_2(branch7x7)
+            branch7x7 = self.branch7x7_3(branch7x7)
+            branch_pool = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
+            branch_pool = self.branch_pool(branch_pool)
+            outputs = [branch1x1, branch7x7, branch_pool]
+            return outputs
+
+        def forward(self, x):
+            outputs = self._forward(x)
+            return torch.cat(outputs, 1)
+
+    class InceptionE(nn.Module):
+        def __init__(self, in_channels, conv_block=None):
+            super().__init__()
+            if conv_block is None:
+                conv_block = BasicConv2d
+            self.branch1x1 = conv_block(in_channels, 4, kernel_size=1)
+            self.branch3x3_1 = conv_block(in_channels, 4, kernel_size=1)
+            self.branch3x3_2a = conv_block(4, 4, kernel_size=(1, 3), padding=(0, 1))
+            self.branch3x3_2b = conv_block(4, 4, kernel_size=(3, 1), padding=(1, 0))
+            self.branch_pool = conv_block(in_channels, 4, kernel_size=1)
+
+        def _forward(self, x):
+            branch1x1 = self.branch1x1(x)
+            branch3x3 = self.branch3x3_1(x)
+            branch3x3 = [self.branch3x3_2a(branch3x3), self.branch3x3_2b(branch3x3)]
+            branch3x3 = torch.cat(branch3x3, 1)
+            branch_pool = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
+            branch_pool = self.branch_pool(branch_pool)
+            outputs = [branch1x1, branch3x3, branch_pool]
+            return outputs
+
+        def forward(self, x):
+            outputs = self._forward(x)
+            return torch.cat(outputs, 1)
+
+    class InceptionAux(nn.Module):
+        def __init__(self, in_channels, num_classes, conv_block=None):
+            super().__init__()
+            if conv_block is None:
+                conv_block = BasicConv2d
+            self.conv0 = conv_block(in_channels, 6, kernel_size=1)
+            self.conv1 = conv_block(6, 8, kernel_size=1)
+            self.conv1.stddev = 0.01
+            self.fc = nn.Linear(8, num_classes)
+            self.fc.stddev = 0.001
+
+        def forward(self, x):
+            x = F.avg_pool2d(x, kernel_size=5, stride=3)
+            x = self.conv0(x)
+            x = self.conv1(x)
+            x = F.adaptive_avg_pool2d(x, (1, 1))
+            x = torch.flatten(x, 1)
+            x = self.fc(x)
+            return x
+
+    class Inception3(nn.Module):
+        def __init__(self, num_classes=1000, aux_logits=True, transform_input=False, init_weights=True,
+                     dropout=0.5):
+            super().__init__()
+            conv_block = BasicConv2d
+            self.aux_logits = aux_logits
+            self.transform_input = transform_input
+            self.Conv2d_1a_3x3 = conv_block(3, 8, kernel_size=3, padding=1)
+            self.Mixed_5b = InceptionA(8, pool_features=2)
+            self.Mixed_6a = InceptionB(16)
+            self.Mixed_6b = InceptionC(28, channels_7x7=4)
+            self.AuxLogits = None
+            if aux_logits:
+                self.AuxLogits = InceptionAux(18, num_classes)
+            self.Mixed_7c = InceptionE(18)
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.dropout = nn.Dropout(p=dropout)
+            self.fc = nn.Linear(16, num_classes)
+            if init_weights:
+                for m in self.modules():
+                    if isinstance(m, nn.Conv2d) or isinstance(m, nn.Linear):
+                        stddev = float(m.stddev) if hasattr(m, "stddev") else 0.1
+                        torch.nn.init.trunc_normal_(m.weight, mean=0.0, std=stddev, a=-2, b=2)
+                    elif isinstance(m, nn.BatchNorm2d):
+                        nn.init.constant_(m.weight, 1)
+                        nn.init.constant_(m.bias, 0)
+
+        def _transform_input(self, x):
+            if self.transform_input:
+                x_ch0 = torch.unsqueeze(x[:, 0], 1) * (0.229 / 0.5) + (0.485 - 0.5) / 0.5
+                x_ch1 = torch.unsqueeze(x[:, 1], 1) * (0.224 / 0.5) + (0.456 - 0.5) / 0.5
+                x_ch2 = torch.unsqueeze(x[:, 2], 1) * (0.225 / 0.5) + (0.406 - 0.5) / 0.5
+                x = torch.cat((x_ch0, x_ch1, x_ch2), 1)
+            return x
+
+        def _forward(self, x):
+            x = self.Conv2d_1a_3x3(x)
+            x = self.Mixed_5b(x)
+            x = self.Mixed_6a(x)
+            x = self.Mixed_6b(x)
+            aux = None
+            if self.AuxLogits is not None:
+                if self.training:
+                    aux = self.AuxLogits(x)
+            x = self.Mixed_7c(x)
+            x = self.avgpool(x)
+            x = self.dropout(x)
+            x = torch.flatten(x, 1)
+            x = self.fc(x)
+            return x, aux
+
+        @torch.jit.unused
+        def eager_outputs(self, x, aux):
+            if self.training and self.aux_logits:
+                return InceptionOutputs(x, aux)
+            else:
+                return x
+
+        def forward(self, x):
+            x = self._transform_input(x)
+            x, aux = self._forward(x)
+            aux_defined = self.training and self.aux_logits
+            if torch.jit.is_scripting():
+                if not aux_defined:
+                    raise RuntimeError("Scripted Inception3 always returns Inception3 Tuple")
+                return InceptionOutputs(x, aux)
+            else:
+                return self.eager_outputs(x, aux)
+
+    def set_parameter_requires_grad(model, feature_extracting):
+        if feature_extracting:
+            for param in model.parameters():
+                param.requires_grad = False
+
+    model_ft = Inception3(num_classes=10, transform_input=True, dropout=0.0)
+    set_parameter_requires_grad(model_ft, True)
+    # Handle the auxilary net
+    num_ftrs = model_ft.AuxLogits.fc.in_features
+    model_ft.AuxLogits.fc = nn.Linear(num_ftrs, 3)
+    # Handle the primary net
+    num_ftrs = model_ft.fc.in_features
+    model_ft.fc = nn.Linear(num_ftrs, 3)
+    model_ft.Mixed_7c.requires_grad_(True)
+    init = load(m, model_ft, state)
+    params_to_update = []
+    names = []
+    for name, param in model_ft.named_parameters():
+        if param.requires_grad:
+            params_to_update.append(param)
+            names.append(name)
+    optimizer_ft = optim.SGD(params_to_update, lr=0.01, momentum=0.9)
+    criterion = nn.CrossEntropyLoss()
+    inputs = torch.from_numpy(normal(rng, 3, 3, 11, 11))
+    labels = torch.from_numpy(rng.integers(0, 3, 3))
+    record = [len(names)]
+    for phase in ['train', 'train', 'val']:
+        if phase == 'train':
+            model_ft.train()
+        else:
+            model_ft.eval()
+        optimizer_ft.zero_grad()
+        with torch.set_grad_enabled(phase == 'train'):
+            if phase == 'train':
+                out = model_ft(inputs)
+                assert isinstance(out, InceptionOutputs)
+                outputs, aux_outputs = out
+                loss1 = criterion(outputs, labels)
+                loss2 = criterion(aux_outputs, labels)
+                loss = loss1 + 0.4 * loss2
+            else:
+                outputs = model_ft(inputs)
+                loss = criterion(outputs, labels)
+            _, preds = torch.max(outputs, 1)
+            if phase == 'train':
+                loss.backward()
+                optimizer_ft.step()
+        record += [loss.item(), torch.sum(preds == labels.data).item()]
+    return init, record + summary(model_ft.parameters()) + summary(model_ft.buffers())
+
+
+def test_inception_v3():
+    compare(inception_v3)
