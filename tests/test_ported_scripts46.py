@@ -2344,3 +2344,567 @@ def inception_v3(m, state=None):
 
 def test_inception_v3():
     compare(inception_v3)
+
+
+# (k) facebookresearch/segment-anything's modeling files at toy widths: the image encoder's ViT blocks (PatchEmbed
+# permuted to B H W C, windowed attention by window_partition's F.pad and view/permute and window_unpartition's crop,
+# the decomposed relative positions: get_rel_pos resizing rel_pos by F.interpolate(mode="linear") and indexing it by
+# relative_coords.long(), add_decomposed_rel_pos by two einsums broadcast into the attention, qkv reshaped to (3, B *
+# heads, H * W, -1).unbind(0)), the neck's LayerNorm2d; PositionEmbeddingRandom (a randn Gaussian matrix buffer,
+# 2 * np.pi * coords, grid.cumsum(dim=0) - 0.5, forward_with_coords normalising a clone in place); the PromptEncoder's
+# _embed_points (a padding point and label -1 by -torch.ones, point_embedding[labels == -1] = 0.0 and `+=` of
+# not_a_point_embed.weight and point_embeddings[i].weight at boolean masks), _embed_boxes (corner_embedding[:, 0, :]
+# +=), sparse embeddings started as torch.empty((bs, 0, embed_dim)) and the no-mask dense embedding by reshape(1,
+# -1, 1, 1).expand; the MaskDecoder (output tokens by cat of the iou token and mask tokens expanded over the batch,
+# torch.repeat_interleave of the image embedding, a TwoWayTransformer with downsampled cross attention, ConvTranspose2d
+# upscaling with LayerNorm2d and GELU, hypernetwork MLPs stacked, (hyper_in @ upscaled.view(b, c, h * w)).view(b, -1,
+# h, w), the multimask slice); trained as SAM's fine-tuning scripts do: the best of the multimask outputs by the
+# predicted IoU's argmax, a sigmoid focal loss and a dice loss on the masks resized by F.interpolate(bilinear), an MSE
+# to the masks' actual IoU, the image encoder frozen. The decoder's k_proj has no bias here: softmax ignores a key's
+# bias, whose gradient, rounding alone, Adam would normalise
+def segment_anything(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(11)
+
+    class MLPBlock(nn.Module):
+        def __init__(self, embedding_dim, mlp_dim, act=nn.GELU):
+            super().__init__()
+            self.lin1 = nn.Linear(embedding_dim, mlp_dim)
+            self.lin2 = nn.Linear(mlp_dim, embedding_dim)
+            self.act = act()
+
+        def forward(self, x):
+            return self.lin2(self.act(self.lin1(x)))
+
+    class LayerNorm2d(nn.Module):
+        def __init__(self, num_channels, eps=1e-6):
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(num_channels))
+            self.bias = nn.Parameter(torch.zeros(num_channels))
+            self.eps = eps
+
+        def forward(self, x):
+            u = x.mean(1, keepdim=True)
+            s = (x - u).pow(2).mean(1, keepdim=True)
+            x = (x - u) / torch.sqrt(s + self.eps)
+            x = self.weight[:, None, None] * x + self.bias[:, None, None]
+            return x
+
+    def window_partition(x, window_size):
+        B, H, W, C = x.shape
+        pad_h = (window_size - H % window_size) % window_size
+        pad_w = (window_size - W % window_size) % window_size
+        if pad_h > 0 or pad_w > 0:
+            x = F.pad(x, (0, 0, 0, pad_w, 0, pad_h))
+        Hp, Wp = H + pad_h, W + pad_w
+        x = x.view(B, Hp // window_size, window_size, Wp // window_size, window_size, C)
+        windows = x.permute(0, 1, 3, 2, 4, 5).contiguous().view(-1, window_size, window_size, C)
+        return windows, (Hp, Wp)
+
+    def window_unpartition(windows, window_size, pad_hw, hw):
+        Hp, Wp = pad_hw
+        H, W = hw
+        B = windows.shape[0] // (Hp * Wp // window_size // window_size)
+        x = windows.view(B, Hp // window_size, Wp // window_size, window_size, window_size, -1)
+        x = x.permute(0, 1, 3, 2, 4, 5).contiguous().view(B, Hp, Wp, -1)
+        if Hp > H or Wp > W:
+            x = x[:, :H, :W, :].contiguous()
+        return x
+
+    def get_rel_pos(q_size, k_size, rel_pos):
+        max_rel_dist = int(2 * max(q_size, k_size) - 1)
+        # Interpolate rel pos if needed.
+        if rel_pos.shape[0] != max_rel_dist:
+            rel_pos_resized = F.interpolate(rel_pos.reshape(1, rel_pos.shape[0], -1).permute(0, 2, 1),
+                                            size=max_rel_dist, mode="linear")
+            rel_pos_resized = rel_pos_resized.reshape(-1, max_rel_dist).permute(1, 0)
+        else:
+            rel_pos_resized = rel_pos
+        # Scale the coords with short length if shapes for q and k are different.
+        q_coords = torch.arange(q_size)[:, None] * max(k_size / q_size, 1.0)
+        k_coords = torch.arange(k_size)[None, :] * max(q_size / k_size, 1.0)
+        relative_coords = (q_coords - k_coords) + (k_size - 1) * max(q_size / k_size, 1.0)
+        return rel_pos_resized[relative_coords.long()]
+
+    def add_decomposed_rel_pos(attn, q, rel_pos_h, rel_pos_w, q_size, k_size):
+        q_h, q_w = q_size
+        k_h, k_w = k_size
+        Rh = get_rel_pos(q_h, k_h, rel_pos_h)
+        Rw = get_rel_pos(q_w, k_w, rel_pos_w)
+        B, _, dim = q.shape
+        r_q = q.reshape(B, q_h, q_w, dim)
+        rel_h = torch.einsum("bhwc,hkc->bhwk", r_q, Rh)
+        rel_w = torch.einsum("bhwc,wkc->bhwk", r_q, Rw)
+        attn = (attn.view(B, q_h, q_w, k_h, k_w) + rel_h[:, :, :, :, None] + rel_w[:, :, :, None, :]).view(
+            B, q_h * q_w, k_h * k_w)
+        return attn
+
+    class EncoderAttention(nn.Module):
+        def __init__(self, dim, num_heads=8, qkv_bias=True, use_rel_pos=False, input_size=None):
+            super().__init__()
+            self.num_heads = num_heads
+            head_dim = dim // num_heads
+            self.scale = head_dim ** -0.5
+            self.qkv = nn.Linear(dim, dim * 3, bias=qkv_bias)
+            self.proj = nn.Linear(dim, dim)
+            self.use_rel_pos = use_rel_pos
+            if self.use_rel_pos:
+                assert input_size is not None, "Input size must be provided if using relative positional encoding."
+                # initialize relative positional embeddings
+                self.rel_pos_h = nn.Parameter(torch.zeros(2 * input_size[0] - 1, head_dim))
+                self.rel_pos_w = nn.Parameter(torch.zeros(2 * input_size[1] - 1, head_dim))
+
+        def forward(self, x):
+            B, H, W, _ = x.shape
+            # qkv with shape (3, B, nHead, H * W, C)
+            qkv = self.qkv(x).reshape(B, H * W, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
+            # q, k, v with shape (B * nHead, H * W, C)
+            q, k, v = qkv.reshape(3, B * self.num_heads, H * W, -1).unbind(0)
+            attn = (q * self.scale) @ k.transpose(-2, -1)
+            if self.use_rel_pos:
+                attn = add_decomposed_rel_pos(attn, q, self.rel_pos_h, self.rel_pos_w, (H, W), (H, W))
+            attn = attn.softmax(dim=-1)
+            x = (attn @ v).view(B, self.num_heads, H, W, -1).permute(0, 2, 3, 1, 4).reshape(B, H, W, -1)
+            x = self.proj(x)
+            return x
+
+    class EncoderBlock(nn.Module):
+        def __init__(self, dim, num_heads, mlp_ratio=4.0, qkv_bias=True, norm_layer=nn.LayerNorm,
+                     act_layer=nn.GELU, use_rel_pos=False, window_size=0, input_size=None):
+            super().__init__()
+            self.norm1 = norm_layer(dim)
+            self.attn = EncoderAttention(dim, num_heads=num_heads, qkv_bias=qkv_bias, use_rel_pos=use_rel_pos,
+                                         input_size=input_size if window_size == 0 else (window_size, window_size))
+            self.norm2 = norm_layer(dim)
+            self.mlp = MLPBlock(embedding_dim=dim, mlp_dim=int(dim * mlp_ratio), act=act_layer)
+            self.window_size = window_size
+
+        def forward(self, x):
+            shortcut = x
+            x = self.norm1(x)
+            # Window partition
+            if self.window_size > 0:
+                H, W = x.shape[1], x.shape[2]
+                x, pad_hw = window_partition(x, self.window_size)
+            x = self.attn(x)
+            # Reverse window partition
+            if self.window_size > 0:
+                x = window_unpartition(x, self.window_size, pad_hw, (H, W))
+            x = shortcut + x
+            x = x + self.mlp(self.norm2(x))
+            return x
+
+    class PatchEmbed(nn.Module):
+        def __init__(self, kernel_size=(16, 16), stride=(16, 16), padding=(0, 0), in_chans=3, embed_dim=768):
+            super().__init__()
+            self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=kernel_size, stride=stride, padding=padding)
+
+        def forward(self, x):
+            x = self.proj(x)
+            # B C H W -> B H W C
+            x = x.permute(0, 2, 3, 1)
+            return x
+
+    class ImageEncoderViT(nn.Module):
+        def __init__(self, img_size=16, patch_size=4, in_chans=3, embed_dim=8, depth=2, num_heads=2, mlp_ratio=2.0,
+                     out_chans=8, window_size=3, global_attn_indexes=(1,)):
+            super().__init__()
+            self.img_size = img_size
+            self.patch_embed = PatchEmbed(kernel_size=(patch_size, patch_size), stride=(patch_size, patch_size),
+                                          in_chans=in_chans, embed_dim=embed_dim)
+            self.pos_embed = nn.Parameter(torch.zeros(1, img_size // patch_size, img_size // patch_size, embed_dim))
+            self.blocks = nn.ModuleList()
+            for i in range(depth):
+                block = EncoderBlock(dim=embed_dim, num_heads=num_heads, mlp_ratio=mlp_ratio,
+                                     norm_layer=partial(nn.LayerNorm, eps=1e-6), use_rel_pos=True,
+                                     window_size=window_size if i not in global_attn_indexes else 0,
+                                     input_size=(img_size // patch_size, img_size // patch_size))
+                self.blocks.append(block)
+            self.neck = nn.Sequential(nn.Conv2d(embed_dim, out_chans, kernel_size=1, bias=False),
+                                      LayerNorm2d(out_chans),
+                                      nn.Conv2d(out_chans, out_chans, kernel_size=3, padding=1, bias=False),
+                                      LayerNorm2d(out_chans))
+
+        def forward(self, x):
+            x = self.patch_embed(x)
+            if self.pos_embed is not None:
+                x = x + self.pos_embed
+            for blk in self.blocks:
+                x = blk(x)
+            x = self.neck(x.permute(0, 3, 1, 2))
+            return x
+
+    class PositionEmbeddingRandom(nn.Module):
+        def __init__(self, num_pos_feats=64, scale=None):
+            super().__init__()
+            if scale is None or scale <= 0.0:
+                scale = 1.0
+            self.register_buffer("positional_encoding_gaussian_matrix", scale * torch.randn((2, num_pos_feats)))
+
+        def _pe_encoding(self, coords):
+            # assuming coords are in [0, 1]^2 square and have d_1 x ... x d_n x 2 shape
+            coords = 2 * coords - 1
+            coords = coords @ self.positional_encoding_gaussian_matrix
+            coords = 2 * np.pi * coords
+            # outputs d_1 x ... x d_n x C shape
+            return torch.cat([torch.sin(coords), torch.cos(coords)], dim=-1)
+
+        def forward(self, size):
+            h, w = size
+            device = self.positional_encoding_gaussian_matrix.device
+            grid = torch.ones((h, w), device=device, dtype=torch.float32)
+            y_embed = grid.cumsum(dim=0) - 0.5
+            x_embed = grid.cumsum(dim=1) - 0.5
+            y_embed = y_embed / h
+            x_embed = x_embed / w
+            pe = self._pe_encoding(torch.stack([x_embed, y_embed], dim=-1))
+            return pe.permute(2, 0, 1)  # C x H x W
+
+        def forward_with_coords(self, coords_input, image_size):
+            coords = coords_input.clone()
+            coords[:, :, 0] = coords[:, :, 0] / image_size[1]
+            coords[:, :, 1] = coords[:, :, 1] / image_size[0]
+            return self._pe_encoding(coords.to(torch.float))  # B x N x C
+
+    class PromptEncoder(nn.Module):
+        def __init__(self, embed_dim, image_embedding_size, input_image_size, mask_in_chans, activation=nn.GELU):
+            super().__init__()
+            self.embed_dim = embed_dim
+            self.input_image_size = input_image_size
+            self.image_embedding_size = image_embedding_size
+            self.pe_layer = PositionEmbeddingRandom(embed_dim // 2)
+            self.num_point_embeddings = 4  # pos/neg point + 2 box corners
+            point_embeddings = [nn.Embedding(1, embed_dim) for i in range(self.num_point_embeddings)]
+            self.point_embeddings = nn.ModuleList(point_embeddings)
+            self.not_a_point_embed = nn.Embedding(1, embed_dim)
+            self.mask_input_size = (4 * image_embedding_size[0], 4 * image_embedding_size[1])
+            self.mask_downscaling = nn.Sequential(
+                nn.Conv2d(1, mask_in_chans // 4, kernel_size=2, stride=2), LayerNorm2d(mask_in_chans // 4),
+                activation(), nn.Conv2d(mask_in_chans // 4, mask_in_chans, kernel_size=2, stride=2),
+                LayerNorm2d(mask_in_chans), activation(), nn.Conv2d(mask_in_chans, embed_dim, kernel_size=1))
+            self.no_mask_embed = nn.Embedding(1, embed_dim)
+
+        def get_dense_pe(self):
+            return self.pe_layer(self.image_embedding_size).unsqueeze(0)
+
+        def _embed_points(self, points, labels, pad):
+            points = points + 0.5  # Shift to center of pixel
+            if pad:
+                padding_point = torch.zeros((points.shape[0], 1, 2), device=points.device)
+                padding_label = -torch.ones((labels.shape[0], 1), device=labels.device)
+                points = torch.cat([points, padding_point], dim=1)
+                labels = torch.cat([labels, padding_label], dim=1)
+            point_embedding = self.pe_layer.forward_with_coords(points, self.input_image_size)
+            point_embedding[labels == -1] = 0.0
+            point_embedding[labels == -1] += self.not_a_point_embed.weight
+            point_embedding[labels == 0] += self.point_embeddings[0].weight
+            point_embedding[labels == 1] += self.point_embeddings[1].weight
+            return point_embedding
+
+        def _embed_boxes(self, boxes):
+            boxes = boxes + 0.5  # Shift to center of pixel
+            coords = boxes.reshape(-1, 2, 2)
+            corner_embedding = self.pe_layer.forward_with_coords(coords, self.input_image_size)
+            corner_embedding[:, 0, :] += self.point_embeddings[2].weight
+            corner_embedding[:, 1, :] += self.point_embeddings[3].weight
+            return corner_embedding
+
+        def _embed_masks(self, masks):
+            return self.mask_downscaling(masks)
+
+        def _get_batch_size(self, points, boxes, masks):
+            if points is not None:
+                return points[0].shape[0]
+            elif boxes is not None:
+                return boxes.shape[0]
+            elif masks is not None:
+                return masks.shape[0]
+            else:
+                return 1
+
+        def _get_device(self):
+            return self.point_embeddings[0].weight.device
+
+        def forward(self, points, boxes, masks):
+            bs = self._get_batch_size(points, boxes, masks)
+            sparse_embeddings = torch.empty((bs, 0, self.embed_dim), device=self._get_device())
+            if points is not None:
+                coords, labels = points
+                point_embeddings = self._embed_points(coords, labels, pad=(boxes is None))
+                sparse_embeddings = torch.cat([sparse_embeddings, point_embeddings], dim=1)
+            if boxes is not None:
+                box_embeddings = self._embed_boxes(boxes)
+                sparse_embeddings = torch.cat([sparse_embeddings, box_embeddings], dim=1)
+            if masks is not None:
+                dense_embeddings = self._embed_masks(masks)
+            else:
+                dense_embeddings = self.no_mask_embed.weight.reshape(1, -1, 1, 1).expand(
+                    bs, -1, self.image_embedding_size[0], self.image_embedding_size[1])
+            return sparse_embeddings, dense_embeddings
+
+    class Attention(nn.Module):
+        def __init__(self, embedding_dim, num_heads, downsample_rate=1):
+            super().__init__()
+            self.embedding_dim = embedding_dim
+            self.internal_dim = embedding_dim // downsample_rate
+            self.num_heads = num_heads
+            assert self.internal_dim % num_heads == 0, "num_heads must divide embedding_dim."
+            self.q_proj = nn.Linear(embedding_dim, self.internal_dim)
+            self.k_proj = nn.Linear(embedding_dim, self.internal_dim, bias=False)
+            self.v_proj = nn.Linear(embedding_dim, self.internal_dim)
+            self.out_proj = nn.Linear(self.internal_dim, embedding_dim)
+
+        def _separate_heads(self, x, num_heads):
+            b, n, c = x.shape
+            x = x.reshape(b, n, num_heads, c // num_heads)
+            return x.transpose(1, 2)  # B x N_heads x N_tokens x C_per_head
+
+        def _recombine_heads(self, x):
+            b, n_heads, n_tokens, c_per_head = x.shape
+            x = x.transpose(1, 2)
+            return x.reshape(b, n_tokens, n_heads * c_per_head)  # B x N_tokens x C
+
+        def forward(self, q, k, v):
+            q = self.q_proj(q)
+            k = self.k_proj(k)
+            v = self.v_proj(v)
+            q = self._separate_heads(q, self.num_heads)
+            k = self._separate_heads(k, self.num_heads)
+            v = self._separate_heads(v, self.num_heads)
+            _, _, _, c_per_head = q.shape
+            attn = q @ k.permute(0, 1, 3, 2)  # B x N_heads x N_tokens x N_tokens
+            attn = attn / math.sqrt(c_per_head)
+            attn = torch.softmax(attn, dim=-1)
+            out = attn @ v
+            out = self._recombine_heads(out)
+            out = self.out_proj(out)
+            return out
+
+    class TwoWayAttentionBlock(nn.Module):
+        def __init__(self, embedding_dim, num_heads, mlp_dim=2048, activation=nn.ReLU,
+                     attention_downsample_rate=2, skip_first_layer_pe=False):
+            super().__init__()
+            self.self_attn = Attention(embedding_dim, num_heads)
+            self.norm1 = nn.LayerNorm(embedding_dim)
+            self.cross_attn_token_to_image = Attention(embedding_dim, num_heads,
+                                                       downsample_rate=attention_downsample_rate)
+            self.norm2 = nn.LayerNorm(embedding_dim)
+            self.mlp = MLPBlock(embedding_dim, mlp_dim, activation)
+            self.norm3 = nn.LayerNorm(embedding_dim)
+            self.norm4 = nn.LayerNorm(embedding_dim)
+            self.cross_attn_image_to_token = Attention(embedding_dim, num_heads,
+                                                       downsample_rate=attention_downsample_rate)
+            self.skip_first_layer_pe = skip_first_layer_pe
+
+        def forward(self, queries, keys, query_pe, key_pe):
+            # Self attention block
+            if self.skip_first_layer_pe:
+                queries = self.self_attn(q=queries, k=queries, v=queries)
+            else:
+                q = queries + query_pe
+                attn_out = self.self_attn(q=q, k=q, v=queries)
+                queries = queries + attn_out
+            queries = self.norm1(queries)
+            # Cross attention block, tokens attending to image embedding
+            q = queries + query_pe
+            k = keys + key_pe
+            attn_out = self.cross_attn_token_to_image(q=q, k=k, v=keys)
+            queries = queries + attn_out
+            queries = self.norm2(queries)
+            # MLP block
+            mlp_out = self.mlp(queries)
+            queries = queries + mlp_out
+            queries = self.norm3(queries)
+            # Cross attention block, image embedding attending to tokens
+            q = queries + query_pe
+            k = keys + key_pe
+            attn_out = self.cross_attn_image_to_token(q=k, k=q, v=queries)
+            keys = keys + attn_out
+            keys = self.norm4(keys)
+            return queries, keys
+
+    class TwoWayTransformer(nn.Module):
+        def __init__(self, depth, embedding_dim, num_heads, mlp_dim, activation=nn.ReLU,
+                     attention_downsample_rate=2):
+            super().__init__()
+            self.depth = depth
+            self.embedding_dim = embedding_dim
+            self.num_heads = num_heads
+            self.mlp_dim = mlp_dim
+            self.layers = nn.ModuleList()
+            for i in range(depth):
+                self.layers.append(TwoWayAttentionBlock(embedding_dim=embedding_dim, num_heads=num_heads,
+                                                        mlp_dim=mlp_dim, activation=activation,
+                                                        attention_downsample_rate=attention_downsample_rate,
+                                                        skip_first_layer_pe=(i == 0)))
+            self.final_attn_token_to_image = Attention(embedding_dim, num_heads,
+                                                       downsample_rate=attention_downsample_rate)
+            self.norm_final_attn = nn.LayerNorm(embedding_dim)
+
+        def forward(self, image_embedding, image_pe, point_embedding):
+            # BxCxHxW -> BxHWxC == B x N_image_tokens x C
+            bs, c, h, w = image_embedding.shape
+            image_embedding = image_embedding.flatten(2).permute(0, 2, 1)
+            image_pe = image_pe.flatten(2).permute(0, 2, 1)
+            # Prepare queries
+            queries = point_embedding
+            keys = image_embedding
+            # Apply transformer blocks and final layernorm
+            for layer in self.layers:
+                queries, keys = layer(queries=queries, keys=keys, query_pe=point_embedding, key_pe=image_pe)
+            # Apply the final attention layer from the points to the image
+            q = queries + point_embedding
+            k = keys + image_pe
+            attn_out = self.final_attn_token_to_image(q=q, k=k, v=keys)
+            queries = queries + attn_out
+            queries = self.norm_final_attn(queries)
+            return queries, keys
+
+    class MLP(nn.Module):
+        def __init__(self, input_dim, hidden_dim, output_dim, num_layers, sigmoid_output=False):
+            super().__init__()
+            self.num_layers = num_layers
+            h = [hidden_dim] * (num_layers - 1)
+            self.layers = nn.ModuleList(nn.Linear(n, k) for n, k in zip([input_dim] + h, h + [output_dim]))
+            self.sigmoid_output = sigmoid_output
+
+        def forward(self, x):
+            for i, layer in enumerate(self.layers):
+                x = F.relu(layer(x)) if i < self.num_layers - 1 else layer(x)
+            if self.sigmoid_output:
+                x = F.sigmoid(x)
+            return x
+
+    class MaskDecoder(nn.Module):
+        def __init__(self, *, transformer_dim, transformer, num_multimask_outputs=3, activation=nn.GELU,
+                     iou_head_depth=3, iou_head_hidden_dim=256):
+            super().__init__()
+            self.transformer_dim = transformer_dim
+            self.transformer = transformer
+            self.num_multimask_outputs = num_multimask_outputs
+            self.iou_token = nn.Embedding(1, transformer_dim)
+            self.num_mask_tokens = num_multimask_outputs + 1
+            self.mask_tokens = nn.Embedding(self.num_mask_tokens, transformer_dim)
+            self.output_upscaling = nn.Sequential(
+                nn.ConvTranspose2d(transformer_dim, transformer_dim // 2, kernel_size=2, stride=2),
+                LayerNorm2d(transformer_dim // 2), activation(),
+                nn.ConvTranspose2d(transformer_dim // 2, transformer_dim // 4, kernel_size=2, stride=2), activation())
+            self.output_hypernetworks_mlps = nn.ModuleList([
+                MLP(transformer_dim, transformer_dim, transformer_dim // 4, 3) for i in range(self.num_mask_tokens)])
+            self.iou_prediction_head = MLP(transformer_dim, iou_head_hidden_dim, self.num_mask_tokens,
+                                           iou_head_depth)
+
+        def forward(self, image_embeddings, image_pe, sparse_prompt_embeddings, dense_prompt_embeddings,
+                    multimask_output):
+            masks, iou_pred = self.predict_masks(image_embeddings=image_embeddings, image_pe=image_pe,
+                                                 sparse_prompt_embeddings=sparse_prompt_embeddings,
+                                                 dense_prompt_embeddings=dense_prompt_embeddings)
+            # Select the correct mask or masks for output
+            if multimask_output:
+                mask_slice = slice(1, None)
+            else:
+                mask_slice = slice(0, 1)
+            masks = masks[:, mask_slice, :, :]
+            iou_pred = iou_pred[:, mask_slice]
+            return masks, iou_pred
+
+        def predict_masks(self, image_embeddings, image_pe, sparse_prompt_embeddings, dense_prompt_embeddings):
+            # Concatenate output tokens
+            output_tokens = torch.cat([self.iou_token.weight, self.mask_tokens.weight], dim=0)
+            output_tokens = output_tokens.unsqueeze(0).expand(sparse_prompt_embeddings.size(0), -1, -1)
+            tokens = torch.cat((output_tokens, sparse_prompt_embeddings), dim=1)
+            # Expand per-image data in batch direction to be per-mask
+            src = torch.repeat_interleave(image_embeddings, tokens.shape[0], dim=0)
+            src = src + dense_prompt_embeddings
+            pos_src = torch.repeat_interleave(image_pe, tokens.shape[0], dim=0)
+            b, c, h, w = src.shape
+            # Run the transformer
+            hs, src = self.transformer(src, pos_src, tokens)
+            iou_token_out = hs[:, 0, :]
+            mask_tokens_out = hs[:, 1: (1 + self.num_mask_tokens), :]
+            # Upscale mask embeddings and predict masks using the mask tokens
+            src = src.transpose(1, 2).view(b, c, h, w)
+            upscaled_embedding = self.output_upscaling(src)
+            hyper_in_list = []
+            for i in range(self.num_mask_tokens):
+                hyper_in_list.append(self.output_hypernetworks_mlps[i](mask_tokens_out[:, i, :]))
+            hyper_in = torch.stack(hyper_in_list, dim=1)
+            b, c, h, w = upscaled_embedding.shape
+            masks = (hyper_in @ upscaled_embedding.view(b, c, h * w)).view(b, -1, h, w)
+            # Generate mask quality predictions
+            iou_pred = self.iou_prediction_head(iou_token_out)
+            return masks, iou_pred
+
+    class Sam(nn.Module):
+        def __init__(self, image_encoder, prompt_encoder, mask_decoder):
+            super().__init__()
+            self.image_encoder = image_encoder
+            self.prompt_encoder = prompt_encoder
+            self.mask_decoder = mask_decoder
+
+    def sigmoid_focal_loss(inputs, targets, alpha=0.25, gamma=2):
+        prob = inputs.sigmoid()
+        ce_loss = F.binary_cross_entropy_with_logits(inputs, targets, reduction="none")
+        p_t = prob * targets + (1 - prob) * (1 - targets)
+        loss = ce_loss * ((1 - p_t) ** gamma)
+        if alpha >= 0:
+            alpha_t = alpha * targets + (1 - alpha) * (1 - targets)
+            loss = alpha_t * loss
+        return loss.mean()
+
+    def dice_loss(inputs, targets):
+        inputs = inputs.sigmoid().flatten(1)
+        targets = targets.flatten(1)
+        numerator = 2 * (inputs * targets).sum(-1)
+        denominator = inputs.sum(-1) + targets.sum(-1)
+        return (1 - (numerator + 1) / (denominator + 1)).mean()
+
+    sam = Sam(ImageEncoderViT(),
+              PromptEncoder(embed_dim=8, image_embedding_size=(4, 4), input_image_size=(16, 16), mask_in_chans=8),
+              MaskDecoder(num_multimask_outputs=3, transformer=TwoWayTransformer(depth=1, embedding_dim=8,
+                                                                                 mlp_dim=16, num_heads=2),
+                          transformer_dim=8, iou_head_depth=2, iou_head_hidden_dim=8))
+    for blk in sam.image_encoder.blocks:
+        nn.init.normal_(blk.attn.rel_pos_h, std=0.1)
+        nn.init.normal_(blk.attn.rel_pos_w, std=0.1)
+    init = load(m, sam, state)
+    for p in sam.image_encoder.parameters():
+        p.requires_grad = False
+    optimizer = optim.Adam([p for p in sam.parameters() if p.requires_grad], lr=1e-3)
+    image = torch.from_numpy(normal(rng, 1, 3, 16, 16))
+    gt = np.zeros((1, 1, 16, 16), np.float32)
+    gt[:, :, 3:11, 5:13] = 1
+    gt_mask = torch.from_numpy(gt)
+    point_coords = torch.from_numpy(np.array([[[7.0, 6.0], [2.0, 14.0]]], np.float32))
+    point_labels = torch.from_numpy(np.array([[1, 0]]))
+    box = torch.from_numpy(np.array([[4.0, 2.0, 13.0, 11.0]], np.float32))
+    record = []
+    with torch.no_grad():
+        image_embedding = sam.image_encoder(image)
+    for it in range(2):
+        prompts = dict(points=(point_coords, point_labels), boxes=None) if it == 0 else \
+            dict(points=(point_coords, point_labels), boxes=box)
+        sparse_embeddings, dense_embeddings = sam.prompt_encoder(masks=None, **prompts)
+        low_res_masks, iou_predictions = sam.mask_decoder(
+            image_embeddings=image_embedding, image_pe=sam.prompt_encoder.get_dense_pe(),
+            sparse_prompt_embeddings=sparse_embeddings, dense_prompt_embeddings=dense_embeddings,
+            multimask_output=True)
+        best = iou_predictions.argmax(dim=1)
+        low_res = low_res_masks[torch.arange(low_res_masks.shape[0]), best].unsqueeze(1)
+        masks = F.interpolate(low_res, (16, 16), mode="bilinear", align_corners=False)
+        with torch.no_grad():
+            pred = (masks > 0).float()
+            inter = (pred * gt_mask).sum((1, 2, 3))
+            union = pred.sum((1, 2, 3)) + gt_mask.sum((1, 2, 3)) - inter
+            iou = inter / union.clamp(min=1)
+        loss = 20 * sigmoid_focal_loss(masks, gt_mask) + dice_loss(masks, gt_mask) + \
+            F.mse_loss(iou_predictions[torch.arange(1), best], iou)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        record += [loss.item(), sparse_embeddings.shape[1]] + best.tolist()
+    return init, record + summary(sam.parameters())
+
+
+def test_segment_anything():
+    compare(segment_anything)
