@@ -2908,3 +2908,256 @@ def segment_anything(m, state=None):
 
 def test_segment_anything():
     compare(segment_anything)
+
+
+# (l) openai/whisper's model.py and decoding.py at toy sizes: sinusoids (np.log, -increment * torch.arange, [:,
+# np.newaxis]), the LayerNorm, Linear and Conv1d subclasses that cast to x.dtype (LayerNorm's super().forward(
+# x.float()).type(x.dtype), Conv1d's _conv_forward override calling super()._conv_forward), MultiHeadAttention with
+# q.view(*q.shape[:2], n_head, -1).permute(0, 2, 1, 3) and the (n_state // n_head) ** -0.25 scale on q and k, a causal
+# mask buffer by torch.empty(n_ctx, n_ctx).fill_(-np.inf).triu_(1) registered with persistent=False, the encoder's
+# GELU convolutions and positional buffer checked by x.shape[1:] == positional_embedding.shape, the decoder's tied
+# logits x @ torch.transpose(token_embedding.weight, 0, 1); a teacher-forced training step, then greedy decoding with
+# install_kv_cache_hooks (forward hooks on the key and value Linears keyed by module in a dict, returning
+# torch.cat([cache[module], output], dim=1).detach()), the offset read from next(iter(kv_cache.values())).shape[1],
+# logits[:, suppress_tokens] = -np.inf, sum_logprobs += current_logprobs * (tokens[:, -1] != eot) and
+# logprobs[torch.arange(n), next_tokens], (tokens[:, -1] == eot).all(), and the timestamp rule's logsumexp against a
+# max over slices of logprobs
+def whisper(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(12)
+    Dims = collections.namedtuple('ModelDimensions', 'n_mels n_audio_ctx n_audio_state n_audio_head n_audio_layer '
+                                  'n_vocab n_text_ctx n_text_state n_text_head n_text_layer')
+
+    class LayerNorm(nn.LayerNorm):
+        def forward(self, x):
+            return super().forward(x.float()).type(x.dtype)
+
+    class Linear(nn.Linear):
+        def forward(self, x):
+            return F.linear(x, self.weight.to(x.dtype), None if self.bias is None else self.bias.to(x.dtype))
+
+    class Conv1d(nn.Conv1d):
+        def _conv_forward(self, x, weight, bias):
+            return super()._conv_forward(x, weight.to(x.dtype), None if bias is None else bias.to(x.dtype))
+
+    def sinusoids(length, channels, max_timescale=10000):
+        """Returns sinusoids for positional embedding"""
+        assert channels % 2 == 0
+        log_timescale_increment = np.log(max_timescale) / (channels // 2 - 1)
+        inv_timescales = torch.exp(-log_timescale_increment * torch.arange(channels // 2))
+        scaled_time = torch.arange(length)[:, np.newaxis] * inv_timescales[np.newaxis, :]
+        return torch.cat([torch.sin(scaled_time), torch.cos(scaled_time)], dim=1)
+
+    class MultiHeadAttention(nn.Module):
+        def __init__(self, n_state, n_head):
+            super().__init__()
+            self.n_head = n_head
+            self.query = Linear(n_state, n_state)
+            self.key = Linear(n_state, n_state, bias=False)
+            self.value = Linear(n_state, n_state)
+            self.out = Linear(n_state, n_state)
+
+        def forward(self, x, xa=None, mask=None, kv_cache=None):
+            q = self.query(x)
+            if kv_cache is None or xa is None or self.key not in kv_cache:
+                # hooks, if installed (i.e. kv_cache is not None), will prepend the cached kv tensors;
+                # otherwise, perform key/value projections for self- or cross-attention as usual.
+                k = self.key(x if xa is None else xa)
+                v = self.value(x if xa is None else xa)
+            else:
+                # for cross-attention, calculate keys and values once and reuse in subsequent calls.
+                k = kv_cache[self.key]
+                v = kv_cache[self.value]
+            wv, qk = self.qkv_attention(q, k, v, mask)
+            return self.out(wv), qk
+
+        def qkv_attention(self, q, k, v, mask=None):
+            n_batch, n_ctx, n_state = q.shape
+            scale = (n_state // self.n_head) ** -0.25
+            q = q.view(*q.shape[:2], self.n_head, -1).permute(0, 2, 1, 3) * scale
+            k = k.view(*k.shape[:2], self.n_head, -1).permute(0, 2, 3, 1) * scale
+            v = v.view(*v.shape[:2], self.n_head, -1).permute(0, 2, 1, 3)
+            qk = q @ k
+            if mask is not None:
+                qk = qk + mask[:n_ctx, :n_ctx]
+            qk = qk.float()
+            w = F.softmax(qk, dim=-1).to(q.dtype)
+            return (w @ v).permute(0, 2, 1, 3).flatten(start_dim=2), qk.detach()
+
+    class ResidualAttentionBlock(nn.Module):
+        def __init__(self, n_state, n_head, cross_attention=False):
+            super().__init__()
+            self.attn = MultiHeadAttention(n_state, n_head)
+            self.attn_ln = LayerNorm(n_state)
+            self.cross_attn = MultiHeadAttention(n_state, n_head) if cross_attention else None
+            self.cross_attn_ln = LayerNorm(n_state) if cross_attention else None
+            n_mlp = n_state * 4
+            self.mlp = nn.Sequential(Linear(n_state, n_mlp), nn.GELU(), Linear(n_mlp, n_state))
+            self.mlp_ln = LayerNorm(n_state)
+
+        def forward(self, x, xa=None, mask=None, kv_cache=None):
+            x = x + self.attn(self.attn_ln(x), mask=mask, kv_cache=kv_cache)[0]
+            if self.cross_attn:
+                x = x + self.cross_attn(self.cross_attn_ln(x), xa, kv_cache=kv_cache)[0]
+            x = x + self.mlp(self.mlp_ln(x))
+            return x
+
+    class AudioEncoder(nn.Module):
+        def __init__(self, n_mels, n_ctx, n_state, n_head, n_layer):
+            super().__init__()
+            self.conv1 = Conv1d(n_mels, n_state, kernel_size=3, padding=1)
+            self.conv2 = Conv1d(n_state, n_state, kernel_size=3, stride=2, padding=1)
+            self.register_buffer("positional_embedding", sinusoids(n_ctx, n_state))
+            self.blocks = nn.ModuleList([ResidualAttentionBlock(n_state, n_head) for _ in range(n_layer)])
+            self.ln_post = LayerNorm(n_state)
+
+        def forward(self, x):
+            """x : torch.Tensor, shape = (batch_size, n_mels, n_ctx) the mel spectrogram of the audio"""
+            x = F.gelu(self.conv1(x))
+            x = F.gelu(self.conv2(x))
+            x = x.permute(0, 2, 1)
+            assert x.shape[1:] == self.positional_embedding.shape, "incorrect audio shape"
+            x = (x + self.positional_embedding).to(x.dtype)
+            for block in self.blocks:
+                x = block(x)
+            x = self.ln_post(x)
+            return x
+
+    class TextDecoder(nn.Module):
+        def __init__(self, n_vocab, n_ctx, n_state, n_head, n_layer):
+            super().__init__()
+            self.token_embedding = nn.Embedding(n_vocab, n_state)
+            self.positional_embedding = nn.Parameter(torch.empty(n_ctx, n_state))
+            self.blocks = nn.ModuleList([ResidualAttentionBlock(n_state, n_head, cross_attention=True)
+                                         for _ in range(n_layer)])
+            self.ln = LayerNorm(n_state)
+            mask = torch.empty(n_ctx, n_ctx).fill_(-np.inf).triu_(1)
+            self.register_buffer("mask", mask, persistent=False)
+
+        def forward(self, x, xa, kv_cache=None):
+            offset = next(iter(kv_cache.values())).shape[1] if kv_cache else 0
+            x = self.token_embedding(x) + self.positional_embedding[offset: offset + x.shape[-1]]
+            x = x.to(xa.dtype)
+            for block in self.blocks:
+                x = block(x, xa, mask=self.mask, kv_cache=kv_cache)
+            x = self.ln(x)
+            logits = (x @ torch.transpose(self.token_embedding.weight.to(x.dtype), 0, 1)).float()
+            return logits
+
+    class Whisper(nn.Module):
+        def __init__(self, dims):
+            super().__init__()
+            self.dims = dims
+            self.encoder = AudioEncoder(self.dims.n_mels, self.dims.n_audio_ctx, self.dims.n_audio_state,
+                                        self.dims.n_audio_head, self.dims.n_audio_layer)
+            self.decoder = TextDecoder(self.dims.n_vocab, self.dims.n_text_ctx, self.dims.n_text_state,
+                                       self.dims.n_text_head, self.dims.n_text_layer)
+
+        def embed_audio(self, mel):
+            return self.encoder(mel)
+
+        def logits(self, tokens, audio_features):
+            return self.decoder(tokens, audio_features)
+
+        def forward(self, mel, tokens):
+            return self.decoder(tokens, self.encoder(mel))
+
+        def install_kv_cache_hooks(self, cache=None):
+            cache = {**cache} if cache is not None else {}
+            hooks = []
+
+            def save_to_cache(module, _, output):
+                if module not in cache or output.shape[1] > self.dims.n_text_ctx:
+                    # save as-is, for the first token or cross attention
+                    cache[module] = output
+                else:
+                    cache[module] = torch.cat([cache[module], output], dim=1).detach()
+                return cache[module]
+
+            def install_hooks(layer):
+                if isinstance(layer, MultiHeadAttention):
+                    hooks.append(layer.key.register_forward_hook(save_to_cache))
+                    hooks.append(layer.value.register_forward_hook(save_to_cache))
+
+            self.decoder.apply(install_hooks)
+            return cache, hooks
+
+    dims = Dims(n_mels=4, n_audio_ctx=4, n_audio_state=8, n_audio_head=2, n_audio_layer=1, n_vocab=10, n_text_ctx=6,
+                n_text_state=8, n_text_head=2, n_text_layer=1)
+    model = Whisper(dims)
+    nn.init.normal_(model.decoder.positional_embedding, std=0.1)
+    nn.init.normal_(model.decoder.token_embedding.weight, std=0.5)
+    init = load(m, model, state)
+    assert 'decoder.mask' not in model.state_dict()
+    sot, eot, timestamp_begin = 1, 2, 7
+    mel = torch.from_numpy(normal(rng, 2, 4, 8))
+    tokens = torch.from_numpy(np.concatenate([np.full((2, 1), sot), rng.integers(3, 7, (2, 4)),
+                                              np.full((2, 1), eot)], 1))
+    optimizer = optim.AdamW(model.parameters(), lr=3e-3)
+    record = []
+    for it in range(1):
+        logits = model(mel, tokens[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, dims.n_vocab), tokens[:, 1:].reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    # greedy decoding with the key-value cache, as decoding.py's PyTorchInference
+    class PyTorchInference:
+        def __init__(self, model, initial_token_length):
+            self.model = model
+            self.initial_token_length = initial_token_length
+            self.kv_cache = {}
+            self.hooks = []
+
+        def logits(self, tokens, audio_features):
+            if not self.kv_cache:
+                self.kv_cache, self.hooks = self.model.install_kv_cache_hooks()
+            if tokens.shape[-1] > self.initial_token_length:
+                # only need to use the last token except in the first forward pass
+                tokens = tokens[:, -1:]
+            return self.model.decoder(tokens, audio_features, kv_cache=self.kv_cache)
+
+        def cleanup_caching(self):
+            for hook in self.hooks:
+                hook.remove()
+            self.kv_cache = {}
+            self.hooks = []
+
+    model.eval()
+    suppress_tokens = [0, sot, 5]
+    with torch.no_grad():
+        audio_features = model.embed_audio(mel)
+        inference = PyTorchInference(model, 1)
+        n_audio = mel.shape[0]
+        tokens = torch.tensor([[sot]]).repeat(n_audio, 1)
+        sum_logprobs = torch.zeros(n_audio)
+        for i in range(3):
+            logits = inference.logits(tokens, audio_features)
+            logits = logits[:, -1]
+            logits[:, suppress_tokens] = -np.inf
+            logprobs = F.log_softmax(logits.float(), dim=-1)
+            for k in range(tokens.shape[0]):
+                timestamp_logprob = logprobs[k, timestamp_begin:].logsumexp(dim=-1)
+                max_text_token_logprob = logprobs[k, :timestamp_begin].max()
+                if timestamp_logprob > max_text_token_logprob:
+                    logits[k, :timestamp_begin] = -np.inf
+            logprobs = F.log_softmax(logits.float(), dim=-1)
+            next_tokens = logits.argmax(dim=-1)
+            current_logprobs = logprobs[torch.arange(logprobs.shape[0]), next_tokens]
+            sum_logprobs += current_logprobs * (tokens[:, -1] != eot)
+            next_tokens[tokens[:, -1] == eot] = eot
+            tokens = torch.cat([tokens, next_tokens[:, None]], dim=-1)
+            completed = (tokens[:, -1] == eot).all()
+            if completed:
+                break
+        cached = [v.shape[1] for v in inference.kv_cache.values()]
+        inference.cleanup_caching()
+        # the decoded tokens through a full forward, without the cache
+        full = model.logits(tokens[:, :-1], audio_features)
+    record += tokens.flatten().tolist() + sum_logprobs.tolist() + full.flatten().tolist() + cached
+    return init, record + summary(model.parameters())
+
+
+def test_whisper():
+    compare(whisper)
