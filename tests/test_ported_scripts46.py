@@ -2358,9 +2358,10 @@ def test_inception_v3():
 # -1, 1, 1).expand; the MaskDecoder (output tokens by cat of the iou token and mask tokens expanded over the batch,
 # torch.repeat_interleave of the image embedding, a TwoWayTransformer with downsampled cross attention, ConvTranspose2d
 # upscaling with LayerNorm2d and GELU, hypernetwork MLPs stacked, (hyper_in @ upscaled.view(b, c, h * w)).view(b, -1,
-# h, w), the multimask slice); trained as SAM's fine-tuning scripts do: the best of the multimask outputs by the
+# h, w), the multimask slice or the single mask); trained as SAM's fine-tuning scripts do: the best of the multimask outputs by the
 # predicted IoU's argmax, a sigmoid focal loss and a dice loss on the masks resized by F.interpolate(bilinear), an MSE
-# to the masks' actual IoU, the image encoder frozen. The decoder's k_proj has no bias here: softmax ignores a key's
+# to the masks' actual IoU, the image encoder frozen, a last round refining from the chosen low-resolution logits as
+# the mask prompt (mask_downscaling's strided convolutions and LayerNorm2d). The decoder's k_proj has no bias here: softmax ignores a key's
 # bias, whose gradient, rounding alone, Adam would normalise
 def segment_anything(m, state=None):
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
@@ -2881,14 +2882,15 @@ def segment_anything(m, state=None):
     record = []
     with torch.no_grad():
         image_embedding = sam.image_encoder(image)
-    for it in range(2):
+    mask_input = None
+    for it in range(3):
         prompts = dict(points=(point_coords, point_labels), boxes=None) if it == 0 else \
             dict(points=(point_coords, point_labels), boxes=box)
-        sparse_embeddings, dense_embeddings = sam.prompt_encoder(masks=None, **prompts)
+        sparse_embeddings, dense_embeddings = sam.prompt_encoder(masks=mask_input, **prompts)
         low_res_masks, iou_predictions = sam.mask_decoder(
             image_embeddings=image_embedding, image_pe=sam.prompt_encoder.get_dense_pe(),
             sparse_prompt_embeddings=sparse_embeddings, dense_prompt_embeddings=dense_embeddings,
-            multimask_output=True)
+            multimask_output=mask_input is None)
         best = iou_predictions.argmax(dim=1)
         low_res = low_res_masks[torch.arange(low_res_masks.shape[0]), best].unsqueeze(1)
         masks = F.interpolate(low_res, (16, 16), mode="bilinear", align_corners=False)
@@ -2903,6 +2905,8 @@ def segment_anything(m, state=None):
         loss.backward()
         optimizer.step()
         record += [loss.item(), sparse_embeddings.shape[1]] + best.tolist()
+        # the next round refines with the chosen low-resolution logits as the mask prompt, one mask out
+        mask_input = low_res.detach()
     return init, record + summary(sam.parameters())
 
 
