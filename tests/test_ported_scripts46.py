@@ -1,4 +1,48 @@
-"""DOCSTRING"""
+"""Public model and training code the earlier files leave out, written from memory in its sources' styles and ported
+by its imports alone, as test_ported_scripts.py: lukemelas's EfficientNet-PyTorch (namedtuple BlockArgs and
+GlobalParams, Conv2dStaticSamePadding, MemoryEfficientSwish as an autograd.Function, MBConv with squeeze-excitation and
+drop_connect by a float `+=` a uniform draw and torch.floor, set_swish); bentrevett's seq2seq with Bahdanau attention (a
+bidirectional GRU's last states joined, additive attention by repeat and bmm, predictions written into
+torch.zeros(...)[t], teacher forcing by Python's seeded coin, ignore_index, greedy translation keeping attentions);
+NVlabs' SPADE (a config string parsed by re, parameter-free InstanceNorm modulated by convolutions of a nearest-resized
+label map, spectral_norm'd residual blocks, the one-hot by FloatTensor(...).zero_().scatter_, instance edges by a
+ByteTensor or-ed with comparisons, a bias removed by delattr and register_parameter('bias', None), the hinge GANLoss
+with its expanded zero tensor, feature matching, TTUR Adams); PVTv2 with SegFormer's all-MLP head (overlapping patch
+embeddings, spatial-reduction attention, a Mix-FFN's view of a transposed tensor, timm's DropPath and trunc_normal_,
+bilinear fusion, ignore_index=255, a poly LambdaLR); kekmodel's FixMatch (a WideResNet whose shortcut is `and ... or
+None`, interleave and de_interleave, thresholded pseudo-labels, no-decay groups by name, a cosine LambdaLR, ModelEMA
+through state_dict() copy_); deit's CaiT (talking-heads attention by permuted Linears over the heads, LayerScale
+gammas, class attention joining the token late, no_weight_decay under @torch.jit.ignore); triplet attention, VAN's
+dilated large-kernel attention and HorNet's recursive gnconv on a small trunk; SimpleBaseline's pose heatmaps
+(ConvTranspose2d deconvolutions, JointsMSELoss by split(1, 1) with target weights, get_max_preds by % and floor,
+flip test by fancy-index joint swaps and a shifted clone, integral regression by a softmax's marginals); a Lagrangian
+neural network (torch.autograd.functional.hessian and jacobian with create_graph=True per sample, linalg.pinv, a loss
+through third derivatives); torchvision's Inception v3 (factorised 1x7/7x1 convolutions, stddev attributes read at
+init into trunc_normal_, InceptionOutputs from an @torch.jit.unused method, the fine-tuning tutorial's aux loss);
+Segment Anything's modeling files (windowed ViT attention with decomposed relative positions by F.interpolate and
+einsum, PositionEmbeddingRandom, prompt embeddings written by `+=` at boolean masks, sparse embeddings grown from
+torch.empty((bs, 0, C)), the two-way transformer, hypernetwork masks, a refinement from a mask prompt); and Whisper
+(dtype-casting LayerNorm, Linear and Conv1d subclasses with a _conv_forward override, a -inf triu_ mask buffer with
+persistent=False, greedy decoding through forward hooks that keep a key-value cache keyed by module, suppressed
+tokens and the timestamp rule's logsumexp). Each runs in tnet, then in torch from tnet's initial weights (state_dict
+through numpy), and the losses, metrics and the weights summed into a few numbers agree. Numpy draws what a script
+draws (drop_connect's uniform); dropout is 0 where a source has it; shapes are tiny and runs take one to three steps.
+Where Adam would normalise a gradient that is rounding alone (a bias that an InstanceNorm or BatchNorm cancels, a key's
+bias that softmax ignores, a discriminator's last bias inside the hinge's margin), the layer has no bias, its bias is
+frozen or the script takes SGD, as each says.
+
+Fixed in tnet on the way: nothing; every script here ran in tnet as in torch at its first run (SPADE's and the
+SegFormer head's first versions disagreed for the reason above, in torch as much as in tnet: two runs of torch's SPADE
+disagreed with each other there). Probes of
+the same sources' less common calls beside them (MultiheadAttention's average_attn_weights=False,
+Transformer.generate_square_subsequent_mask, scatter_'s reduce=, unravel_index, autograd.grad's materialize_grads,
+backward(inputs=), get_total_norm and clip_grads_with_norm_, ctx.mark_dirty, the rng state and fork_rng around
+checkpointed dropout, scheduler.step(epoch), a train() override that keeps BatchNorm in eval, Whisper's decoding in
+float16) found tnet as torch too.
+
+Found and left as they are: torch.amp.custom_fwd(device_type='cuda', cast_inputs=torch.float32) casts under a CPU
+autocast in tnet, where torch's leaves the inputs alone (its CUDA autocast is off): tnet keeps one autocast state for
+its one device, which "cpu" names too (README)."""
 import collections
 import copy
 import math
@@ -473,17 +517,17 @@ def test_seq2seq_bahdanau():
 
 
 # (c) NVlabs/SPADE's generator and discriminator: SPADE parsing its config string by re.search (a parameter-free
-# InstanceNorm2d, the label map resized by F.interpolate(mode='nearest') to each activation, gamma and beta convolutions,
-# normalized * (1 + gamma) + beta), SPADEResnetBlock with spectral_norm'd convolutions and a learned shortcut,
-# F.leaky_relu(x, 2e-1), nn.Upsample(scale_factor=2); the label map one-hot by torch.FloatTensor(bs, nc, h, w).zero_()
-# and scatter_(1, label_map, 1.0), the instance edges by a torch.ByteTensor(t.size()).zero_() or-ed with shifted
-# comparisons; get_nonspade_norm_layer removing a convolution's bias by delattr and register_parameter('bias', None)
-# before a spectral-normed, instance-normed discriminator that returns its intermediate features, run once on
-# fake and real concatenated and split by divide_pred; the hinge GANLoss with its zero tensor by
-# self.Tensor(1).fill_(0) expanded, the feature-matching L1 over detached real features, and TTUR's two Adam
-# optimizers with betas (0, 0.9). A convolution whose output reaches the loss through InstanceNorms alone has no bias
-# here (conv_0, fc), as the discriminator's, nor has the discriminator's last (its outputs all inside the hinge's
-# margin, the gradient to its bias is -1 + 1): Adam would normalise their gradients, rounding alone
+# InstanceNorm2d, the label map resized by F.interpolate(mode='nearest') to each activation, gamma and beta
+# convolutions, normalized * (1 + gamma) + beta), SPADEResnetBlock with spectral_norm'd convolutions and a learned
+# shortcut, F.leaky_relu(x, 2e-1), nn.Upsample(scale_factor=2); the label map one-hot by torch.FloatTensor(bs, nc, h,
+# w).zero_() and scatter_(1, label_map, 1.0), the instance edges by a torch.ByteTensor(t.size()).zero_() or-ed with
+# shifted comparisons; get_nonspade_norm_layer removing a convolution's bias by delattr and register_parameter('bias',
+# None) before a spectral-normed, instance-normed discriminator that returns its intermediate features, run once on fake
+# and real concatenated and split by divide_pred; the hinge GANLoss with its zero tensor by self.Tensor(1).fill_(0)
+# expanded, the feature-matching L1 over detached real features, and TTUR's two Adam optimizers with betas (0, 0.9). A
+# convolution whose output reaches the loss through InstanceNorms alone has no bias here (conv_0, fc), as the
+# discriminator's, nor has the discriminator's last (its outputs all inside the hinge's margin, the gradient to its bias
+# is -1 + 1): Adam would normalise their gradients, rounding alone
 def spade(m, state=None):
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
     spectral_norm = nn.utils.spectral_norm
@@ -591,7 +635,6 @@ def spade(m, state=None):
 
         # this function will be returned
         def add_norm_layer(layer):
-            nonlocal norm_type
             if norm_type.startswith('spectral'):
                 layer = spectral_norm(layer)
                 subnorm_type = norm_type[len('spectral'):]
@@ -1310,7 +1353,7 @@ def test_fixmatch():
 # groups): a key's bias and a bias added to each head's logits, which softmax ignores, have gradients of rounding
 # alone, which Adam would normalise
 def cait(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
     rng = np.random.default_rng(5)
     trunc_normal_ = nn.init.trunc_normal_
 
@@ -2350,19 +2393,19 @@ def test_inception_v3():
 # permuted to B H W C, windowed attention by window_partition's F.pad and view/permute and window_unpartition's crop,
 # the decomposed relative positions: get_rel_pos resizing rel_pos by F.interpolate(mode="linear") and indexing it by
 # relative_coords.long(), add_decomposed_rel_pos by two einsums broadcast into the attention, qkv reshaped to (3, B *
-# heads, H * W, -1).unbind(0)), the neck's LayerNorm2d; PositionEmbeddingRandom (a randn Gaussian matrix buffer,
-# 2 * np.pi * coords, grid.cumsum(dim=0) - 0.5, forward_with_coords normalising a clone in place); the PromptEncoder's
+# heads, H * W, -1).unbind(0)), the neck's LayerNorm2d; PositionEmbeddingRandom (a randn Gaussian matrix buffer, 2 *
+# np.pi * coords, grid.cumsum(dim=0) - 0.5, forward_with_coords normalising a clone in place); the PromptEncoder's
 # _embed_points (a padding point and label -1 by -torch.ones, point_embedding[labels == -1] = 0.0 and `+=` of
 # not_a_point_embed.weight and point_embeddings[i].weight at boolean masks), _embed_boxes (corner_embedding[:, 0, :]
-# +=), sparse embeddings started as torch.empty((bs, 0, embed_dim)) and the no-mask dense embedding by reshape(1,
-# -1, 1, 1).expand; the MaskDecoder (output tokens by cat of the iou token and mask tokens expanded over the batch,
+# +=), sparse embeddings started as torch.empty((bs, 0, embed_dim)) and the no-mask dense embedding by reshape(1, -1, 1,
+# 1).expand; the MaskDecoder (output tokens by cat of the iou token and mask tokens expanded over the batch,
 # torch.repeat_interleave of the image embedding, a TwoWayTransformer with downsampled cross attention, ConvTranspose2d
-# upscaling with LayerNorm2d and GELU, hypernetwork MLPs stacked, (hyper_in @ upscaled.view(b, c, h * w)).view(b, -1,
-# h, w), the multimask slice or the single mask); trained as SAM's fine-tuning scripts do: the best of the multimask outputs by the
-# predicted IoU's argmax, a sigmoid focal loss and a dice loss on the masks resized by F.interpolate(bilinear), an MSE
-# to the masks' actual IoU, the image encoder frozen, a last round refining from the chosen low-resolution logits as
-# the mask prompt (mask_downscaling's strided convolutions and LayerNorm2d). The decoder's k_proj has no bias here: softmax ignores a key's
-# bias, whose gradient, rounding alone, Adam would normalise
+# upscaling with LayerNorm2d and GELU, hypernetwork MLPs stacked, (hyper_in @ upscaled.view(b, c, h * w)).view(b, -1, h,
+# w), the multimask slice or the single mask); trained as SAM's fine-tuning scripts do: the best of the multimask
+# outputs by the predicted IoU's argmax, a sigmoid focal loss and a dice loss on the masks resized by
+# F.interpolate(bilinear), an MSE to the masks' actual IoU, the image encoder frozen, a last round refining from the
+# chosen low-resolution logits as the mask prompt (mask_downscaling's strided convolutions and LayerNorm2d). The
+# decoder's k_proj has no bias here: softmax ignores a key's bias, whose gradient, rounding alone, Adam would normalise
 def segment_anything(m, state=None):
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
     rng = np.random.default_rng(11)
