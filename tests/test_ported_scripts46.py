@@ -2116,277 +2116,118 @@ def test_lagrangian_nn():
     compare(lagrangian_nn)
 
 
-# (j) torchvision's inception.py at toy widths with the fine-tuning tutorial's Inception loop: BasicConv2d with
-# BatchNorm eps=0.001, InceptionA's F.avg_pool2d(kernel_size=3, stride=1, padding=1) branch, InceptionB's grid
-# reduction by F.max_pool2d(kernel_size=3, stride=2), InceptionC's factorised 1x7 and 7x1 convolutions (padding (0, 3)
-# and (3, 0)), InceptionE's split 1x3 and 3x1 branches concatenated, InceptionAux (F.avg_pool2d(kernel_size=5,
-# stride=3), F.adaptive_avg_pool2d, `conv1.stddev = 0.01` and `fc.stddev = 0.001` read back at init by
-# float(m.stddev) if hasattr(m, "stddev") into trunc_normal_(mean=0.0, std=stddev, a=-2, b=2)), _transform_input,
-# InceptionOutputs as a namedtuple from an @torch.jit.unused eager_outputs under torch.jit.is_scripting(); the
-# tutorial's head surgery (model.AuxLogits.fc and model.fc replaced), set_parameter_requires_grad for feature
-# extraction with params_to_update gathered by requires_grad, loss1 + 0.4 * loss2 in training and the plain logits in
-# eval. The aux head's 5x5 convolution is 1x1 here (the grid is 5x5)
-def inception_v3(m, state=None):
+# (j) a ProdLDA neural topic model (Srivastava and Sutton's AVITM, as Pyro's tutorial writes its networks) in plain
+# torch.distributions: an encoder of softplus layers whose topic-logit mean and log-variance go through
+# BatchNorm1d(affine=False), the posterior torch.distributions.LogisticNormal(loc, (0.5 * logvar).exp()) over K - 1
+# logits (its rsample on the K-simplex by the stick-breaking transform), a LogisticNormal(0, 1) prior and
+# kl_divergence(q, p) between the two (their base Normals' KL), the decoder's softmax of a BatchNorm1d(affine=False)
+# of a bias-free Linear as the word distribution, the reconstruction -(bow * word_dists.log()).sum(-1), Adam with
+# betas (0.99, 0.999) as AVITM's, the perplexity of held-out documents from the posterior mean by softmax, and each
+# topic's top words by beta.topk. Dropout is 0 and the Linears before the encoder's BatchNorms have no bias (a bias
+# that BatchNorm cancels has a gradient of rounding alone, which Adam would normalise); the posterior's draw is
+# numpy's, put through rsample's formula (loc + scale * eps, then the distribution's transforms)
+def prodlda(m, state=None):
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    dist = torch.distributions
     rng = np.random.default_rng(9)
-    InceptionOutputs = collections.namedtuple("InceptionOutputs", ["logits", "aux_logits"])
+    vocab_size, num_topics, hidden = 12, 4, 8
 
-    class BasicConv2d(nn.Module):
-        def __init__(self, in_channels, out_channels, **kwargs):
+    class Encoder(nn.Module):
+        def __init__(self, vocab_size, num_topics, hidden, dropout):
             super().__init__()
-            self.conv = nn.Conv2d(in_channels, out_channels, bias=False, **kwargs)
-            self.bn = nn.BatchNorm2d(out_channels, eps=0.001)
+            self.drop = nn.Dropout(dropout)
+            self.fc1 = nn.Linear(vocab_size, hidden)
+            self.fc2 = nn.Linear(hidden, hidden)
+            self.fcmu = nn.Linear(hidden, num_topics - 1, bias=False)
+            self.fclv = nn.Linear(hidden, num_topics - 1, bias=False)
+            # NB: here we set `affine=False` to reduce the number of learning parameters
+            self.bnmu = nn.BatchNorm1d(num_topics - 1, affine=False)
+            self.bnlv = nn.BatchNorm1d(num_topics - 1, affine=False)
 
-        def forward(self, x):
-            x = self.conv(x)
-            x = self.bn(x)
-            return F.relu(x, inplace=True)
+        def forward(self, inputs):
+            h = F.softplus(self.fc1(inputs))
+            h = F.softplus(self.fc2(h))
+            h = self.drop(h)
+            # μ and Σ are the outputs
+            logtheta_loc = self.bnmu(self.fcmu(h))
+            logtheta_logvar = self.bnlv(self.fclv(h))
+            logtheta_scale = (0.5 * logtheta_logvar).exp()  # Enforces positivity
+            return logtheta_loc, logtheta_scale
 
-    class InceptionA(nn.Module):
-        def __init__(self, in_channels, pool_features, conv_block=None):
+    class Decoder(nn.Module):
+        # Base class for the decoder net, used in the model
+        def __init__(self, vocab_size, num_topics, dropout):
             super().__init__()
-            if conv_block is None:
-                conv_block = BasicConv2d
-            self.branch1x1 = conv_block(in_channels, 4, kernel_size=1)
-            self.branch5x5_1 = conv_block(in_channels, 3, kernel_size=1)
-            self.branch5x5_2 = conv_block(3, 4, kernel_size=5, padding=2)
-            self.branch3x3dbl_1 = conv_block(in_channels, 4, kernel_size=1)
-            self.branch3x3dbl_2 = conv_block(4, 6, kernel_size=3, padding=1)
-            self.branch3x3dbl_3 = conv_block(6, 6, kernel_size=3, padding=1)
-            self.branch_pool = conv_block(in_channels, pool_features, kernel_size=1)
+            self.beta = nn.Linear(num_topics, vocab_size, bias=False)
+            self.bn = nn.BatchNorm1d(vocab_size, affine=False)
+            self.drop = nn.Dropout(dropout)
 
-        def _forward(self, x):
-            branch1x1 = self.branch1x1(x)
-            branch5x5 = self.branch5x5_1(x)
-            branch5x5 = self.branch5x5_2(branch5x5)
-            branch3x3dbl = self.branch3x3dbl_1(x)
-            branch3x3dbl = self.branch3x3dbl_2(branch3x3dbl)
-            branch3x3dbl = self.branch3x3dbl_3(branch3x3dbl)
-            branch_pool = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
-            branch_pool = self.branch_pool(branch_pool)
-            outputs = [branch1x1, branch5x5, branch3x3dbl, branch_pool]
-            return outputs
+        def forward(self, inputs):
+            inputs = self.drop(inputs)
+            # the output is σ(βθ)
+            return F.softmax(self.bn(self.beta(inputs)), dim=1)
 
-        def forward(self, x):
-            outputs = self._forward(x)
-            return torch.cat(outputs, 1)
-
-    class InceptionB(nn.Module):
-        def __init__(self, in_channels, conv_block=None):
+    class ProdLDA(nn.Module):
+        def __init__(self, vocab_size, num_topics, hidden, dropout):
             super().__init__()
-            if conv_block is None:
-                conv_block = BasicConv2d
-            self.branch3x3 = conv_block(in_channels, 6, kernel_size=3, stride=2)
-            self.branch3x3dbl_1 = conv_block(in_channels, 4, kernel_size=1)
-            self.branch3x3dbl_2 = conv_block(4, 6, kernel_size=3, padding=1)
-            self.branch3x3dbl_3 = conv_block(6, 6, kernel_size=3, stride=2)
+            self.vocab_size = vocab_size
+            self.num_topics = num_topics
+            self.encoder = Encoder(vocab_size, num_topics, hidden, dropout)
+            self.decoder = Decoder(vocab_size, num_topics, dropout)
 
-        def _forward(self, x):
-            branch3x3 = self.branch3x3(x)
-            branch3x3dbl = self.branch3x3dbl_1(x)
-            branch3x3dbl = self.branch3x3dbl_2(branch3x3dbl)
-            branch3x3dbl = self.branch3x3dbl_3(branch3x3dbl)
-            branch_pool = F.max_pool2d(x, kernel_size=3, stride=2)
-            outputs = [branch3x3, branch3x3dbl, branch_pool]
-            return outputs
+        def posterior(self, docs):
+            logtheta_loc, logtheta_scale = self.encoder(docs)
+            return dist.LogisticNormal(logtheta_loc, logtheta_scale)
 
-        def forward(self, x):
-            outputs = self._forward(x)
-            return torch.cat(outputs, 1)
+        def prior(self, batch_size):
+            loc = torch.zeros(batch_size, self.num_topics - 1)
+            return dist.LogisticNormal(loc, torch.ones_like(loc))
 
-    class InceptionC(nn.Module):
-        def __init__(self, in_channels, channels_7x7, conv_block=None):
-            super().__init__()
-            if conv_block is None:
-                conv_block = BasicConv2d
-            self.branch1x1 = conv_block(in_channels, 6, kernel_size=1)
-            c7 = channels_7x7
-            self.branch7x7_1 = conv_block(in_channels, c7, kernel_size=1)
-            self.branch7x7_2 = conv_block(c7, c7, kernel_size=(1, 7), padding=(0, 3))
-            self.branch7x7_3 = conv_block(c7, 6, kernel_size=(7, 1), padding=(3, 0))
-            self.branch_pool = conv_block(in_channels, 6, kernel_size=1)
+        def forward(self, docs, eps):
+            q = self.posterior(docs)
+            assert q.batch_shape == (docs.shape[0],) and q.event_shape == (self.num_topics,)
+            # rsample's formula with numpy's draw: the base Normal's loc + scale * eps, then the transforms
+            base = q.base_dist.base_dist
+            theta = base.loc + base.scale * eps
+            for transform in q.transforms:
+                theta = transform(theta)
+            word_dists = self.decoder(theta)
+            recon = -(docs * word_dists.log()).sum(-1)
+            kl = dist.kl_divergence(q, self.prior(docs.shape[0]))
+            return recon, kl, q.log_prob(theta)
 
-        def _forward(self, x):
-            branch1x1 = self.branch1x1(x)
-            branch7x7 = self.branch7x7_1(x)
-            branch7x7 = self.branch7x7_2(branch7x7)
-            branch7x7 = self.branch7x7_3(branch7x7)
-            branch_pool = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
-            branch_pool = self.branch_pool(branch_pool)
-            outputs = [branch1x1, branch7x7, branch_pool]
-            return outputs
+        def beta(self):
+            # beta matrix elements are the weights of the FC layer on the decoder
+            return self.decoder.beta.weight.cpu().detach().T
 
-        def forward(self, x):
-            outputs = self._forward(x)
-            return torch.cat(outputs, 1)
-
-    class InceptionE(nn.Module):
-        def __init__(self, in_channels, conv_block=None):
-            super().__init__()
-            if conv_block is None:
-                conv_block = BasicConv2d
-            self.branch1x1 = conv_block(in_channels, 4, kernel_size=1)
-            self.branch3x3_1 = conv_block(in_channels, 4, kernel_size=1)
-            self.branch3x3_2a = conv_block(4, 4, kernel_size=(1, 3), padding=(0, 1))
-            self.branch3x3_2b = conv_block(4, 4, kernel_size=(3, 1), padding=(1, 0))
-            self.branch_pool = conv_block(in_channels, 4, kernel_size=1)
-
-        def _forward(self, x):
-            branch1x1 = self.branch1x1(x)
-            branch3x3 = self.branch3x3_1(x)
-            branch3x3 = [self.branch3x3_2a(branch3x3), self.branch3x3_2b(branch3x3)]
-            branch3x3 = torch.cat(branch3x3, 1)
-            branch_pool = F.avg_pool2d(x, kernel_size=3, stride=1, padding=1)
-            branch_pool = self.branch_pool(branch_pool)
-            outputs = [branch1x1, branch3x3, branch_pool]
-            return outputs
-
-        def forward(self, x):
-            outputs = self._forward(x)
-            return torch.cat(outputs, 1)
-
-    class InceptionAux(nn.Module):
-        def __init__(self, in_channels, num_classes, conv_block=None):
-            super().__init__()
-            if conv_block is None:
-                conv_block = BasicConv2d
-            self.conv0 = conv_block(in_channels, 6, kernel_size=1)
-            self.conv1 = conv_block(6, 8, kernel_size=1)
-            self.conv1.stddev = 0.01
-            self.fc = nn.Linear(8, num_classes)
-            self.fc.stddev = 0.001
-
-        def forward(self, x):
-            x = F.avg_pool2d(x, kernel_size=5, stride=3)
-            x = self.conv0(x)
-            x = self.conv1(x)
-            x = F.adaptive_avg_pool2d(x, (1, 1))
-            x = torch.flatten(x, 1)
-            x = self.fc(x)
-            return x
-
-    class Inception3(nn.Module):
-        def __init__(self, num_classes=1000, aux_logits=True, transform_input=False, init_weights=True,
-                     dropout=0.5):
-            super().__init__()
-            conv_block = BasicConv2d
-            self.aux_logits = aux_logits
-            self.transform_input = transform_input
-            self.Conv2d_1a_3x3 = conv_block(3, 8, kernel_size=3, padding=1)
-            self.Mixed_5b = InceptionA(8, pool_features=2)
-            self.Mixed_6a = InceptionB(16)
-            self.Mixed_6b = InceptionC(28, channels_7x7=4)
-            self.AuxLogits = None
-            if aux_logits:
-                self.AuxLogits = InceptionAux(18, num_classes)
-            self.Mixed_7c = InceptionE(18)
-            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-            self.dropout = nn.Dropout(p=dropout)
-            self.fc = nn.Linear(16, num_classes)
-            if init_weights:
-                for m in self.modules():
-                    if isinstance(m, nn.Conv2d) or isinstance(m, nn.Linear):
-                        stddev = float(m.stddev) if hasattr(m, "stddev") else 0.1
-                        torch.nn.init.trunc_normal_(m.weight, mean=0.0, std=stddev, a=-2, b=2)
-                    elif isinstance(m, nn.BatchNorm2d):
-                        nn.init.constant_(m.weight, 1)
-                        nn.init.constant_(m.bias, 0)
-
-        def _transform_input(self, x):
-            if self.transform_input:
-                x_ch0 = torch.unsqueeze(x[:, 0], 1) * (0.229 / 0.5) + (0.485 - 0.5) / 0.5
-                x_ch1 = torch.unsqueeze(x[:, 1], 1) * (0.224 / 0.5) + (0.456 - 0.5) / 0.5
-                x_ch2 = torch.unsqueeze(x[:, 2], 1) * (0.225 / 0.5) + (0.406 - 0.5) / 0.5
-                x = torch.cat((x_ch0, x_ch1, x_ch2), 1)
-            return x
-
-        def _forward(self, x):
-            x = self.Conv2d_1a_3x3(x)
-            x = self.Mixed_5b(x)
-            x = self.Mixed_6a(x)
-            x = self.Mixed_6b(x)
-            aux = None
-            if self.AuxLogits is not None:
-                if self.training:
-                    aux = self.AuxLogits(x)
-            x = self.Mixed_7c(x)
-            x = self.avgpool(x)
-            x = self.dropout(x)
-            x = torch.flatten(x, 1)
-            x = self.fc(x)
-            return x, aux
-
-        @torch.jit.unused
-        def eager_outputs(self, x, aux):
-            if self.training and self.aux_logits:
-                return InceptionOutputs(x, aux)
-            else:
-                return x
-
-        def forward(self, x):
-            x = self._transform_input(x)
-            x, aux = self._forward(x)
-            aux_defined = self.training and self.aux_logits
-            if torch.jit.is_scripting():
-                if not aux_defined:
-                    raise RuntimeError("Scripted Inception3 always returns Inception3 Tuple")
-                return InceptionOutputs(x, aux)
-            else:
-                return self.eager_outputs(x, aux)
-
-    def set_parameter_requires_grad(model, feature_extracting):
-        if feature_extracting:
-            for param in model.parameters():
-                param.requires_grad = False
-
-    model_ft = Inception3(num_classes=10, transform_input=True, dropout=0.0)
-    set_parameter_requires_grad(model_ft, True)
-    # Handle the auxilary net
-    num_ftrs = model_ft.AuxLogits.fc.in_features
-    model_ft.AuxLogits.fc = nn.Linear(num_ftrs, 3)
-    # Handle the primary net
-    num_ftrs = model_ft.fc.in_features
-    model_ft.fc = nn.Linear(num_ftrs, 3)
-    model_ft.Mixed_7c.requires_grad_(True)
-    init = load(m, model_ft, state)
-    params_to_update = []
-    names = []
-    for name, param in model_ft.named_parameters():
-        if param.requires_grad:
-            params_to_update.append(param)
-            names.append(name)
-    optimizer_ft = optim.SGD(params_to_update, lr=0.01, momentum=0.9)
-    criterion = nn.CrossEntropyLoss()
-    inputs = torch.from_numpy(normal(rng, 3, 3, 11, 11))
-    labels = torch.from_numpy(rng.integers(0, 3, 3))
-    record = [len(names)]
-    for phase in ['train', 'train', 'val']:
-        if phase == 'train':
-            model_ft.train()
-        else:
-            model_ft.eval()
-        optimizer_ft.zero_grad()
-        with torch.set_grad_enabled(phase == 'train'):
-            if phase == 'train':
-                out = model_ft(inputs)
-                assert isinstance(out, InceptionOutputs)
-                outputs, aux_outputs = out
-                loss1 = criterion(outputs, labels)
-                loss2 = criterion(aux_outputs, labels)
-                loss = loss1 + 0.4 * loss2
-            else:
-                outputs = model_ft(inputs)
-                loss = criterion(outputs, labels)
-            _, preds = torch.max(outputs, 1)
-            if phase == 'train':
-                loss.backward()
-                optimizer_ft.step()
-        record += [loss.item(), torch.sum(preds == labels.data).item()]
-    return init, record + summary(model_ft.parameters()) + summary(model_ft.buffers())
+    prodLDA = ProdLDA(vocab_size=vocab_size, num_topics=num_topics, hidden=hidden, dropout=0.0)
+    init = load(m, prodLDA, state)
+    optimizer = optim.Adam(prodLDA.parameters(), lr=0.01, betas=(0.99, 0.999))
+    docs = torch.from_numpy(rng.poisson(1.5, (6, vocab_size)).astype(np.float32))
+    held_out = torch.from_numpy(rng.poisson(1.5, (3, vocab_size)).astype(np.float32))
+    record = []
+    for epoch in range(2):
+        prodLDA.train()
+        eps = torch.from_numpy(normal(rng, 6, num_topics - 1))
+        recon, kl, log_q = prodLDA(docs, eps)
+        loss = (recon + kl).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        record += [loss.item(), kl.mean().item(), log_q.mean().item()]
+    prodLDA.eval()
+    with torch.no_grad():
+        q = prodLDA.posterior(held_out)
+        theta = torch.softmax(F.pad(q.loc, (0, 1)), -1)
+        word_dists = prodLDA.decoder(theta)
+        perplexity = torch.exp(-(held_out * word_dists.log()).sum() / held_out.sum())
+        top_words = prodLDA.beta().topk(3, dim=1).indices
+    record += [perplexity.item()] + top_words.flatten().tolist()
+    return init, record + summary(prodLDA.parameters()) + summary(prodLDA.buffers())
 
 
-def test_inception_v3():
-    compare(inception_v3)
+def test_prodlda():
+    compare(prodlda)
 
 
 # (k) facebookresearch/segment-anything's modeling files at toy widths: the image encoder's ViT blocks (PatchEmbed
