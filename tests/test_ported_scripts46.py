@@ -17,8 +17,8 @@ dilated large-kernel attention and HorNet's recursive gnconv on a small trunk; S
 (ConvTranspose2d deconvolutions, JointsMSELoss by split(1, 1) with target weights, get_max_preds by % and floor,
 flip test by fancy-index joint swaps and a shifted clone, integral regression by a softmax's marginals); a Lagrangian
 neural network (torch.autograd.functional.hessian and jacobian with create_graph=True per sample, linalg.pinv, a loss
-through third derivatives); torchvision's Inception v3 (factorised 1x7/7x1 convolutions, stddev attributes read at
-init into trunc_normal_, InceptionOutputs from an @torch.jit.unused method, the fine-tuning tutorial's aux loss);
+through third derivatives); a ProdLDA topic model in plain torch.distributions (LogisticNormal posterior and prior,
+their kl_divergence, BatchNorm1d(affine=False) encoder heads and decoder, perplexity, top words by topk);
 Segment Anything's modeling files (windowed ViT attention with decomposed relative positions by F.interpolate and
 einsum, PositionEmbeddingRandom, prompt embeddings written by `+=` at boolean masks, sparse embeddings grown from
 torch.empty((bs, 0, C)), the two-way transformer, hypernetwork masks, a refinement from a mask prompt); and Whisper
@@ -26,23 +26,32 @@ torch.empty((bs, 0, C)), the two-way transformer, hypernetwork masks, a refineme
 persistent=False, greedy decoding through forward hooks that keep a key-value cache keyed by module, suppressed
 tokens and the timestamp rule's logsumexp). Each runs in tnet, then in torch from tnet's initial weights (state_dict
 through numpy), and the losses, metrics and the weights summed into a few numbers agree. Numpy draws what a script
-draws (drop_connect's uniform); dropout is 0 where a source has it; shapes are tiny and runs take one to three steps.
+draws (drop_connect's uniform, ProdLDA's posterior noise); dropout is 0 where a source has it; shapes are tiny and
+runs take one to three steps.
 Where Adam would normalise a gradient that is rounding alone (a bias that an InstanceNorm or BatchNorm cancels, a key's
 bias that softmax ignores, a discriminator's last bias inside the hinge's margin), the layer has no bias, its bias is
 frozen or the script takes SGD, as each says.
 
-Fixed in tnet on the way: nothing; every script here ran in tnet as in torch at its first run (SPADE's and the
-SegFormer head's first versions disagreed for the reason above, in torch as much as in tnet: two runs of torch's SPADE
-disagreed with each other there). Probes of
-the same sources' less common calls beside them (MultiheadAttention's average_attn_weights=False,
-Transformer.generate_square_subsequent_mask, scatter_'s reduce=, unravel_index, autograd.grad's materialize_grads,
-backward(inputs=), get_total_norm and clip_grads_with_norm_, ctx.mark_dirty, the rng state and fork_rng around
-checkpointed dropout, scheduler.step(epoch), a train() override that keeps BatchNorm in eval, Whisper's decoding in
-float16) found tnet as torch too.
+Fixed in tnet on the way (with its unit test in test_random.py): torch.distributions.LogisticNormal was missing
+(ProdLDA's AttributeError), and TransformedDistribution took shape-keeping transforms only: it now reshapes as torch's
+(the base's batch dims that the transforms' event dims take become an Independent's event dims, the shapes forward
+through ComposeTransform.forward_shape), so StickBreakingTransform's K - 1 to K serves it. The other scripts ran in
+tnet as in torch at their first run (SPADE's and the SegFormer head's first versions disagreed for the reason above,
+in torch as much as in tnet: two runs of torch's SPADE disagreed with each other there); so did torchvision's
+Inception v3 with the fine-tuning tutorial's aux loss, written first for (j). Probes of the same sources' less
+common calls beside them (MultiheadAttention's average_attn_weights=False, Transformer.generate_square_subsequent_mask,
+scatter_'s reduce=, unravel_index, autograd.grad's materialize_grads, backward(inputs=), get_total_norm and
+clip_grads_with_norm_, ctx.mark_dirty, the rng state and fork_rng around checkpointed dropout, scheduler.step(epoch),
+a train() override that keeps BatchNorm in eval, Whisper's decoding in float16, spectral_norm and the
+parametrizations' train and eval, torch.func's transforms, the distributions' log_prob, cdf and KL pairs) found tnet
+as torch too.
 
-Found and left as they are: torch.amp.custom_fwd(device_type='cuda', cast_inputs=torch.float32) casts under a CPU
-autocast in tnet, where torch's leaves the inputs alone (its CUDA autocast is off): tnet keeps one autocast state for
-its one device, which "cpu" names too (README)."""
+Found and left as they are: torch.distributions' LKJCholesky and Wishart, the transforms CorrCholeskyTransform,
+ReshapeTransform, CatTransform, StackTransform and CumulativeDistributionTransform, and the constraints corr_cholesky,
+cat and stack are not in tnet (tnet's transforms keep one event_dim for domain and codomain, which ReshapeTransform's
+differ); torch.amp.custom_fwd(device_type='cuda', cast_inputs=torch.float32) casts under a CPU autocast in tnet, where
+torch's leaves the inputs alone (its CUDA autocast is off): tnet keeps one autocast state for its one device, which
+"cpu" names too (README)."""
 import collections
 import copy
 import math
