@@ -1098,6 +1098,36 @@ def test_von_mises_stick_breaking_and_exponential_family_as_torch(rng, ieee):
     assert (ExponentialFamily, VonMises) == (D.ExponentialFamily, D.VonMises)
 
 
+def test_logistic_normal_and_shape_changing_transformed_distributions_as_torch(rng, ieee):
+    """LogisticNormal (a topic model's prior and posterior) and TransformedDistribution over StickBreakingTransform,
+    which changes the event's size: batch and event shapes (the base's last batch dim taken as the event dim, a
+    scalar law expanded to one dim), log_prob, the KL of two LogisticNormals, against torch in float64 with the
+    parameters' gradients; rsample's shape on the simplex, expand, and torch's ValueError for a base too small."""
+    (a, ra), (b, rb) = pair(rng, 2, 3), pair(rng, 2, 3)
+    y = rng.dirichlet(np.ones(4), size=(5, 2))
+
+    def laws(d, lib, a, b):
+        p, q = d.LogisticNormal(a, b.exp()), d.LogisticNormal(b, a.exp())
+        composed = d.TransformedDistribution(d.Normal(a, b.exp()), [d.AffineTransform(0.5, 2.0),
+                                                                    d.StickBreakingTransform()])
+        scalar = d.LogisticNormal(a[0, 0], b[0, 0].exp())
+        return [p.log_prob(lib.tensor(y)), d.kl_divergence(p, q), composed.log_prob(lib.tensor(y)),
+                scalar.log_prob(lib.tensor(y[0, 0, :2] / y[0, 0, :2].sum()))]
+
+    _laws_as_torch(laws, (a, b), (ra, rb), rng)
+    D = tnet.distributions
+    p = D.LogisticNormal(a.detach(), b.detach().exp())
+    assert (tuple(p.batch_shape), tuple(p.event_shape)) == ((2,), (4,))
+    assert (tuple(p.base_dist.batch_shape), tuple(p.base_dist.event_shape)) == ((2,), (3,))
+    assert tuple(D.LogisticNormal(0.0, 1.0).event_shape) == (2,) and tuple(p.loc.shape) == (2, 3)
+    draws = p.rsample((6,)).numpy()
+    assert draws.shape == (6, 2, 4) and np.allclose(draws.sum(-1), 1, atol=1e-6) and (draws > 0).all()
+    assert tuple(p.expand((3, 2)).log_prob(tnet.tensor(y[:3])).shape) == (3, 2)
+    assert repr(p.support) == "Simplex()" and D.logistic_normal.LogisticNormal is D.LogisticNormal
+    with pytest.raises(ValueError, match="base_distribution needs to have shape with size at least 1"):
+        D.TransformedDistribution(D.Normal(0.0, 1.0), [D.StickBreakingTransform()])
+
+
 def _expo_family(d):
     class Expo(d.ExponentialFamily):  # Exponential(rate) written as an exponential family
         arg_constraints = {}

@@ -4,9 +4,9 @@ prior, rsample for the reparameterization trick), Bernoulli (a VAE's pixel likel
 Laplace, Exponential, Gumbel, Cauchy, LogNormal, Gamma, Dirichlet, Poisson and StudentT (the last four
 drawn on the host), MultivariateNormal, RelaxedBernoulli and RelaxedOneHotCategorical (Gumbel-softmax),
 Binomial, Multinomial, Chi2 (drawn on the host), Geometric, HalfNormal, OneHotCategoricalStraightThrough,
-LowRankMultivariateNormal, GeneralizedPareto, TransformedDistribution with the element-wise, affine and
-composed transforms (a SAC's squashed Normal), the common constraints, and kl_divergence by torch's
-register_kl registry (every pair torch registers).
+LowRankMultivariateNormal, GeneralizedPareto, TransformedDistribution with the element-wise, affine, composed
+and stick-breaking transforms (a SAC's squashed Normal, LogisticNormal), the common constraints, and kl_divergence
+by torch's register_kl registry (every pair torch registers).
 The formulas are torch's, written with tnet's differentiable operators, so log_prob, entropy, rsample
 and kl_divergence carry gradients to the parameters. Samples come from tnet's streams (other numbers
 than torch's). validate_args is torch's (on by default): parameters checked against arg_constraints at
@@ -2141,6 +2141,16 @@ class ComposeTransform(Transform):
             x = y_t
         return total
 
+    def forward_shape(self, shape):
+        for t in self.parts:
+            shape = t.forward_shape(shape)
+        return shape
+
+    def inverse_shape(self, shape):
+        for t in reversed(self.parts):
+            shape = t.inverse_shape(shape)
+        return shape
+
     def __repr__(self):
         return "ComposeTransform(\n    " + ",\n    ".join(repr(t) for t in self.parts) + "\n)"
 
@@ -2241,8 +2251,7 @@ class SoftmaxTransform(Transform):
 
 class StickBreakingTransform(Transform):
     """x [..., K - 1] to a point y [..., K] of the simplex by stick breaking (z_i = sigmoid(x_i - log(K - i)),
-    y_i = z_i prod_{j<i} (1 - z_j)), bijective, event_dim 1, as torch's (shape-changing: a TransformedDistribution
-    here takes shape-keeping transforms only, so use it on its own)."""
+    y_i = z_i prod_{j<i} (1 - z_j)), bijective, event_dim 1, as torch's (LogisticNormal's transform)."""
     __eq__ = _equal_by_class
     bijective, event_dim, codomain = True, 1, constraints.simplex
 
@@ -2380,10 +2389,10 @@ transform_to.register(constraints.positive_semidefinite, lambda constraint: Posi
 
 
 class TransformedDistribution(Distribution):
-    """torch's TransformedDistribution(base_distribution, transforms) for transforms that keep the
-    shape (torch's element-wise ones and AffineTransform): samples go through the transforms in
-    order, log_prob back through their inverses, subtracting each log|det J|; cdf and icdf through
-    the base's."""
+    """torch's TransformedDistribution(base_distribution, transforms): samples go through the transforms in
+    order, log_prob back through their inverses, subtracting each log|det J|; cdf and icdf through the
+    base's. As torch's, the base's last batch dims that the transforms' event dims take become event dims
+    (an Independent), and the shapes go forward through the transforms (StickBreakingTransform's K - 1 to K)."""
     arg_constraints = {}
     support = constraints.dependent_property(lambda self: self._support())
 
@@ -2397,10 +2406,24 @@ class TransformedDistribution(Distribution):
         return constraints.independent(support, extra) if extra > 0 else support
 
     def __init__(self, base_distribution, transforms, validate_args=None):
-        self.base_dist = base_distribution
         self.transforms = [transforms] if isinstance(transforms, Transform) else list(transforms)
+        transform = ComposeTransform(self.transforms)
+        base_shape = Size(tuple(base_distribution.batch_shape) + tuple(base_distribution.event_shape))
+        base_event_dim = len(base_distribution.event_shape)
+        if len(base_shape) < transform.event_dim:
+            raise ValueError(f"base_distribution needs to have shape with size at least {transform.event_dim}, "
+                             f"but got {base_shape}.")
+        forward_shape = transform.forward_shape(base_shape)
+        expanded_base_shape = transform.inverse_shape(forward_shape)
+        if base_shape != expanded_base_shape:
+            batch_dims = len(expanded_base_shape) - base_event_dim
+            base_distribution = base_distribution.expand(expanded_base_shape[:batch_dims])
+        if transform.event_dim > base_event_dim:
+            base_distribution = Independent(base_distribution, transform.event_dim - base_event_dim)
+        self.base_dist = base_distribution
         self.has_rsample = base_distribution.has_rsample
-        super().__init__(base_distribution.batch_shape, base_distribution.event_shape, validate_args)
+        cut = len(forward_shape) - max(transform.event_dim, base_event_dim)
+        super().__init__(forward_shape[:cut], forward_shape[cut:], validate_args)
 
     def sample(self, sample_shape=Size()):
         with no_grad():
@@ -2556,6 +2579,23 @@ class InverseGamma(TransformedDistribution):
     def entropy(self):
         c = self.concentration
         return c + self.rate.log() + c.lgamma() - (1 + c) * c.digamma()
+
+
+class LogisticNormal(TransformedDistribution):
+    """LogisticNormal(loc, scale): Normal(loc, scale) over the last dim's K - 1 values taken to the K-simplex by
+    StickBreakingTransform (that dim the event dim; a scalar law is one of one dim), as torch's."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        base_dist = Normal(loc, scale, validate_args=validate_args)
+        if not base_dist.batch_shape:
+            base_dist = base_dist.expand([1])
+        super().__init__(base_dist, StickBreakingTransform(), validate_args=validate_args)
+
+    loc = property(lambda self: self.base_dist.base_dist.loc)
+    scale = property(lambda self: self.base_dist.base_dist.scale)
 
 
 class GeneralizedPareto(Distribution):
@@ -3154,7 +3194,8 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "ComposeTransform", "ConstraintRegistry", "ContinuousBernoulli", "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
            "FisherSnedecor",
            "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
-           "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LowRankMultivariateNormal", "LowerCholeskyTransform",
+           "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal", "LogisticNormal", "LowRankMultivariateNormal",
+           "LowerCholeskyTransform",
            "MixtureSameFamily", "PositiveDefiniteTransform",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
            "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli",
@@ -3211,6 +3252,7 @@ for _name, _names in (("distribution", ["Distribution"]), ("exp_family", ["Expon
                       ("multivariate_normal", ["MultivariateNormal"]), ("relaxed_bernoulli", ["RelaxedBernoulli"]),
                       ("relaxed_categorical", ["RelaxedOneHotCategorical"]), ("gumbel", ["Gumbel"]),
                       ("cauchy", ["Cauchy"]), ("log_normal", ["LogNormal"]), ("poisson", ["Poisson"]),
+                      ("logistic_normal", ["LogisticNormal"]),
                       ("studentT", ["StudentT"]), ("transformed_distribution", ["TransformedDistribution"]),
                       ("binomial", ["Binomial"]), ("multinomial", ["Multinomial"]), ("geometric", ["Geometric"]),
                       ("half_normal", ["HalfNormal"]), ("half_cauchy", ["HalfCauchy"]), ("chi2", ["Chi2"]),
