@@ -112,11 +112,25 @@ def cases():
 
     def gru_step():
         gru(sx, sh).backward(seed)
+    rms_x, rms = tnet.randn(64, 256, requires_grad=True), tnet.nn.RMSNorm(256)
+    mha, tokens = tnet.nn.MultiheadAttention(64, 4, batch_first=True), tnet.randn(8, 16, 64, requires_grad=True)
+    wide = tnet.randn(64, 192, requires_grad=True)
+
+    def rms_step():
+        rms(rms_x).sum().backward()
+
+    def mha_step():  # self-attention's forward and backward
+        mha(tokens, tokens, tokens, need_weights=False)[0].sum().backward()
+
+    def chunk_step():  # three pieces of one tensor, their gradients added into one
+        p, q, r = F.chunk(wide * 1.0, 3, 1)
+        (p + q + r).sum().backward()
     return {"a + b": (lambda: a + b, 1000), "relu": (lambda: F.relu(a), 1000),
             "(a * a).sum().backward()": (backward, 300), "conv2d": (lambda: F.conv2d(x, w, padding=1), 300),
             "BatchNorm2d train": (lambda: bn(x), 300), "README network step": (step, 20),
             "ResNet-18 bf16 step": (lambda: resnet_step(rx, ry), 5), "LSTMCell step": (lstm_step, 100),
-            "GRUCell step": (gru_step, 100)}
+            "GRUCell step": (gru_step, 100), "RMSNorm forward + backward": (rms_step, 100),
+            "MultiheadAttention forward + backward": (mha_step, 20), "chunk(3) forward + backward": (chunk_step, 100)}
 
 
 def median_us(fn, calls):
