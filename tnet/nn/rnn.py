@@ -165,17 +165,9 @@ def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 
 def _time_steps(x, sizes=None):
-    """x's slices along dim 0 (views), x split in halves and each half again: a view's backward
-    fills a zeroed gradient of its input's size, so that the gradients add up to T log T steps'
-    worth of memory here, where T selects of x would take T^2. sizes: x is packed data, step t
-    its next sizes[t] rows (kept 2-D); else one row each, selected."""
-    T = x.shape[0] if sizes is None else len(sizes)
-    if T == 1:
-        return [F.select(x, 0, 0) if sizes is None else x]
-    half = [T // 2, T - T // 2] if sizes is None else [int(sum(sizes[:T // 2])), int(sum(sizes[T // 2:]))]
-    first, second = F.split(x, half, 0)
-    return (_time_steps(first, None if sizes is None else sizes[:T // 2])
-            + _time_steps(second, None if sizes is None else sizes[T // 2:]))
+    """x's slices along dim 0 (views): one row each, selected, or (sizes: x is packed data) step t's next sizes[t]
+    rows, kept 2-D. Their gradients go into one buffer of x's size (the tape adds a slice's gradient in place)."""
+    return F.unbind(x, 0) if sizes is None else F.split(x, [int(n) for n in sizes], 0)
 
 
 def _draw(module):
