@@ -1,0 +1,952 @@
+"""Whole training scripts as people write them, end to end, written from memory and ported by their imports alone,
+as test_ported_scripts.py. DOCSTRING
+"""
+import argparse
+import copy
+import math
+import os
+import random
+import tempfile
+import warnings
+from collections import namedtuple
+
+import numpy as np
+
+from helpers import compare, load, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def replayed(m, replay, key, t):
+    """t as tnet drew it: tnet's run keeps its draw under key, torch's run takes that draw in place of its own."""
+    return m.torch.tensor(replay.setdefault(key, t.detach().cpu().numpy().copy()))
+
+
+# (a) pytorch/examples' mnist/main.py as it reads since torch.accelerator: argparse with its defaults and help texts
+# parsed from a list, use_accel from --no-accel and torch.accelerator.is_available(), the device from
+# current_accelerator(), train_kwargs updated by the accelerator's kwargs, torch.manual_seed(args.seed), Adadelta with
+# StepLR(step_size=1, gamma=args.gamma) stepped per epoch, train() logging 'Train Epoch: {} [{}/{} ({:.0f}%)]' with
+# loss.item() and breaking on --dry-run, test() under torch.no_grad() summing nll_loss(reduction='sum').item() and
+# counting pred.eq(target.view_as(pred)).sum().item() from argmax(dim=1, keepdim=True), the model saved by
+# --save-model. The Net's two dropout probabilities come from its constructor here, 0 in the compared run (tnet draws
+# other masks); eval mode's determinism is checked with the source's 0.25 and 0.5
+def mnist_main(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    StepLR = m.lr_scheduler.StepLR
+    rng = np.random.default_rng(0)
+
+    class Net(nn.Module):
+        def __init__(self, p1=0.25, p2=0.5):
+            super(Net, self).__init__()
+            self.conv1 = nn.Conv2d(1, 4, 3, 1)
+            self.conv2 = nn.Conv2d(4, 6, 3, 1)
+            self.dropout1 = nn.Dropout(p1)
+            self.dropout2 = nn.Dropout(p2)
+            self.fc1 = nn.Linear(6 * 2 * 2, 16)
+            self.fc2 = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = self.conv1(x)
+            x = F.relu(x)
+            x = self.conv2(x)
+            x = F.relu(x)
+            x = F.max_pool2d(x, 2)
+            x = self.dropout1(x)
+            x = torch.flatten(x, 1)
+            x = self.fc1(x)
+            x = F.relu(x)
+            x = self.dropout2(x)
+            x = self.fc2(x)
+            output = F.log_softmax(x, dim=1)
+            return output
+
+    log = []
+
+    def train(args, model, device, train_loader, optimizer, epoch):
+        model.train()
+        for batch_idx, (data, target) in enumerate(train_loader):
+            data, target = data.to(device), target.to(device)
+            optimizer.zero_grad()
+            output = model(data)
+            loss = F.nll_loss(output, target)
+            loss.backward()
+            optimizer.step()
+            if batch_idx % args.log_interval == 0:
+                log.append('Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}'.format(
+                    epoch, batch_idx * len(data), len(train_loader.dataset),
+                    100. * batch_idx / len(train_loader), loss.item()))
+                if args.dry_run:
+                    break
+
+    def test(model, device, test_loader):
+        model.eval()
+        test_loss = 0
+        correct = 0
+        with torch.no_grad():
+            for data, target in test_loader:
+                data, target = data.to(device), target.to(device)
+                output = model(data)
+                test_loss += F.nll_loss(output, target, reduction='sum').item()  # sum up batch loss
+                pred = output.argmax(dim=1, keepdim=True)  # get the index of the max log-probability
+                correct += pred.eq(target.view_as(pred)).sum().item()
+        test_loss /= len(test_loader.dataset)
+        log.append('\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\n'.format(
+            test_loss, correct, len(test_loader.dataset), 100. * correct / len(test_loader.dataset)))
+        return test_loss, correct
+
+    def main(argv):
+        parser = argparse.ArgumentParser(description='PyTorch MNIST Example')
+        parser.add_argument('--batch-size', type=int, default=64, metavar='N',
+                            help='input batch size for training (default: 64)')
+        parser.add_argument('--test-batch-size', type=int, default=1000, metavar='N',
+                            help='input batch size for testing (default: 1000)')
+        parser.add_argument('--epochs', type=int, default=14, metavar='N',
+                            help='number of epochs to train (default: 14)')
+        parser.add_argument('--lr', type=float, default=1.0, metavar='LR', help='learning rate (default: 1.0)')
+        parser.add_argument('--gamma', type=float, default=0.7, metavar='M',
+                            help='Learning rate step gamma (default: 0.7)')
+        parser.add_argument('--no-accel', action='store_true', help='disables accelerator')
+        parser.add_argument('--dry-run', action='store_true', help='quickly check a single pass')
+        parser.add_argument('--seed', type=int, default=1, metavar='S', help='random seed (default: 1)')
+        parser.add_argument('--log-interval', type=int, default=10, metavar='N',
+                            help='how many batches to wait before logging training status')
+        parser.add_argument('--save-model', action='store_true', help='For Saving the current Model')
+        parser.add_argument('--dropout', type=float, nargs=2, default=[0.25, 0.5])
+        args = parser.parse_args(argv)
+        use_accel = not args.no_accel and torch.accelerator.is_available()
+        torch.manual_seed(args.seed)
+        if use_accel:
+            device = torch.accelerator.current_accelerator()
+        else:
+            device = torch.device("cpu")
+        train_kwargs = {'batch_size': args.batch_size}
+        test_kwargs = {'batch_size': args.test_batch_size}
+        if use_accel:
+            accel_kwargs = {'num_workers': 1, 'pin_memory': True, 'shuffle': True}
+            train_kwargs.update(accel_kwargs)
+            test_kwargs.update(accel_kwargs)
+        dataset1 = m.data.TensorDataset(torch.from_numpy(normal(rng, 12, 1, 8, 8)),
+                                        torch.from_numpy(rng.integers(0, 10, 12)))
+        dataset2 = m.data.TensorDataset(torch.from_numpy(normal(rng, 6, 1, 8, 8)),
+                                        torch.from_numpy(rng.integers(0, 10, 6)))
+        train_loader = m.data.DataLoader(dataset1, **train_kwargs)
+        test_loader = m.data.DataLoader(dataset2, **test_kwargs)
+        model = Net(*args.dropout).to(device)
+        init = load(m, model, state)
+        optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
+        scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
+        record = []
+        for epoch in range(1, args.epochs + 1):
+            train(args, model, device, train_loader, optimizer, epoch)
+            record += test(model, device, test_loader)
+            scheduler.step()
+            record += scheduler.get_last_lr()
+        if args.save_model:
+            with tempfile.TemporaryDirectory() as tmp:
+                torch.save(model.state_dict(), os.path.join(tmp, "mnist_cnn.pt"))
+                model2 = Net().to(device)
+                model2.load_state_dict(torch.load(os.path.join(tmp, "mnist_cnn.pt"), weights_only=True))
+            # the source's dropout in model2: eval mode is deterministic, train mode draws
+            x = torch.from_numpy(normal(rng, 4, 1, 8, 8))
+            model2.eval()
+            a, b = model2(x), model2(x)
+            assert torch.equal(a, b) and torch.allclose(a, model.eval()(x))
+            model2.train()
+            assert model2.training and model2.dropout1.training and not model.training
+        return init, record + summary(model.parameters())
+
+    return main(['--batch-size', '4', '--test-batch-size', '3', '--epochs', '2', '--lr', '0.5', '--log-interval',
+                 '2', '--save-model', '--dropout', '0', '0'])
+
+
+def test_mnist_main():
+    compare(mnist_main)
+
+
+# (b) pytorch/examples' mnist_rnn/main.py: an LSTM(batch_first=True) over the image's rows after
+# input.reshape(-1, 28, 28), the last step's output through BatchNorm1d, then nn.Dropout2d on that 2-D tensor (torch
+# warns and drops element-wise; tnet raised ValueError until this file), log_softmax and nll_loss, Adadelta and
+# StepLR, the test loop's summed loss. Its Dropout2d probabilities are the source's in eval mode and 0 in the compared
+# training steps (tnet draws other masks)
+def mnist_rnn(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(1)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super(Net, self).__init__()
+            self.rnn = nn.LSTM(input_size=6, hidden_size=8, batch_first=True)
+            self.batchnorm = nn.BatchNorm1d(8)
+            self.dropout1 = nn.Dropout2d(0.25)
+            self.dropout2 = nn.Dropout2d(0.5)
+            self.fc1 = nn.Linear(8, 8)
+            self.fc2 = nn.Linear(8, 10)
+
+        def forward(self, input):
+            # Shape of input is (batch_size,1, 28, 28)
+            # converting shape of input to (batch_size, 28, 28)
+            # as required by RNN when batch_first is set True
+            input = input.reshape(-1, 6, 6)
+            output, hidden = self.rnn(input)
+            # RNN output shape is (seq_len, batch, input_size)
+            # Get last output of RNN
+            output = output[:, -1, :]
+            output = self.batchnorm(output)
+            output = self.dropout1(output)
+            output = self.fc1(output)
+            output = F.relu(output)
+            output = self.dropout2(output)
+            output = self.fc2(output)
+            output = F.log_softmax(output, dim=1)
+            return output
+
+    def test(args, model, device, test_loader):
+        model.eval()
+        test_loss = 0
+        correct = 0
+        with torch.no_grad():
+            for data, target in test_loader:
+                data, target = data.to(device), target.to(device)
+                output = model(data)
+                test_loss += F.nll_loss(output, target, reduction='sum').item()  # sum up batch loss
+                pred = output.argmax(dim=1, keepdim=True)  # get the index of the max log-probability
+                correct += pred.eq(target.view_as(pred)).sum().item()
+        test_loss /= len(test_loader.dataset)
+        return [test_loss, correct]
+
+    parser = argparse.ArgumentParser(description='PyTorch MNIST Example using RNN')
+    parser.add_argument('--batch-size', type=int, default=64, metavar='N')
+    parser.add_argument('--test-batch-size', type=int, default=1000, metavar='N')
+    parser.add_argument('--epochs', type=int, default=14, metavar='N')
+    parser.add_argument('--lr', type=float, default=0.1, metavar='LR')
+    parser.add_argument('--gamma', type=float, default=0.7, metavar='M')
+    parser.add_argument('--cuda', action='store_true', default=False, help='enables CUDA training')
+    parser.add_argument('--mps', action="store_true", default=False, help="enables MPS training")
+    parser.add_argument('--dry-run', action='store_true', default=False)
+    parser.add_argument('--seed', type=int, default=1, metavar='S')
+    parser.add_argument('--log-interval', type=int, default=10, metavar='N')
+    parser.add_argument('--save-model', action='store_true', default=False)
+    args = parser.parse_args(['--batch-size', '6', '--test-batch-size', '4', '--epochs', '2', '--lr', '0.5'])
+    if args.cuda and not args.mps:
+        device = "cuda"
+    elif args.mps and not args.cuda:
+        device = "mps"
+    else:
+        device = "cpu"
+    torch.manual_seed(args.seed)
+    kwargs = {'num_workers': 1, 'pin_memory': True} if args.cuda else {}
+    train_loader = m.data.DataLoader(m.data.TensorDataset(torch.from_numpy(normal(rng, 12, 1, 6, 6)),
+                                                          torch.from_numpy(rng.integers(0, 10, 12))),
+                                     batch_size=args.batch_size, shuffle=False, **kwargs)
+    test_loader = m.data.DataLoader(m.data.TensorDataset(torch.from_numpy(normal(rng, 8, 1, 6, 6)),
+                                                         torch.from_numpy(rng.integers(0, 10, 8))),
+                                    batch_size=args.test_batch_size, shuffle=False, **kwargs)
+    model = Net().to(device)
+    init = load(m, model, state)
+    optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
+    scheduler = m.lr_scheduler.StepLR(optimizer, step_size=1, gamma=args.gamma)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        record = test(args, model, device, test_loader)
+        model.dropout1.p = model.dropout2.p = 0.0
+        for epoch in range(1, args.epochs + 1):
+            model.train()
+            for batch_idx, (data, target) in enumerate(train_loader):
+                data, target = data.to(device), target.to(device)
+                optimizer.zero_grad()
+                output = model(data)
+                loss = F.nll_loss(output, target)
+                loss.backward()
+                optimizer.step()
+                record.append(loss.item())
+                if args.dry_run:
+                    break
+            record += test(args, model, device, test_loader)
+            scheduler.step()
+    assert any("2-D input to dropout2d" in str(w.message) for w in caught)
+    return init, record + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_mnist_rnn():
+    compare(mnist_rnn)
+
+
+# (c) pytorch/examples' word_language_model/main.py end to end: argparse (--model LSTM, --tied, --bptt, --clip, the
+# source's lr of 20), data.Corpus reading train.txt, valid.txt and test.txt from a directory (Dictionary's word2idx
+# and idx2word, each line's words plus '<eos>', torch.tensor(ids).type(torch.int64) per line joined by torch.cat),
+# batchify, get_batch, RNNModel by getattr(nn, rnn_type) with init_weights' uniform_ and zeros_ and tied weights,
+# train() with model.zero_grad(), repackage_hidden, clip_grad_norm_, the manual update p.data.add_(p.grad,
+# alpha=-lr) and the log's math.exp(cur_loss), evaluate() summing len(data) * criterion(...).item(), the best model
+# saved through an open file (`with open(args.save, 'wb') as f`: its state_dict, where the source saves the module,
+# which tnet does not pickle, README), lr /= 4.0 when validation does not improve, and the reload with
+# model.rnn.flatten_parameters() before the test. dropout 0 (tnet draws other masks)
+def word_language_model_main(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    rng = np.random.default_rng(2)
+    words = 'the cat sat on a mat and the dog ran to it'.split()
+
+    class Dictionary(object):
+        def __init__(self):
+            self.word2idx = {}
+            self.idx2word = []
+
+        def add_word(self, word):
+            if word not in self.word2idx:
+                self.idx2word.append(word)
+                self.word2idx[word] = len(self.idx2word) - 1
+            return self.word2idx[word]
+
+        def __len__(self):
+            return len(self.idx2word)
+
+    class Corpus(object):
+        def __init__(self, path):
+            self.dictionary = Dictionary()
+            self.train = self.tokenize(os.path.join(path, 'train.txt'))
+            self.valid = self.tokenize(os.path.join(path, 'valid.txt'))
+            self.test = self.tokenize(os.path.join(path, 'test.txt'))
+
+        def tokenize(self, path):
+            """Tokenizes a text file."""
+            assert os.path.exists(path)
+            # Add words to the dictionary
+            with open(path, 'r', encoding="utf8") as f:
+                for line in f:
+                    words = line.split() + ['<eos>']
+                    for word in words:
+                        self.dictionary.add_word(word)
+            # Tokenize file content
+            with open(path, 'r', encoding="utf8") as f:
+                idss = []
+                for line in f:
+                    words = line.split() + ['<eos>']
+                    ids = []
+                    for word in words:
+                        ids.append(self.dictionary.word2idx[word])
+                    idss.append(torch.tensor(ids).type(torch.int64))
+                ids = torch.cat(idss)
+            return ids
+
+    class RNNModel(nn.Module):
+        """Container module with an encoder, a recurrent module, and a decoder."""
+        def __init__(self, rnn_type, ntoken, ninp, nhid, nlayers, dropout=0.5, tie_weights=False):
+            super(RNNModel, self).__init__()
+            self.ntoken = ntoken
+            self.drop = nn.Dropout(dropout)
+            self.encoder = nn.Embedding(ntoken, ninp)
+            if rnn_type in ['LSTM', 'GRU']:
+                self.rnn = getattr(nn, rnn_type)(ninp, nhid, nlayers, dropout=dropout)
+            else:
+                nonlinearity = {'RNN_TANH': 'tanh', 'RNN_RELU': 'relu'}[rnn_type]
+                self.rnn = nn.RNN(ninp, nhid, nlayers, nonlinearity=nonlinearity, dropout=dropout)
+            self.decoder = nn.Linear(nhid, ntoken)
+            if tie_weights:
+                if nhid != ninp:
+                    raise ValueError('When using the tied flag, nhid must be equal to emsize')
+                self.decoder.weight = self.encoder.weight
+            self.init_weights()
+            self.rnn_type = rnn_type
+            self.nhid = nhid
+            self.nlayers = nlayers
+
+        def init_weights(self):
+            initrange = 0.1
+            nn.init.uniform_(self.encoder.weight, -initrange, initrange)
+            nn.init.zeros_(self.decoder.bias)
+            nn.init.uniform_(self.decoder.weight, -initrange, initrange)
+
+        def forward(self, input, hidden):
+            emb = self.drop(self.encoder(input))
+            output, hidden = self.rnn(emb, hidden)
+            output = self.drop(output)
+            decoded = self.decoder(output)
+            decoded = decoded.view(-1, self.ntoken)
+            return F.log_softmax(decoded, dim=1), hidden
+
+        def init_hidden(self, bsz):
+            weight = next(self.parameters())
+            if self.rnn_type == 'LSTM':
+                return (weight.new_zeros(self.nlayers, bsz, self.nhid),
+                        weight.new_zeros(self.nlayers, bsz, self.nhid))
+            else:
+                return weight.new_zeros(self.nlayers, bsz, self.nhid)
+
+    parser = argparse.ArgumentParser(description='PyTorch Wikitext-2 RNN/LSTM/GRU/Transformer Language Model')
+    parser.add_argument('--data', type=str, default='./data/wikitext-2', help='location of the data corpus')
+    parser.add_argument('--model', type=str, default='LSTM', help='type of network (RNN_TANH, RNN_RELU, LSTM, GRU)')
+    parser.add_argument('--emsize', type=int, default=200, help='size of word embeddings')
+    parser.add_argument('--nhid', type=int, default=200, help='number of hidden units per layer')
+    parser.add_argument('--nlayers', type=int, default=2, help='number of layers')
+    parser.add_argument('--lr', type=float, default=20, help='initial learning rate')
+    parser.add_argument('--clip', type=float, default=0.25, help='gradient clipping')
+    parser.add_argument('--epochs', type=int, default=40, help='upper epoch limit')
+    parser.add_argument('--batch_size', type=int, default=20, metavar='N', help='batch size')
+    parser.add_argument('--bptt', type=int, default=35, help='sequence length')
+    parser.add_argument('--dropout', type=float, default=0.2, help='dropout applied to layers (0 = no dropout)')
+    parser.add_argument('--tied', action='store_true', help='tie the word embedding and softmax weights')
+    parser.add_argument('--seed', type=int, default=1111, help='random seed')
+    parser.add_argument('--log-interval', type=int, default=200, metavar='N', help='report interval')
+    parser.add_argument('--save', type=str, default='model.pt', help='path to save the final model')
+    parser.add_argument('--dry-run', action='store_true', help='verify the code and the model')
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, n in (('train.txt', 3), ('valid.txt', 1), ('test.txt', 1)):
+            with open(os.path.join(tmp, name), 'w', encoding='utf8') as f:
+                for _ in range(n):
+                    f.write(' ' + ' '.join(rng.choice(words, 7)) + ' \n')
+        args = parser.parse_args(['--data', tmp, '--emsize', '8', '--nhid', '8', '--nlayers', '2', '--epochs', '2',
+                                  '--batch_size', '2', '--bptt', '5', '--dropout', '0', '--tied', '--log-interval', '2',
+                                  '--save', os.path.join(tmp, 'model.pt')])
+        torch.manual_seed(args.seed)
+        device = torch.device("cpu")
+        corpus = Corpus(args.data)
+
+        def batchify(data, bsz):
+            # Work out how cleanly we can divide the dataset into bsz parts.
+            nbatch = data.size(0) // bsz
+            # Trim off any extra elements that wouldn't cleanly fit (remainders).
+            data = data.narrow(0, 0, nbatch * bsz)
+            # Evenly divide the data across the bsz batches.
+            data = data.view(bsz, -1).t().contiguous()
+            return data.to(device)
+
+        eval_batch_size = 2
+        train_data = batchify(corpus.train, args.batch_size)
+        val_data = batchify(corpus.valid, eval_batch_size)
+        test_data = batchify(corpus.test, eval_batch_size)
+        ntokens = len(corpus.dictionary)
+        model = RNNModel(args.model, ntokens, args.emsize, args.nhid, args.nlayers, args.dropout, args.tied).to(device)
+        init = load(m, model, state)
+        criterion = nn.NLLLoss()
+
+        def repackage_hidden(h):
+            """Wraps hidden states in new Tensors, to detach them from their history."""
+            if isinstance(h, torch.Tensor):
+                return h.detach()
+            else:
+                return tuple(repackage_hidden(v) for v in h)
+
+        def get_batch(source, i):
+            seq_len = min(args.bptt, len(source) - 1 - i)
+            data = source[i:i+seq_len]
+            target = source[i+1:i+1+seq_len].view(-1)
+            return data, target
+
+        def evaluate(data_source):
+            # Turn on evaluation mode which disables dropout.
+            model.eval()
+            total_loss = 0.
+            hidden = model.init_hidden(eval_batch_size)
+            with torch.no_grad():
+                for i in range(0, data_source.size(0) - 1, args.bptt):
+                    data, targets = get_batch(data_source, i)
+                    output, hidden = model(data, hidden)
+                    hidden = repackage_hidden(hidden)
+                    total_loss += len(data) * criterion(output, targets).item()
+            return total_loss / (len(data_source) - 1)
+
+        logs = []
+
+        def train():
+            # Turn on training mode which enables dropout.
+            model.train()
+            total_loss = 0.
+            hidden = model.init_hidden(args.batch_size)
+            for batch, i in enumerate(range(0, train_data.size(0) - 1, args.bptt)):
+                data, targets = get_batch(train_data, i)
+                # Starting each batch, we detach the hidden state from how it was previously produced.
+                # If we didn't, the model would try backpropagating all the way to start of the dataset.
+                model.zero_grad()
+                hidden = repackage_hidden(hidden)
+                output, hidden = model(data, hidden)
+                loss = criterion(output, targets)
+                loss.backward()
+                # `clip_grad_norm` helps prevent the exploding gradient problem in RNNs / LSTMs.
+                torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
+                for p in model.parameters():
+                    p.data.add_(p.grad, alpha=-lr)
+                total_loss += loss.item()
+                if batch % args.log_interval == 0 and batch > 0:
+                    cur_loss = total_loss / args.log_interval
+                    logs.append('| epoch {:3d} | {:5d}/{:5d} batches | lr {:02.2f} | loss {:5.2f} | ppl {:8.2f}'.format(
+                        epoch, batch, len(train_data) // args.bptt, lr, cur_loss, math.exp(cur_loss)))
+                    total_loss = 0
+                if args.dry_run:
+                    break
+            return total_loss
+
+        # Loop over epochs.
+        lr = args.lr
+        best_val_loss = None
+        record = []
+        for epoch in range(1, args.epochs+1):
+            record.append(train())
+            val_loss = evaluate(val_data)
+            record += [val_loss, math.exp(val_loss), lr]
+            # Save the model if the validation loss is the best we've seen so far.
+            if not best_val_loss or val_loss < best_val_loss:
+                with open(args.save, 'wb') as f:
+                    torch.save(model.state_dict(), f)
+                best_val_loss = val_loss
+            else:
+                # Anneal the learning rate if no improvement has been seen in the validation dataset.
+                lr /= 4.0
+        # Load the best saved model.
+        with open(args.save, 'rb') as f:
+            model.load_state_dict(torch.load(f))
+            # after load the rnn params are not a continuous chunk of memory
+            # this makes them a continuous chunk, and will speed up forward pass
+            # Currently, only rnn model supports flatten operation
+            if args.model in ['RNN_TANH', 'RNN_RELU', 'LSTM', 'GRU']:
+                model.rnn.flatten_parameters()
+    # Run on test data.
+    test_loss = evaluate(test_data)
+    assert model.decoder.weight is model.encoder.weight and logs[0].startswith('| epoch   1 |     2/')
+    return init, record + [test_loss, best_val_loss] + summary(model.parameters())
+
+
+def test_word_language_model_main():
+    compare(word_language_model_main)
+
+
+# (d) pytorch/examples' siamese_network/main.py: a backbone whose first convolution is replaced for one channel, its
+# head cut by nn.Sequential(*(list(self.resnet.children())[:-1])), fc_in_features read from the old fc, an MLP over
+# torch.cat of the two embeddings ending in nn.Sigmoid, init_weights applied to the head with xavier_uniform_ and
+# m.bias.data.fill_(0.01), BCELoss, Adadelta and StepLR, the test's torch.where(outputs > 0.5, 1, 0) against
+# targets.view_as(pred); the pairs dataset's draws (torch.randint in the source) by numpy here
+def siamese_network(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    rng = np.random.default_rng(3)
+
+    class TinyResNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.relu = nn.ReLU(inplace=True)
+            self.layer1 = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU())
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(4, 1000)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(self.avgpool(self.layer1(self.relu(self.bn1(self.conv1(x))))), 1))
+
+    class SiameseNetwork(nn.Module):
+        def __init__(self):
+            super(SiameseNetwork, self).__init__()
+            self.resnet = TinyResNet()
+            # over-write the first conv layer to be able to read MNIST images
+            # as resnet18 reads (3,x,x) where 3 is RGB channels
+            # whereas MNIST has (1,x,x) where 1 is a gray-scale channel
+            self.resnet.conv1 = nn.Conv2d(1, 4, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1), bias=False)
+            self.fc_in_features = self.resnet.fc.in_features
+            # remove the last layer of resnet18 (linear layer which is before avgpool layer)
+            self.resnet = torch.nn.Sequential(*(list(self.resnet.children())[:-1]))
+            # add linear layers to compare between the features of the two images
+            self.fc = nn.Sequential(
+                nn.Linear(self.fc_in_features * 2, 8),
+                nn.ReLU(inplace=True),
+                nn.Linear(8, 1),
+            )
+            self.sigmoid = nn.Sigmoid()
+            # initialize the weights
+            self.resnet.apply(self.init_weights)
+            self.fc.apply(self.init_weights)
+
+        def init_weights(self, m_):
+            if isinstance(m_, nn.Linear):
+                torch.nn.init.xavier_uniform_(m_.weight)
+                m_.bias.data.fill_(0.01)
+
+        def forward_once(self, x):
+            output = self.resnet(x)
+            output = output.view(output.size()[0], -1)
+            return output
+
+        def forward(self, input1, input2):
+            # get two images' features
+            output1 = self.forward_once(input1)
+            output2 = self.forward_once(input2)
+            # concatenate both images' features
+            output = torch.cat((output1, output2), 1)
+            # pass the concatenation to the linear layers
+            output = self.fc(output)
+            # pass the out of the linear layers to sigmoid layer
+            output = self.sigmoid(output)
+            return output
+
+    class APP_MATCHER(m.data.Dataset):
+        def __init__(self, images, labels):
+            self.data, self.targets = images, labels
+            self.group_examples()
+
+        def group_examples(self):
+            np_arr = np.array(self.targets.clone())
+            self.grouped_examples = {}
+            for i in range(0, 3):
+                self.grouped_examples[i] = np.where((np_arr == i))[0]
+
+        def __len__(self):
+            return self.data.shape[0]
+
+        def __getitem__(self, index):
+            selected_class = int(rng.integers(0, 3))
+            random_index_1 = rng.integers(0, self.grouped_examples[selected_class].shape[0])
+            index_1 = self.grouped_examples[selected_class][random_index_1]
+            image_1 = self.data[index_1].clone().float()
+            if index % 2 == 0:
+                random_index_2 = rng.integers(0, self.grouped_examples[selected_class].shape[0])
+                while random_index_2 == random_index_1:
+                    random_index_2 = rng.integers(0, self.grouped_examples[selected_class].shape[0])
+                index_2 = self.grouped_examples[selected_class][random_index_2]
+                image_2 = self.data[index_2].clone().float()
+                target = torch.tensor(1, dtype=torch.float)
+            else:
+                other_selected_class = int(rng.integers(0, 3))
+                while other_selected_class == selected_class:
+                    other_selected_class = int(rng.integers(0, 3))
+                random_index_2 = rng.integers(0, self.grouped_examples[other_selected_class].shape[0])
+                index_2 = self.grouped_examples[other_selected_class][random_index_2]
+                image_2 = self.data[index_2].clone().float()
+                target = torch.tensor(0, dtype=torch.float)
+            return image_1, image_2, target
+
+    images = torch.from_numpy(normal(rng, 12, 1, 6, 6))
+    labels = torch.from_numpy(np.arange(12) % 3)
+    model = SiameseNetwork()
+    init = load(m, model, state)
+    train_loader = m.data.DataLoader(APP_MATCHER(images, labels), batch_size=4)
+    test_loader = m.data.DataLoader(APP_MATCHER(images[:6], labels[:6]), batch_size=3)
+    optimizer = optim.Adadelta(model.parameters(), lr=0.5)
+    scheduler = m.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.7)
+    criterion = nn.BCELoss()
+    record = []
+    for epoch in range(1, 3):
+        model.train()
+        for batch_idx, (images_1, images_2, targets) in enumerate(train_loader):
+            if batch_idx == 2:
+                break
+            optimizer.zero_grad()
+            outputs = model(images_1, images_2).squeeze()
+            loss = criterion(outputs, targets)
+            loss.backward()
+            optimizer.step()
+            record.append(loss.item())
+        model.eval()
+        test_loss = 0
+        correct = 0
+        with torch.no_grad():
+            for (images_1, images_2, targets) in test_loader:
+                outputs = model(images_1, images_2).squeeze()
+                test_loss += criterion(outputs, targets).sum().item()  # sum up batch loss
+                pred = torch.where(outputs > 0.5, 1, 0)  # get the index of the max log-probability
+                correct += pred.eq(targets.view_as(pred)).sum().item()
+        record += [test_loss / len(test_loader.dataset), correct]
+        scheduler.step()
+    return init, record + summary(model.parameters()) + summary(model.buffers())
+
+
+def test_siamese_network():
+    compare(siamese_network)
+
+
+# (e) a Kaggle notebook's k-fold loop over indices: a CFG class, seed_everything (random, os.environ's
+# PYTHONHASHSEED, np.random.seed, torch.manual_seed, torch.cuda.manual_seed, cudnn.deterministic), folds by
+# np.array_split of a permutation, a fresh model per fold from one initial state_dict (copy.deepcopy), AdamW with
+# OneCycleLR stepped per batch (three_phase, linear annealing, its beta1 cycled), CrossEntropyLoss(label_smoothing),
+# the autocast and GradScaler flags off on the CPU, early stopping on the validation loss with each fold's best model
+# saved to f'fold{fold}.pth', out-of-fold probabilities written into a numpy array at the fold's indices, and the test
+# predictions averaged over the folds' reloaded models with horizontal-flip TTA by torch.flip(x, dims=[3]) and
+# softmax(1), the log loss and accuracy in numpy
+def kfold_onecycle_tta(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    rng = np.random.default_rng(4)
+
+    class CFG:
+        n_fold = 3
+        epochs = 2
+        batch_size = 4
+        lr = 3e-3
+        weight_decay = 1e-2
+        label_smoothing = 0.1
+        patience = 1
+        apex = False
+        seed = 42
+
+    def seed_everything(seed=42):
+        random.seed(seed)
+        os.environ['PYTHONHASHSEED'] = str(seed)
+        np.random.seed(seed)
+        torch.manual_seed(seed)
+        torch.cuda.manual_seed(seed)
+        torch.backends.cudnn.deterministic = True
+
+    seed_everything(CFG.seed)
+    device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+
+    class Model(nn.Module):
+        def __init__(self, n_classes=3):
+            super().__init__()
+            self.backbone = nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.SiLU(),
+                                          nn.AdaptiveAvgPool2d(1), nn.Flatten())
+            self.head = nn.Sequential(nn.Dropout(0.0), nn.Linear(4, n_classes))
+
+        def forward(self, x):
+            return self.head(self.backbone(x))
+
+    X = normal(rng, 12, 2, 5, 5)
+    y = rng.integers(0, 3, 12)
+    X_test = torch.from_numpy(normal(rng, 4, 2, 5, 5))
+    folds = np.array_split(rng.permutation(len(X)), CFG.n_fold)
+    base = Model().to(device)
+    init = load(m, base, state)
+    init_state = copy.deepcopy(base.state_dict())
+    criterion = nn.CrossEntropyLoss(label_smoothing=CFG.label_smoothing)
+    oof = np.zeros((len(X), 3), dtype=np.float32)
+    record = []
+    with tempfile.TemporaryDirectory() as out_dir:
+        for fold in range(CFG.n_fold):
+            val_idx = folds[fold]
+            trn_idx = np.concatenate([folds[k] for k in range(CFG.n_fold) if k != fold])
+            train_ds = m.data.TensorDataset(torch.from_numpy(X[trn_idx]), torch.from_numpy(y[trn_idx]))
+            valid_ds = m.data.TensorDataset(torch.from_numpy(X[val_idx]), torch.from_numpy(y[val_idx]))
+            train_loader = m.data.DataLoader(train_ds, batch_size=CFG.batch_size, shuffle=False, drop_last=True)
+            valid_loader = m.data.DataLoader(valid_ds, batch_size=CFG.batch_size * 2, shuffle=False)
+            model = Model().to(device)
+            model.load_state_dict(init_state)
+            optimizer = optim.AdamW(model.parameters(), lr=CFG.lr, weight_decay=CFG.weight_decay)
+            scheduler = m.lr_scheduler.OneCycleLR(optimizer, max_lr=CFG.lr, epochs=CFG.epochs,
+                                                  steps_per_epoch=len(train_loader), pct_start=0.3,
+                                                  anneal_strategy='linear', three_phase=True)
+            scaler = torch.amp.GradScaler(enabled=CFG.apex)
+            best_loss, bad_epochs = np.inf, 0
+            for epoch in range(CFG.epochs):
+                model.train()
+                for step, (images, labels) in enumerate(train_loader):
+                    images, labels = images.to(device), labels.to(device)
+                    with torch.autocast(device_type=device.type, enabled=CFG.apex):
+                        y_preds = model(images)
+                        loss = criterion(y_preds, labels)
+                    optimizer.zero_grad(set_to_none=True)
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+                    scheduler.step()
+                    record.append(loss.item())
+                record += [optimizer.param_groups[0]['lr'], optimizer.param_groups[0]['betas'][0]]
+                model.eval()
+                losses, preds = [], []
+                for images, labels in valid_loader:
+                    with torch.no_grad():
+                        y_preds = model(images.to(device))
+                    losses.append(criterion(y_preds, labels.to(device)).item() * len(labels))
+                    preds.append(y_preds.softmax(1).to('cpu').numpy())
+                val_loss = sum(losses) / len(valid_ds)
+                record.append(val_loss)
+                if val_loss < best_loss:
+                    best_loss, bad_epochs = val_loss, 0
+                    torch.save({'model': model.state_dict(), 'predictions': np.concatenate(preds)},
+                               os.path.join(out_dir, f'fold{fold}.pth'))
+                else:
+                    bad_epochs += 1
+                    if bad_epochs >= CFG.patience:
+                        break
+            best = torch.load(os.path.join(out_dir, f'fold{fold}.pth'), map_location=torch.device('cpu'),
+                              weights_only=False)
+            oof[val_idx] = best['predictions']
+        oof_loss = -np.mean(np.log(oof[np.arange(len(y)), y] + 1e-15))
+        record += [oof_loss, float((oof.argmax(1) == y).mean())]
+        # inference: every fold's best model, TTA by a horizontal flip
+        probs = []
+        for fold in range(CFG.n_fold):
+            model = Model().to(device)
+            model.load_state_dict(torch.load(os.path.join(out_dir, f'fold{fold}.pth'), weights_only=False)['model'])
+            model.eval()
+            with torch.no_grad():
+                p = model(X_test).softmax(1) + model(torch.flip(X_test, dims=[3])).softmax(1)
+            probs.append(p / 2)
+        sub = torch.stack(probs).mean(0)
+        record += sub.flatten().tolist() + sub.argmax(1).tolist()
+    return init, record + summary(model.parameters())
+
+
+def test_kfold_onecycle_tta():
+    compare(kfold_onecycle_tta)
+
+
+# (f) a timm- and Hugging-Face-free fine-tuning loop: a small pre-norm ViT whose blocks get layer-wise lr decay
+# (param groups keyed by layer id with an 'lr_scale', no weight decay for biases, norms and the tokens), warmup then
+# cosine by a LambdaLR whose lr_lambda reads the step, gradient accumulation over micro-batches with loss /
+# accum_steps, clip_grad_norm_'s returned total norm, an EMA of the weights under torch.no_grad() by lerp_ and by
+# mul_().add_(alpha=) for the buffers, evaluation with the EMA model; a checkpoint with the model, EMA, optimizer and
+# scheduler states written mid-run and resumed into fresh objects by torch.load(map_location=lambda storage, loc:
+# storage), whose continuation must equal the uninterrupted run to the bit
+def finetune_lld_ema(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(5)
+
+    class Attention(nn.Module):
+        def __init__(self, dim, num_heads=2):
+            super().__init__()
+            self.num_heads = num_heads
+            self.scale = (dim // num_heads) ** -0.5
+            self.qkv = nn.Linear(dim, dim * 3, bias=False)
+            self.proj = nn.Linear(dim, dim)
+
+        def forward(self, x):
+            B, N, C = x.shape
+            qkv = self.qkv(x).reshape(B, N, 3, self.num_heads, C // self.num_heads).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0)
+            attn = (q @ k.transpose(-2, -1)) * self.scale
+            attn = attn.softmax(dim=-1)
+            x = (attn @ v).transpose(1, 2).reshape(B, N, C)
+            return self.proj(x)
+
+    class Block(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(dim)
+            self.attn = Attention(dim)
+            self.norm2 = nn.LayerNorm(dim)
+            self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.GELU(), nn.Linear(2 * dim, dim))
+
+        def forward(self, x):
+            x = x + self.attn(self.norm1(x))
+            return x + self.mlp(self.norm2(x))
+
+    class ViT(nn.Module):
+        def __init__(self, dim=8, depth=1, n_classes=3):
+            super().__init__()
+            self.patch_embed = nn.Conv2d(1, dim, 2, 2)
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, dim))
+            self.pos_embed = nn.Parameter(torch.zeros(1, 5, dim))
+            self.blocks = nn.ModuleList([Block(dim) for _ in range(depth)])
+            self.norm = nn.LayerNorm(dim)
+            self.head = nn.Linear(dim, n_classes)
+            nn.init.trunc_normal_(self.pos_embed, std=.02)
+            nn.init.trunc_normal_(self.cls_token, std=.02)
+
+        def forward(self, x):
+            x = self.patch_embed(x).flatten(2).transpose(1, 2)
+            x = torch.cat([self.cls_token.expand(x.shape[0], -1, -1), x], dim=1) + self.pos_embed
+            for blk in self.blocks:
+                x = blk(x)
+            return self.head(self.norm(x[:, 0]))  # the class token's norm alone (timm's fc_norm place)
+
+    def get_layer_id(name, num_layers):
+        if name in ('cls_token', 'pos_embed') or name.startswith('patch_embed'):
+            return 0
+        if name.startswith('blocks'):
+            return int(name.split('.')[1]) + 1
+        return num_layers - 1
+
+    def param_groups_lrd(model, weight_decay=0.05, no_weight_decay_list=(), layer_decay=.75):
+        param_group_names, param_groups = {}, {}
+        num_layers = len(model.blocks) + 1
+        layer_scales = list(layer_decay ** (num_layers - i) for i in range(num_layers + 1))
+        for n, p in model.named_parameters():
+            if not p.requires_grad:
+                continue
+            if p.ndim == 1 or n in no_weight_decay_list:
+                g_decay, this_decay = "no_decay", 0.
+            else:
+                g_decay, this_decay = "decay", weight_decay
+            layer_id = get_layer_id(n, num_layers + 1)
+            group_name = "layer_%d_%s" % (layer_id, g_decay)
+            if group_name not in param_group_names:
+                this_scale = layer_scales[layer_id]
+                param_group_names[group_name] = {"lr_scale": this_scale, "weight_decay": this_decay, "params": []}
+                param_groups[group_name] = {"lr_scale": this_scale, "weight_decay": this_decay, "params": []}
+            param_group_names[group_name]["params"].append(n)
+            param_groups[group_name]["params"].append(p)
+        return list(param_groups.values())
+
+    class ModelEma:
+        def __init__(self, model, decay=0.9):
+            self.module = copy.deepcopy(model)
+            self.module.eval()
+            self.decay = decay
+
+        @torch.no_grad()
+        def update(self, model):
+            for ema_p, p in zip(self.module.parameters(), model.parameters()):
+                ema_p.lerp_(p.detach(), 1. - self.decay)
+            for ema_b, b in zip(self.module.buffers(), model.buffers()):
+                if ema_b.dtype.is_floating_point:
+                    ema_b.mul_(self.decay).add_(b, alpha=1. - self.decay)
+                else:
+                    ema_b.copy_(b)
+
+    warmup_steps, total_steps, accum_steps, base_lr = 1, 3, 2, 4e-3
+
+    def lr_lambda(step):
+        if step < warmup_steps:
+            return float(step + 1) / float(warmup_steps)
+        progress = float(step - warmup_steps) / float(max(1, total_steps - warmup_steps))
+        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+    data_x = [torch.from_numpy(normal(rng, 1, 1, 4, 4)) for _ in range(2 * total_steps)]
+    data_y = [torch.from_numpy(rng.integers(0, 3, 1)) for _ in range(2 * total_steps)]
+    val_x, val_y = torch.from_numpy(normal(rng, 4, 1, 4, 4)), torch.from_numpy(rng.integers(0, 3, 4))
+
+    def build():
+        model = ViT()
+        groups = param_groups_lrd(model, weight_decay=0.05, no_weight_decay_list=('pos_embed', 'cls_token'))
+        optimizer = optim.AdamW(groups, lr=base_lr, betas=(0.9, 0.95))
+        for g in optimizer.param_groups:  # the lr_scale rides along in each group, as MAE's
+            assert 'lr_scale' in g
+        scheduler = m.lr_scheduler.LambdaLR(optimizer, lr_lambda)
+        return model, optimizer, scheduler
+
+    def run(model, optimizer, scheduler, ema, start, stop, record):
+        model.train()
+        for step in range(start, stop):
+            for micro in range(accum_steps):
+                i = step * accum_steps + micro
+                loss = F.cross_entropy(model(data_x[i]), data_y[i]) / accum_steps
+                loss.backward()
+                record.append(loss.item())
+            for g in optimizer.param_groups:
+                g['lr'] = scheduler.get_last_lr()[0] * g['lr_scale']
+            total_norm = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+            scheduler.step()
+            ema.update(model)
+            record.append(total_norm.item())
+        ema.module.eval()
+        with torch.no_grad():
+            logits = ema.module(val_x)
+        record += [F.cross_entropy(logits, val_y).item(), (logits.argmax(-1) == val_y).float().mean().item()]
+
+    model, optimizer, scheduler = build()
+    init = load(m, model, state)
+    ema = ModelEma(model)
+    straight, resumed = [], []
+    run(model, optimizer, scheduler, ema, 0, total_steps, straight)
+    model2, optimizer2, scheduler2 = build()
+    model2.load_state_dict({k: torch.tensor(v) for k, v in init.items()})
+    ema2 = ModelEma(model2)
+    run(model2, optimizer2, scheduler2, ema2, 0, 1, resumed)
+    with tempfile.TemporaryDirectory() as tmp:
+        torch.save({'epoch': 1, 'model_state_dict': model2.state_dict(), 'ema': ema2.module.state_dict(),
+                    'optimizer_state_dict': optimizer2.state_dict(), 'scheduler': scheduler2.state_dict()},
+                   os.path.join(tmp, 'last.pth'))
+        del model2, optimizer2, scheduler2, ema2
+        checkpoint = torch.load(os.path.join(tmp, 'last.pth'), map_location=lambda storage, loc: storage)
+    model3, optimizer3, scheduler3 = build()
+    model3.load_state_dict(checkpoint['model_state_dict'])
+    optimizer3.load_state_dict(checkpoint['optimizer_state_dict'])
+    scheduler3.load_state_dict(checkpoint['scheduler'])
+    ema3 = ModelEma(model3)
+    ema3.module.load_state_dict(checkpoint['ema'])
+    run(model3, optimizer3, scheduler3, ema3, checkpoint['epoch'], total_steps, resumed)
+    assert resumed[:3] == straight[:3] and resumed[5:] == straight[3:], (resumed, straight)
+    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), model3.parameters()))
+    lrs = [g['lr'] for g in optimizer3.param_groups]
+    return init, straight + lrs + summary(model.parameters()) + summary(ema.module.parameters())
+
+
+def test_finetune_lld_ema():
+    compare(finetune_lld_ema)
