@@ -950,3 +950,203 @@ def finetune_lld_ema(m, state=None):
 
 def test_finetune_lld_ema():
     compare(finetune_lld_ema)
+
+
+# (g) a CIFAR training script's checkpointing as repositories write it: argparse with --resume and --amp, a model of
+# BatchNorm and Dropout switched by model.train() and model.eval(), SGD(nesterov=True) under
+# CosineAnnealingWarmRestarts stepped by fractional epochs (epoch + i / iters), gradients clamped by a
+# register_hook on every parameter, the autocast and GradScaler flags off on the CPU, a checkpoint dict ('epoch',
+# 'model_state_dict', 'optimizer_state_dict', 'scheduler', 'scaler', 'best_acc', 'args': vars(args), the early
+# stopper's counters) saved each epoch and copied to model_best.pth by shutil.copyfile, a second run resumed from it by
+# torch.load(map_location='cpu') into fresh objects, early stopping on the accuracy, and the best model's confusion
+# matrix by torch.unique(dim=0, return_counts=True) of (target, pred) pairs with per-class precision, recall and F1
+def checkpoint_resume(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    import shutil
+    rng = np.random.default_rng(6)
+    n_classes = 3
+
+    class Net(nn.Module):
+        def __init__(self, drop=0.5):
+            super().__init__()
+            self.features = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4),
+                                          nn.ReLU(inplace=True), nn.MaxPool2d(2))
+            self.classifier = nn.Sequential(nn.Flatten(), nn.Dropout(drop), nn.Linear(16, n_classes))
+
+        def forward(self, x):
+            return self.classifier(self.features(x))
+
+    parser = argparse.ArgumentParser(description='PyTorch CIFAR10 Training')
+    parser.add_argument('--lr', default=0.1, type=float, help='learning rate')
+    parser.add_argument('--epochs', default=200, type=int)
+    parser.add_argument('--resume', '-r', default='', type=str, help='resume from checkpoint')
+    parser.add_argument('--amp', action='store_true', help='mixed precision')
+    parser.add_argument('--clip', default=1.0, type=float)
+    parser.add_argument('--patience', default=2, type=int)
+    parser.add_argument('--drop', default=0.5, type=float)
+    parser.add_argument('--out', default='checkpoint', type=str)
+    train_x, train_y = torch.from_numpy(normal(rng, 8, 3, 4, 4)), torch.from_numpy(rng.integers(0, n_classes, 8))
+    test_x, test_y = torch.from_numpy(normal(rng, 6, 3, 4, 4)), torch.from_numpy(rng.integers(0, n_classes, 6))
+    trainloader = m.data.DataLoader(m.data.TensorDataset(train_x, train_y), batch_size=4)
+    testloader = m.data.DataLoader(m.data.TensorDataset(test_x, test_y), batch_size=3)
+    record = []
+
+    def main(argv, state=None):
+        args = parser.parse_args(argv)
+        device = 'cuda' if torch.cuda.is_available() else 'cpu'
+        net = Net(args.drop).to(device)
+        init = load(m, net, state)
+        for p in net.parameters():
+            p.register_hook(lambda grad: torch.clamp(grad, -args.clip, args.clip))
+        criterion = nn.CrossEntropyLoss()
+        optimizer = optim.SGD(net.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4, nesterov=True)
+        scheduler = m.lr_scheduler.CosineAnnealingWarmRestarts(optimizer, T_0=1, T_mult=2, eta_min=1e-3)
+        scaler = torch.amp.GradScaler(device, enabled=args.amp)
+        start_epoch, best_acc, counter = 0, 0, 0
+        if args.resume:
+            checkpoint = torch.load(args.resume, map_location='cpu', weights_only=False)
+            net.load_state_dict(checkpoint['model_state_dict'])
+            optimizer.load_state_dict(checkpoint['optimizer_state_dict'])
+            scheduler.load_state_dict(checkpoint['scheduler'])
+            scaler.load_state_dict(checkpoint['scaler'])
+            start_epoch = checkpoint['epoch'] + 1
+            best_acc = checkpoint['best_acc']
+            counter = checkpoint['early_stopping']['counter']
+            assert checkpoint['args']['lr'] == args.lr
+        iters = len(trainloader)
+        for epoch in range(start_epoch, args.epochs):
+            net.train()
+            train_loss, correct, total = 0, 0, 0
+            for i, (inputs, targets) in enumerate(trainloader):
+                inputs, targets = inputs.to(device), targets.to(device)
+                optimizer.zero_grad()
+                with torch.autocast(device_type=device, enabled=args.amp):
+                    outputs = net(inputs)
+                    loss = criterion(outputs, targets)
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+                scheduler.step(epoch + i / iters)
+                train_loss += loss.item()
+                _, predicted = outputs.max(1)
+                total += targets.size(0)
+                correct += predicted.eq(targets).sum().item()
+            record.extend([train_loss / iters, 100. * correct / total, scheduler.get_last_lr()[0]])
+            net.eval()
+            correct, total = 0, 0
+            with torch.no_grad():
+                for inputs, targets in testloader:
+                    outputs = net(inputs.to(device))
+                    correct += (outputs.argmax(1) == targets).sum().item()
+                    total += targets.size(0)
+            acc = 100. * correct / total
+            record.append(acc)
+            is_best = acc > best_acc
+            if is_best:
+                best_acc, counter = acc, 0
+            else:
+                counter += 1
+            os.makedirs(args.out, exist_ok=True)
+            path = os.path.join(args.out, 'last.pth')
+            torch.save({'epoch': epoch, 'model_state_dict': net.state_dict(),
+                        'optimizer_state_dict': optimizer.state_dict(), 'scheduler': scheduler.state_dict(),
+                        'scaler': scaler.state_dict(), 'best_acc': best_acc, 'args': vars(args),
+                        'early_stopping': {'counter': counter, 'patience': args.patience}}, path)
+            if is_best:
+                shutil.copyfile(path, os.path.join(args.out, 'model_best.pth'))
+            if counter >= args.patience:
+                record.append(epoch)
+                break
+        return init, net
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, 'checkpoint')
+        init, _ = main(['--lr', '0.05', '--epochs', '2', '--out', out, '--drop', '0'], state)
+        _, net = main(['--lr', '0.05', '--epochs', '4', '--out', out, '--drop', '0',
+                       '--resume', os.path.join(out, 'last.pth')], init)
+        best = Net()
+        best.load_state_dict(torch.load(os.path.join(out, 'model_best.pth'), weights_only=False)['model_state_dict'])
+    best.eval()
+    with torch.no_grad():
+        pred = best(test_x).argmax(1)
+    pairs, counts = torch.unique(torch.stack([test_y, pred], dim=1), dim=0, return_counts=True)
+    cm = torch.zeros(n_classes, n_classes, dtype=torch.long)
+    cm[pairs[:, 0], pairs[:, 1]] = counts
+    tp = cm.diag().float()
+    precision = tp / cm.sum(0).clamp(min=1)
+    recall = tp / cm.sum(1).clamp(min=1)
+    f1 = torch.where(precision + recall > 0, 2 * precision * recall / (precision + recall), torch.zeros_like(tp))
+    record += cm.flatten().tolist() + precision.tolist() + recall.tolist() + [f1.mean().item()]
+    return init, record + summary(net.parameters()) + summary(net.buffers())
+
+
+def test_checkpoint_resume():
+    compare(checkpoint_resume)
+
+
+# (h) pytorch/examples' regression/main.py: a polynomial's features by torch.cat([x ** i for i in range(1,
+# POLY_DEGREE+1)], 1), the target W_target and b_target, poly_desc's formatting of the weights by .view(-1) and
+# .item(), get_batch, a Linear fitted by F.smooth_l1_loss and the hand update param.data.add_(-0.1 * param.grad) over
+# itertools.count(1), fc.zero_grad(), stopping once the loss falls under a threshold; the source's torch.randn by
+# numpy
+def regression_poly(m, state=None):
+    torch, F = m.torch, m.F
+    from itertools import count
+    rng = np.random.default_rng(7)
+    POLY_DEGREE = 4
+    W_target = torch.from_numpy(normal(rng, POLY_DEGREE, 1)) * 5
+    b_target = torch.from_numpy(normal(rng, 1)) * 5
+
+    def make_features(x):
+        """Builds features i.e. a matrix with columns [x, x^2, x^3, x^4]."""
+        x = x.unsqueeze(1)
+        return torch.cat([x ** i for i in range(1, POLY_DEGREE+1)], 1)
+
+    def f(x):
+        """Approximated function."""
+        return x.mm(W_target) + b_target.item()
+
+    def poly_desc(W, b):
+        """Creates a string description of a polynomial."""
+        result = 'y = '
+        for i, w in enumerate(W):
+            result += '{:+.2f} x^{} '.format(w, i + 1)
+        result += '{:+.2f}'.format(b[0])
+        return result
+
+    def get_batch(batch_size=32):
+        """Builds a batch i.e. (x, f(x)) pair."""
+        random = torch.from_numpy(normal(rng, batch_size) * 0.5)
+        x = make_features(random)
+        y = f(x)
+        return x, y
+
+    # Define model
+    fc = torch.nn.Linear(W_target.size(0), 1)
+    init = load(m, fc, state)
+    record = []
+    for batch_idx in count(1):
+        # Get data
+        batch_x, batch_y = get_batch(8)
+        # Reset gradients
+        fc.zero_grad()
+        # Forward pass
+        output = F.smooth_l1_loss(fc(batch_x), batch_y)
+        loss = output.item()
+        # Backward pass
+        output.backward()
+        # Apply gradients
+        for param in fc.parameters():
+            param.data.add_(-0.1 * param.grad)
+        record.append(loss)
+        # Stop criterion
+        if loss < 1e-3 or batch_idx == 4:
+            break
+    desc = [poly_desc(fc.weight.view(-1), fc.bias), poly_desc(W_target.view(-1), b_target)]
+    assert desc[1].startswith('y = ') and desc[1].count('x^') == POLY_DEGREE
+    return init, record + [batch_idx] + [float(t) for d in desc for t in d.replace('x^', ' ').split()[2::2]] + \
+        summary(fc.parameters())
+
+
+def test_regression_poly():
+    compare(regression_poly)
