@@ -1150,3 +1150,227 @@ def regression_poly(m, state=None):
 
 def test_regression_poly():
     compare(regression_poly)
+
+
+# (i) an advantage actor-critic script in the reinforcement_learning examples' style: argparse (--gamma, --seed,
+# --entropy-coef, --value-coef, --max-grad-norm), a toy corridor environment with reset(seed=) and step(), a shared
+# body with policy and value heads, Categorical(logits=...) sampling (torch replays tnet's actions), log_prob and
+# entropy().mean(), SavedAction namedtuples, the discounted returns built backwards with returns.insert(0, R),
+# normalised by (returns - returns.mean()) / (returns.std() + eps) with eps = np.finfo(np.float32).eps.item(), the
+# advantage detached, F.smooth_l1_loss(value, torch.tensor([R])) per step, torch.stack(...).sum(), clip_grad_norm_,
+# del model.rewards[:], and the running reward's exponential average
+def actor_critic_a2c(m, state=None, replay=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Categorical = torch.distributions.Categorical
+    SavedAction = namedtuple('SavedAction', ['log_prob', 'value', 'entropy'])
+
+    class Corridor:
+        """Walk right to the goal; a step left or right, a reward of 1 at the goal and -0.1 elsewhere."""
+        def __init__(self, n=4):
+            self.n = n
+
+        def reset(self, seed=None):
+            self.rng = np.random.default_rng(seed)
+            self.pos = 0
+            return self.obs(), {}
+
+        def obs(self):
+            o = np.zeros(self.n, dtype=np.float32)
+            o[self.pos] = 1
+            return o + self.rng.normal(0, 0.1, self.n).astype(np.float32)
+
+        def step(self, action):
+            self.pos = min(max(self.pos + (1 if action == 1 else -1), 0), self.n - 1)
+            done = self.pos == self.n - 1
+            return self.obs(), (1.0 if done else -0.1), done, False, {}
+
+    class Policy(nn.Module):
+        def __init__(self):
+            super(Policy, self).__init__()
+            self.affine1 = nn.Linear(4, 16)
+            self.action_head = nn.Linear(16, 2)
+            self.value_head = nn.Linear(16, 1)
+            self.saved_actions = []
+            self.rewards = []
+
+        def forward(self, x):
+            x = F.relu(self.affine1(x))
+            return self.action_head(x), self.value_head(x)
+
+    parser = argparse.ArgumentParser(description='PyTorch actor-critic example')
+    parser.add_argument('--gamma', type=float, default=0.99, metavar='G', help='discount factor (default: 0.99)')
+    parser.add_argument('--seed', type=int, default=543, metavar='N', help='random seed (default: 543)')
+    parser.add_argument('--entropy-coef', type=float, default=0.01)
+    parser.add_argument('--value-coef', type=float, default=0.5)
+    parser.add_argument('--max-grad-norm', type=float, default=0.5)
+    parser.add_argument('--log-interval', type=int, default=10, metavar='N')
+    args = parser.parse_args(['--gamma', '0.9'])
+    env = Corridor()
+    torch.manual_seed(args.seed)
+    model = Policy()
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=3e-2)
+    eps = np.finfo(np.float32).eps.item()
+    draws = iter(range(10 ** 6))
+
+    def select_action(state_):
+        state_ = torch.from_numpy(state_).float()
+        logits, state_value = model(state_)
+        m_ = Categorical(logits=logits)
+        action = replayed(m, replay, next(draws), m_.sample())
+        model.saved_actions.append(SavedAction(m_.log_prob(action), state_value, m_.entropy()))
+        return action.item()
+
+    def finish_episode():
+        R = 0
+        saved_actions = model.saved_actions
+        policy_losses = []
+        value_losses = []
+        returns = []
+        for r in model.rewards[::-1]:
+            R = r + args.gamma * R
+            returns.insert(0, R)
+        returns = torch.tensor(returns)
+        returns = (returns - returns.mean()) / (returns.std() + eps)
+        for (log_prob, value, _), R in zip(saved_actions, returns):
+            advantage = R - value.item()
+            policy_losses.append(-log_prob * advantage)
+            value_losses.append(F.smooth_l1_loss(value, torch.tensor([R])))
+        entropy = torch.stack([a.entropy for a in saved_actions]).mean()
+        optimizer.zero_grad()
+        loss = torch.stack(policy_losses).sum() + args.value_coef * torch.stack(value_losses).sum() - \
+            args.entropy_coef * entropy
+        loss.backward()
+        norm = nn.utils.clip_grad_norm_(model.parameters(), args.max_grad_norm)
+        optimizer.step()
+        del model.rewards[:]
+        del model.saved_actions[:]
+        return [loss.item(), entropy.item(), norm.item()]
+
+    running_reward = 0
+    record = []
+    for i_episode in range(1, 4):
+        state_, _ = env.reset(seed=args.seed + i_episode)
+        ep_reward = 0
+        for t in range(1, 6):
+            action = select_action(state_)
+            state_, reward, done, _, _ = env.step(action)
+            model.rewards.append(reward)
+            ep_reward += reward
+            if done:
+                break
+        running_reward = 0.05 * ep_reward + (1 - 0.05) * running_reward
+        record += finish_episode() + [ep_reward, running_reward, t]
+    return init, record + summary(model.parameters())
+
+
+def test_actor_critic_a2c():
+    compare(actor_critic_a2c, replay={})
+
+
+# (j) pytorch/examples' super_resolution main.py with fast_neural_style's losses beside it: argparse
+# (--upscale_factor, --batchSize, --nEpochs, --lr, --seed), the Net of convolutions ending in nn.PixelShuffle with
+# init.orthogonal_(..., init.calculate_gain('relu')), low-resolution inputs by F.interpolate(mode='bicubic') of the
+# targets, MSELoss plus a total-variation term (torch.sum(torch.abs(y[:, :, :, :-1] - y[:, :, :, 1:]))) and a style
+# term on Gram matrices (features.bmm(features_t) / (ch * h * w)), the PSNR by 10 * log10(1 / mse.item()) under
+# torch.no_grad(), and checkpoint(epoch) saving "model_epoch_{}.pth" (its state_dict: tnet does not pickle modules)
+def super_resolution_main(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    init_ = nn.init
+    rng = np.random.default_rng(9)
+
+    class Net(nn.Module):
+        def __init__(self, upscale_factor):
+            super(Net, self).__init__()
+            self.relu = nn.ReLU()
+            self.conv1 = nn.Conv2d(1, 8, (5, 5), (1, 1), (2, 2))
+            self.conv2 = nn.Conv2d(8, 8, (3, 3), (1, 1), (1, 1))
+            self.conv3 = nn.Conv2d(8, upscale_factor ** 2, (3, 3), (1, 1), (1, 1))
+            self.pixel_shuffle = nn.PixelShuffle(upscale_factor)
+            self._initialize_weights()
+
+        def forward(self, x):
+            x = self.relu(self.conv1(x))
+            x = self.relu(self.conv2(x))
+            x = self.pixel_shuffle(self.conv3(x))
+            return x
+
+        def _initialize_weights(self):
+            init_.orthogonal_(self.conv1.weight, init_.calculate_gain('relu'))
+            init_.orthogonal_(self.conv2.weight, init_.calculate_gain('relu'))
+            init_.orthogonal_(self.conv3.weight)
+
+    def gram_matrix(y):
+        (b, ch, h, w) = y.size()
+        features = y.view(b, ch, w * h)
+        features_t = features.transpose(1, 2)
+        gram = features.bmm(features_t) / (ch * h * w)
+        return gram
+
+    def total_variation(y):
+        return torch.sum(torch.abs(y[:, :, :, :-1] - y[:, :, :, 1:])) + \
+            torch.sum(torch.abs(y[:, :, :-1, :] - y[:, :, 1:, :]))
+
+    parser = argparse.ArgumentParser(description='PyTorch Super Res Example')
+    parser.add_argument('--upscale_factor', type=int, required=True, help="super resolution upscale factor")
+    parser.add_argument('--batchSize', type=int, default=64, help='training batch size')
+    parser.add_argument('--testBatchSize', type=int, default=10, help='testing batch size')
+    parser.add_argument('--nEpochs', type=int, default=2, help='number of epochs to train for')
+    parser.add_argument('--lr', type=float, default=0.01, help='Learning Rate. Default=0.01')
+    parser.add_argument('--tv-weight', type=float, default=1e-4)
+    parser.add_argument('--style-weight', type=float, default=10.)
+    parser.add_argument('--seed', type=int, default=123, help='random seed to use. Default=123')
+    opt = parser.parse_args(['--upscale_factor', '2', '--batchSize', '2', '--testBatchSize', '2', '--nEpochs', '2'])
+    torch.manual_seed(opt.seed)
+    device = torch.device("cpu")
+    targets = torch.from_numpy(rng.uniform(0, 1, (4, 1, 6, 6)).astype(np.float32))
+    inputs = F.interpolate(targets, scale_factor=1 / opt.upscale_factor, mode='bicubic', align_corners=False)
+    loader = m.data.DataLoader(m.data.TensorDataset(inputs, targets), batch_size=opt.batchSize, shuffle=False)
+    model = Net(upscale_factor=opt.upscale_factor).to(device)
+    init = load(m, model, state)
+    criterion = nn.MSELoss()
+    optimizer = optim.Adam(model.parameters(), lr=opt.lr)
+    record = []
+
+    def train(epoch):
+        epoch_loss = 0
+        for iteration, batch in enumerate(loader, 1):
+            input, target = batch[0].to(device), batch[1].to(device)
+            optimizer.zero_grad()
+            out = model(input)
+            loss = criterion(out, target) + opt.tv_weight * total_variation(out) + \
+                opt.style_weight * criterion(gram_matrix(out), gram_matrix(target))
+            epoch_loss += loss.item()
+            loss.backward()
+            optimizer.step()
+        record.append(epoch_loss / len(loader))
+
+    def test():
+        avg_psnr = 0
+        with torch.no_grad():
+            for batch in loader:
+                input, target = batch[0].to(device), batch[1].to(device)
+                prediction = model(input)
+                mse = criterion(prediction, target)
+                psnr = 10 * math.log10(1 / mse.item())
+                avg_psnr += psnr
+        record.append(avg_psnr / len(loader))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        def checkpoint(epoch):
+            model_out_path = os.path.join(tmp, "model_epoch_{}.pth".format(epoch))
+            torch.save(model.state_dict(), model_out_path)
+            return model_out_path
+
+        for epoch in range(1, opt.nEpochs + 1):
+            train(epoch)
+            test()
+            path = checkpoint(epoch)
+        model2 = Net(opt.upscale_factor)
+        model2.load_state_dict(torch.load(path))
+    assert torch.equal(model2(inputs[:1]), model(inputs[:1]))
+    return init, record + summary(model.parameters())
+
+
+def test_super_resolution_main():
+    compare(super_resolution_main)
