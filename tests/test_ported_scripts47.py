@@ -1374,3 +1374,138 @@ def super_resolution_main(m, state=None):
 
 def test_super_resolution_main():
     compare(super_resolution_main)
+
+
+# (k) a Hugging-Face-free text classification fine-tune: a vocabulary dict, a Dataset of token ids, a collate_fn
+# padding by pad_sequence(batch_first=True) with attention_mask = (input_ids != pad_id).long(), masked mean pooling
+# clamped by clamp(min=1e-9), get_linear_schedule_with_warmup written as a LambdaLR over a callable class (whose
+# __dict__ its state_dict keeps), AdamW over no-decay groups, gradient accumulation with model.zero_grad(
+# set_to_none=True), torch.inference_mode() evaluation with macro F1 in numpy, the best score's model and the
+# optimizer and scheduler saved into an io.BytesIO and restored into fresh objects whose next step matches
+def text_classifier_finetune(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    import io
+    pad_sequence = torch.nn.utils.rnn.pad_sequence
+    rng = np.random.default_rng(10)
+    texts = ['good movie', 'bad plot and bad acting', 'great fun', 'boring', 'not good at all', 'loved it',
+             'awful', 'fine acting great plot']
+    labels = [1, 0, 1, 0, 0, 1, 0, 1]
+    vocab = {'[PAD]': 0, '[UNK]': 1}
+    for t in texts:
+        for w in t.split():
+            vocab.setdefault(w, len(vocab))
+
+    class TextDataset(m.data.Dataset):
+        def __init__(self, texts, labels):
+            self.texts, self.labels = texts, labels
+
+        def __len__(self):
+            return len(self.texts)
+
+        def __getitem__(self, idx):
+            ids = [vocab.get(w, vocab['[UNK]']) for w in self.texts[idx].split()]
+            return {'input_ids': torch.tensor(ids, dtype=torch.long), 'labels': torch.tensor(self.labels[idx])}
+
+    def collate_fn(batch):
+        input_ids = pad_sequence([b['input_ids'] for b in batch], batch_first=True, padding_value=vocab['[PAD]'])
+        return {'input_ids': input_ids, 'attention_mask': (input_ids != vocab['[PAD]']).long(),
+                'labels': torch.stack([b['labels'] for b in batch])}
+
+    class Classifier(nn.Module):
+        def __init__(self, vocab_size, dim=8, n_labels=2):
+            super().__init__()
+            self.embeddings = nn.Embedding(vocab_size, dim, padding_idx=0)
+            self.encoder = nn.Sequential(nn.Linear(dim, dim), nn.Tanh())
+            self.dropout = nn.Dropout(0.0)
+            self.classifier = nn.Linear(dim, n_labels)
+
+        def forward(self, input_ids, attention_mask, labels=None):
+            h = self.encoder(self.embeddings(input_ids))
+            mask = attention_mask.unsqueeze(-1).float()
+            pooled = (h * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            logits = self.classifier(self.dropout(pooled))
+            loss = F.cross_entropy(logits, labels) if labels is not None else None
+            return {'loss': loss, 'logits': logits}
+
+    class LinearWarmup:
+        def __init__(self, num_warmup_steps, num_training_steps):
+            self.num_warmup_steps, self.num_training_steps = num_warmup_steps, num_training_steps
+
+        def __call__(self, current_step):
+            if current_step < self.num_warmup_steps:
+                return float(current_step) / float(max(1, self.num_warmup_steps))
+            return max(0.0, float(self.num_training_steps - current_step) /
+                       float(max(1, self.num_training_steps - self.num_warmup_steps)))
+
+    def get_linear_schedule_with_warmup(optimizer, num_warmup_steps, num_training_steps, last_epoch=-1):
+        return m.lr_scheduler.LambdaLR(optimizer, LinearWarmup(num_warmup_steps, num_training_steps), last_epoch)
+
+    def macro_f1(y_true, y_pred, n=2):
+        f1s = []
+        for c in range(n):
+            tp = np.sum((y_pred == c) & (y_true == c))
+            fp, fn = np.sum((y_pred == c) & (y_true != c)), np.sum((y_pred != c) & (y_true == c))
+            f1s.append(2 * tp / max(2 * tp + fp + fn, 1))
+        return float(np.mean(f1s))
+
+    train_loader = m.data.DataLoader(TextDataset(texts, labels), batch_size=2, shuffle=False, collate_fn=collate_fn)
+    eval_loader = m.data.DataLoader(TextDataset(texts[:4], labels[:4]), batch_size=4, collate_fn=collate_fn)
+    epochs, accum = 2, 2
+
+    def build():
+        model = Classifier(len(vocab))
+        no_decay = ['bias', 'LayerNorm.weight']
+        grouped = [{'params': [p for n, p in model.named_parameters() if not any(nd in n for nd in no_decay)],
+                    'weight_decay': 0.01},
+                   {'params': [p for n, p in model.named_parameters() if any(nd in n for nd in no_decay)],
+                    'weight_decay': 0.0}]
+        optimizer = optim.AdamW(grouped, lr=5e-2)
+        total = epochs * len(train_loader) // accum
+        return model, optimizer, get_linear_schedule_with_warmup(optimizer, 1, total)
+
+    model, optimizer, scheduler = build()
+    init = load(m, model, state)
+    record, best_score, buffer = [], -1.0, io.BytesIO()
+    for epoch in range(epochs):
+        model.train()
+        for step, batch in enumerate(train_loader):
+            outputs = model(**batch)
+            loss = outputs['loss'] / accum
+            loss.backward()
+            record.append(loss.item())
+            if (step + 1) % accum == 0:
+                nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+                scheduler.step()
+                model.zero_grad(set_to_none=True)
+        model.eval()
+        preds, golds = [], []
+        with torch.inference_mode():
+            for batch in eval_loader:
+                logits = model(batch['input_ids'], batch['attention_mask'])['logits']
+                preds.extend(logits.argmax(-1).tolist())
+                golds.extend(batch['labels'].tolist())
+        score = macro_f1(np.array(golds), np.array(preds))
+        record += [score, scheduler.get_last_lr()[0]]
+        if score > best_score:
+            best_score = score
+            buffer = io.BytesIO()
+            torch.save({'model': model.state_dict(), 'optimizer': optimizer.state_dict(),
+                        'scheduler': scheduler.state_dict(), 'score': score}, buffer)
+    buffer.seek(0)
+    ckpt = torch.load(buffer, weights_only=False)
+    assert ckpt['scheduler']['lr_lambdas'][0] == {'num_warmup_steps': 1, 'num_training_steps': 4}
+    model2, optimizer2, scheduler2 = build()
+    model2.load_state_dict(ckpt['model'])
+    optimizer2.load_state_dict(ckpt['optimizer'])
+    scheduler2.load_state_dict(ckpt['scheduler'])
+    batch = next(iter(train_loader))
+    model2(**batch)['loss'].backward()
+    optimizer2.step()
+    scheduler2.step()
+    record += [ckpt['score'], scheduler2.get_last_lr()[0]]
+    return init, record + summary(model.parameters()) + summary(model2.parameters())
+
+
+def test_text_classifier_finetune():
+    compare(text_classifier_finetune)
