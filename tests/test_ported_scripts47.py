@@ -1509,3 +1509,116 @@ def text_classifier_finetune(m, state=None):
 
 def test_text_classifier_finetune():
     compare(text_classifier_finetune)
+
+
+# (l) pytorch/examples' vae/main.py: argparse (--batch-size, --epochs, --no-accel, --seed, --log-interval), the VAE
+# of fc1, fc21/fc22 and fc3/fc4 with reparameterize's std = torch.exp(0.5*logvar) and eps = torch.randn_like(std)
+# (torch replays tnet's draws), loss_function's binary_cross_entropy(recon_x, x.view(-1, D), reduction='sum') plus
+# the KL term -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp()), train_loss / len(train_loader.dataset), the
+# test's comparison by torch.cat of the inputs and recon_batch.view(...)[:n] on the first batch, and the epoch's
+# sample = model.decode(torch.randn(64, 20)) under torch.no_grad() (the images' save_image left out)
+def vae_main(m, state=None, replay=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(11)
+    D, Z = 16, 2
+    draws = iter(range(10 ** 6))
+
+    class VAE(nn.Module):
+        def __init__(self):
+            super(VAE, self).__init__()
+            self.fc1 = nn.Linear(D, 8)
+            self.fc21 = nn.Linear(8, Z)
+            self.fc22 = nn.Linear(8, Z)
+            self.fc3 = nn.Linear(Z, 8)
+            self.fc4 = nn.Linear(8, D)
+
+        def encode(self, x):
+            h1 = F.relu(self.fc1(x))
+            return self.fc21(h1), self.fc22(h1)
+
+        def reparameterize(self, mu, logvar):
+            std = torch.exp(0.5*logvar)
+            eps = replayed(m, replay, next(draws), torch.randn_like(std))
+            return mu + eps*std
+
+        def decode(self, z):
+            h3 = F.relu(self.fc3(z))
+            return torch.sigmoid(self.fc4(h3))
+
+        def forward(self, x):
+            mu, logvar = self.encode(x.view(-1, D))
+            z = self.reparameterize(mu, logvar)
+            return self.decode(z), mu, logvar
+
+    # Reconstruction + KL divergence losses summed over all elements and batch
+    def loss_function(recon_x, x, mu, logvar):
+        BCE = F.binary_cross_entropy(recon_x, x.view(-1, D), reduction='sum')
+        # see Appendix B from VAE paper:
+        # Kingma and Welling. Auto-Encoding Variational Bayes. ICLR, 2014
+        # https://arxiv.org/abs/1312.6114
+        # 0.5 * sum(1 + log(sigma^2) - mu^2 - sigma^2)
+        KLD = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        return BCE + KLD
+
+    parser = argparse.ArgumentParser(description='VAE MNIST Example')
+    parser.add_argument('--batch-size', type=int, default=128, metavar='N')
+    parser.add_argument('--epochs', type=int, default=10, metavar='N')
+    parser.add_argument('--no-accel', action='store_true', help='disables accelerator')
+    parser.add_argument('--seed', type=int, default=1, metavar='S')
+    parser.add_argument('--log-interval', type=int, default=10, metavar='N')
+    args = parser.parse_args(['--batch-size', '3', '--epochs', '2', '--log-interval', '1'])
+    use_accel = not args.no_accel and torch.accelerator.is_available()
+    torch.manual_seed(args.seed)
+    device = torch.accelerator.current_accelerator() if use_accel else torch.device("cpu")
+    images = rng.uniform(0, 1, (6, 1, 4, 4)).astype(np.float32)
+    train_loader = m.data.DataLoader(m.data.TensorDataset(torch.from_numpy(images), torch.zeros(6)),
+                                     batch_size=args.batch_size, shuffle=False)
+    test_loader = m.data.DataLoader(m.data.TensorDataset(torch.from_numpy(images[:3]), torch.zeros(3)),
+                                    batch_size=args.batch_size, shuffle=False)
+    model = VAE().to(device)
+    init = load(m, model, state)
+    optimizer = optim.Adam(model.parameters(), lr=1e-2)
+    record = []
+
+    def train(epoch):
+        model.train()
+        train_loss = 0
+        for batch_idx, (data, _) in enumerate(train_loader):
+            data = data.to(device)
+            optimizer.zero_grad()
+            recon_batch, mu, logvar = model(data)
+            loss = loss_function(recon_batch, data, mu, logvar)
+            loss.backward()
+            train_loss += loss.item()
+            optimizer.step()
+            if batch_idx % args.log_interval == 0:
+                record.append(loss.item() / len(data))
+        record.append(train_loss / len(train_loader.dataset))
+
+    def test(epoch):
+        model.eval()
+        test_loss = 0
+        with torch.no_grad():
+            for i, (data, _) in enumerate(test_loader):
+                data = data.to(device)
+                recon_batch, mu, logvar = model(data)
+                test_loss += loss_function(recon_batch, data, mu, logvar).item()
+                if i == 0:
+                    n = min(data.size(0), 8)
+                    comparison = torch.cat([data[:n], recon_batch.view(args.batch_size, 1, 4, 4)[:n]])
+                    record.append(comparison.sum().item())
+        test_loss /= len(test_loader.dataset)
+        record.append(test_loss)
+
+    for epoch in range(1, args.epochs + 1):
+        train(epoch)
+        test(epoch)
+        with torch.no_grad():
+            sample = replayed(m, replay, next(draws), torch.randn(64, Z)).to(device)
+            sample = model.decode(sample).cpu()
+            record.append(sample.view(64, 1, 4, 4).mean().item())
+    return init, record + summary(model.parameters())
+
+
+def test_vae_main():
+    compare(vae_main, replay={})
