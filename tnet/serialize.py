@@ -84,8 +84,11 @@ def _encode(obj, saved, depth=0):
         return {"$device": str(obj)}
     if isinstance(obj, torch.Size):  # a tuple: before the tuples
         return {"$size": list(obj)}
-    if isinstance(obj, np.generic):
-        return _encode(obj.item(), saved, depth)
+    if isinstance(obj, np.generic):  # a numpy scalar (a best score by np.mean) comes back as one, as torch's
+        if obj.dtype.kind not in _ARRAY_KINDS:
+            raise ValueError(f"tnet.save: cannot store a numpy {obj.dtype} scalar (bool, integer, float and complex "
+                             "only)")
+        return {"$scalar": saved.add(np.asarray(obj))}
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, list):
@@ -470,6 +473,11 @@ def _decode(obj, loaded, where="obj", depth=0):
         if obj.keys() != {"$array"}:
             raise _Bad(f"{where}: bad array entry {str(obj)[:80]}")
         return loaded.array(obj["$array"], where)
+    if "$scalar" in obj:
+        a = loaded.array(obj["$scalar"], where) if obj.keys() == {"$scalar"} else None
+        if a is None or a.ndim != 0:
+            raise _Bad(f"{where}: bad numpy scalar entry {str(obj)[:80]}")
+        return a[()]
     if "$ordered" in obj:
         if not {"$ordered"} <= obj.keys() <= {"$ordered", "metadata"}:
             raise _Bad(f"{where}: bad ordered dict entry")
