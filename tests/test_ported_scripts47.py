@@ -1002,7 +1002,7 @@ def test_finetune_lld_ema():
 # torch.load(map_location='cpu') into fresh objects, early stopping on the accuracy, and the best model's confusion
 # matrix by torch.unique(dim=0, return_counts=True) of (target, pred) pairs with per-class precision, recall and F1
 def checkpoint_resume(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
     import shutil
     rng = np.random.default_rng(6)
     n_classes = 3
@@ -1427,7 +1427,6 @@ def text_classifier_finetune(m, state=None):
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
     import io
     pad_sequence = torch.nn.utils.rnn.pad_sequence
-    rng = np.random.default_rng(10)
     texts = ['good movie', 'bad plot and bad acting', 'great fun', 'boring', 'not good at all', 'loved it',
              'awful', 'fine acting great plot']
     labels = [1, 0, 1, 0, 0, 1, 0, 1]
