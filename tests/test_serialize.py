@@ -1,10 +1,12 @@
 """tnet.save and tnet.load: round trips, and files that must be refused without running anything."""
+import collections
 import io
 import json
 import os
 import pickle
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -45,6 +47,28 @@ def test_numpy_scalars_come_back_as_numpy_scalars(tmp_path):
         assert type(a) is type(b) and a == b, (a, b)
     with pytest.raises(ValueError, match="numpy <U1 scalar"):
         tnet.save({"s": np.str_("x")}, str(tmp_path / "s.npz"))
+
+
+def test_counter_comes_back_as_one(tmp_path):
+    """A Counter (MultiStepLR's milestones in its state_dict) loads as a Counter, as torch.load's, so that a resumed
+    MultiStepLR stepped with an epoch (its closed form, by milestones.elements()) gives torch's lrs."""
+    w = tnet.nn.Parameter(tnet.ones(2))
+    sd = tnet.optim.lr_scheduler.MultiStepLR(tnet.optim.SGD([w], lr=0.1), milestones=[2, 2, 4]).state_dict()
+    path = str(tmp_path / "sched.npz")
+    tnet.save({"scheduler": sd, "words": collections.Counter("abca")}, path)
+    back = tnet.load(path)
+    assert type(back["scheduler"]["milestones"]) is collections.Counter and back["scheduler"]["milestones"] == {2: 2, 4: 1}
+    assert back["words"] == collections.Counter("abca") and type(back["words"]) is collections.Counter
+    resumed = tnet.optim.lr_scheduler.MultiStepLR(tnet.optim.SGD([w], lr=0.1), milestones=[9])
+    resumed.load_state_dict(back["scheduler"])
+    ref = torch.optim.lr_scheduler.MultiStepLR(torch.optim.SGD([torch.nn.Parameter(torch.ones(2))], lr=0.1),
+                                               milestones=[2, 2, 4])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # step(epoch)'s deprecation
+        for epoch in range(6):
+            resumed.step(epoch)
+            ref.step(epoch)
+            assert resumed.get_last_lr() == ref.get_last_lr()
 
 
 def test_model_state_dict_round_trip(tmp_path):

@@ -106,6 +106,8 @@ def _encode(obj, saved, depth=0):
         if getattr(obj, "_metadata", None) is not None:
             node["metadata"] = _encode(dict(obj._metadata), saved, depth + 1)
         return node
+    if isinstance(obj, collections.Counter):  # MultiStepLR's milestones: its closed form calls .elements()
+        return {"$counter": _encode(dict(obj), saved, depth + 1)}
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in obj):
             return {k: _encode(v, saved, depth + 1) for k, v in obj.items()}
@@ -113,7 +115,7 @@ def _encode(obj, saved, depth=0):
             return {"$items": [[k, _encode(v, saved, depth + 1)] for k, v in obj.items()]}
         raise ValueError("tnet.save: dict keys must be strings or ints")
     raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, strings, bytes, "
-                     "None, lists, tuples, sets, dicts, argparse Namespaces, dtypes, devices and sizes only)")
+                     "None, lists, tuples, sets, dicts, Counters, argparse Namespaces, dtypes, devices and sizes only)")
 
 
 def _is_parameter(t):
@@ -473,6 +475,11 @@ def _decode(obj, loaded, where="obj", depth=0):
         if obj.keys() != {"$array"}:
             raise _Bad(f"{where}: bad array entry {str(obj)[:80]}")
         return loaded.array(obj["$array"], where)
+    if "$counter" in obj:
+        counts = _decode(obj["$counter"], loaded, where, depth + 1) if obj.keys() == {"$counter"} else None
+        if not isinstance(counts, dict):
+            raise _Bad(f"{where}: bad counter entry")
+        return collections.Counter(counts)
     if "$scalar" in obj:
         a = loaded.array(obj["$scalar"], where) if obj.keys() == {"$scalar"} else None
         if a is None or a.ndim != 0:
