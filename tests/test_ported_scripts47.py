@@ -13,7 +13,8 @@ the folds' reloaded models); a fine-tuning loop with layer-wise lr decay groups 
 by LambdaLR, gradient accumulation, an EMA by lerp_ and mul_().add_(), and a checkpoint resumed mid-run by
 torch.load(map_location=lambda storage, loc: storage) that continues bit for bit as the uninterrupted run; a CIFAR
 script's checkpoint dict ('epoch', 'model_state_dict', 'optimizer_state_dict', 'scheduler', 'scaler', 'best_acc',
-'args': vars(args), early stopping's counter) with CosineAnnealingWarmRestarts stepped by fractional epochs, gradients
+'args': vars(args), early stopping's counter) with CosineAnnealingWarmRestarts stepped by fractional epochs or a
+MultiStepLR stepped by scheduler.step(epoch), gradients
 clamped by register_hook, model_best.pth by shutil.copyfile, a resume into fresh objects and a confusion matrix by
 torch.unique(dim=0, return_counts=True); pytorch/examples' regression (polynomial features, smooth_l1_loss, updates
 through .data, itertools.count); an advantage actor-critic (Categorical(logits=) with entropy, normalised returns,
@@ -33,12 +34,15 @@ dropout2d is feature dropout of any rank with a warning, a 2-D input dropped ele
 tnet dropped each dim-0 slice of an input it read as [C, H, W], where torch reads [N, C, L] and drops each (N, C) row,
 with its warning. tnet.save stored a numpy scalar (the text classifier's best macro F1 by np.mean) as a Python number,
 so tnet.load gave a float where torch.load(weights_only=False) gives the np.float64 back: numpy scalars are now stored
-as 0-d arrays and load as numpy scalars of their dtype (a complex one too, which tnet.save refused). The other scripts ran in tnet as in torch at their first run. Probes of the same scripts' less common
+as 0-d arrays and load as numpy scalars of their dtype (a complex one too, which tnet.save refused). And tnet.save stored
+a collections.Counter as a dict: MultiStepLR's milestones came back a dict, so the CIFAR script's MultiStepLR, resumed
+and stepped by scheduler.step(epoch) (its closed form calls milestones.elements()), raised AttributeError; a Counter
+now loads as one, as torch.load's. The other scripts ran in tnet as in torch at their first run. Probes of the same scripts' less common
 calls beside them (Tensor.__format__ of 0-d and 1-element tensors, torch.save and torch.load through open files,
 io.BytesIO and pathlib.Path with map_location as a lambda, a dict, a device or a string and mmap=True, the schedulers'
 state_dicts, OneCycleLR's three phases and CyclicLR's triangular2, clip_grad_norm_'s norm_type='inf' and foreach=,
 torch.autocast and torch.cuda.amp.autocast as decorators, set_grad_enabled called alone, a numpy scalar, an array and
-an argparse.Namespace inside a checkpoint) found tnet as torch but for that numpy scalar.
+an argparse.Namespace inside a checkpoint) found tnet as torch but for that numpy scalar and Counter.
 
 Found and left as they are: word_language_model and super_resolution save the module itself (torch.save(model, f)),
 which tnet does not pickle (README: save the state_dict), so they save its state_dict here."""
@@ -995,7 +999,8 @@ def test_finetune_lld_ema():
 
 # (g) a CIFAR training script's checkpointing as repositories write it: argparse with --resume and --amp, a model of
 # BatchNorm and Dropout switched by model.train() and model.eval(), SGD(nesterov=True) under
-# CosineAnnealingWarmRestarts stepped by fractional epochs (epoch + i / iters), gradients clamped by a
+# CosineAnnealingWarmRestarts stepped by fractional epochs (epoch + i / iters), or, in a second pair of runs, under a
+# MultiStepLR stepped by scheduler.step(epoch) at each epoch's start as older scripts do, gradients clamped by a
 # register_hook on every parameter, the autocast and GradScaler flags off on the CPU, a checkpoint dict ('epoch',
 # 'model_state_dict', 'optimizer_state_dict', 'scheduler', 'scaler', 'best_acc', 'args': vars(args), the early
 # stopper's counters) saved each epoch and copied to model_best.pth by shutil.copyfile, a second run resumed from it by
@@ -1026,6 +1031,8 @@ def checkpoint_resume(m, state=None):
     parser.add_argument('--patience', default=2, type=int)
     parser.add_argument('--drop', default=0.5, type=float)
     parser.add_argument('--out', default='checkpoint', type=str)
+    parser.add_argument('--scheduler', default='cosine', choices=['cosine', 'multistep'])
+    parser.add_argument('--milestones', default=[100, 150], type=int, nargs='+')
     train_x, train_y = torch.from_numpy(normal(rng, 8, 3, 4, 4)), torch.from_numpy(rng.integers(0, n_classes, 8))
     test_x, test_y = torch.from_numpy(normal(rng, 6, 3, 4, 4)), torch.from_numpy(rng.integers(0, n_classes, 6))
     trainloader = m.data.DataLoader(m.data.TensorDataset(train_x, train_y), batch_size=4)
@@ -1041,7 +1048,10 @@ def checkpoint_resume(m, state=None):
             p.register_hook(lambda grad: torch.clamp(grad, -args.clip, args.clip))
         criterion = nn.CrossEntropyLoss()
         optimizer = optim.SGD(net.parameters(), lr=args.lr, momentum=0.9, weight_decay=5e-4, nesterov=True)
-        scheduler = m.lr_scheduler.CosineAnnealingWarmRestarts(optimizer, T_0=1, T_mult=2, eta_min=1e-3)
+        if args.scheduler == 'cosine':
+            scheduler = m.lr_scheduler.CosineAnnealingWarmRestarts(optimizer, T_0=1, T_mult=2, eta_min=1e-3)
+        else:
+            scheduler = m.lr_scheduler.MultiStepLR(optimizer, milestones=args.milestones, gamma=0.5)
         scaler = torch.amp.GradScaler(device, enabled=args.amp)
         start_epoch, best_acc, counter = 0, 0, 0
         if args.resume:
@@ -1056,6 +1066,10 @@ def checkpoint_resume(m, state=None):
             assert checkpoint['args']['lr'] == args.lr
         iters = len(trainloader)
         for epoch in range(start_epoch, args.epochs):
+            if args.scheduler == 'multistep':
+                with warnings.catch_warnings():
+                    warnings.simplefilter('ignore')  # step(epoch)'s deprecation, as old scripts call it
+                    scheduler.step(epoch)
             net.train()
             train_loss, correct, total = 0, 0, 0
             for i, (inputs, targets) in enumerate(trainloader):
@@ -1067,7 +1081,8 @@ def checkpoint_resume(m, state=None):
                 scaler.scale(loss).backward()
                 scaler.step(optimizer)
                 scaler.update()
-                scheduler.step(epoch + i / iters)
+                if args.scheduler == 'cosine':
+                    scheduler.step(epoch + i / iters)
                 train_loss += loss.item()
                 _, predicted = outputs.max(1)
                 total += targets.size(0)
@@ -1105,6 +1120,13 @@ def checkpoint_resume(m, state=None):
         init, _ = main(['--lr', '0.05', '--epochs', '2', '--out', out, '--drop', '0'], state)
         _, net = main(['--lr', '0.05', '--epochs', '4', '--out', out, '--drop', '0',
                        '--resume', os.path.join(out, 'last.pth')], init)
+        # the same with a MultiStepLR stepped by epoch (its milestones a Counter in the checkpoint)
+        step_out = os.path.join(tmp, 'multistep')
+        main(['--lr', '0.05', '--epochs', '2', '--out', step_out, '--drop', '0', '--scheduler', 'multistep',
+              '--milestones', '1', '3', '--patience', '9'], init)
+        _, net2 = main(['--lr', '0.05', '--epochs', '4', '--out', step_out, '--drop', '0', '--scheduler', 'multistep',
+                        '--milestones', '1', '3', '--patience', '9', '--resume', os.path.join(step_out, 'last.pth')],
+                       init)
         best = Net()
         best.load_state_dict(torch.load(os.path.join(out, 'model_best.pth'), weights_only=False)['model_state_dict'])
     best.eval()
@@ -1118,7 +1140,7 @@ def checkpoint_resume(m, state=None):
     recall = tp / cm.sum(1).clamp(min=1)
     f1 = torch.where(precision + recall > 0, 2 * precision * recall / (precision + recall), torch.zeros_like(tp))
     record += cm.flatten().tolist() + precision.tolist() + recall.tolist() + [f1.mean().item()]
-    return init, record + summary(net.parameters()) + summary(net.buffers())
+    return init, record + summary(net.parameters()) + summary(net.buffers()) + summary(net2.parameters())
 
 
 def test_checkpoint_resume():
