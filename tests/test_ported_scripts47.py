@@ -202,8 +202,10 @@ def mnist_main(m, state=None):
             assert model2.training and model2.dropout1.training and not model.training
         return init, record + summary(model.parameters())
 
+    # --no-accel: on a GPU machine torch.accelerator would find the GPU for torch too, whose loader then shuffles with
+    # torch's generator
     return main(['--batch-size', '4', '--test-batch-size', '3', '--epochs', '2', '--lr', '0.5', '--log-interval',
-                 '2', '--save-model', '--dropout', '0', '0'])
+                 '2', '--save-model', '--dropout', '0', '0', '--no-accel'])
 
 
 def test_mnist_main():
@@ -1629,7 +1631,7 @@ def vae_main(m, state=None, replay=None):
     parser.add_argument('--no-accel', action='store_true', help='disables accelerator')
     parser.add_argument('--seed', type=int, default=1, metavar='S')
     parser.add_argument('--log-interval', type=int, default=10, metavar='N')
-    args = parser.parse_args(['--batch-size', '3', '--epochs', '2', '--log-interval', '1'])
+    args = parser.parse_args(['--batch-size', '3', '--epochs', '2', '--log-interval', '1', '--no-accel'])
     use_accel = not args.no_accel and torch.accelerator.is_available()
     torch.manual_seed(args.seed)
     device = torch.accelerator.current_accelerator() if use_accel else torch.device("cpu")
