@@ -6,46 +6,52 @@ source's dropout); mnist_rnn's LSTM with BatchNorm1d and nn.Dropout2d on a 2-D t
 (a Corpus read from files, batchify, get_batch, repackage_hidden, tied weights, the manual update p.data.add_(p.grad,
 alpha=-lr) after clip_grad_norm_, lr /= 4.0 on a stalled validation, the best state_dict saved and reloaded through
 open files, flatten_parameters); siamese_network's backbone surgery by list(children())[:-1], init_weights by apply,
-BCELoss and torch.where(outputs > 0.5, 1, 0); a Kaggle k-fold loop over indices (seed_everything, a fresh model per fold
-from one deepcopied state_dict, OneCycleLR per batch with three phases and linear annealing, label smoothing, the
-autocast and GradScaler flags off, early stopping with each fold's best saved, out-of-fold probabilities, flip TTA over
-the folds' reloaded models); a fine-tuning loop with layer-wise lr decay groups carrying an 'lr_scale', warmup and cosine
-by LambdaLR, gradient accumulation, an EMA by lerp_ and mul_().add_(), and a checkpoint resumed mid-run by
+BCELoss and torch.where(outputs > 0.5, 1, 0); a Kaggle k-fold loop over indices (seed_everything, a fresh model per
+fold from one deepcopied state_dict, OneCycleLR per batch with three phases and linear annealing, label smoothing, the
+autocast and GradScaler flags off, early stopping with each fold's best saved, out-of-fold probabilities, flip TTA
+over the folds' reloaded models); a fine-tuning loop with layer-wise lr decay groups carrying an 'lr_scale', warmup
+and cosine by LambdaLR, gradient accumulation, an EMA by lerp_ and mul_().add_(), and a checkpoint resumed mid-run by
 torch.load(map_location=lambda storage, loc: storage) that continues bit for bit as the uninterrupted run; a CIFAR
 script's checkpoint dict ('epoch', 'model_state_dict', 'optimizer_state_dict', 'scheduler', 'scaler', 'best_acc',
 'args': vars(args), early stopping's counter) with CosineAnnealingWarmRestarts stepped by fractional epochs or a
-MultiStepLR stepped by scheduler.step(epoch), gradients
-clamped by register_hook, model_best.pth by shutil.copyfile, a resume into fresh objects and a confusion matrix by
-torch.unique(dim=0, return_counts=True); pytorch/examples' regression (polynomial features, smooth_l1_loss, updates
-through .data, itertools.count); an advantage actor-critic (Categorical(logits=) with entropy, normalised returns,
-smooth_l1_loss against torch.tensor([R]), clip_grad_norm_); super_resolution's main with PixelShuffle and orthogonal
-init, beside fast_neural_style's Gram matrices and a total-variation loss, the PSNR and per-epoch checkpoints; a
-Hugging-Face-free text classifier (pad_sequence in a collate_fn of dict samples, masked mean pooling, a LambdaLR over a
-callable class whose state_dict keeps its __dict__, inference_mode, macro F1, the best checkpoint in an io.BytesIO
-resumed); and pytorch/examples' vae main. Each runs in tnet, then in torch from tnet's initial weights (state_dict
-through numpy), and the losses, metrics and the weights summed into a few numbers agree. Numpy draws the data and what
-the sources draw with torch's generator (the siamese pairs, the regression's batches), or torch replays tnet's draws
-(`replayed`: the actor-critic's actions, the VAE's noise); dropout is 0 in the compared training where a source has it;
-shapes are tiny and runs take one to eight steps.
+MultiStepLR stepped by scheduler.step(epoch), gradients clamped by register_hook, model_best.pth by shutil.copyfile, a
+resume into fresh objects and a confusion matrix by torch.unique(dim=0, return_counts=True); pytorch/examples'
+regression (polynomial features, smooth_l1_loss, updates through .data, itertools.count); an advantage actor-critic
+(Categorical(logits=) with entropy, normalised returns, smooth_l1_loss against torch.tensor([R]), clip_grad_norm_);
+super_resolution's main with PixelShuffle and orthogonal init, beside fast_neural_style's Gram matrices and a total-
+variation loss, the PSNR and per-epoch checkpoints; a Hugging-Face-free text classifier (pad_sequence in a collate_fn
+of dict samples, masked mean pooling, a LambdaLR over a callable class whose state_dict keeps its __dict__,
+inference_mode, macro F1, the best checkpoint in an io.BytesIO resumed); and pytorch/examples' vae main. Each runs in
+tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, metrics and the weights
+summed into a few numbers agree. Numpy draws the data and what the sources draw with torch's generator (the siamese
+pairs, the regression's batches), or torch replays tnet's draws (`replayed`: the actor-critic's actions, the VAE's
+noise); dropout is 0 in the compared training where a source has it; shapes are tiny and runs take one to eight steps.
 
-Fixed in tnet on the way (each with its unit test, in test_random.py and test_serialize.py): F.dropout2d (and nn.Dropout2d) raised ValueError for
-any input but 3-D and 4-D, so mnist_rnn's Dropout2d after a BatchNorm1d stopped the script even in eval mode; torch's
-dropout2d is feature dropout of any rank with a warning, a 2-D input dropped element-wise. Its 3-D case differed too:
-tnet dropped each dim-0 slice of an input it read as [C, H, W], where torch reads [N, C, L] and drops each (N, C) row,
-with its warning. tnet.save stored a numpy scalar (the text classifier's best macro F1 by np.mean) as a Python number,
-so tnet.load gave a float where torch.load(weights_only=False) gives the np.float64 back: numpy scalars are now stored
-as 0-d arrays and load as numpy scalars of their dtype (a complex one too, which tnet.save refused). And tnet.save stored
-a collections.Counter as a dict: MultiStepLR's milestones came back a dict, so the CIFAR script's MultiStepLR, resumed
-and stepped by scheduler.step(epoch) (its closed form calls milestones.elements()), raised AttributeError; a Counter
-now loads as one, as torch.load's. The other scripts ran in tnet as in torch at their first run. Probes of the same scripts' less common
-calls beside them (Tensor.__format__ of 0-d and 1-element tensors, torch.save and torch.load through open files,
-io.BytesIO and pathlib.Path with map_location as a lambda, a dict, a device or a string and mmap=True, the schedulers'
-state_dicts, OneCycleLR's three phases and CyclicLR's triangular2, clip_grad_norm_'s norm_type='inf' and foreach=,
-torch.autocast and torch.cuda.amp.autocast as decorators, set_grad_enabled called alone, a numpy scalar, an array and
-an argparse.Namespace inside a checkpoint) found tnet as torch but for that numpy scalar and Counter.
+Fixed in tnet on the way (each with its unit test, in test_random.py and test_serialize.py): F.dropout2d (and
+nn.Dropout2d) raised ValueError for any input but 3-D and 4-D, so mnist_rnn's Dropout2d after a BatchNorm1d stopped
+the script even in eval mode; torch's dropout2d is feature dropout of any rank with a warning, a 2-D input dropped
+element-wise. Its 3-D case differed too: tnet dropped each dim-0 slice of an input it read as [C, H, W], where torch
+reads [N, C, L] and drops each (N, C) row, with its warning. tnet.save stored a numpy scalar (the text classifier's
+best macro F1 by np.mean) as a Python number, so tnet.load gave a float where torch.load(weights_only=False) gives the
+np.float64 back: numpy scalars are now stored as 0-d arrays and load as numpy scalars of their dtype (a complex one
+too, which tnet.save refused). And tnet.save stored a collections.Counter as a dict: MultiStepLR's milestones came
+back a dict, so the CIFAR script's MultiStepLR, resumed and stepped by scheduler.step(epoch) (its closed form calls
+milestones.elements()), raised AttributeError; a Counter now loads as one, as torch.load's. The other scripts ran in
+tnet as in torch at their first run. Probes of the same scripts' less common calls beside them (every scheduler's
+state_dict, with the optimizer's, through torch.save and torch.load into fresh objects, whose lrs and momenta go on as
+the uninterrupted run's and torch's; the modules' reprs that scripts print; torch.accelerator's queries without an
+accelerator; %-formatting, math, json and numpy on 0-d tensors; Tensor.__format__ of 0-d and 1-element tensors,
+torch.save and torch.load through open files, io.BytesIO and pathlib.Path with map_location as a lambda, a dict, a
+device or a string and mmap=True, OneCycleLR's three phases and CyclicLR's triangular2,
+clip_grad_norm_'s norm_type='inf' and foreach=, torch.autocast and torch.cuda.amp.autocast as decorators,
+set_grad_enabled called alone, a numpy scalar, an array and an argparse.Namespace inside a checkpoint) found tnet as
+torch but for that numpy scalar and Counter.
 
 Found and left as they are: word_language_model and super_resolution save the module itself (torch.save(model, f)),
-which tnet does not pickle (README: save the state_dict), so they save its state_dict here."""
+which tnet does not pickle (README: save the state_dict), so they save its state_dict here. As
+test_ported_scripts45.py found, torch.cuda.amp.GradScaler() and torch.cuda.amp.autocast() with their default
+enabled=True are on in tnet on a CPU machine (tnet's one device, which 'cuda' names), where torch without CUDA turns
+them off with a warning: the scripts here pass enabled= from their flags, off."""
 import argparse
 import copy
 import math
