@@ -228,9 +228,10 @@ def test_random_every_config(i, monkeypatch, rng):
 
 
 def test_dropout2d_drops_whole_channels():
-    """Each (sample, channel) map is zero or scaled by 1/(1-p), as torch's (a [C, H, W] input: each
-    channel); the gradient takes the same mask; eval mode and p=0 give the input back; a channels-last
-    input keeps its layout."""
+    """Each (sample, channel) map is zero or scaled by 1/(1-p), as torch's; the gradient takes the same mask; eval
+    mode and p=0 give the input back; a channels-last input keeps its layout. Other ranks as torch's feature dropout,
+    with its warnings: a 3-D input read as [N, C, L], a 2-D one (mnist_rnn's Dropout2d after a BatchNorm1d) dropped
+    element-wise, a 1-D one refused in training only."""
     tnet.manual_seed(4)
     x = tnet.tensor(np.random.default_rng(0).uniform(1, 2, (6, 16, 3, 3)), requires_grad=True)
     x.memory = x.memory.contiguous(memory_format=torch.channels_last)
@@ -243,13 +244,19 @@ def test_dropout2d_drops_whole_channels():
     assert 10 < (per_map[..., 0] == 0).sum() < 70 and is_channels_last(y.memory)
     assert np.allclose(x.grad.numpy(), ratio)
     assert F.dropout2d(x, 0.4, training=False) is x and F.dropout2d(x, 0.0) is x
-    z = F.dropout2d(tnet.ones(5, 2, 2), 0.5).numpy().reshape(5, 4)
-    assert np.allclose(z, z[:, :1])
+    with pytest.warns(UserWarning, match="interpreted as shape \\(N, C, L\\)"):
+        z = F.dropout2d(tnet.ones(5, 2, 4), 0.5).numpy()
+    assert np.allclose(z, z[..., :1]) and np.isclose(z, 0).any() and not np.allclose(z[:, :1], z[:, 1:])
+    with pytest.warns(UserWarning, match="Received a 2-D input to dropout2d"):
+        z = nn.Dropout2d(0.5)(tnet.ones(64, 3)).numpy()
+    assert set(np.unique(z)) == {0.0, 2.0} and not np.allclose(z, z[:, :1])
     m = nn.Dropout2d(0.5)
     m.eval()
     assert m(x) is x
-    with pytest.raises(ValueError, match="3-D or 4-D"):
-        F.dropout2d(tnet.ones(4), 0.5)
+    with pytest.warns(UserWarning, match="1-D input"):
+        assert F.dropout2d(tnet.ones(4), 0.5, training=False).shape == (4,)
+        with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+            F.dropout2d(tnet.ones(4), 0.5)
 
 
 

@@ -84,8 +84,11 @@ def _encode(obj, saved, depth=0):
         return {"$device": str(obj)}
     if isinstance(obj, torch.Size):  # a tuple: before the tuples
         return {"$size": list(obj)}
-    if isinstance(obj, np.generic):
-        return _encode(obj.item(), saved, depth)
+    if isinstance(obj, np.generic):  # a numpy scalar (a best score by np.mean) comes back as one, as torch's
+        if obj.dtype.kind not in _ARRAY_KINDS:
+            raise ValueError(f"tnet.save: cannot store a numpy {obj.dtype} scalar (bool, integer, float and complex "
+                             "only)")
+        return {"$scalar": saved.add(np.asarray(obj))}
     if obj is None or isinstance(obj, (bool, int, float, str)):
         return obj
     if isinstance(obj, list):
@@ -103,6 +106,8 @@ def _encode(obj, saved, depth=0):
         if getattr(obj, "_metadata", None) is not None:
             node["metadata"] = _encode(dict(obj._metadata), saved, depth + 1)
         return node
+    if isinstance(obj, collections.Counter):  # MultiStepLR's milestones: its closed form calls .elements()
+        return {"$counter": _encode(dict(obj), saved, depth + 1)}
     if isinstance(obj, dict):
         if all(isinstance(k, str) and not k.startswith("$") for k in obj):
             return {k: _encode(v, saved, depth + 1) for k, v in obj.items()}
@@ -110,7 +115,7 @@ def _encode(obj, saved, depth=0):
             return {"$items": [[k, _encode(v, saved, depth + 1)] for k, v in obj.items()]}
         raise ValueError("tnet.save: dict keys must be strings or ints")
     raise ValueError(f"tnet.save: cannot store a {type(obj).__name__} (tensors, arrays, numbers, strings, bytes, "
-                     "None, lists, tuples, sets, dicts, argparse Namespaces, dtypes, devices and sizes only)")
+                     "None, lists, tuples, sets, dicts, Counters, argparse Namespaces, dtypes, devices and sizes only)")
 
 
 def _is_parameter(t):
@@ -470,6 +475,16 @@ def _decode(obj, loaded, where="obj", depth=0):
         if obj.keys() != {"$array"}:
             raise _Bad(f"{where}: bad array entry {str(obj)[:80]}")
         return loaded.array(obj["$array"], where)
+    if "$counter" in obj:
+        counts = _decode(obj["$counter"], loaded, where, depth + 1) if obj.keys() == {"$counter"} else None
+        if not isinstance(counts, dict):
+            raise _Bad(f"{where}: bad counter entry")
+        return collections.Counter(counts)
+    if "$scalar" in obj:
+        a = loaded.array(obj["$scalar"], where) if obj.keys() == {"$scalar"} else None
+        if a is None or a.ndim != 0:
+            raise _Bad(f"{where}: bad numpy scalar entry {str(obj)[:80]}")
+        return a[()]
     if "$ordered" in obj:
         if not {"$ordered"} <= obj.keys() <= {"$ordered", "metadata"}:
             raise _Bad(f"{where}: bad ordered dict entry")

@@ -62,20 +62,27 @@ def native_dropout(input, p, train):
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels: each (sample, channel) map of a [N, C, H, W] input (a [C, H, W] one:
-    each channel) with probability p, the rest scaled by 1/(1-p), as torch's dropout2d; the mask
-    is dropout's over a tensor of ones shaped [N, C, 1, 1], in the input's dtype. inplace=True is
-    accepted and computed out of place, as dropout."""
+    """Zero whole channels: each (sample, channel) map of a [N, C, H, W] input with probability p, the rest
+    scaled by 1/(1-p), as torch's dropout2d, which is feature_dropout of any rank: a 3-D input is read as
+    [N, C, L] (torch's channel-wise 1-D behaviour, not an unbatched [C, H, W]) and another rank drops each
+    (dim 0, dim 1) slice (a 2-D [N, F] input element-wise, as pytorch/examples' mnist_rnn passes it), each
+    with torch's warning. inplace=True is accepted and computed out of place, as dropout."""
     check_args("dropout2d", "bool", train=training)
     check_tensors("dropout2d", input=input)
-    if input.dim() not in (3, 4):
-        raise ValueError(f"dropout2d: expected a 3-D or 4-D input, got {input.dim()}-D {input.shape}")
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0.0:
-        return input
-    mask = dropout(ones(*input.shape[:-2], 1, 1, dtype=input.dtype), p)
-    return mul(input, mask)
+    _check_p(p)
+    if input.ndim not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
+                      "in an error in a future release. To retain the behavior and silence this warning, please use "
+                      "dropout instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 "
+                      "spatial dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D "
+                      "inputs).", stacklevel=2)
+    if input.ndim == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", stacklevel=2)
+    return feature_dropout(input, p, training)
 
 
 _SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: the value a dropped element takes
