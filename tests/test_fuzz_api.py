@@ -2067,3 +2067,28 @@ def test_matmul_gradient_of_an_empty_operand_broadcast_over_a_batch(shapes):
     lambda m, f, t: f.adaptive_max_pool3d_with_indices(m.ones(0, 2, 3, 2, 2), (2, 1, 1))[0]])
 def test_seeds_800_up_as_torch(call):
     _same_outcome(call)
+
+
+@pytest.mark.parametrize("name, x, w, kw", [
+    ("conv_transpose3d", (2, 2, 3, 2, 2), (2, 2, 2, 1, 2), dict(padding=1, dilation=2)),
+    ("conv_transpose3d", (2, 2, 1, 4, 3), (2, 2, 2, 1, 1), dict(stride=2, padding=1)),
+    ("conv_transpose2d", (2, 2, 2, 2), (2, 2, 1, 2), dict(padding=1, dilation=2)),
+    ("conv_transpose1d", (2, 2, 2), (2, 2, 1), dict(padding=1))])
+def test_transposed_convolution_to_an_empty_output_as_torch(name, x, w, kw):
+    # an output dim of size 0 (the padding crops all of it) is an empty output with zero gradients, as torch's; a
+    # negative one raises (fuzz seed 901, F.conv_transpose3d cases 639 and 966 over the newer ops: tnet-only). So do
+    # torch's CUDA (cuDNN skips an empty output) and its CPU's oneDNN path; its CPU slow path (conv_transpose1d, groups
+    # > 1, 16-bit, some 1-row shapes) raises "Output size is too small" instead: conv_transpose1d's outcome is written
+    got, want = [], [(2, 2, 0), torch.float32, (2, 2, 2), 0.0, 0.0, [0.0, 0.0]] if name == "conv_transpose1d" else []
+    for m, f, out in ((torch, tF, want), (tnet, F, got)):
+        if m is torch and want:
+            continue
+        a, b = m.ones(*x, requires_grad=True), m.ones(*w, requires_grad=True)
+        c = m.ones(w[1], requires_grad=True)
+        y = getattr(f, name)(a, b, c, **kw)
+        y.sum().backward()
+        out += [tuple(y.shape), y.dtype, tuple(a.grad.shape), float(a.grad.abs().sum()), float(b.grad.abs().sum()),
+                c.grad.tolist()]
+    assert got == want
+    one_line_error(RuntimeError, lambda: getattr(F, name)(tnet.ones(*x[:2], *[1] * (len(x) - 2)),
+                                                          tnet.ones(*w[:2], *[1] * (len(w) - 2)), padding=1))

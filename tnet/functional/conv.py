@@ -256,7 +256,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                 tuple(o % s for o, s in zip(extra, stride)), groups, dilation)
     out = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1
                 for n, s, p, d, k, o in zip(x.shape[2:], stride, padding, dilation, w.shape[2:], extra))
-    check(min(out) > 0, lambda: f"conv_transpose2d: the output would be {out}")
+    check(min(out) >= 0, lambda: f"conv_transpose2d: the output would be {out}")
     low = amp.get_autocast_dtype()
     if x.shape[0]:  # torch's transposed convolution of an empty batch reads no dtype, its bias's neither
         _check_dtypes("conv_transpose2d", x, w, b, low)
@@ -412,7 +412,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         _check_dtypes("conv_transpose3d", input, weight, bias, amp.get_autocast_dtype())
     kd = weight.shape[2]
     full = (D - 1) * sd + dd * (kd - 1) + od + 1  # the output's depth before padding's crop
-    check(full - 2 * pd > 0, lambda: f"conv_transpose3d: the output's depth would be {full - 2 * pd}")
+    check(full - 2 * pd >= 0, lambda: f"conv_transpose3d: the output's depth would be {full - 2 * pd}")
     planes = reshape(contiguous(transpose(input, 1, 2)), (N * D, C, H, W))
     y = None
     for k in range(kd):
