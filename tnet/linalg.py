@@ -31,7 +31,7 @@ from .functional.sort import vander as vander_1d
 from .functional.inputs import check_args, check_tensors
 from .functional.pointwise import sum_to
 from .functional.reduce import matrix_norm as _matrix_norm
-from .functional.reduce import vector_norm
+from .functional.reduce import norm_dtype, vector_norm
 from .functional import reduce as _reduce
 from .kernels.launch import DTYPE_NAMES, InputTypeError, check, no_host_read
 from .tensor import Tensor, is_grad_enabled, no_grad, record, tensor
@@ -1354,18 +1354,24 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     _check_ord("linalg_matrix_norm", ord, none=False)
     check_args("linalg_matrix_norm", "bool", keepdim=keepdim)  # the parser's TypeError before the checks of A
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if ord in ("nuc", 2, -2):  # torch's: the singular values of no 16-bit matrix, before any check of dim
+        check(A.ndim >= 2, "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        check(A.dtype not in (torch.float16, torch.bfloat16),
+              lambda: f"linalg.matrix_norm: Low precision dtypes not supported. Got {DTYPE_NAMES[A.dtype]}")
     if ord in ("nuc", 2, 1, math.inf) and A.ndim >= 2 and len(dims) == 2 and \
-            any(A.shape[d] == 0 for d in dims if isinstance(d, int) and -A.ndim <= d < A.ndim):
-        out = _matrix_norm(A, "fro", dim, keepdim, dtype=dtype)  # an empty matrix's norm is 0, as torch's,
-        return out if ord in ("nuc", 1) else out.detach()  # whose 2 and inf norms record no gradient there
+            all(isinstance(d, int) and -A.ndim <= d < A.ndim for d in dims) and any(A.shape[d] == 0 for d in dims):
+        # an empty matrix's norm is 0, as torch's, where a largest value over an empty dim (2's over the singular
+        # values, 1's over the column sums, inf's over the row sums) is a 0 that records no gradient
+        out = _matrix_norm(A, "fro", dim, keepdim, dtype=dtype)
+        over = {1: dims[1], math.inf: dims[0]}.get(ord)
+        return out.detach() if ord == 2 or over is not None and A.shape[over] == 0 else out
     if ord not in ("nuc", 2, -2):
         return _matrix_norm(A, ord, dim, keepdim, dtype=dtype)
     check_tensors("linalg.matrix_norm", A=A)
     dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     check(len(dim) == 2, lambda: f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     check(A.ndim >= 2, "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if dtype is not None:
-        A = to(A, dtype)
+    A = norm_dtype("linalg.matrix_norm", A, dtype)
     rows, cols = (d % A.ndim for d in dim)
     check(rows != cols, lambda: f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
     s = svdvals(movedim(A, (rows, cols), (-2, -1)))
@@ -1395,6 +1401,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     check_tensors("linalg.norm", A=A)
     _check_ord("linalg_norm", ord)
     if dim is not None:
+        check_args("linalg_norm", "tuple of ints", dim=dim)  # the parser's TypeError (dim='x')
         dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         check(len(dim) in (1, 2), lambda: f"linalg.norm: If dim is specified, it must be of length 1 or 2. "
                                           f"Got {list(dim)}")
