@@ -2114,7 +2114,13 @@ def test_transposed_convolution_to_an_empty_output_as_torch(name, x, w, kw):
     lambda m, f, t: m.linalg.matrix_norm(m.ones(3, 4).bfloat16(), ord=1),
     lambda m, f, t: m.linalg.norm(m.ones(3, 1).bfloat16(), ord=2),
     lambda m, f, t: m.linalg.norm(m.ones(4, 2, 5), ord="fro", dim="x"),
-    lambda m, f, t: m.linalg.norm(m.ones(4, 2, 5), ord=None, dim=1.5)])
+    lambda m, f, t: m.linalg.norm(m.ones(4, 2, 5), ord=None, dim=1.5),
+    # householder_product's tau: one dim less than input, input's batch dims and dtype (900/410: torch-only)
+    lambda m, f, t: m.linalg.householder_product(m.ones(3, 2), m.ones(2).bfloat16()),
+    lambda m, f, t: m.linalg.householder_product(m.ones(3, 2), m.ones(3, 2)),
+    lambda m, f, t: m.linalg.householder_product(m.ones(2, 3, 2), m.ones(3, 2)),
+    lambda m, f, t: m.linalg.householder_product(m.ones(2, 3, 2), m.ones(2)),
+    lambda m, f, t: m.linalg.householder_product(m.ones(2, 3, 2) / 4, m.ones(2, 2) / 3)])
 def test_seeds_900_up_as_torch(call):
     _same_outcome(call)
 

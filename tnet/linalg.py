@@ -839,8 +839,16 @@ def _householder(A, tau, ncols):
     V = add(tril(A, -1), _eye_like(m, A)[:, :A.shape[-1]])  # the reflectors, unit lower triangular
     Q = expand(_eye_like(m, A)[:, :ncols], A.shape[:-2] + (m, ncols))
     for i in reversed(range(k)):
-        v = unsqueeze(select(V, -1, i), -1)
-        Q = sub(Q, mul(unsqueeze(unsqueeze(select(tau, -1, i), -1), -1), v @ (_T(v) @ Q)))
+        # H_i changes only Q's rows and columns from i on (v is 0 above row i; the columns before i are still I's
+        # there), and column i, e_i until then, becomes e_i - tau_i v: LAPACK's orgqr, which updates just that
+        # block and writes column i, so that a NaN tau or an inf in v reaches no other entry (no 0 * inf)
+        v = narrow(unsqueeze(select(V, -1, i), -1), -2, i, m - i)
+        t = unsqueeze(unsqueeze(select(tau, -1, i), -1), -1)
+        block = sub(narrow(_eye_like(m - i, A), -1, 0, 1), mul(t, v))
+        if ncols > i + 1:
+            rest = narrow(narrow(Q, -2, i, m - i), -1, i + 1, ncols - i - 1)
+            block = cat([block, sub(rest, mul(t, v @ (_T(v) @ rest)))], -1)
+        Q = cat([narrow(Q, -2, 0, i), cat([narrow(narrow(Q, -2, i, m - i), -1, 0, i), block], -1)], -2)
     return Q
 
 
@@ -857,6 +865,13 @@ def householder_product(A, tau):
                                       "equal to input.shape[-1]")
     check(A.shape[-1] >= tau.shape[-1], "torch.linalg.householder_product: input.shape[-1] must be greater than or "
                                         "equal to tau.shape[-1]")
+    check(A.ndim - tau.ndim == 1, lambda: f"torch.linalg.householder_product: Expected tau to have one dimension less "
+                                          f"than input, but got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
+                                          f"{A.ndim}")
+    check(A.shape[:-2] == tau.shape[:-1], lambda: f"torch.linalg.householder_product: Expected batch dimensions of tau "
+                                                  f"to be equal to input.shape[:-2], but got {list(tau.shape[:-1])}")
+    check(A.dtype == tau.dtype, lambda: f"torch.linalg.householder_product: tau dtype {DTYPE_NAMES.get(tau.dtype)} does "
+                                        f"not match input dtype {DTYPE_NAMES.get(A.dtype)}")
     return _householder(A, tau, A.shape[-1])
 
 
