@@ -2138,3 +2138,17 @@ def test_matrix_norm_of_an_empty_matrix_records_a_gradient_as_torchs(shape, ord)
             return "IndexError"
         return tuple(y.shape), y.requires_grad, host(y).tolist() if m is tnet else y.tolist()
     assert outcome(tnet) == outcome(torch)
+
+
+def test_inverse_of_a_matrix_lapack_finds_singular_by_rounding_raises_linalg_error():
+    # tensorinv of an expanded [4, 2, 2] (two equal columns): LAPACK's float64 LU found an exact zero pivot where
+    # tnet's own LU, asked for the pivot's index, had rounding noise, and np.flatnonzero of no zero raised an
+    # IndexError (fuzz seed 902, linalg.tensorinv case 189 over the newer ops: error-kind); inv_ex's info names it too
+    rows = [[0.7770165205001831, 0.3700087368488312, 0.1415444314479828, -1.113497018814087],
+            [0.7498062252998352, -0.37709110975265503, -0.27243077754974365, 0.5972741842269897]]
+    x = torch.tensor(rows).T.reshape(4, 2, 1).expand(4, 2, 2)
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.tensorinv(x, ind=1)
+    one_line_error(torch.linalg.LinAlgError, lambda: tnet.linalg.tensorinv(tnet.tensor(x), ind=1))
+    info = tnet.linalg.inv_ex(tnet.tensor(x.reshape(4, 4))).info
+    assert info.item() > 0

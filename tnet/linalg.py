@@ -139,6 +139,21 @@ def _lu_host(a, pivot=True):
     return lu.reshape(a.shape), pivots.reshape(*batch, k), info.reshape(batch)
 
 
+def _singular_info(a):
+    """_lu_host's info of square matrices a [..., n, n] of which LAPACK found one singular; one that LAPACK finds
+    singular where this LU's pivots are rounding noise instead of an exact 0 gets its smallest pivot's index."""
+    lu, _, info = _lu_host(a)
+    n = a.shape[-1]
+    flat, flat_info = a.reshape(-1, n, n), info.reshape(-1)
+    pivots = np.abs(np.diagonal(lu, 0, -2, -1)).reshape(-1, n)
+    for i in np.flatnonzero(flat_info == 0):
+        try:
+            _np_inv(flat[i])
+        except np.linalg.LinAlgError:
+            flat_info[i] = np.argmin(pivots[i]) + 1
+    return flat_info.reshape(info.shape)
+
+
 def _ieee_solve(a, b, left=True):
     """A^-1 B (left) or B A^-1 of a possibly singular A by _lu_host's factors and _lu_solve_host's substitution: a zero
     pivot gives inf and NaN, as torch's getrf/getrs (solve_ex's result and gradient, where check_errors is off)."""
@@ -400,7 +415,7 @@ def _inv_checked(name, a):
     try:
         return np.where(bad, np.nan, _np_inv(a))
     except np.linalg.LinAlgError:
-        _batch_error(name, _lu_host(a)[2], _singular_message)
+        _batch_error(name, _singular_info(a), _singular_message)
 
 
 def _inv_recorded(A, ainv):
@@ -424,7 +439,7 @@ def inv_ex(A, *, check_errors=False):
     try:
         ainv, info = np.where(bad, np.nan, _np_inv(a)), np.zeros(a.shape[:-2], np.int32)
     except np.linalg.LinAlgError:  # only then the slow LU, for info
-        info = _lu_host(a)[2]
+        info = _singular_info(a)
         if check_errors:
             _batch_error("linalg.inv_ex", info, _singular_message)
         ainv = np.full_like(a, np.nan)
