@@ -1187,6 +1187,9 @@ def cond(A, p=None):
         big, small = select(s, -1, 0), select(s, -1, s.shape[-1] - 1)
         return div(small, big) if p == -2 else div(big, small)
     check(p in ("fro", "nuc", math.inf, -math.inf, 1, -1), lambda: f"linalg.cond got an invalid norm type: {p}")
+    check(A.shape[-1] == A.shape[-2], lambda: f"linalg.cond(ord={p if isinstance(p, str) else format(p, 'g')}): A must "
+                                              f"be batches of square matrices, but they are {A.shape[-2]} by "
+                                              f"{A.shape[-1]} matrices")
     if p == "nuc":  # torch's: sum(s) sum(1 / s) of the singular values, inf or NaN (0 * inf) where one is 0
         s = svdvals(A)
         return mul(reduce_sum(s, -1), reduce_sum(div(1.0, s), -1))
@@ -1324,7 +1327,10 @@ def vecdot(x, y, *, dim=-1):
                                          f"{DTYPE_NAMES.get(x.dtype, x.dtype)}")
     check(x.dtype == y.dtype, lambda: f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                                       f"{DTYPE_NAMES.get(x.dtype, x.dtype)} and y of type {DTYPE_NAMES.get(y.dtype, y.dtype)} instead")
-    if x.ndim == 1 and y.ndim == 1:  # torch's dot of two vectors, whatever dim
+    if x.ndim == 1 and y.ndim == 1:  # torch's dot of two vectors, whatever dim: their lengths equal, unbroadcast
+        check(x.shape == y.shape, lambda: f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src "
+                                          f"[{y.shape[0]}] to have the same number of elements, but got {x.shape[0]} "
+                                          f"and {y.shape[0]} elements respectively")
         dim = 0
     return reduce_sum(mul(x, y), dim)
 
