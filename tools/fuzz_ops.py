@@ -1541,7 +1541,8 @@ fop("conv_transpose3d", lambda g: (lambda cin: ((vol(g, c=g.maybe(cin, cin + 1))
 fop("lp_pool3d", lambda g: ((vol(g, vals="pos"), g.pick((1, 2, 3.5)), g.maybe(g.pick((1, 2)), 0)), {"stride": g.pick((None, 1))}))
 for name in ("adaptive_max_pool1d_with_indices", "adaptive_max_pool3d_with_indices", "max_pool3d_with_indices"):
     fop(name, lambda g, name=name: ((vol(g) if "3d" in name else img(g, rank=3), g.maybe(g.pick((1, 2)), 0)), {}), grad=False)
-fop("native_channel_shuffle", lambda g: ((img(g, c=g.maybe(4, 3)), g.maybe(2, 0)), {}))
+# torch has no derivative for it (its backward raises), where tnet's has channel_shuffle's: values only
+fop("native_channel_shuffle", lambda g: ((img(g, c=g.maybe(4, 3)), g.maybe(2, 0)), {}), grad=False)
 for name, rank in (("max_unpool1d", 3), ("max_unpool2d", 4), ("max_unpool3d", 5)):
     pool = getattr(tF, name.replace("unpool", "pool"))
 
