@@ -220,6 +220,14 @@ def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=
     return record("conv2d_relu_pool2d", p, (x, w) if b is None else (x, w, b), backward, saved=saved)
 
 
+def empty_output(name, shape, dtype, inputs):
+    """A transposed convolution's output of no element (a dim of size 0: the padding crops all of it): nothing
+    runs, and every input's gradient is 0, as torch's (cuDNN skips an empty output; a NaN weight reaches nothing)."""
+    inputs = tuple(t for t in inputs if t is not None)
+    y = torch.empty(shape, device=inputs[0].memory.device, dtype=dtype)
+    return record(name, y, inputs, lambda g: tuple(torch.zeros_like(t.memory) for t in inputs))
+
+
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The transposed convolution (the gradient of conv2d's input, as a layer): input [N, Cin, H, W],
     weight [Cin, Cout/groups, kh, kw], torch's arguments in torch's order; the output [N, Cout, OH,
@@ -260,6 +268,8 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     low = amp.get_autocast_dtype()
     if x.shape[0]:  # torch's transposed convolution of an empty batch reads no dtype, its bias's neither
         _check_dtypes("conv_transpose2d", x, w, b, low)
+    if min(out) == 0:
+        return empty_output("conv_transpose2d", (x.shape[0], cout, *out), low or x.dtype, (x, w, b))
     need_x, need_w, need_b = needs_grad(x, w, b)
     # the convolution whose input gradient this is maps cout channels to Cin: its kernels
     kernels = _depthwise if _depthwise.is_depthwise(cout, groups) else _conv
@@ -414,6 +424,13 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     full = (D - 1) * sd + dd * (kd - 1) + od + 1  # the output's depth before padding's crop
     check(full - 2 * pd >= 0, lambda: f"conv_transpose3d: the output's depth would be {full - 2 * pd}")
     planes = reshape(contiguous(transpose(input, 1, 2)), (N * D, C, H, W))
+    if full - 2 * pd == 0:  # no depth: the planes' checks (on none of them), then nothing runs
+        plane = conv_transpose2d(getitem(planes, slice(0, 0)), getitem(weight, (slice(None), slice(None), 0)), None,
+                                 s2, p2, o2, groups, d2)
+        if N:
+            _check_dtypes("conv_transpose3d", input, weight, bias, amp.get_autocast_dtype())
+        return empty_output("conv_transpose3d", (N, plane.shape[1], 0, *plane.shape[2:]),
+                            amp.get_autocast_dtype() or input.dtype, (input, weight, bias))
     y = None
     for k in range(kd):
         yk = conv_transpose2d(planes, contiguous(getitem(weight, (slice(None), slice(None), k))), None, s2, p2, o2,
