@@ -1523,3 +1523,16 @@ def test_householder_product_of_a_nan_tau_or_an_inf_reflector_as_lapacks():
                    ([[0.5, 1, 2], [0.3, -0.2, 0.1], [0.2, 0.4, -1], [1.0, 0.1, NAN], [-0.5, 2, 0.3]], [0.2, NAN, 1.1])):
         _same(tnet.linalg.householder_product(tnet.tensor(A), tnet.tensor(tau)).numpy(),
               torch.linalg.householder_product(torch.tensor(A), torch.tensor(tau)))
+
+
+@pytest.mark.parametrize("name", ["xlogy", "xlog1py"])
+def test_xlog_gradient_at_zero_beside_a_number_other_as_torchs(name):
+    """Beside a number other that is not > -1 for xlog1py (> 0 for xlogy), NaN included, input's gradient is 0 where
+    input is 0 (torch's Scalar-other rule); beside a tensor other, NaN there (xlog1py gave NaN beside a NaN number:
+    fuzz seed 907, special.xlog1py case 917 over the newer ops, silent-wrong)."""
+    for other in (NAN, -3.0, -1.0, 0.5, INF, torch.tensor(NAN), torch.tensor(-3.0)):
+        t = torch.tensor([0.0, 1.5], requires_grad=True)
+        a = tnet.tensor([0.0, 1.5], requires_grad=True)
+        getattr(torch.special, name)(t, other).sum().backward()
+        getattr(tnet.special, name)(a, tnet.tensor(other) if isinstance(other, torch.Tensor) else other).sum().backward()
+        _same(a.grad.numpy(), t.grad)
