@@ -341,11 +341,16 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 # conv_transpose2d) over the batch of depth slices it meets, the kd results added: tnet's 2-D kernels and
 # their gradients, kd launches of each (no 3-D kernel) ----
 
-def _bias_3d(y, bias, name):
+def _check_bias_3d(bias, channels, name):
+    """A 3-D convolution's bias: None or a tnet Tensor [channels], checked at any batch size, as torch's."""
     check_type(bias is None or isinstance(bias, Tensor),
                lambda: f"{name}: bias must be a tnet.Tensor or None, got {type(bias).__name__}")
-    check(bias is None or bias.shape == (y.shape[1],),
-          lambda: f"{name}: bias is {None if bias is None else bias.shape}, expected ({y.shape[1]},)")
+    check(bias is None or bias.shape == (channels,),
+          lambda: f"{name}: bias is {None if bias is None else bias.shape}, expected ({channels},)")
+
+
+def _bias_3d(y, bias, name):
+    _check_bias_3d(bias, y.shape[1], name)
     return y if bias is None else add(y, reshape(bias, (1, -1, 1, 1, 1)))
 
 
@@ -427,6 +432,7 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     if full - 2 * pd == 0:  # no depth: the planes' checks (on none of them), then nothing runs
         plane = conv_transpose2d(getitem(planes, slice(0, 0)), getitem(weight, (slice(None), slice(None), 0)), None,
                                  s2, p2, o2, groups, d2)
+        _check_bias_3d(bias, plane.shape[1], "conv_transpose3d")
         if N:
             _check_dtypes("conv_transpose3d", input, weight, bias, amp.get_autocast_dtype())
         return empty_output("conv_transpose3d", (N, plane.shape[1], 0, *plane.shape[2:]),
@@ -446,4 +452,4 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         # an empty batch's output keeps input's dtype, as torch's, whose empty path adds no bias; the bias still
         # gets its zero gradient there, as torch's: the empty sum of a recorded addition of its cast
         return _bias_3d(y, bias if bias.dtype == y.dtype else to(bias, y.dtype), "conv_transpose3d")
-    return _bias_3d(y, bias if N else None, "conv_transpose3d")
+    return _bias_3d(y, bias, "conv_transpose3d")  # an empty batch's bias was added above where its shape is right
