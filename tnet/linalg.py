@@ -31,7 +31,7 @@ from .functional.sort import vander as vander_1d
 from .functional.inputs import check_args, check_tensors
 from .functional.pointwise import sum_to
 from .functional.reduce import matrix_norm as _matrix_norm
-from .functional.reduce import vector_norm
+from .functional.reduce import norm_dtype, vector_norm
 from .functional import reduce as _reduce
 from .kernels.launch import DTYPE_NAMES, InputTypeError, check, no_host_read
 from .tensor import Tensor, is_grad_enabled, no_grad, record, tensor
@@ -137,6 +137,21 @@ def _lu_host(a, pivot=True):
             lu[:, j + 1:, j + 1:] -= lu[:, j + 1:, j, None] * lu[:, j, None, j + 1:]
     batch = a.shape[:-2]
     return lu.reshape(a.shape), pivots.reshape(*batch, k), info.reshape(batch)
+
+
+def _singular_info(a):
+    """_lu_host's info of square matrices a [..., n, n] of which LAPACK found one singular; one that LAPACK finds
+    singular where this LU's pivots are rounding noise instead of an exact 0 gets its smallest pivot's index."""
+    lu, _, info = _lu_host(a)
+    n = a.shape[-1]
+    flat, flat_info = a.reshape(-1, n, n), info.reshape(-1)
+    pivots = np.abs(np.diagonal(lu, 0, -2, -1)).reshape(-1, n)
+    for i in np.flatnonzero(flat_info == 0):
+        try:
+            _np_inv(flat[i])
+        except np.linalg.LinAlgError:
+            flat_info[i] = np.argmin(pivots[i]) + 1
+    return flat_info.reshape(info.shape)
 
 
 def _ieee_solve(a, b, left=True):
@@ -400,7 +415,7 @@ def _inv_checked(name, a):
     try:
         return np.where(bad, np.nan, _np_inv(a))
     except np.linalg.LinAlgError:
-        _batch_error(name, _lu_host(a)[2], _singular_message)
+        _batch_error(name, _singular_info(a), _singular_message)
 
 
 def _inv_recorded(A, ainv):
@@ -424,7 +439,7 @@ def inv_ex(A, *, check_errors=False):
     try:
         ainv, info = np.where(bad, np.nan, _np_inv(a)), np.zeros(a.shape[:-2], np.int32)
     except np.linalg.LinAlgError:  # only then the slow LU, for info
-        info = _lu_host(a)[2]
+        info = _singular_info(a)
         if check_errors:
             _batch_error("linalg.inv_ex", info, _singular_message)
         ainv = np.full_like(a, np.nan)
@@ -839,8 +854,16 @@ def _householder(A, tau, ncols):
     V = add(tril(A, -1), _eye_like(m, A)[:, :A.shape[-1]])  # the reflectors, unit lower triangular
     Q = expand(_eye_like(m, A)[:, :ncols], A.shape[:-2] + (m, ncols))
     for i in reversed(range(k)):
-        v = unsqueeze(select(V, -1, i), -1)
-        Q = sub(Q, mul(unsqueeze(unsqueeze(select(tau, -1, i), -1), -1), v @ (_T(v) @ Q)))
+        # H_i changes only Q's rows and columns from i on (v is 0 above row i; the columns before i are still I's
+        # there), and column i, e_i until then, becomes e_i - tau_i v: LAPACK's orgqr, which updates just that
+        # block and writes column i, so that a NaN tau or an inf in v reaches no other entry (no 0 * inf)
+        v = narrow(unsqueeze(select(V, -1, i), -1), -2, i, m - i)
+        t = unsqueeze(unsqueeze(select(tau, -1, i), -1), -1)
+        block = sub(narrow(_eye_like(m - i, A), -1, 0, 1), mul(t, v))
+        if ncols > i + 1:
+            rest = narrow(narrow(Q, -2, i, m - i), -1, i + 1, ncols - i - 1)
+            block = cat([block, sub(rest, mul(t, v @ (_T(v) @ rest)))], -1)
+        Q = cat([narrow(Q, -2, 0, i), cat([narrow(narrow(Q, -2, i, m - i), -1, 0, i), block], -1)], -2)
     return Q
 
 
@@ -857,6 +880,13 @@ def householder_product(A, tau):
                                       "equal to input.shape[-1]")
     check(A.shape[-1] >= tau.shape[-1], "torch.linalg.householder_product: input.shape[-1] must be greater than or "
                                         "equal to tau.shape[-1]")
+    check(A.ndim - tau.ndim == 1, lambda: f"torch.linalg.householder_product: Expected tau to have one dimension less "
+                                          f"than input, but got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
+                                          f"{A.ndim}")
+    check(A.shape[:-2] == tau.shape[:-1], lambda: f"torch.linalg.householder_product: Expected batch dimensions of tau "
+                                                  f"to be equal to input.shape[:-2], but got {list(tau.shape[:-1])}")
+    check(A.dtype == tau.dtype, lambda: f"torch.linalg.householder_product: tau dtype {DTYPE_NAMES.get(tau.dtype)} does "
+                                        f"not match input dtype {DTYPE_NAMES.get(A.dtype)}")
     return _householder(A, tau, A.shape[-1])
 
 
@@ -1157,6 +1187,9 @@ def cond(A, p=None):
         big, small = select(s, -1, 0), select(s, -1, s.shape[-1] - 1)
         return div(small, big) if p == -2 else div(big, small)
     check(p in ("fro", "nuc", math.inf, -math.inf, 1, -1), lambda: f"linalg.cond got an invalid norm type: {p}")
+    check(A.shape[-1] == A.shape[-2], lambda: f"linalg.cond(ord={p if isinstance(p, str) else format(p, 'g')}): A must "
+                                              f"be batches of square matrices, but they are {A.shape[-2]} by "
+                                              f"{A.shape[-1]} matrices")
     if p == "nuc":  # torch's: sum(s) sum(1 / s) of the singular values, inf or NaN (0 * inf) where one is 0
         s = svdvals(A)
         return mul(reduce_sum(s, -1), reduce_sum(div(1.0, s), -1))
@@ -1294,7 +1327,10 @@ def vecdot(x, y, *, dim=-1):
                                          f"{DTYPE_NAMES.get(x.dtype, x.dtype)}")
     check(x.dtype == y.dtype, lambda: f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                                       f"{DTYPE_NAMES.get(x.dtype, x.dtype)} and y of type {DTYPE_NAMES.get(y.dtype, y.dtype)} instead")
-    if x.ndim == 1 and y.ndim == 1:  # torch's dot of two vectors, whatever dim
+    if x.ndim == 1 and y.ndim == 1:  # torch's dot of two vectors, whatever dim: their lengths equal, unbroadcast
+        check(x.shape == y.shape, lambda: f"inconsistent tensor size, expected tensor [{x.shape[0]}] and src "
+                                          f"[{y.shape[0]}] to have the same number of elements, but got {x.shape[0]} "
+                                          f"and {y.shape[0]} elements respectively")
         dim = 0
     return reduce_sum(mul(x, y), dim)
 
@@ -1354,18 +1390,24 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     _check_ord("linalg_matrix_norm", ord, none=False)
     check_args("linalg_matrix_norm", "bool", keepdim=keepdim)  # the parser's TypeError before the checks of A
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if ord in ("nuc", 2, -2):  # torch's: the singular values of no 16-bit matrix, before any check of dim
+        check(A.ndim >= 2, "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+        check(A.dtype not in (torch.float16, torch.bfloat16),
+              lambda: f"linalg.matrix_norm: Low precision dtypes not supported. Got {DTYPE_NAMES[A.dtype]}")
     if ord in ("nuc", 2, 1, math.inf) and A.ndim >= 2 and len(dims) == 2 and \
-            any(A.shape[d] == 0 for d in dims if isinstance(d, int) and -A.ndim <= d < A.ndim):
-        out = _matrix_norm(A, "fro", dim, keepdim, dtype=dtype)  # an empty matrix's norm is 0, as torch's,
-        return out if ord in ("nuc", 1) else out.detach()  # whose 2 and inf norms record no gradient there
+            all(isinstance(d, int) and -A.ndim <= d < A.ndim for d in dims) and any(A.shape[d] == 0 for d in dims):
+        # an empty matrix's norm is 0, as torch's, where a largest value over an empty dim (2's over the singular
+        # values, 1's over the column sums, inf's over the row sums) is a 0 that records no gradient
+        out = _matrix_norm(A, "fro", dim, keepdim, dtype=dtype)
+        over = {1: dims[1], math.inf: dims[0]}.get(ord)
+        return out.detach() if ord == 2 or over is not None and A.shape[over] == 0 else out
     if ord not in ("nuc", 2, -2):
         return _matrix_norm(A, ord, dim, keepdim, dtype=dtype)
     check_tensors("linalg.matrix_norm", A=A)
     dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     check(len(dim) == 2, lambda: f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     check(A.ndim >= 2, "linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
-    if dtype is not None:
-        A = to(A, dtype)
+    A = norm_dtype("linalg.matrix_norm", A, dtype)
     rows, cols = (d % A.ndim for d in dim)
     check(rows != cols, lambda: f"linalg.matrix_norm: dims must be different. Got ({dim[0]}, {dim[1]})")
     s = svdvals(movedim(A, (rows, cols), (-2, -1)))
@@ -1395,6 +1437,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     check_tensors("linalg.norm", A=A)
     _check_ord("linalg_norm", ord)
     if dim is not None:
+        check_args("linalg_norm", "tuple of ints", dim=dim)  # the parser's TypeError (dim='x')
         dim = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         check(len(dim) in (1, 2), lambda: f"linalg.norm: If dim is specified, it must be of length 1 or 2. "
                                           f"Got {list(dim)}")

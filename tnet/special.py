@@ -74,6 +74,8 @@ def entr(input):
 def xlog1py(input, other):
     """x * log1p(y), 0 where x is 0 (unless y is NaN), as torch.special.xlog1py; a number beside a
     tensor is a 0-d tensor of its float dtype (float32 beside integers), as torch takes it."""
+    # torch's Scalar-other rule: input's gradient is 0 where input is 0 beside a number other not > -1 (NaN too)
+    number_below = isinstance(other, numbers.Real) and not other > -1.0
     input, other = (tensor(float(v), dtype=w.dtype if w.is_floating_point() else torch.float32, device=w.device)
                     if isinstance(v, numbers.Real) and isinstance(w, Tensor) else v for v, w in ((input, other), (other, input)))
     def promoted(a, b):  # both in the promoted dtype first, as torch's kernels: log1p of a float16 other in float32
@@ -89,7 +91,7 @@ def xlog1py(input, other):
     def grads(g):  # torch's: xlog1py(g, other), 0 where input is 0 and other <= -1; g input / (other + 1)
         g, b = promoted(g, other)
         gx = where(logical_and(eq(g, 0.0), eq(b, b)), 0.0, mul(g, log1p(b)))
-        gx = where(logical_and(eq(input, 0.0), le(other, -1.0)), 0.0, gx)
+        gx = where(eq(input, 0.0) if number_below else logical_and(eq(input, 0.0), le(other, -1.0)), 0.0, gx)
         return graph_sum_to(gx, input), graph_sum_to(div(mul(g, input), add(other, 1.0)), other)
     return record_composed("special_xlog1py", y.memory, (input, other), grads, (input, other))
 

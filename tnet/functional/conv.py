@@ -220,6 +220,14 @@ def conv2d_relu_pool2d(x, w, b, stride, padding, mode, kernel_size, pool_stride=
     return record("conv2d_relu_pool2d", p, (x, w) if b is None else (x, w, b), backward, saved=saved)
 
 
+def empty_output(name, shape, dtype, inputs):
+    """A transposed convolution's output of no element (a dim of size 0: the padding crops all of it): nothing
+    runs, and every input's gradient is 0, as torch's (cuDNN skips an empty output; a NaN weight reaches nothing)."""
+    inputs = tuple(t for t in inputs if t is not None)
+    y = torch.empty(shape, device=inputs[0].memory.device, dtype=dtype)
+    return record(name, y, inputs, lambda g: tuple(torch.zeros_like(t.memory) for t in inputs))
+
+
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
     """The transposed convolution (the gradient of conv2d's input, as a layer): input [N, Cin, H, W],
     weight [Cin, Cout/groups, kh, kw], torch's arguments in torch's order; the output [N, Cout, OH,
@@ -256,10 +264,12 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
                                 tuple(o % s for o, s in zip(extra, stride)), groups, dilation)
     out = tuple((n - 1) * s - 2 * p + d * (k - 1) + o + 1
                 for n, s, p, d, k, o in zip(x.shape[2:], stride, padding, dilation, w.shape[2:], extra))
-    check(min(out) > 0, lambda: f"conv_transpose2d: the output would be {out}")
+    check(min(out) >= 0, lambda: f"conv_transpose2d: the output would be {out}")
     low = amp.get_autocast_dtype()
     if x.shape[0]:  # torch's transposed convolution of an empty batch reads no dtype, its bias's neither
         _check_dtypes("conv_transpose2d", x, w, b, low)
+    if min(out) == 0:
+        return empty_output("conv_transpose2d", (x.shape[0], cout, *out), low or x.dtype, (x, w, b))
     need_x, need_w, need_b = needs_grad(x, w, b)
     # the convolution whose input gradient this is maps cout channels to Cin: its kernels
     kernels = _depthwise if _depthwise.is_depthwise(cout, groups) else _conv
@@ -331,11 +341,16 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 # conv_transpose2d) over the batch of depth slices it meets, the kd results added: tnet's 2-D kernels and
 # their gradients, kd launches of each (no 3-D kernel) ----
 
-def _bias_3d(y, bias, name):
+def _check_bias_3d(bias, channels, name):
+    """A 3-D convolution's bias: None or a tnet Tensor [channels], checked at any batch size, as torch's."""
     check_type(bias is None or isinstance(bias, Tensor),
                lambda: f"{name}: bias must be a tnet.Tensor or None, got {type(bias).__name__}")
-    check(bias is None or bias.shape == (y.shape[1],),
-          lambda: f"{name}: bias is {None if bias is None else bias.shape}, expected ({y.shape[1]},)")
+    check(bias is None or bias.shape == (channels,),
+          lambda: f"{name}: bias is {None if bias is None else bias.shape}, expected ({channels},)")
+
+
+def _bias_3d(y, bias, name):
+    _check_bias_3d(bias, y.shape[1], name)
     return y if bias is None else add(y, reshape(bias, (1, -1, 1, 1, 1)))
 
 
@@ -412,8 +427,16 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         _check_dtypes("conv_transpose3d", input, weight, bias, amp.get_autocast_dtype())
     kd = weight.shape[2]
     full = (D - 1) * sd + dd * (kd - 1) + od + 1  # the output's depth before padding's crop
-    check(full - 2 * pd > 0, lambda: f"conv_transpose3d: the output's depth would be {full - 2 * pd}")
+    check(full - 2 * pd >= 0, lambda: f"conv_transpose3d: the output's depth would be {full - 2 * pd}")
     planes = reshape(contiguous(transpose(input, 1, 2)), (N * D, C, H, W))
+    if full - 2 * pd == 0:  # no depth: the planes' checks (on none of them), then nothing runs
+        plane = conv_transpose2d(getitem(planes, slice(0, 0)), getitem(weight, (slice(None), slice(None), 0)), None,
+                                 s2, p2, o2, groups, d2)
+        _check_bias_3d(bias, plane.shape[1], "conv_transpose3d")
+        if N:
+            _check_dtypes("conv_transpose3d", input, weight, bias, amp.get_autocast_dtype())
+        return empty_output("conv_transpose3d", (N, plane.shape[1], 0, *plane.shape[2:]),
+                            amp.get_autocast_dtype() or input.dtype, (input, weight, bias))
     y = None
     for k in range(kd):
         yk = conv_transpose2d(planes, contiguous(getitem(weight, (slice(None), slice(None), k))), None, s2, p2, o2,
@@ -429,4 +452,4 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
         # an empty batch's output keeps input's dtype, as torch's, whose empty path adds no bias; the bias still
         # gets its zero gradient there, as torch's: the empty sum of a recorded addition of its cast
         return _bias_3d(y, bias if bias.dtype == y.dtype else to(bias, y.dtype), "conv_transpose3d")
-    return _bias_3d(y, bias if N else None, "conv_transpose3d")
+    return _bias_3d(y, bias, "conv_transpose3d")  # an empty batch's bias was added above where its shape is right

@@ -737,6 +737,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along dim (prepend/append joined first), as torch.diff, whose checks come in
     its order; n = 0 gives a copy of input itself, prepend and append not joined (their shapes checked)."""
     check_args("diff", "int", n=n, dim=dim)  # types before values, as torch's parser
+    check_args("diff", "Tensor", prepend=prepend, append=append)  # a number or a list: the parser's TypeError
     check(input.ndim > 0, "diff expects input to be at least one-dimensional")
     check(n >= 0, lambda: f"order must be non-negative but got {n}")
     for other in (prepend, append):

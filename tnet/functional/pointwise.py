@@ -1010,13 +1010,22 @@ MATH_GRAPHS = {
     "ndtri": lambda g, x, y: mul(g, mul(exp(mul(mul(y, y), 0.5)), math.sqrt(2.0 * math.pi))),
     "i0": lambda g, x, y: mul(g, i1(x)),
     "i0e": lambda g, x, y: mul(g, sub(i1e(x), mul(sign(x), y))),
-    # the y / x terms' limits at 0 by where, the other branch at x = 1 there (a 0 / 0 would send NaN back through it)
-    "i1": lambda g, x, y: mul(g, where(eq(x, 0.0), 0.5, sub(i0(x), div(y, _nonzero(x))))),
-    "i1e": lambda g, x, y: mul(g, where(eq(x, 0.0), 0.5, sub(i0e(x), mul(y, add(sign(x), reciprocal(_nonzero(x))))))),
+    # torch's: the y / x terms' limit 0.5 where |x| <= eps (NaN too), the other branch at x = eps there (a tiny x's
+    # 1 / x would overflow, and a NaN would be sent back through the branch that where does not take)
+    "i1": lambda g, x, y: _near_zero(g, x, lambda x: sub(i0(x), div(y, x))),
+    "i1e": lambda g, x, y: _near_zero(g, x, lambda x: sub(i0e(x), mul(y, add(sign(x), reciprocal(x))))),
     # sinc' at 0 as x sinc''(0) = -x pi^2 / 3: 0, with the slope of the limit (torch's second order is NaN there)
     "sinc": lambda g, x, y: mul(g, where(eq(x, 0.0), mul(x, -math.pi ** 2 / 3), div(sub(cos(mul(x, math.pi)), y),
                                                                                    _nonzero(x)))),
 }
+
+
+def _near_zero(g, x, slope):
+    """g * slope(x) where |x| > float32's eps, else g * 0.5 (the Bessel function I1's slope at 0): torch's i1 and i1e
+    gradients (their kernels' rule), slope evaluated at eps where x is tiny or NaN."""
+    eps = torch.finfo(torch.float32).eps
+    big = gt(abs(x), eps)
+    return mul(g, where(big, slope(where(big, x, eps)), 0.5))
 
 
 def _nonzero(x):

@@ -781,6 +781,21 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     return named("linalg_vector_norm", mark, _vector_norm(x, ord, dim, keepdim, dtype))
 
 
+def norm_dtype(name, x, dtype):
+    """x cast to a norm's dtype, after torch's checks: x floating before any cast (an integer tensor with
+    dtype=float32 raises), dtype a floating one that x's converts to without narrowing."""
+    check(x.dtype in FLOATS, lambda: f"{name}: Expected a floating point or complex tensor as input. "
+                                     f"Got {DTYPE_NAMES.get(x.dtype, x.dtype)}")
+    if dtype is None:
+        return x
+    check(dtype.is_floating_point, lambda: f"{name}: dtype should be floating point or complex, but got "
+                                           f"{DTYPE_NAMES.get(dtype, dtype)}")
+    check(torch.promote_types(x.dtype, dtype) == dtype,
+          lambda: f"{name}: the dtype of the input ({DTYPE_NAMES.get(x.dtype, x.dtype)}) should be convertible "
+                  f"without narrowing to the specified dtype ({DTYPE_NAMES.get(dtype, dtype)})")
+    return x.to(dtype)
+
+
 def _vector_norm(x, ord, dim, keepdim, dtype):
     check_tensors("linalg.vector_norm", x=x)
     if isinstance(ord, bool) or not isinstance(ord, numbers.Real):
@@ -790,10 +805,7 @@ def _vector_norm(x, ord, dim, keepdim, dtype):
         check_args("linalg_vector_norm", "tuple of ints", dim=dim)
     if dtype is not None and not isinstance(dtype, torch.dtype):
         raise InputTypeError(f"linalg_vector_norm(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
-    if dtype is not None:
-        x = x.to(dtype)
-    check(x.dtype in FLOATS, lambda: f"linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                                     f"Got {x.dtype}")
+    x = norm_dtype("linalg.vector_norm", x, dtype)
     dim = () if dim is None else dim
     if ord == 2:
         return _two_norm(x, dim, keepdim)
@@ -873,8 +885,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     check(ord in ("fro", 1, -1, math.inf, -math.inf), lambda: f"linalg.matrix_norm: Order {ord} not supported.")
     if ord == "fro":
         return vector_norm(A, 2, (rows, cols), keepdim, dtype=dtype)
-    if dtype is not None:
-        A = A.to(dtype)
+    A = norm_dtype("linalg.matrix_norm", A, dtype)
     summed, over = (rows, cols) if ord in (1, -1) else (cols, rows)
     y = (amax if ord > 0 else amin)(sum(abs(A), summed, keepdim=True), over, keepdim=True)
     return y if keepdim else reshape(y, _shape(A.shape, (rows, cols), False))

@@ -1468,13 +1468,14 @@ def _apply(OP: tl.constexpr, a, b, c, d, coord):
         y = a * (_bessel_i(b, 1, True) - tl.where(b > 0.0, 1.0, tl.where(b < 0.0, -1.0, 0.0)) * _bessel_i(b, 0, True))
     elif OP == "i1":
         y = _bessel_i(a, 1, False)
-    elif OP == "i1_backward":  # b = x: I0(x) - I1(x) / x, 1/2 at 0
-        y = a * tl.where(b == 0.0, 0.5, _bessel_i(b, 0, False) - _bessel_i(b, 1, False) / b)
+    elif OP == "i1_backward":  # b = x: I0(x) - I1(x) / x; 1/2 where |x| <= float32's eps or NaN, as torch's
+        y = a * tl.where(tl.abs(b) > 1.1920928955078125e-07, _bessel_i(b, 0, False) - _bessel_i(b, 1, False) / b, 0.5)
     elif OP == "i1e":
         y = _bessel_i(a, 1, True)
-    elif OP == "i1e_backward":  # b = x: i0e(x) - i1e(x) (sign(x) + 1 / x), 1/2 at 0
+    elif OP == "i1e_backward":  # b = x: i0e(x) - i1e(x) (sign(x) + 1 / x); 1/2 as i1's
         sgn = tl.where(b > 0.0, 1.0, -1.0)
-        y = a * tl.where(b == 0.0, 0.5, _bessel_i(b, 0, True) - _bessel_i(b, 1, True) * (sgn + 1.0 / b))
+        y = a * tl.where(tl.abs(b) > 1.1920928955078125e-07,
+                         _bessel_i(b, 0, True) - _bessel_i(b, 1, True) * (sgn + 1.0 / b), 0.5)
     elif OP == "erfinv":
         y = _erfinv(a)
     elif OP == "erfinv_backward":  # b = erfinv(x): sqrt(pi) / 2 exp(y^2)
