@@ -25,11 +25,17 @@ from .autotune import jit
 from .gemm import mma
 from .launch import FLOATS, cdiv, check, next_power_of_2
 
-# Query rows and keys per block: the GPU's tile (narrower keys for wide heads: registers), the interpreter's up to
-# the whole sequence (it pays per program and per op); tests set smaller ones to run the loops and tails
+# Query rows and keys per block: the GPU's tile, the interpreter's up to the whole sequence (it pays per program and
+# per op); tests set smaller ones to run the loops and tails
 BLOCK_M, BLOCK_N = (128, 128) if INTERPRET else (64, 64)
 MAX_HEAD = 128  # wider heads run the composition
 MASK_NONE, MASK_BOOL, MASK_FLOAT = 0, 1, 2
+
+
+def key_block(E, EV):
+    """The keys per block for heads of E and EV: at most 32 past 64 wide (a program holds key, value and gradient
+    tiles of a head's width in registers)."""
+    return BLOCK_N if max(E, EV) <= 64 else min(BLOCK_N, 32)
 
 
 @triton.jit
@@ -237,7 +243,7 @@ def _plan(q, k, v, mask):
     strides = (*q.stride(), *k.stride(), *v.stride(), *mstrides)
     interpret_least = 16  # tl.dot's least block on the GPU
     blocks = dict(BLOCK_M=min(BLOCK_M, max(interpret_least, next_power_of_2(L))),
-                  BLOCK_N=min(BLOCK_N if E <= 64 else min(BLOCK_N, 32), max(interpret_least, next_power_of_2(S))),
+                  BLOCK_N=min(key_block(E, EV), max(interpret_least, next_power_of_2(S))),
                   BLOCK_E=max(16, next_power_of_2(E)), BLOCK_EV=max(16, next_power_of_2(EV)))
     return sizes, strides, mask, kind, blocks
 
