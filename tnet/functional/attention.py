@@ -74,7 +74,7 @@ def _fused(query, key, value, attn_mask, scale, causal, group):
         query, key, value = (x.to(low) if x.dtype == torch.float32 else x for x in (query, key, value))
         if attn_mask is not None and attn_mask.dtype == torch.float32:
             attn_mask = attn_mask.to(low)
-    lead, (L, E), (S, EV) = query.shape[:-2], query.shape[-2:], value.shape[-2:]
+    lead, L, (S, EV) = query.shape[:-2], query.shape[-2], value.shape[-2:]
     kv_lead = lead if group == 1 else (*lead[:-1], lead[-1] // group)
     if key.shape[:-2] != kv_lead or value.shape[:-2] != kv_lead or key.shape[-2] != S:
         return None
