@@ -233,21 +233,25 @@ def attention():
     fp32's tf32 and ieee), no mask, bool and float masks, causal or not, heads of 16, 64 and 128 (narrower key
     blocks) and a value head of another width."""
     from tnet.kernels import attention as a
-    ints = ("H GROUP L S E EV sqb sqh sql sqe skb skh sks ske svb svh svs sve smb smh sml sms sdb sdh sdl sde").split()
+    ints = ("H GROUP L S E EV sqb sqh sql sqe skb skh sks ske svb svh svs sve smb smh sml sms sob soh sol soe sdb sdh sdl "
+            "sde").split()
     cases = [("*fp32", "tf32"), ("*fp32", "ieee"), ("*fp16", "fp16"), ("*bf16", "bf16")]
-    for (dtype, precision), mask, causal, (e, ev) in itertools.product(cases, (0, 1, 2), (False, True),
-                                                                       ((16, 16), (64, 64), (128, 128), (64, 32))):
-        if (mask, causal) == (2, True) or (e == 16 and (mask, causal) != (0, False)):
-            continue  # the mask's loads and the causal bound are separate code: not every pairing
+    combos = [(dtype, mask, causal, heads, (a.BLOCK_M, a.key_block(*heads)))
+              for dtype, mask, causal, heads in itertools.product(cases, (0, 1, 2), (False, True),
+                                                                  ((16, 16), (64, 64), (128, 128), (64, 32)))
+              # the mask's loads and the causal bound are separate code: not every pairing
+              if (mask, causal) != (2, True) and (heads == (16, 16)) <= ((mask, causal) == (0, False))]
+    # short sequences' blocks (_plan: down to 16 rows and keys)
+    combos += [(dtype, 1, True, (64, 64), (16, 16)) for dtype in cases]
+    for (dtype, precision), mask, causal, (e, ev), (block_m, block_n) in combos:
         m = {0: dtype, 1: "*u8", 2: dtype}[mask]
         arg_types = {**dict.fromkeys(ints, "i32"), "scale": "fp32", "mask_ptr": m, "lse_ptr": "*fp32",
-                     "delta_ptr": "*fp32", **{f"{t}_ptr": dtype for t in ("q", "k", "v", "o", "do", "dq", "dk", "dv")},
-}
-        meta = dict(MASK=mask, CAUSAL=causal, PRECISION=precision, INTERPRET=False, BLOCK_M=a.BLOCK_M,
-                    BLOCK_N=a.key_block(e, ev), BLOCK_E=e, BLOCK_EV=ev)
+                     "delta_ptr": "*fp32", **{f"{t}_ptr": dtype for t in ("q", "k", "v", "o", "do", "dq", "dk", "dv")}}
+        meta = dict(MASK=mask, CAUSAL=causal, PRECISION=precision, INTERPRET=False, BLOCK_M=block_m,
+                    BLOCK_N=block_n, BLOCK_E=e, BLOCK_EV=ev)
         for name in ("attention_forward_kernel", "attention_dq_kernel", "attention_dkv_kernel"):
-            yield (f"{name} {dtype[1:]} {precision} mask={mask} causal={causal} E={e} EV={ev}", getattr(a, name),
-                   arg_types, meta)
+            yield (f"{name} {dtype[1:]} {precision} mask={mask} causal={causal} E={e} EV={ev} {block_m}x{block_n}",
+                   getattr(a, name), arg_types, meta)
 
 
 def copy():

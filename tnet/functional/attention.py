@@ -13,8 +13,7 @@ from ..kernels import attention as _attention
 from ..kernels.gemm import pick_precision
 from ..kernels.launch import check, check_type
 from ..tensor import Tensor, record
-from .copy import (cat, chunk, contiguous, expand, repeat_interleave, reshape, split, squeeze, transpose,
-                   unsqueeze)
+from .copy import cat, chunk, expand, permute, repeat_interleave, reshape, split, squeeze, transpose, unsqueeze
 from .pad import pad
 from .gemm import linear, matmul, same_dtype
 from .inputs import check_tensors
@@ -242,18 +241,22 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     check((bias_k is None) == (bias_v is None), "multi_head_attention_forward: give both bias_k and bias_v or neither")
     if bias_k is not None:  # [1, 1, E]: one more key for every sequence
         k, v = one_more_key(k, v, expand(bias_k, 1, N, E), expand(bias_v, 1, N, E), 0)
-    # [L, N, E] -> [N * heads, L, head]: each head a batch of the GEMMs
-    q, k, v = (transpose(reshape(x, x.shape[0], N * num_heads, head), 0, 1) for x in (q, k, v))
+    # [L, N, E] -> [N, heads, L, head], a view: each head a batch of the GEMMs (the fused kernels read the strides)
+    q, k, v = (permute(reshape(x, x.shape[0], N, num_heads, head), (1, 2, 0, 3)) for x in (q, k, v))
     if add_zero_attn:
-        zero = factory.zeros(N * num_heads, 1, head, dtype=k.dtype)
-        k, v = one_more_key(k, v, zero, zero, 1)
-    S = k.shape[1]
-    if key_padding is not None:  # [N, S] -> [N * heads, 1, S]
-        key_padding = reshape(expand(reshape(key_padding, N, 1, 1, S), N, num_heads, 1, S), N * num_heads, 1, S)
+        zero = factory.zeros(N, num_heads, 1, head, dtype=k.dtype)
+        k, v = one_more_key(k, v, zero, zero, 2)
+    S = k.shape[2]
+    if attn_mask is not None:  # [1, L, S] or [N * heads, L, S] -> [1 or N, 1 or heads, L, S]
+        attn_mask = reshape(attn_mask, -1 if attn_mask.shape[0] > 1 else 1, num_heads if attn_mask.shape[0] > 1 else 1,
+                            L, S)
+    if key_padding is not None:  # [N, S] -> [N, 1, 1, S]
+        key_padding = reshape(key_padding, N, 1, 1, S)
         attn_mask = key_padding if attn_mask is None else add(attn_mask, key_padding)
     p = dropout_p if training else 0.0
     out, weights = _attend(q, k, v, attn_mask, p, 1.0 / math.sqrt(head), not need_weights, is_causal)
-    out = linear(reshape(contiguous(transpose(out, 0, 1)), L * N, E), out_proj_weight, out_proj_bias)
+    # [N, heads, L, head] -> [L * N, E]: a view of the fused kernel's output (laid out as q), a copy of a GEMM's
+    out = linear(reshape(permute(out, (2, 0, 1, 3)), L * N, E), out_proj_weight, out_proj_bias)
     out = reshape(out, L, N, E)
     if need_weights:
         weights = reshape(weights, N, num_heads, L, S)

@@ -4,7 +4,7 @@ head h // GROUP: grouped-query attention); the mask, where there is one, [B, H, 
 dim's stride 0): bool (True: the key takes part) or float (added to the scores); CAUSAL: query i sees keys 0..i.
 
 - attention_forward_kernel, one program per (block of query rows, b * H + h): loops over the key blocks with an
-  online softmax (running max and sum in fp32), stores o [B * H, L, EV] and the log-sum-exp of each query row's
+  online softmax (running max and sum in fp32), stores o [B, H, L, EV] and the log-sum-exp of each query row's
   scores (fp32 [B * H, L]). A row that no key may see (all its scores -inf) gets zeros and the log-sum-exp +inf,
   so that the backward's weights exp(s - lse) are 0 there (SDPA's safe softmax).
 - attention_dq_kernel, one program per (block of query rows, b * H + h): delta = sum(do * o) of its rows (stored,
@@ -76,10 +76,10 @@ def _tile(ptr, off, offs_r, offs_c, R, C, s_r, s_c):
 @jit
 def attention_forward_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, H, GROUP, L, S, E, EV, scale,
                              sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve, smb, smh, sml, sms,
-                             MASK: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+                             sob, soh, sol, soe, MASK: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
                              INTERPRET: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
-    """o [B * H, L, EV] (contiguous) and lse [B * H, L] (fp32) of a block of BLOCK_M query rows of one head."""
+    """o [B, H, L, EV] (strides sob, ...) and lse [B * H, L] (fp32) of a block of BLOCK_M query rows of one head."""
     bh = tl.program_id(1)
     b = bh // H
     h = bh - b * H
@@ -114,22 +114,22 @@ def attention_forward_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, H, G
     seen = l_i != 0.0  # NaN scores leave NaN sums: NaN out, as the composition's
     o = tl.where(seen[:, None], acc / tl.where(seen, l_i, 1.0)[:, None], 0.0)
     lse = tl.where(seen, tl.where(m_i == float("-inf"), 0.0, m_i) + tl.log(tl.where(seen, l_i, 1.0)), float("inf"))
-    rows = bh.to(tl.int64) * L + offs_m
-    tl.store(o_ptr + rows[:, None] * EV + offs_ev[None, :], o.to(o_ptr.dtype.element_ty),
-             mask=(offs_m[:, None] < L) & (offs_ev[None, :] < EV))
-    tl.store(lse_ptr + rows, lse, mask=offs_m < L)
+    ooffs = (b.to(tl.int64) * sob + h.to(tl.int64) * soh + offs_m.to(tl.int64)[:, None] * sol
+             + offs_ev.to(tl.int64)[None, :] * soe)
+    tl.store(o_ptr + ooffs, o.to(o_ptr.dtype.element_ty), mask=(offs_m[:, None] < L) & (offs_ev[None, :] < EV))
+    tl.store(lse_ptr + bh.to(tl.int64) * L + offs_m, lse, mask=offs_m < L)
 
 
 @jit
 def attention_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
                         H, GROUP, L, S, E, EV, scale,
                         sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve, smb, smh, sml, sms,
-                        sdb, sdh, sdl, sde,
+                        sob, soh, sol, soe, sdb, sdh, sdl, sde,
                         MASK: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
                         INTERPRET: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                         BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
     """delta [B * H, L] = sum(do * o) over EV (fp32, stored) and dq [B * H, L, E] (contiguous) of a block of
-    query rows of one head; do [B, H, L, EV] with strides (sdb, ...), o as the forward stored it."""
+    query rows of one head; o and do [B, H, L, EV] with strides (sob, ...) and (sdb, ...)."""
     bh = tl.program_id(1)
     b = bh // H
     h = bh - b * H
@@ -140,7 +140,7 @@ def attention_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, do_ptr, lse_ptr, d
     q = _tile(q_ptr, b.to(tl.int64) * sqb + h.to(tl.int64) * sqh, offs_m, offs_e, L, E, sql, sqe)
     do = _tile(do_ptr, b.to(tl.int64) * sdb + h.to(tl.int64) * sdh, offs_m, offs_ev, L, EV, sdl, sde)
     rows = bh.to(tl.int64) * L + offs_m
-    o = _tile(o_ptr, bh.to(tl.int64) * L * EV, offs_m, offs_ev, L, EV, EV, 1)
+    o = _tile(o_ptr, b.to(tl.int64) * sob + h.to(tl.int64) * soh, offs_m, offs_ev, L, EV, sol, soe)
     delta = tl.sum(do * o, 1)
     tl.store(delta_ptr + rows, delta, mask=offs_m < L)
     lse = tl.load(lse_ptr + rows, mask=offs_m < L, other=float("inf"))
@@ -249,15 +249,19 @@ def _plan(q, k, v, mask):
 
 
 def attention(q, k, v, mask, causal, scale, precision):
-    """(o [B, H, L, EV] contiguous, lse fp32 [B, H, L]): softmax(q @ k^T * scale + mask) @ v, q [B, H, L, E], k
-    [B, H / g, S, E], v [B, H / g, S, EV] (any strides), mask None, bool (True: takes part) or float [B, H, L, S]
-    (any strides), causal: query i sees keys 0..i; products at precision (gemm.PRECISIONS)."""
+    """(o [B, H, L, EV], lse fp32 [B, H, L]): softmax(q @ k^T * scale + mask) @ v, q [B, H, L, E], k [B, H / g, S, E],
+    v [B, H / g, S, EV] (any strides), mask None, bool (True: takes part) or float [B, H, L, S] (any strides),
+    causal: query i sees keys 0..i; products at precision (gemm.PRECISIONS). o is laid out in q's order of B, H
+    and L (then EV): where q is a view of [L, B, H * E] rows (a projection's output, split into heads), o's rows are
+    [L, B, H * EV] ones, which the output projection reads without a copy."""
     sizes, strides, mask, kind, blocks = _plan(q, k, v, mask)
     B, H, L, _ = q.shape
-    o = torch.empty((B, H, L, sizes[5]), device=q.device, dtype=q.dtype)
+    order = sorted(range(3), key=lambda d: -q.stride(d))  # stable: dims of equal strides keep their order
+    o = torch.empty([(B, H, L)[d] for d in order] + [sizes[5]], device=q.device, dtype=q.dtype)
+    o = o.permute(*[order.index(d) for d in range(3)], 3)
     lse = torch.empty((B, H, L), device=q.device, dtype=torch.float32)
     attention_forward_kernel[(cdiv(L, blocks["BLOCK_M"]), B * H)](
-        q, k, v, mask, o, lse, *sizes, float(scale), *strides, MASK=kind, CAUSAL=bool(causal), PRECISION=precision,
+        q, k, v, mask, o, lse, *sizes, float(scale), *strides, *o.stride(), MASK=kind, CAUSAL=bool(causal), PRECISION=precision,
         INTERPRET=INTERPRET, **blocks)
     return o, lse
 
@@ -272,7 +276,7 @@ def attention_backward(q, k, v, mask, causal, scale, precision, o, lse, do):
     dq, dk, dv = (torch.empty(x.shape, device=x.device, dtype=x.dtype) for x in (q, k, v))
     meta = dict(MASK=kind, CAUSAL=bool(causal), PRECISION=precision, INTERPRET=INTERPRET, **blocks)
     attention_dq_kernel[(cdiv(L, blocks["BLOCK_M"]), B * H)](
-        q, k, v, mask, o, do, lse, delta, dq, *sizes, float(scale), *strides, *do.stride(), **meta)
+        q, k, v, mask, o, do, lse, delta, dq, *sizes, float(scale), *strides, *o.stride(), *do.stride(), **meta)
     attention_dkv_kernel[(cdiv(sizes[3], blocks["BLOCK_N"]), B * k.shape[1])](
         q, k, v, mask, do, lse, delta, dk, dv, *sizes, float(scale), *strides, *do.stride(), **meta)
     return dq, dk, dv
