@@ -3,9 +3,11 @@ worst element, tile configs one at a time, inputs paired with their float64 torc
 spies on torch's operators and on kernel launches, and the ported scripts' runner (imports,
 compare). A plain module: tests import it (`from helpers import ...`); conftest.py holds only
 pytest's fixtures."""
+import collections
 import contextlib
 import importlib
 import math
+import pkgutil
 import time
 import tracemalloc
 import types
@@ -218,6 +220,20 @@ class Launches:
 
     def __getattr__(self, name):  # the kernel's own attributes (an autotuned one's configs)
         return getattr(self.kernel, name)
+
+
+def launches(monkeypatch, fn):
+    """The kernel launches fn() makes, by kernel name (every *_kernel of tnet.kernels counted; on a GPU a launch
+    that autotune.launch_kept keeps goes uncounted after its first)."""
+    log = []
+    for info in pkgutil.iter_modules(tnet.kernels.__path__):
+        module = importlib.import_module(f"tnet.kernels.{info.name}")
+        for attr in dir(module):
+            if attr.endswith("_kernel"):
+                monkeypatch.setattr(module, attr, Launches(getattr(module, attr), log))
+    fn()
+    return collections.Counter(getattr(kernel, "__name__", getattr(kernel, "fn", kernel).__name__)
+                               for kernel, *_ in log)
 
 
 # ---- files ----------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 """Attention: F.scaled_dot_product_attention, nn.MultiheadAttention and the Transformer layers
 against torch in float64: torch's weights loaded through its state_dict, eval mode (no dropout),
-forward, input and parameter gradients, with bool and float masks, key padding and is_causal."""
+forward, input and parameter gradients, with bool and float masks, key padding and is_causal. The
+fused kernels (kernels/attention.py) on odd sizes with small blocks (their loops and tails), every
+mask, grouped-query heads, strided inputs and 16-bit dtypes, their launches, and what still runs the
+composition."""
 import copy
 
 import numpy as np
@@ -10,7 +13,8 @@ import torch
 import tnet
 import tnet.functional as F
 from tnet import nn
-from helpers import TOL, assert_close, check, leaf
+from tnet.kernels import attention as fused
+from helpers import TOL, assert_close, check, launches, leaf, tol_for
 
 TF = torch.nn.functional
 E, HEADS, L, S, N = 8, 2, 5, 7, 3
@@ -142,3 +146,128 @@ def test_transformer_decoder_as_torch(rng, ieee):
     assert [n for n, _ in clone.named_modules()] == [n for n, _ in theirs.named_modules()]
     whole = nn.Transformer(E, HEADS, 2, 1, 12)
     assert list(whole.state_dict()) == list(torch.nn.Transformer(E, HEADS, 2, 1, 12).state_dict())
+
+
+FUSED = ("attention_forward_kernel", "attention_dq_kernel", "attention_dkv_kernel")
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """16 query rows and 16 keys a block: the kernels' loops and masked tails run on small shapes."""
+    monkeypatch.setattr(fused, "BLOCK_M", 16)
+    monkeypatch.setattr(fused, "BLOCK_N", 16)
+
+
+def fused_check(monkeypatch, rng, shapes, tol=TOL["ieee"], dtype=torch.float32, views=None, mask=None, **kwargs):
+    """SDPA of leaves of shapes (q, k, v) against torch's in float64 (forward and the three gradients), through the
+    fused kernels: each launched once. views: a function of each input, what SDPA takes (a transposed view);
+    mask: an attn_mask as a (tnet, torch) pair. Standard normal values: leaf's spread to 5 makes scores in the
+    hundreds, whose sharp softmax's dq and dk cancel in p * (dp - delta) past fp32's bound, the composition's too."""
+    inputs = [leaf(rng, *shape, dtype=dtype, values=rng.standard_normal(shape)) for shape in shapes]
+    view = views or (lambda x: x)
+
+    def ours(*xs):
+        return F.scaled_dot_product_attention(*map(view, xs), **kwargs, **({} if mask is None else {"attn_mask": mask[0]}))
+
+    def theirs(*xs):
+        return TF.scaled_dot_product_attention(*map(view, xs), **kwargs, **({} if mask is None else {"attn_mask": mask[1]}))
+    counts = launches(monkeypatch, lambda: check(ours, theirs, inputs, rng, tol))
+    assert all(counts[name] == 1 for name in FUSED), counts
+    return counts
+
+
+@pytest.mark.parametrize("lead, L, S, E, EV", [((2, 2), 7, 33, 16, 16), ((1, 3), 33, 7, 64, 32), ((3,), 33, 33, 16, 24),
+                                               ((), 5, 17, 16, 16)])
+def test_fused_sdpa_as_torch(monkeypatch, rng, ieee, small_blocks, lead, L, S, E, EV):
+    """No mask, a bool mask with a row of no key (zeros, zero gradients), a float mask with -inf broadcast over the
+    leading dims, causal with a scale (L > S: the later rows see every key; L < S: the first keys only)."""
+    shapes = ((*lead, L, E), (*lead, S, E), (*lead, S, EV))
+    fused_check(monkeypatch, rng, shapes)
+    (b, br), (f, fr) = masks(rng, (L, S), None)
+    fused_check(monkeypatch, rng, shapes, mask=(b, br))
+    fused_check(monkeypatch, rng, shapes, mask=(f, fr))
+    fused_check(monkeypatch, rng, shapes, is_causal=True, scale=0.4)
+
+
+def test_fused_sdpa_strided_grouped(monkeypatch, rng, ieee, small_blocks):
+    """q, k and v as MultiheadAttention makes them ([L, N * heads, E] transposed to [N * heads, L, E]), a per-head
+    bool mask [N * heads, L, S] broadcast along L, and grouped-query heads (enable_gqa: key and value heads each read
+    by 2 query heads, their gradients summed)."""
+    keep = rng.random((4, 1, 9)) > 0.4
+    keep[1] = False  # a head that sees no key at all
+    fused_check(monkeypatch, rng, ((11, 4, 16), (9, 4, 16), (9, 4, 16)), views=lambda x: x.transpose(0, 1),
+                mask=(tnet.tensor(keep), torch.tensor(keep)))
+    fused_check(monkeypatch, rng, ((2, 4, 7, 16), (2, 2, 19, 16), (2, 2, 19, 16)), enable_gqa=True, is_causal=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_fused_sdpa_16_bit(monkeypatch, rng, small_blocks, dtype):
+    """16-bit q, k and v against torch's float64 of the same values: fp32 sums and softmax, the products' operands
+    (the weights too) rounded to dtype, the outputs once; a float mask of dtype; the node torch's CUDA names."""
+    (_, _), (f, fr) = masks(rng, (7, 33), None)
+    shapes = ((2, 2, 7, 16), (2, 2, 33, 16), (2, 2, 33, 16))
+    fused_check(monkeypatch, rng, shapes, tol_for(dtype), dtype, mask=(f.to(dtype), fr.to(dtype).double()))
+    fused_check(monkeypatch, rng, shapes, tol_for(dtype), dtype, is_causal=True)
+    q = tnet.randn(1, 2, 3, 16, dtype=dtype, requires_grad=True)
+    assert type(F.scaled_dot_product_attention(q, q, q).grad_fn).__name__ == "ScaledDotProductFlashAttentionBackward0"
+    assert F.scaled_dot_product_attention(q.float(), q.float(), q.float()).grad_fn.name() == \
+        "ScaledDotProductEfficientAttentionBackward0"
+    assert F.scaled_dot_product_attention(q[0], q[0], q[0]).grad_fn.name() == "BmmBackward0"  # torch's math path
+
+
+def test_fused_sdpa_launches(monkeypatch, rng):
+    """A forward and backward is three launches (forward, dq, dk and dv), where the composition made two GEMMs, a
+    scale, the mask, a softmax and their backwards; MultiheadAttention without weights runs them too."""
+    q, k, v = (tnet.randn(2, 2, 9, 16, requires_grad=True) for _ in range(3))
+    counts = launches(monkeypatch, lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(
+        tnet.ones(2, 2, 9, 16)))
+    assert counts == {name: 1 for name in FUSED}, counts
+    mha, x = nn.MultiheadAttention(E, HEADS), tnet.randn(L, N, E, requires_grad=True)
+    counts = launches(monkeypatch, lambda: mha(x, x, x, need_weights=False)[0].sum().backward())
+    assert all(counts[name] == 1 for name in FUSED) and not counts["softmax_kernel"], counts
+    counts = launches(monkeypatch, lambda: mha(x, x, x)[0].sum().backward())  # the weights: the composition
+    assert not any(counts[name] for name in FUSED), counts
+
+
+def test_fused_sdpa_fallbacks(monkeypatch, rng, ieee):
+    """What runs the composition, as torch's: dropout, a float mask that requires grad (its gradient), q, k or v
+    broadcast over the leading dims, heads past MAX_HEAD, and create_graph (the gradients' own gradients)."""
+    q, k, v = leaf(rng, 2, 5, 8), leaf(rng, 2, 7, 8), leaf(rng, 2, 7, 8)
+    m = leaf(rng, 5, 7)
+    counts = launches(monkeypatch, lambda: check(lambda a, b, c, d: F.scaled_dot_product_attention(a, b, c, d),
+                                                 lambda a, b, c, d: TF.scaled_dot_product_attention(a, b, c, d),
+                                                 [q, k, v, m], rng))
+    assert not any(counts[name] for name in FUSED), counts
+    q1 = leaf(rng, 1, 5, 8)
+    counts = launches(monkeypatch, lambda: check(F.scaled_dot_product_attention, TF.scaled_dot_product_attention,
+                                                 [q1, k, v], rng))
+    assert not any(counts[name] for name in FUSED), counts
+    wide = [leaf(rng, 1, 3, fused.MAX_HEAD + 8) for _ in range(3)]
+    counts = launches(monkeypatch, lambda: check(F.scaled_dot_product_attention, TF.scaled_dot_product_attention,
+                                                 wide, rng))
+    assert not any(counts[name] for name in FUSED), counts
+    counts = launches(monkeypatch, lambda: F.scaled_dot_product_attention(q[0], k[0], v[0], dropout_p=0.5))
+    assert not any(counts[name] for name in FUSED), counts
+    # a second-order gradient through the fused node: its graph= runs the composition's gradients
+    for (x, xr), (y, yr) in ((q, k), (k, v)):
+        x.grad = xr.grad = y.grad = yr.grad = None
+    gq, gqr = (lib.autograd.grad((fn(a, b, c, is_causal=True) ** 2).sum(), a, create_graph=True)[0]
+               for lib, fn, a, b, c in ((tnet, F.scaled_dot_product_attention, q[0], k[0], v[0]),
+                                        (torch, TF.scaled_dot_product_attention, q[1], k[1], v[1])))
+    assert_close(gq, gqr, TOL["ieee"], "first-order gradient")
+    (gq * gq).sum().backward()
+    (gqr * gqr).sum().backward()
+    for (x, xr), what in ((k, "key"), (v, "value")):
+        assert_close(x.grad, xr.grad, TOL["ieee"], f"second-order gradient of {what}")
+
+
+def test_fused_sdpa_nonfinite(monkeypatch, ieee):
+    """A query whose scores are all -inf (an unmasked -inf query) gets zeros, one with +inf or NaN scores NaN, as
+    torch's safe softmax (tests/test_fuzz_api.py's cases), through the fused kernel."""
+    k = torch.tensor([[[1.0, 0.0], [2.0, 5.0]]])
+    q = torch.tensor([[[-float("inf"), 1.0], [float("inf"), 1.0], [1.0, 2.0]]])
+    v = torch.randn(1, 2, 3)
+    ref = TF.scaled_dot_product_attention(q, k, v)
+    counts = launches(monkeypatch, lambda: np.testing.assert_allclose(
+        F.scaled_dot_product_attention(*map(tnet.tensor, (q, k, v))).numpy(), ref.numpy(), rtol=1e-5))
+    assert counts["attention_forward_kernel"] == 1

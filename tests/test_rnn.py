@@ -2,9 +2,6 @@
 state_dict, then the outputs and the gradients of the input, the initial states and every parameter,
 on small shapes (I=3, H=4, T=5, batch 2); packed sequences (tnet.nn.utils.rnn) and the layers on them; the fused
 LSTM and GRU cells (kernels/rnn.py) on odd sizes, in bf16, under create_graph, and the launches a step makes."""
-import collections
-import importlib
-import pkgutil
 import warnings
 
 import numpy as np
@@ -13,7 +10,7 @@ import torch
 
 import tnet
 from tnet import nn
-from helpers import MEMORY_OPS, TOL, Launches, Recorder, assert_close, pair
+from helpers import MEMORY_OPS, TOL, Recorder, assert_close, launches, pair
 
 I, H, T, B = 3, 4, 5, 2
 
@@ -320,20 +317,6 @@ def test_fused_cell_double_backward(rng, ieee, name):
     for i in range(len(leaves)):
         assert_close(first[i], first_ref[i], TOL["ieee"], f"{name}: gradient of argument {i}")
         assert_close(grads[i], grads_ref[i], 1e-4, f"{name}: second-order gradient of argument {i}")
-
-
-def launches(monkeypatch, fn):
-    """The kernel launches fn() makes, by kernel name (every *_kernel of tnet.kernels counted; on a GPU a launch
-    that autotune.launch_kept keeps goes uncounted after its first)."""
-    log = []
-    for info in pkgutil.iter_modules(tnet.kernels.__path__):
-        module = importlib.import_module(f"tnet.kernels.{info.name}")
-        for attr in dir(module):
-            if attr.endswith("_kernel"):
-                monkeypatch.setattr(module, attr, Launches(getattr(module, attr), log))
-    fn()
-    return collections.Counter(getattr(kernel, "__name__", getattr(kernel, "fn", kernel).__name__)
-                               for kernel, *_ in log)
 
 
 @pytest.mark.parametrize("kind", ["LSTM", "GRU"])

@@ -122,6 +122,11 @@ def cases():
     def mha_step():  # self-attention's forward and backward
         mha(tokens, tokens, tokens, need_weights=False)[0].sum().backward()
 
+    sdpa_q, sdpa_kv = tnet.randn(4, 4, 32, 32, requires_grad=True), tnet.randn(4, 4, 32, 32, requires_grad=True)
+
+    def sdpa_step():  # causal self-attention of 4 heads, forward and backward
+        F.scaled_dot_product_attention(sdpa_q, sdpa_kv, sdpa_kv, is_causal=True).sum().backward()
+
     def chunk_step():  # three pieces of one tensor, their gradients added into one
         p, q, r = F.chunk(wide * 1.0, 3, 1)
         (p + q + r).sum().backward()
@@ -130,7 +135,8 @@ def cases():
             "BatchNorm2d train": (lambda: bn(x), 300), "README network step": (step, 20),
             "ResNet-18 bf16 step": (lambda: resnet_step(rx, ry), 5), "LSTMCell step": (lstm_step, 100),
             "GRUCell step": (gru_step, 100), "RMSNorm forward + backward": (rms_step, 100),
-            "MultiheadAttention forward + backward": (mha_step, 20), "chunk(3) forward + backward": (chunk_step, 100)}
+            "MultiheadAttention forward + backward": (mha_step, 20), "chunk(3) forward + backward": (chunk_step, 100),
+            "SDPA causal forward + backward": (sdpa_step, 50)}
 
 
 def median_us(fn, calls):

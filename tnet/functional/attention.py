@@ -1,22 +1,25 @@
 """Attention, as torch.nn.functional has it: scaled_dot_product_attention and
-multi_head_attention_forward (nn.MultiheadAttention's and the Transformer layers'), composed of
-matmul, softmax, dropout and the element-wise ops: their gradients are those ops' backwards."""
+multi_head_attention_forward (nn.MultiheadAttention's and the Transformer layers'). Without dropout
+or the weights, one node on kernels/attention.py's fused kernels; else (and for what those kernels
+do not take) composed of matmul, softmax, dropout and the element-wise ops, whose backwards are its
+gradient."""
 import math
 import warnings
 
 import torch
 
-from .. import factory
+from .. import amp, factory
+from ..kernels import attention as _attention
+from ..kernels.gemm import pick_precision
 from ..kernels.launch import check, check_type
-from ..tensor import Tensor
-from .copy import (cat, chunk, contiguous, expand, repeat_interleave, reshape, split, squeeze, transpose,
-                   unsqueeze)
+from ..tensor import Tensor, record
+from .copy import cat, chunk, expand, permute, repeat_interleave, reshape, split, squeeze, transpose, unsqueeze
 from .pad import pad
 from .gemm import linear, matmul, same_dtype
 from .inputs import check_tensors
-from .pointwise import add, logical_not, masked_fill, mul, tril
+from .pointwise import add, logical_not, masked_fill, mul, sub, tril
 from .random import dropout
-from .reduce import mean
+from .reduce import mean, sum
 from .softmax import safe_softmax, softmax
 
 
@@ -25,11 +28,27 @@ def _causal(L, S):
     return tril(factory.ones(L, S, dtype=torch.bool))
 
 
-def _attend(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows):
+def _attend(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows, causal=False, group=1):
     """softmax(query @ key^T * scale + mask) @ value over the last two dims (the leading dims
-    broadcast); attn_mask bool (True: takes part) or float (added). zero_masked_rows: a query that
-    no key may see (its scores all -inf) gets zero weights (SDPA's safe softmax), else NaN (the softmax of -inf's, as
-    torch's MultiheadAttention with need_weights). Returns (output, weights after dropout)."""
+    broadcast); attn_mask bool (True: takes part) or float (added); causal: query i sees keys 0..i
+    (with no attn_mask); group: key and value have 1 / group of query's heads (dim -3), each read by
+    group query heads in turn (grouped-query attention). zero_masked_rows: a query that no key may see
+    (its scores all -inf) gets zero weights (SDPA's safe softmax), else NaN (the softmax of -inf's, as
+    torch's MultiheadAttention with need_weights). Returns (output, weights after dropout), the
+    weights None where the fused kernels ran (zero_masked_rows without dropout: _fused)."""
+    if zero_masked_rows and dropout_p == 0.0:
+        out = _fused(query, key, value, attn_mask, scale, causal, group)
+        if out is not None:
+            return out, None
+    return _composed(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows, causal, group)
+
+
+def _composed(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows, causal, group):
+    """_attend as tnet's ops: (output, weights after dropout)."""
+    if group > 1:
+        key, value = (repeat_interleave(x, group, -3) for x in (key, value))
+    if causal:
+        attn_mask = _causal(query.shape[-2], key.shape[-2])
     lead = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     query, key, value = (x if x.shape[:-2] == lead else expand(x, *lead, *x.shape[-2:]) for x in (query, key, value))
     scores = mul(matmul(query, transpose(key, -2, -1)), scale)
@@ -41,6 +60,68 @@ def _attend(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows):
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return matmul(weights, value), weights
+
+
+def _fused(query, key, value, attn_mask, scale, causal, group):
+    """_attend's output through kernels/attention.py, one node named as torch's CUDA SDPA nodes; None where those
+    kernels do not take the inputs: query, key and value of other leading dims than query's (but key's and value's
+    heads for group), another dtype or rank than they take (kernels/attention.takes), a mask that does not broadcast
+    to the scores' shape or requires grad. The leading dims are viewed as [B, H] (copied where they cannot be). Under
+    autocast the inputs are cast to its dtype first, as torch's autocast casts SDPA's."""
+    low = amp.get_autocast_dtype()
+    if low is not None:
+        query, key, value = (x.to(low) if x.dtype == torch.float32 else x for x in (query, key, value))
+        if attn_mask is not None and attn_mask.dtype == torch.float32:
+            attn_mask = attn_mask.to(low)
+    lead, L, (S, EV) = query.shape[:-2], query.shape[-2], value.shape[-2:]
+    kv_lead = lead if group == 1 else (*lead[:-1], lead[-1] // group)
+    if key.shape[:-2] != kv_lead or value.shape[:-2] != kv_lead or key.shape[-2] != S:
+        return None
+    if attn_mask is not None and (attn_mask.requires_grad or attn_mask.ndim > len(lead) + 2 or any(
+            m not in (1, n) for m, n in zip(reversed(attn_mask.shape), (S, L, *reversed(lead))))):
+        return None
+    if not _attention.takes(query.memory, key.memory, value.memory, None if attn_mask is None else attn_mask.memory):
+        return None
+    B, H = math.prod(lead[:-1]), (lead[-1] if lead else 1)
+    q, k, v = (x.memory.reshape(B, n, *x.shape[-2:]) for x, n in ((query, H), (key, H // group), (value, H // group)))
+    mask = None if attn_mask is None else attn_mask.memory.expand(*lead, L, S).reshape(B, H, L, S)
+    precision = pick_precision("scaled_dot_product_attention", None, query)
+    o, lse = _attention.attention(q, k, v, mask, causal, scale, precision)
+
+    def backward(g):
+        grads = _attention.attention_backward(q, k, v, mask, causal, scale, precision, o, lse, g.reshape(o.shape))
+        return [d.view(x.shape) for d, x in zip(grads, (query, key, value))]
+
+    def graph(g, out):  # the composition's gradients in tnet's ops, for create_graph
+        return _attention_grads(g, query, key, value, attn_mask, scale, causal, group)
+    # torch's CUDA nodes of 4-D inputs: flash attention for 16-bit without a mask, else the memory-efficient one;
+    # other ranks run torch's math path, whose last op is the weights' product with value (mm, bmm or a view)
+    op = ("scaled_dot_product_flash_attention" if query.dtype != torch.float32 and attn_mask is None else
+          "scaled_dot_product_efficient_attention") if query.ndim == 4 else {2: "sdpa_mm", 3: "sdpa_bmm"}.get(
+        query.ndim, "sdpa_view")
+    return record(op, o.view(*lead, L, EV), [query, key, value], backward,
+                  saved=(query, key, value, attn_mask, o), graph=graph)
+
+
+def _attention_grads(g, query, key, value, attn_mask, scale, causal, group):
+    """(dquery, dkey, dvalue) of _composed (without dropout, rows that see no key zero) for the output's gradient g,
+    in tnet's ops: with p = safe_softmax(s), dvalue = p^T g, ds = p * (g v^T - sum(p * g v^T)), dquery = ds key *
+    scale, dkey = ds^T query * scale; key and value's gradients summed over each group's heads."""
+    keys, values = (x if group == 1 else repeat_interleave(x, group, -3) for x in (key, value))
+    if causal:
+        attn_mask = _causal(query.shape[-2], key.shape[-2])
+    scores = mul(matmul(query, transpose(keys, -2, -1)), scale)
+    if attn_mask is not None:
+        scores = masked_fill(scores, logical_not(attn_mask), -math.inf) if attn_mask.dtype == torch.bool \
+            else add(scores, attn_mask)
+    p = safe_softmax(scores, -1)
+    dp = matmul(g, transpose(values, -2, -1))
+    ds = mul(p, sub(dp, sum(mul(p, dp), -1, keepdim=True)))
+    dq = mul(matmul(ds, keys), scale)
+    dk, dv = mul(matmul(transpose(ds, -2, -1), query), scale), matmul(transpose(p, -2, -1), g)
+    if group > 1:
+        dk, dv = (sum(reshape(d, *x.shape[:-2], group, *x.shape[-2:]), -3) for d, x in ((dk, key), (dv, value)))
+    return dq, dk, dv
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -67,16 +148,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
               lambda: f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                       f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {query.dtype} instead.")
         check(not is_causal, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
-    if is_causal:
-        attn_mask = _causal(query.shape[-2], key.shape[-2])
+    group = 1
     if enable_gqa and query.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         heads, kv_heads = query.shape[-3], key.shape[-3]
         check(key.shape[-3] == value.shape[-3] and heads % kv_heads == 0,
               lambda: f"scaled_dot_product_attention: with enable_gqa, query's heads ({heads}) must be a multiple "
                       f"of key's ({kv_heads}) and value's ({value.shape[-3]})")
-        key, value = (repeat_interleave(x, heads // kv_heads, -3) for x in (key, value))
+        group = heads // kv_heads
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
-    return _attend(query, key, value, attn_mask, dropout_p, scale, True)[0]
+    return _attend(query, key, value, attn_mask, dropout_p, scale, True, is_causal, group)[0]
 
 
 def _additive(mask, dtype, name):
@@ -161,20 +241,22 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     check((bias_k is None) == (bias_v is None), "multi_head_attention_forward: give both bias_k and bias_v or neither")
     if bias_k is not None:  # [1, 1, E]: one more key for every sequence
         k, v = one_more_key(k, v, expand(bias_k, 1, N, E), expand(bias_v, 1, N, E), 0)
-    # [L, N, E] -> [N * heads, L, head]: each head a batch of the GEMMs
-    q, k, v = (transpose(reshape(x, x.shape[0], N * num_heads, head), 0, 1) for x in (q, k, v))
+    # [L, N, E] -> [N, heads, L, head], a view: each head a batch of the GEMMs (the fused kernels read the strides)
+    q, k, v = (permute(reshape(x, x.shape[0], N, num_heads, head), (1, 2, 0, 3)) for x in (q, k, v))
     if add_zero_attn:
-        zero = factory.zeros(N * num_heads, 1, head, dtype=k.dtype)
-        k, v = one_more_key(k, v, zero, zero, 1)
-    S = k.shape[1]
-    if key_padding is not None:  # [N, S] -> [N * heads, 1, S]
-        key_padding = reshape(expand(reshape(key_padding, N, 1, 1, S), N, num_heads, 1, S), N * num_heads, 1, S)
+        zero = factory.zeros(N, num_heads, 1, head, dtype=k.dtype)
+        k, v = one_more_key(k, v, zero, zero, 2)
+    S = k.shape[2]
+    if attn_mask is not None:  # [1, L, S] or [N * heads, L, S] -> [1 or N, 1 or heads, L, S]
+        attn_mask = reshape(attn_mask, -1 if attn_mask.shape[0] > 1 else 1, num_heads if attn_mask.shape[0] > 1 else 1,
+                            L, S)
+    if key_padding is not None:  # [N, S] -> [N, 1, 1, S]
+        key_padding = reshape(key_padding, N, 1, 1, S)
         attn_mask = key_padding if attn_mask is None else add(attn_mask, key_padding)
     p = dropout_p if training else 0.0
-    if is_causal:
-        attn_mask = _causal(L, S)
-    out, weights = _attend(q, k, v, attn_mask, p, 1.0 / math.sqrt(head), not need_weights)
-    out = linear(reshape(contiguous(transpose(out, 0, 1)), L * N, E), out_proj_weight, out_proj_bias)
+    out, weights = _attend(q, k, v, attn_mask, p, 1.0 / math.sqrt(head), not need_weights, is_causal)
+    # [N, heads, L, head] -> [L * N, E]: a view of the fused kernel's output (laid out as q), a copy of a GEMM's
+    out = linear(reshape(permute(out, (2, 0, 1, 3)), L * N, E), out_proj_weight, out_proj_bias)
     out = reshape(out, L, N, E)
     if need_weights:
         weights = reshape(weights, N, num_heads, L, S)
