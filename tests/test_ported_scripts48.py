@@ -562,3 +562,452 @@ def fedavg(m, state=None):
 
 def test_fedavg():
     compare(fedavg)
+
+
+# (e) an echo state network as reservoir-computing tutorials write it in torch: the reservoir drawn by torch.rand
+# (torch replays tnet's draws), made sparse by W[mask] = 0 and scaled to a spectral radius by numpy's eigvals of
+# W.cpu().numpy() (torch.linalg.eigvals is complex, which tnet has not: README), W_in and W kept by register_buffer, the leaky tanh update over
+# torch.cat([torch.ones(1), u_t]) one step at a time, the washout, the ridge readout in closed form by
+# torch.linalg.solve(X.T @ X + ridge * torch.eye(n), X.T @ Y) copied into a Linear's weight and bias through .data,
+# then a few Adam steps of that readout on the NRMSE's square; a sum of sines as the series to predict one step on
+def echo_state(m, state=None, replay=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    n_in, n_res, T, washout = 1, 12, 24, 4
+
+    class ESN(nn.Module):
+        def __init__(self, input_size, reservoir_size, output_size, spectral_radius=0.9, leaking_rate=0.3,
+                     sparsity=0.5, input_scaling=1.0):
+            super().__init__()
+            self.reservoir_size, self.leaking_rate = reservoir_size, leaking_rate
+            W = replayed(m, replay, "W", torch.rand(reservoir_size, reservoir_size)) - 0.5
+            mask = replayed(m, replay, "mask", torch.rand(reservoir_size, reservoir_size)) < sparsity
+            W[mask] = 0
+            # torch.linalg.eigvals(W).abs().max() in torch: complex eigenvalues, which tnet has not (README)
+            eigenvalues = np.linalg.eigvals(W.cpu().numpy())
+            W *= spectral_radius / np.abs(eigenvalues).max()
+            self.register_buffer('W', W)
+            W_in = (replayed(m, replay, "W_in", torch.rand(reservoir_size, 1 + input_size)) - 0.5) * input_scaling
+            self.register_buffer('W_in', W_in)
+            self.readout = nn.Linear(1 + input_size + reservoir_size, output_size)
+
+        def states(self, u, washout=0):
+            x = torch.zeros(self.reservoir_size)
+            states = []
+            for t in range(u.size(0)):
+                x_new = torch.tanh(self.W_in @ torch.cat([torch.ones(1), u[t]]) + self.W @ x)
+                x = (1 - self.leaking_rate) * x + self.leaking_rate * x_new
+                states.append(torch.cat([torch.ones(1), u[t], x]))
+            return torch.stack(states[washout:])
+
+        def fit(self, X, Y, ridge=1e-4):
+            n = X.size(1)
+            W_out = torch.linalg.solve(X.T @ X + ridge * torch.eye(n), X.T @ Y).T
+            self.readout.weight.data = W_out[:, 1:].contiguous()
+            self.readout.bias.data = W_out[:, 0].clone()
+
+        def forward(self, X):
+            return self.readout(X[:, 1:])
+
+    t = np.arange(T + 1, dtype=np.float32)
+    series = (np.sin(0.3 * t) + 0.5 * np.sin(0.11 * t + 1.0)).astype(np.float32)
+    u, y = torch.from_numpy(series[:-1, None]), torch.from_numpy(series[1:, None])
+    esn = ESN(n_in, n_res, 1)
+    init = load(m, esn, state)
+    radius = np.abs(np.linalg.eigvals(esn.W.cpu().numpy())).max()
+    if m.torch.__name__ == "tnet":
+        try:
+            torch.linalg.eigvals(esn.W)
+            raise AssertionError("tnet.linalg.eigvals gave a result")
+        except NotImplementedError as e:
+            assert "complex" in str(e)
+    X = esn.states(u, washout)
+    Y = y[washout:]
+    esn.fit(X, Y)
+
+    def nrmse(pred, target):
+        return torch.sqrt(torch.mean((pred - target) ** 2) / torch.var(target))
+
+    record = [float(radius), nrmse(esn(X), Y).item()]
+    optimizer = optim.Adam(esn.readout.parameters(), lr=1e-3)
+    for step in range(2):
+        optimizer.zero_grad()
+        loss = nrmse(esn(X), Y) ** 2
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    return init, record + summary(esn.parameters())
+
+
+def test_echo_state():
+    compare(echo_state, replay={})
+
+
+# (f) quantile forecasting with split-conformal calibration: windows cut from a series by Tensor.unfold(0, L + H, 1),
+# a GRU encoder whose last hidden state a Linear maps to H * Q quantiles viewed [B, H, Q] and sorted along the last
+# dim (no crossing), pytorch-forecasting's QuantileLoss in its loop form (torch.max((q - 1) * errors, q * errors)
+# .unsqueeze(1) per quantile, cat, sum, mean) checked against the broadcast form over a quantile tensor, the
+# conformalized quantile regression of Romano et al. (scores torch.maximum(lo - y, y - hi), qhat by
+# torch.quantile(scores, level, interpolation='higher'), the coverage of the widened band), Adam with clip_grad_norm_
+def quantile_conformal(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(5)
+    L, H, quantiles = 6, 2, [0.1, 0.5, 0.9]
+
+    class QuantileLoss(nn.Module):
+        def __init__(self, quantiles):
+            super().__init__()
+            self.quantiles = quantiles
+
+        def forward(self, preds, target):
+            assert not target.requires_grad
+            assert preds.size(0) == target.size(0)
+            losses = []
+            for i, q in enumerate(self.quantiles):
+                errors = target - preds[:, i]
+                losses.append(torch.max((q - 1) * errors, q * errors).unsqueeze(1))
+            loss = torch.mean(torch.sum(torch.cat(losses, dim=1), dim=1))
+            return loss
+
+    class Forecaster(nn.Module):
+        def __init__(self, hidden=8, horizon=H, n_quantiles=len(quantiles)):
+            super().__init__()
+            self.horizon, self.n_quantiles = horizon, n_quantiles
+            self.rnn = nn.GRU(1, hidden, batch_first=True)
+            self.head = nn.Linear(hidden, horizon * n_quantiles)
+
+        def forward(self, x):
+            _, h = self.rnn(x.unsqueeze(-1))
+            out = self.head(h[-1]).view(-1, self.horizon, self.n_quantiles)
+            return torch.sort(out, dim=-1)[0]
+
+    t = np.arange(60, dtype=np.float32)
+    series = torch.from_numpy((np.sin(0.4 * t) + 0.3 * rng.standard_normal(60)).astype(np.float32))
+    windows = series.unfold(0, L + H, 1)
+    assert windows.shape == (60 - L - H + 1, L + H)
+    train, calib = windows[:24], windows[24:44]
+    model = Forecaster()
+    init = load(m, model, state)
+    criterion = QuantileLoss(quantiles)
+    q_tensor = torch.tensor(quantiles)
+    optimizer = optim.Adam(model.parameters(), lr=1e-2)
+    record = []
+    for epoch in range(3):
+        for batch in train.split(12):
+            x, y = batch[:, :L], batch[:, L:]
+            preds = model(x)
+            loss = criterion(preds.reshape(-1, len(quantiles)), y.reshape(-1))
+            errors = y.unsqueeze(-1) - preds
+            vectorized = torch.max((q_tensor - 1) * errors, q_tensor * errors).sum(-1).mean()
+            assert torch.allclose(loss, vectorized, atol=1e-6)
+            optimizer.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            record.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        preds = model(calib[:, :L])
+        y = calib[:, L:]
+        lo, hi = preds[..., 0], preds[..., -1]
+        scores = torch.maximum(lo - y, y - hi).flatten()
+        n, alpha = scores.numel(), 0.2
+        level = math.ceil((n + 1) * (1 - alpha)) / n
+        qhat = torch.quantile(scores, level, interpolation='higher')
+        # the score equal to qhat lies on the band's edge, where lo - qhat rounds either way: its coverage by the scores
+        covered = (scores <= qhat).float().mean()
+        record += [qhat.item(), covered.item(), torch.quantile(scores, torch.tensor([0.25, 0.5]), dim=0).sum().item()]
+    return init, record + summary(model.parameters())
+
+
+def test_quantile_conformal():
+    compare(quantile_conformal)
+
+
+# (g) hcnoh/knowledge-tracing-collection-pytorch's DKT (models/dkt.py: the interaction q + num_q * r through an
+# Embedding, LSTM(batch_first=True), Linear, Dropout, sigmoid; the train loop's y * one_hot(qshft.long(), num_q)
+# summed over the last dim, torch.masked_select of predictions and targets by the mask, binary_cross_entropy) with
+# data_loaders' collate_fn (pad_sequence(batch_first=True, padding_value=-1) of the question and response sequences
+# and their shifts, mask_seqs = (q_seqs != pad_val) * (qshft_seqs != pad_val), the sequences multiplied by the mask)
+# and the ROC AUC computed from ranks in numpy (sklearn's roc_auc_score in the source); dropout 0 in the compared steps
+def dkt(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    from_module = __import__(m.torch.__name__ + ".nn.utils.rnn", fromlist=["pad_sequence"])
+    pad_sequence = from_module.pad_sequence
+    one_hot, binary_cross_entropy = F.one_hot, F.binary_cross_entropy
+    rng = np.random.default_rng(6)
+    num_q, pad_val = 5, -1
+
+    class DKT(nn.Module):
+        def __init__(self, num_q, emb_size, hidden_size):
+            super().__init__()
+            self.num_q = num_q
+            self.emb_size = emb_size
+            self.hidden_size = hidden_size
+            self.interaction_emb = nn.Embedding(self.num_q * 2, self.emb_size)
+            self.lstm_layer = nn.LSTM(self.emb_size, self.hidden_size, batch_first=True)
+            self.out_layer = nn.Linear(self.hidden_size, self.num_q)
+            self.dropout_layer = nn.Dropout()
+
+        def forward(self, q, r):
+            x = q + self.num_q * r
+            h, _ = self.lstm_layer(self.interaction_emb(x))
+            y = self.out_layer(h)
+            y = self.dropout_layer(y)
+            y = torch.sigmoid(y)
+            return y
+
+    def collate_fn(batch, pad_val=-1):
+        q_seqs, r_seqs, qshft_seqs, rshft_seqs = [], [], [], []
+        for q_seq, r_seq in batch:
+            q_seqs.append(torch.FloatTensor(q_seq[:-1]))
+            r_seqs.append(torch.FloatTensor(r_seq[:-1]))
+            qshft_seqs.append(torch.FloatTensor(q_seq[1:]))
+            rshft_seqs.append(torch.FloatTensor(r_seq[1:]))
+        q_seqs = pad_sequence(q_seqs, batch_first=True, padding_value=pad_val)
+        r_seqs = pad_sequence(r_seqs, batch_first=True, padding_value=pad_val)
+        qshft_seqs = pad_sequence(qshft_seqs, batch_first=True, padding_value=pad_val)
+        rshft_seqs = pad_sequence(rshft_seqs, batch_first=True, padding_value=pad_val)
+        mask_seqs = (q_seqs != pad_val) * (qshft_seqs != pad_val)
+        q_seqs, r_seqs, qshft_seqs, rshft_seqs = \
+            q_seqs * mask_seqs, r_seqs * mask_seqs, qshft_seqs * mask_seqs, rshft_seqs * mask_seqs
+        return q_seqs, r_seqs, qshft_seqs, rshft_seqs, mask_seqs
+
+    def roc_auc(y_true, y_score):
+        order = np.argsort(y_score, kind="stable")
+        ranks = np.empty(len(y_score))
+        ranks[order] = np.arange(1, len(y_score) + 1)
+        pos = y_true == 1
+        n_pos, n_neg = pos.sum(), (~pos).sum()
+        return (ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+
+    sequences = []
+    for length in (7, 5, 6, 4, 7, 3):
+        q = rng.integers(0, num_q, length)
+        sequences.append((q.astype(np.float32), (rng.uniform(size=length) < 0.3 + 0.1 * q).astype(np.float32)))
+    loader = m.data.DataLoader(sequences, batch_size=3, shuffle=False, collate_fn=collate_fn)
+    model = DKT(num_q, 6, 8)
+    init = load(m, model, state)
+    model.dropout_layer.p = 0.0
+    opt = optim.Adam(model.parameters(), lr=1e-2)
+    record = []
+    for epoch in range(2):
+        for data in loader:
+            q, r, qshft, rshft, mask = data
+            model.train()
+            y = model(q.long(), r.long())
+            y = (y * one_hot(qshft.long(), model.num_q)).sum(-1)
+            y = torch.masked_select(y, mask)
+            t = torch.masked_select(rshft, mask)
+            opt.zero_grad()
+            loss = binary_cross_entropy(y, t)
+            loss.backward()
+            opt.step()
+            record.append(loss.detach().cpu().numpy())
+        with torch.no_grad():
+            ys, ts = [], []
+            for data in loader:
+                q, r, qshft, rshft, mask = data
+                model.eval()
+                y = model(q.long(), r.long())
+                y = torch.masked_select((y * one_hot(qshft.long(), model.num_q)).sum(-1), mask).detach().cpu()
+                ys.append(y.numpy())
+                ts.append(torch.masked_select(rshft, mask).detach().cpu().numpy())
+            record.append(roc_auc(np.concatenate(ts), np.concatenate(ys)))
+    return init, [float(v) for v in record] + summary(model.parameters())
+
+
+def test_dkt():
+    compare(dkt)
+
+
+# (h) lpj0/MWCNN_PyTorch's model/common.py (dwt_init by strided slices x[:, :, 0::2, :] / 2 and the four Haar bands
+# cat on dim 1, iwt_init writing the bands into torch.zeros([...]).float() by strided slice assignment h[:, :, 0::2,
+# 1::2] = ..., DWT and IWT modules with requires_grad = False) in a small denoiser (conv, DWT, conv, IWT, conv, a
+# residual), the IWT(DWT(x)) == x check, an MSE loss on noisy images from numpy, Adam under StepLR, PSNR by
+# 10 * torch.log10(1 / mse)
+def mwcnn(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(7)
+
+    def dwt_init(x):
+        x01 = x[:, :, 0::2, :] / 2
+        x02 = x[:, :, 1::2, :] / 2
+        x1 = x01[:, :, :, 0::2]
+        x2 = x02[:, :, :, 0::2]
+        x3 = x01[:, :, :, 1::2]
+        x4 = x02[:, :, :, 1::2]
+        x_LL = x1 + x2 + x3 + x4
+        x_HL = -x1 - x2 + x3 + x4
+        x_LH = -x1 + x2 - x3 + x4
+        x_HH = x1 - x2 - x3 + x4
+        return torch.cat((x_LL, x_HL, x_LH, x_HH), 1)
+
+    def iwt_init(x):
+        r = 2
+        in_batch, in_channel, in_height, in_width = x.size()
+        out_batch, out_channel, out_height, out_width = in_batch, int(in_channel / (r ** 2)), r * in_height, \
+            r * in_width
+        x1 = x[:, 0:out_channel, :, :] / 2
+        x2 = x[:, out_channel:out_channel * 2, :, :] / 2
+        x3 = x[:, out_channel * 2:out_channel * 3, :, :] / 2
+        x4 = x[:, out_channel * 3:out_channel * 4, :, :] / 2
+        h = torch.zeros([out_batch, out_channel, out_height, out_width]).float()
+        h[:, :, 0::2, 0::2] = x1 - x2 - x3 + x4
+        h[:, :, 1::2, 0::2] = x1 - x2 + x3 - x4
+        h[:, :, 0::2, 1::2] = x1 + x2 - x3 - x4
+        h[:, :, 1::2, 1::2] = x1 + x2 + x3 + x4
+        return h
+
+    class DWT(nn.Module):
+        def __init__(self):
+            super(DWT, self).__init__()
+            self.requires_grad = False
+
+        def forward(self, x):
+            return dwt_init(x)
+
+    class IWT(nn.Module):
+        def __init__(self):
+            super(IWT, self).__init__()
+            self.requires_grad = False
+
+        def forward(self, x):
+            return iwt_init(x)
+
+    class Denoiser(nn.Module):
+        def __init__(self, n_feats=4):
+            super().__init__()
+            self.head = nn.Conv2d(1, n_feats, 3, padding=1)
+            self.DWT, self.IWT = DWT(), IWT()
+            self.body = nn.Sequential(nn.Conv2d(n_feats * 4, n_feats * 4, 3, padding=1), nn.ReLU(True))
+            self.tail = nn.Conv2d(n_feats, 1, 3, padding=1)
+
+        def forward(self, x):
+            h = F.relu(self.head(x))
+            h = self.IWT(self.body(self.DWT(h))) + h
+            return self.tail(h) + x
+
+    model = Denoiser()
+    init = load(m, model, state)
+    x = torch.from_numpy(normal(rng, 2, 3, 6, 6))
+    assert torch.allclose(iwt_init(dwt_init(x)), x, atol=1e-6)
+    optimizer = optim.Adam(model.parameters(), lr=1e-3)
+    scheduler = m.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.5)
+    record = []
+    for step in range(3):
+        clean = torch.from_numpy(rng.uniform(0, 1, (2, 1, 8, 8)).astype(np.float32))
+        noisy = clean + torch.from_numpy(normal(rng, 2, 1, 8, 8)) * 0.1
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(noisy), clean)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        with torch.no_grad():
+            psnr = 10 * torch.log10(1 / F.mse_loss(model(noisy).clamp(0, 1), clean))
+        record += [loss.item(), psnr.item(), scheduler.get_last_lr()[0]]
+    return init, record + summary(model.parameters())
+
+
+def test_mwcnn():
+    compare(mwcnn)
+
+
+# (i) attention-based deep multiple-instance learning (AMLab-Amsterdam/AttentionDeepMIL's model.py: GatedAttention
+# with attention_V tanh and attention_U sigmoid multiplied, A = torch.transpose(A, 1, 0), F.softmax(A, dim=1),
+# M = torch.mm(A, H), Y_prob and Y_hat by torch.ge(Y_prob, 0.5).float(), calculate_objective's clamp to [1e-5,
+# 1 - 1e-5] and the hand-written negative log-likelihood, calculate_classification_error's .eq(Y).cpu().float()
+# .mean().item(); main.py's bag loop with label.squeeze(0) and data.squeeze(0), Adam with betas (0.9, 0.999) and
+# weight_decay) beside a modern Hopfield pooling of Ramsauer et al. (a learned query, xi <- X^T softmax(beta X xi)
+# iterated a fixed number of times, beta = 1 / sqrt(d))
+def attention_mil(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(8)
+
+    class GatedAttention(nn.Module):
+        def __init__(self):
+            super(GatedAttention, self).__init__()
+            self.M, self.L, self.ATTENTION_BRANCHES = 8, 6, 1
+            self.feature_extractor_part1 = nn.Sequential(nn.Conv2d(1, 4, kernel_size=3), nn.ReLU(),
+                                                         nn.MaxPool2d(2, stride=2))
+            self.feature_extractor_part2 = nn.Sequential(nn.Linear(4 * 3 * 3, self.M), nn.ReLU())
+            self.attention_V = nn.Sequential(nn.Linear(self.M, self.L), nn.Tanh())
+            self.attention_U = nn.Sequential(nn.Linear(self.M, self.L), nn.Sigmoid())
+            self.attention_w = nn.Linear(self.L, self.ATTENTION_BRANCHES)
+            self.classifier = nn.Sequential(nn.Linear(self.M * self.ATTENTION_BRANCHES, 1), nn.Sigmoid())
+
+        def forward(self, x):
+            H = self.feature_extractor_part1(x)
+            H = H.view(-1, 4 * 3 * 3)
+            H = self.feature_extractor_part2(H)
+            A_V = self.attention_V(H)
+            A_U = self.attention_U(H)
+            A = self.attention_w(A_V * A_U)
+            A = torch.transpose(A, 1, 0)
+            A = F.softmax(A, dim=1)
+            Z = torch.mm(A, H)
+            Y_prob = self.classifier(Z)
+            Y_hat = torch.ge(Y_prob, 0.5).float()
+            return Y_prob, Y_hat, A
+
+        def calculate_classification_error(self, X, Y):
+            Y = Y.float()
+            _, Y_hat, _ = self.forward(X)
+            error = 1. - Y_hat.eq(Y).cpu().float().mean().item()
+            return error, Y_hat
+
+        def calculate_objective(self, X, Y):
+            Y = Y.float()
+            Y_prob, _, A = self.forward(X)
+            Y_prob = torch.clamp(Y_prob, min=1e-5, max=1. - 1e-5)
+            neg_log_likelihood = -1. * (Y * torch.log(Y_prob) + (1. - Y) * torch.log(1. - Y_prob))
+            return neg_log_likelihood, A
+
+    class HopfieldPooling(nn.Module):
+        def __init__(self, d, steps=3):
+            super().__init__()
+            self.query = nn.Parameter(torch.zeros(d))
+            self.beta, self.steps = 1.0 / math.sqrt(d), steps
+            self.out = nn.Linear(d, 1)
+
+        def forward(self, X):
+            xi = self.query
+            for _ in range(self.steps):
+                xi = X.t() @ torch.softmax(self.beta * (X @ xi), dim=0)
+            return self.out(xi)
+
+    model, hopfield = GatedAttention(), HopfieldPooling(8)
+    init = load(m, nn.ModuleDict({"model": model, "hopfield": hopfield}), state)
+    with torch.no_grad():
+        hopfield.query.normal_()
+    init["hopfield.query"] = hopfield.query.detach().cpu().numpy().copy() if state is None else state[
+        "hopfield.query"]
+    hopfield.query.data.copy_(torch.from_numpy(init["hopfield.query"]))
+    optimizer = optim.Adam(list(model.parameters()) + list(hopfield.parameters()), lr=5e-3, betas=(0.9, 0.999),
+                           weight_decay=1e-4)
+    bags = [(torch.from_numpy(normal(rng, 1, n, 1, 8, 8)), torch.tensor([[float(n % 2)]]))
+            for n in (3, 5, 4, 2)]
+    record = []
+    for epoch in range(2):
+        model.train()
+        train_loss, train_error = 0., 0.
+        for batch_idx, (data, label) in enumerate(bags):
+            bag_label = label[0]
+            data = data.squeeze(0)
+            optimizer.zero_grad()
+            loss, attention = model.calculate_objective(data, bag_label)
+            train_loss += loss.data[0]
+            error, _ = model.calculate_classification_error(data, bag_label)
+            train_error += error
+            H = model.feature_extractor_part2(model.feature_extractor_part1(data).view(-1, 36))
+            hop_loss = F.binary_cross_entropy_with_logits(hopfield(H), bag_label.view(1))
+            (loss + hop_loss).backward()
+            optimizer.step()
+            record += [hop_loss.item(), attention.sum().item()]
+        train_loss /= len(bags)
+        train_error /= len(bags)
+        record += [train_loss.cpu().numpy()[0], train_error]
+    return init, [float(v) for v in record] + summary(model.parameters()) + summary(hopfield.parameters())
+
+
+def test_attention_mil():
+    compare(attention_mil)
