@@ -36,7 +36,6 @@ where torch's gives None for its input (the gradient is linear in it); cdist's s
 is tnet's and right. distributions' LKJCholesky and Wishart are not in tnet (README)."""
 import copy
 import math
-from collections import deque
 
 import numpy as np
 
@@ -606,7 +605,7 @@ def test_fedavg():
 # torch.linalg.solve(X.T @ X + ridge * torch.eye(n), X.T @ Y) copied into a Linear's weight and bias through .data,
 # then a few Adam steps of that readout on the NRMSE's square; a sum of sines as the series to predict one step on
 def echo_state(m, state=None, replay=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
     n_in, n_res, T, washout = 1, 12, 24, 4
 
     class ESN(nn.Module):
@@ -684,7 +683,7 @@ def test_echo_state():
 # conformalized quantile regression of Romano et al. (scores torch.maximum(lo - y, y - hi), qhat by
 # torch.quantile(scores, level, interpolation='higher'), the coverage of the widened band), Adam with clip_grad_norm_
 def quantile_conformal(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
     rng = np.random.default_rng(5)
     L, H, quantiles = 6, 2, [0.1, 0.5, 0.9]
 
@@ -770,7 +769,7 @@ def dkt(m, state=None):
     pad_sequence = from_module.pad_sequence
     one_hot, binary_cross_entropy = F.one_hot, F.binary_cross_entropy
     rng = np.random.default_rng(6)
-    num_q, pad_val = 5, -1
+    num_q = 5
 
     class DKT(nn.Module):
         def __init__(self, num_q, emb_size, hidden_size):
