@@ -18,13 +18,17 @@ data and the environment's noise; torch replays tnet's draws where the sources d
 are tiny and runs take one to sixteen steps. Probes beside them (quantile's interpolations and gradients, unfold,
 masked_select and strided setitem gradients, pad_sequence's padding_side, one_hot, the rarer losses, modules and
 module hooks, data utilities, custom autograd Functions, double backward through the common ops, every law's moments,
-log_prob, cdf, icdf, entropy and KL pairs) found tnet as torch but for the distributions below.
+log_prob, cdf, icdf, entropy and KL pairs, optimizers and schedulers, dtype promotion, casts and shape ops) found tnet
+as torch but for the two below.
 
 Fixed in tnet on the way (with its unit test in test_random.py): a law's method it does not define raised
 AttributeError in tnet ('VonMises' object has no attribute 'entropy'; StudentT's and Beta's cdf and icdf, Gamma's icdf,
 FisherSnedecor's entropy, ContinuousBernoulli's mode, a user subclass's moments), where torch's Distribution base
 raises NotImplementedError: the von Mises script's entropy, which falls back on a numerical integral by `except
-NotImplementedError`, stopped in tnet. The base now defines them as torch's does. The other scripts ran in tnet as in
+NotImplementedError`, stopped in tnet. The base now defines them as torch's does. And Tensor.to ignored copy=True
+(in test_copy.py): where the dtype and device were x's already it returned x itself, so FedProx's global weights kept
+by p.detach().to(p.device, copy=True) were the parameters' own memory and its proximal term stayed 0; it now makes a
+fresh tensor, on the tape, as torch's (torch's positional non_blocking, copy too). The other scripts ran in tnet as in
 torch at their first run.
 
 Found and left as they are: the echo state network's torch.linalg.eigvals(W).abs().max() raises NotImplementedError in
@@ -471,7 +475,8 @@ def test_coral_corn():
 # the mean of the batch losses; utils/sampling.py's mnist_iid by np.random.choice without replacement and set
 # differences; models/test.py's test_img with reduction='sum' and .long().cpu().sum()), its CNN with a BatchNorm2d
 # whose int64 num_batches_tracked the average turns float before load_state_dict copies it back, and FedProx's
-# proximal term (mu / 2) * (w - w_t).norm(2) ** 2 over a list of the global weights
+# proximal term (mu / 2) * (w - w_t).norm(2) ** 2 over the global weights kept by p.detach().to(p.device, copy=True)
+# (tnet's to() returned the parameter's own memory until this file, so the term stayed 0)
 def fedavg(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     rng = np.random.default_rng(3)
@@ -526,11 +531,12 @@ def fedavg(m, state=None):
         def __init__(self, args, dataset=None, idxs=None):
             self.args = args
             self.loss_func = nn.CrossEntropyLoss()
+            self.proximal_terms = []
             self.ldr_train = DataLoader(DatasetSplit(dataset, idxs), batch_size=self.args.local_bs, shuffle=False)
 
         def train(self, net, prox=False):
             net.train()
-            global_weights = [p.detach().clone() for p in net.parameters()]
+            global_weights = [p.detach().to(p.device, copy=True) for p in net.parameters()]
             optimizer = torch.optim.SGD(net.parameters(), lr=self.args.lr, momentum=self.args.momentum)
             epoch_loss = []
             for iter in range(self.args.local_ep):
@@ -544,6 +550,7 @@ def fedavg(m, state=None):
                         for w, w_t in zip(net.parameters(), global_weights):
                             proximal_term += (w - w_t).norm(2) ** 2
                         loss = loss + (self.args.mu / 2) * proximal_term
+                        self.proximal_terms.append(proximal_term.item())
                     loss.backward()
                     optimizer.step()
                     batch_loss.append(loss.item())
@@ -583,6 +590,7 @@ def fedavg(m, state=None):
             w, loss = local.train(net=copy.deepcopy(net_glob), prox=iter == 1)
             w_locals.append(copy.deepcopy(w))
             loss_locals.append(copy.deepcopy(loss))
+            record += local.proximal_terms
         w_glob = FedAvg(w_locals)
         assert w_glob['bn1.num_batches_tracked'].dtype == torch.float32
         net_glob.load_state_dict(w_glob)
