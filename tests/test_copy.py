@@ -347,6 +347,25 @@ def test_to_device_and_dtype_arguments():
         tnet.zeros(2, dtype=tnet.int64, requires_grad=True)
 
 
+
+def test_to_copy_true_gives_a_fresh_tensor_as_torch():
+    """to(..., copy=True) (and torch's positional non_blocking, copy) is a new tensor even where the dtype and
+    device are x's already, on the tape, as torch's: tnet returned x itself, so writing into the copy wrote
+    into x."""
+    for lib in (tnet, torch):
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        copies = [x.to(lib.float32, copy=True), x.to("cpu", copy=True), x.to(x, copy=True), x.to(copy=True),
+                  x.to(lib.float32, False, True), x.to(device="cpu", dtype=lib.float32, copy=True),
+                  x.to(memory_format=torch.contiguous_format, copy=True)]
+        assert all(y is not x and y.requires_grad and not y.is_leaf and y.dtype == torch.float32 for y in copies)
+        assert x.to(lib.float32, False, False) is x and x.to(lib.float16, copy=True).dtype == torch.float16
+        (copies[0] * 3 + copies[4]).sum().backward()
+        assert x.grad.tolist() == [4.0, 4.0]
+        z = lib.tensor([1.0, 2.0])
+        w = z.to(lib.float32, copy=True)
+        w.add_(1)
+        assert z.tolist() == [1.0, 2.0] and w.tolist() == [2.0, 3.0]
+
 def test_contiguous():
     x = tnet.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
     assert x.contiguous() is x

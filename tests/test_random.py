@@ -1562,3 +1562,40 @@ def test_native_dropout_returns_its_mask():
     assert torch.equal(y.memory, x.memory) and y.memory.data_ptr() != x.memory.data_ptr() and mask.memory.all()
     y, mask = tnet.native_dropout(x, 1.0, True)
     assert not y.memory.any() and not mask.memory.any()
+
+
+def test_distribution_methods_a_law_lacks_raise_not_implemented_as_torch():
+    """What a law does not define (StudentT's and Beta's cdf and icdf, Gamma's icdf, VonMises' and
+    FisherSnedecor's entropy, ContinuousBernoulli's mode, a user's subclass's moments) raises
+    NotImplementedError from the base, as torch's, where tnet raised AttributeError: a script's
+    `except NotImplementedError` falls back (an entropy estimated from samples)."""
+    def calls(d, lib):
+        t = lib.tensor
+        student, beta = d.StudentT(t([3.0, 5.0])), d.Beta(t([2.0, 3.0]), t([1.0, 0.5]))
+
+        class Custom(d.Distribution):
+            arg_constraints = {}
+
+        custom = Custom(validate_args=False)
+        return [lambda: student.cdf(t([0.1, 0.2])), lambda: student.icdf(t([0.1, 0.2])),
+                lambda: beta.cdf(t([0.1, 0.2])), lambda: d.Gamma(2.0, 1.0).icdf(t(0.3)),
+                lambda: d.VonMises(t(0.0), t(1.0)).entropy(), lambda: d.FisherSnedecor(2.0, 3.0).entropy(),
+                lambda: d.ContinuousBernoulli(0.3).mode, lambda: custom.mean, lambda: custom.variance,
+                lambda: custom.stddev, lambda: custom.log_prob(t(0.0)), lambda: custom.enumerate_support(),
+                lambda: custom.perplexity()]
+
+    for k, (call, ref) in enumerate(zip(calls(tnet.distributions, tnet), calls(torch.distributions, torch))):
+        with pytest.raises(NotImplementedError) as caught:
+            ref()
+        with pytest.raises(NotImplementedError) as ours:
+            call()
+        assert str(ours.value).replace("tnet.distributions", "torch") == re.sub(
+            r"torch\.distributions\.[a-z_]+", "torch", str(caught.value)), k
+
+    def fallback(d, lib):  # a script's entropy: the law's own, else a Monte Carlo estimate
+        law = d.VonMises(lib.tensor(0.0), lib.tensor(1.0))
+        try:
+            return law.entropy()
+        except NotImplementedError:
+            return -law.log_prob(lib.tensor([-0.5, 0.0, 0.5])).mean()
+    assert_close(fallback(tnet.distributions, tnet), fallback(torch.distributions, torch), 1e-6, "fallback")

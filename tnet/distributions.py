@@ -354,6 +354,35 @@ class Distribution:
     def rsample(self, sample_shape=Size()):
         raise NotImplementedError(f"{type(self).__name__} has no reparameterized sample (rsample)")
 
+    # What a law does not define raises NotImplementedError, as torch's base does (not AttributeError): scripts
+    # fall back by `except NotImplementedError` (an entropy estimated from samples, a cdf by numerical integration)
+    @property
+    def mean(self):
+        raise NotImplementedError
+
+    @property
+    def mode(self):
+        raise NotImplementedError(f"{self.__class__} does not implement mode")
+
+    @property
+    def variance(self):
+        raise NotImplementedError
+
+    def log_prob(self, value):
+        raise NotImplementedError
+
+    def cdf(self, value):
+        raise NotImplementedError
+
+    def icdf(self, value):
+        raise NotImplementedError
+
+    def entropy(self):
+        raise NotImplementedError
+
+    def enumerate_support(self, expand=True):
+        raise NotImplementedError
+
     def sample_n(self, n):
         return self.sample(Size((n,)))
 

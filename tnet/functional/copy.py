@@ -990,13 +990,20 @@ def to(x, *args, **kwargs):
     """to(dtype), to(device), to(device, dtype), to(other) (with keywords too): tnet has one device, so
     only the dtype may change. A cast makes a fresh tensor (x when the dtype is already that, as
     torch); casts between float dtypes are on the tape (the gradient casts back). memory_format=
-    (torch.channels_last, say) then gives contiguous()'s layout."""
+    (torch.channels_last, say) then gives contiguous()'s layout. copy=True (or torch's positional
+    non_blocking, copy after the dtype, device or other) makes a fresh tensor even where x would do, as
+    torch's, on the tape as clone."""
     dtype, device = kwargs.pop("dtype", None), kwargs.pop("device", None)
     layout = kwargs.pop("memory_format", torch.preserve_format)
+    flags = [a for a in args if isinstance(a, bool)]  # torch's positional non_blocking, copy
+    args = [a for a in args if not isinstance(a, bool)]
     kwargs.pop("non_blocking", None)
-    kwargs.pop("copy", None)
+    copy = kwargs.pop("copy", flags[1] if len(flags) > 1 else False)
     if kwargs:
         raise TypeError(f"to: unexpected arguments {sorted(kwargs)}")
+    if copy:
+        y = to(x, *args, dtype=dtype, device=device, memory_format=layout)
+        return clone(x) if y is x else y
     for arg in (a.dtype if isinstance(a, Tensor) else a for a in args):  # to(other): other's dtype, one device
         if isinstance(arg, torch.dtype) or as_dtype(arg) is not arg:
             dtype = arg
