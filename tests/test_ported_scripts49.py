@@ -10,6 +10,18 @@ def normal(rng, *shape):
     return rng.standard_normal(shape).astype(np.float32)
 
 
+def attention_summary(model):
+    """summary of model's parameters, of nn.MultiheadAttention's in_proj_bias its query and value thirds only: the key
+    bias moves no output (softmax is shift-invariant), so its gradient is rounding noise that Adam scales up to
+    lr-sized steps."""
+    params = [p for n, p in model.named_parameters() if not n.endswith('in_proj_bias')]
+    for n, p in model.named_parameters():
+        if n.endswith('in_proj_bias'):
+            d = p.shape[0] // 3
+            params += [p[:d], p[2 * d:]]
+    return summary(params)
+
+
 # (a) karpathy's nanoGPT model.py and train.py: GPTConfig as a dataclass-like class, CausalSelfAttention with one
 # c_attn Linear split by .split(n_embd, dim=2), heads by view and transpose(1, 2), F.scaled_dot_product_attention with
 # attn_mask=None, dropout_p=self.dropout if self.training else 0 and is_causal=True, new_gelu MLP, the lm_head tied to
@@ -253,3 +265,206 @@ def nanogpt(m, state=None):
 
 def test_nanogpt():
     compare(nanogpt)
+
+
+# (b) a small ViT as tutorials write it over nn.TransformerEncoder: PatchEmbedding by a strided Conv2d then
+# flatten(2).transpose(1, 2), a cls token nn.Parameter(torch.zeros(1, 1, D)) expanded to the batch and cat'ed, the
+# position embedding trunc_normal_'d, nn.TransformerEncoderLayer(batch_first=True, norm_first=True,
+# activation="gelu") stacked with a final LayerNorm handed as norm= (enable_nested_tensor=False), the head on x[:, 0],
+# AdamW with label_smoothing in CrossEntropyLoss, LinearLR warmup chained to CosineAnnealingLR by SequentialLR, top-1
+# accuracy under eval() and torch.inference_mode(). The compared run trains at dropout 0; a copy at dropout 0.1 is
+# equal in eval() and draws in train().
+def vit(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    rng = np.random.default_rng(2)
+
+    class PatchEmbedding(nn.Module):
+        def __init__(self, img_size=8, patch_size=4, in_chans=3, embed_dim=16):
+            super().__init__()
+            self.num_patches = (img_size // patch_size) ** 2
+            self.proj = nn.Conv2d(in_chans, embed_dim, kernel_size=patch_size, stride=patch_size)
+
+        def forward(self, x):
+            return self.proj(x).flatten(2).transpose(1, 2)
+
+    class ViT(nn.Module):
+        def __init__(self, num_classes=5, embed_dim=16, depth=2, num_heads=2, mlp_ratio=2.0, dropout=0.0):
+            super().__init__()
+            self.patch_embed = PatchEmbedding(embed_dim=embed_dim)
+            self.cls_token = nn.Parameter(torch.zeros(1, 1, embed_dim))
+            self.pos_embed = nn.Parameter(torch.zeros(1, 1 + self.patch_embed.num_patches, embed_dim))
+            self.pos_drop = nn.Dropout(p=dropout)
+            layer = nn.TransformerEncoderLayer(d_model=embed_dim, nhead=num_heads,
+                                               dim_feedforward=int(embed_dim * mlp_ratio), dropout=dropout,
+                                               activation="gelu", batch_first=True, norm_first=True)
+            self.encoder = nn.TransformerEncoder(layer, num_layers=depth, norm=nn.LayerNorm(embed_dim),
+                                                 enable_nested_tensor=False)
+            self.head = nn.Linear(embed_dim, num_classes)
+            nn.init.trunc_normal_(self.pos_embed, std=0.02)
+            nn.init.trunc_normal_(self.cls_token, std=0.02)
+
+        def forward(self, x):
+            B = x.shape[0]
+            x = self.patch_embed(x)
+            cls_tokens = self.cls_token.expand(B, -1, -1)
+            x = torch.cat((cls_tokens, x), dim=1)
+            x = self.pos_drop(x + self.pos_embed)
+            x = self.encoder(x)
+            return self.head(x[:, 0])
+
+    model = ViT()
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss(label_smoothing=0.1)
+    optimizer = optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.05)
+    warmup = optim.lr_scheduler.LinearLR(optimizer, start_factor=0.1, total_iters=1)
+    cosine = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=2, eta_min=1e-5)
+    scheduler = optim.lr_scheduler.SequentialLR(optimizer, schedulers=[warmup, cosine], milestones=[1])
+    images = torch.tensor(normal(rng, 3, 3, 8, 8))
+    labels = torch.tensor(rng.integers(0, 5, 3))
+    record = []
+    model.train()
+    for step in range(2):
+        optimizer.zero_grad()
+        loss = criterion(model(images), labels)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        record += [loss.item(), scheduler.get_last_lr()[0]]
+    model.eval()
+    with torch.inference_mode():
+        logits = model(images)
+        correct = (logits.argmax(dim=1) == labels).sum().item()
+    record += [correct] + logits.flatten().tolist()
+    dropped = ViT(dropout=0.1)
+    dropped.load_state_dict(model.state_dict())
+    dropped.eval()
+    with torch.no_grad():
+        assert torch.allclose(dropped(images), logits, atol=1e-5)
+        dropped.train()
+        assert not torch.allclose(dropped(images), dropped(images))
+    return init, record + attention_summary(model)
+
+
+def test_vit():
+    compare(vit)
+
+
+# (c) the nn.Transformer translation tutorial's Seq2SeqTransformer as people adapt it with batch_first=True:
+# TokenEmbedding scaled by math.sqrt(emb_size), PositionalEncoding as a registered buffer of sin and cos over
+# torch.exp(-torch.arange(0, E, 2) * math.log(10000) / E), create_mask by nn.Transformer
+# .generate_square_subsequent_mask and `src == PAD_IDX` key padding masks, teacher forcing by tgt[:, :-1] in and
+# tgt[:, 1:] out, CrossEntropyLoss(ignore_index=PAD_IDX), Adam(betas=(0.9, 0.98), eps=1e-9), and greedy_decode through
+# model.encode / model.decode with a growing ys, ending at EOS.
+def seq2seq_transformer(m, state=None):
+    torch, nn = m.torch, m.nn
+    rng = np.random.default_rng(3)
+    PAD_IDX, BOS_IDX, EOS_IDX, V = 0, 1, 2, 11
+
+    class PositionalEncoding(nn.Module):
+        def __init__(self, emb_size, dropout, maxlen=16):
+            super().__init__()
+            den = torch.exp(- torch.arange(0, emb_size, 2) * math.log(10000) / emb_size)
+            pos = torch.arange(0, maxlen).reshape(maxlen, 1)
+            pos_embedding = torch.zeros((maxlen, emb_size))
+            pos_embedding[:, 0::2] = torch.sin(pos * den)
+            pos_embedding[:, 1::2] = torch.cos(pos * den)
+            pos_embedding = pos_embedding.unsqueeze(0)
+            self.dropout = nn.Dropout(dropout)
+            self.register_buffer('pos_embedding', pos_embedding)
+
+        def forward(self, token_embedding):
+            return self.dropout(token_embedding + self.pos_embedding[:, :token_embedding.size(1), :])
+
+    class TokenEmbedding(nn.Module):
+        def __init__(self, vocab_size, emb_size):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, emb_size)
+            self.emb_size = emb_size
+
+        def forward(self, tokens):
+            return self.embedding(tokens.long()) * math.sqrt(self.emb_size)
+
+    class Seq2SeqTransformer(nn.Module):
+        def __init__(self, num_encoder_layers, num_decoder_layers, emb_size, nhead, src_vocab_size, tgt_vocab_size,
+                     dim_feedforward=32, dropout=0.0):
+            super().__init__()
+            self.transformer = nn.Transformer(d_model=emb_size, nhead=nhead, num_encoder_layers=num_encoder_layers,
+                                              num_decoder_layers=num_decoder_layers, dim_feedforward=dim_feedforward,
+                                              dropout=dropout, batch_first=True)
+            self.generator = nn.Linear(emb_size, tgt_vocab_size)
+            self.src_tok_emb = TokenEmbedding(src_vocab_size, emb_size)
+            self.tgt_tok_emb = TokenEmbedding(tgt_vocab_size, emb_size)
+            self.positional_encoding = PositionalEncoding(emb_size, dropout=dropout)
+
+        def forward(self, src, trg, src_mask, tgt_mask, src_padding_mask, tgt_padding_mask, memory_key_padding_mask):
+            src_emb = self.positional_encoding(self.src_tok_emb(src))
+            tgt_emb = self.positional_encoding(self.tgt_tok_emb(trg))
+            outs = self.transformer(src_emb, tgt_emb, src_mask, tgt_mask, None, src_padding_mask, tgt_padding_mask,
+                                    memory_key_padding_mask)
+            return self.generator(outs)
+
+        def encode(self, src, src_mask):
+            return self.transformer.encoder(self.positional_encoding(self.src_tok_emb(src)), src_mask)
+
+        def decode(self, tgt, memory, tgt_mask):
+            return self.transformer.decoder(self.positional_encoding(self.tgt_tok_emb(tgt)), memory, tgt_mask)
+
+    def create_mask(src, tgt):
+        src_seq_len, tgt_seq_len = src.shape[1], tgt.shape[1]
+        tgt_mask = nn.Transformer.generate_square_subsequent_mask(tgt_seq_len)
+        src_mask = torch.zeros((src_seq_len, src_seq_len)).type(torch.bool)
+        src_padding_mask = (src == PAD_IDX)
+        tgt_padding_mask = (tgt == PAD_IDX)
+        return src_mask, tgt_mask, src_padding_mask, tgt_padding_mask
+
+    def greedy_decode(model, src, src_mask, max_len, start_symbol):
+        memory = model.encode(src, src_mask)
+        ys = torch.ones(1, 1).fill_(start_symbol).type(torch.long)
+        for i in range(max_len - 1):
+            tgt_mask = nn.Transformer.generate_square_subsequent_mask(ys.size(1)).type(torch.bool)
+            out = model.decode(ys, memory, tgt_mask)
+            prob = model.generator(out[:, -1])
+            _, next_word = torch.max(prob, dim=1)
+            next_word = next_word.item()
+            ys = torch.cat([ys, torch.ones(1, 1).type_as(src.data).fill_(next_word)], dim=1)
+            if next_word == EOS_IDX:
+                break
+        return ys
+
+    def batch(lengths, T):
+        out = np.full((len(lengths), T), PAD_IDX)
+        for i, n in enumerate(lengths):
+            out[i, 0], out[i, 1:n - 1], out[i, n - 1] = BOS_IDX, rng.integers(3, V, n - 2), EOS_IDX
+        return torch.tensor(out)
+
+    model = Seq2SeqTransformer(1, 1, 16, 2, V, V)
+    for p in model.parameters():
+        if p.dim() > 1:
+            nn.init.xavier_uniform_(p)
+    init = load(m, model, state)
+    loss_fn = torch.nn.CrossEntropyLoss(ignore_index=PAD_IDX)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.98), eps=1e-9)
+    record = []
+    src, tgt = batch([6, 4, 5], 6), batch([5, 6, 3], 6)
+    model.train()
+    for step in range(2):
+        tgt_input = tgt[:, :-1]
+        src_mask, tgt_mask, src_padding_mask, tgt_padding_mask = create_mask(src, tgt_input)
+        logits = model(src, tgt_input, src_mask, tgt_mask, src_padding_mask, tgt_padding_mask, src_padding_mask)
+        optimizer.zero_grad()
+        tgt_out = tgt[:, 1:]
+        loss = loss_fn(logits.reshape(-1, logits.shape[-1]), tgt_out.reshape(-1))
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        one = src[1:2, :4]
+        ys = greedy_decode(model, one, torch.zeros(4, 4).type(torch.bool), max_len=5, start_symbol=BOS_IDX)
+        memory = model.encode(one, None)
+    record += ys.flatten().tolist() + memory.sum(dim=(0, 2)).tolist()
+    return init, record + attention_summary(model)
+
+
+def test_seq2seq_transformer():
+    compare(seq2seq_transformer)
