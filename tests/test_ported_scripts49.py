@@ -468,3 +468,112 @@ def seq2seq_transformer(m, state=None):
 
 def test_seq2seq_transformer():
     compare(seq2seq_transformer)
+
+
+# (d) a batched BiLSTM-CRF tagger in the style of the PyTorch "Advanced: Making Dynamic Decisions" tutorial as
+# repositories batch it: the emissions of a bidirectional nn.LSTM packed by pack_padded_sequence(enforce_sorted=False)
+# and pad_packed_sequence'd back, a transitions nn.Parameter with the START row and STOP column set to -10000 through
+# .data, the forward algorithm by torch.logsumexp over broadcast scores with masked updates by torch.where, the gold
+# path score by gather over tags shifted by one and cat'ed after a START column, Viterbi by max over dim 1 keeping
+# backpointers, the best paths read back on the host; SGD with weight_decay
+def bilstm_crf(m, state=None):
+    torch, nn = m.torch, m.nn
+    from importlib import import_module
+    rnn_utils = import_module(torch.__name__ + ".nn.utils.rnn")
+    rng = np.random.default_rng(4)
+    V, T = 12, 3
+    START, STOP = T, T + 1
+
+    class BiLSTM_CRF(nn.Module):
+        def __init__(self, vocab_size, tagset_size, embedding_dim=8, hidden_dim=8):
+            super().__init__()
+            self.tagset_size = tagset_size + 2
+            self.word_embeds = nn.Embedding(vocab_size, embedding_dim, padding_idx=0)
+            self.lstm = nn.LSTM(embedding_dim, hidden_dim // 2, num_layers=1, bidirectional=True, batch_first=True)
+            self.hidden2tag = nn.Linear(hidden_dim, self.tagset_size)
+            self.transitions = nn.Parameter(torch.randn(self.tagset_size, self.tagset_size))
+            self.transitions.data[START, :] = -10000
+            self.transitions.data[:, STOP] = -10000
+
+        def _get_lstm_features(self, sentences, lengths):
+            embeds = self.word_embeds(sentences)
+            packed = rnn_utils.pack_padded_sequence(embeds, lengths, batch_first=True, enforce_sorted=False)
+            lstm_out, _ = self.lstm(packed)
+            lstm_out, _ = rnn_utils.pad_packed_sequence(lstm_out, batch_first=True, total_length=sentences.size(1))
+            return self.hidden2tag(lstm_out)
+
+        def _forward_alg(self, feats, mask):
+            B, L, K = feats.shape
+            alpha = torch.full((B, K), -10000.)
+            alpha[:, START] = 0.
+            for t in range(L):
+                scores = alpha.unsqueeze(2) + self.transitions.t().unsqueeze(0) + feats[:, t].unsqueeze(1)
+                new = torch.logsumexp(scores, dim=1)
+                alpha = torch.where(mask[:, t].unsqueeze(1), new, alpha)
+            return torch.logsumexp(alpha + self.transitions[STOP].unsqueeze(0), dim=1)
+
+        def _score_sentence(self, feats, tags, mask):
+            B = feats.size(0)
+            tags = torch.cat([torch.full((B, 1), START, dtype=torch.long), tags], dim=1)
+            emit = feats.gather(2, tags[:, 1:].unsqueeze(2)).squeeze(2)
+            trans = self.transitions[tags[:, 1:], tags[:, :-1]]
+            score = ((emit + trans) * mask.float()).sum(1)
+            last = tags.gather(1, mask.long().sum(1, keepdim=True)).squeeze(1)
+            return score + self.transitions[STOP, last]
+
+        def neg_log_likelihood(self, sentences, tags, lengths):
+            mask = sentences != 0
+            feats = self._get_lstm_features(sentences, lengths)
+            return (self._forward_alg(feats, mask) - self._score_sentence(feats, tags, mask)).mean()
+
+        def _viterbi_decode(self, feats, mask):
+            B, L, K = feats.shape
+            score = torch.full((B, K), -10000.)
+            score[:, START] = 0
+            backpointers = []
+            for t in range(L):
+                next_score = score.unsqueeze(2) + self.transitions.t().unsqueeze(0)
+                best, idx = next_score.max(dim=1)
+                best = best + feats[:, t]
+                backpointers.append(idx)
+                score = torch.where(mask[:, t].unsqueeze(1), best, score)
+            score = score + self.transitions[STOP]
+            best_score, best_last = score.max(1)
+            paths = []
+            lengths = mask.sum(1).tolist()
+            bps = torch.stack(backpointers, 1).cpu().numpy()
+            for b in range(B):
+                tag = int(best_last[b])
+                path = [tag]
+                for t in range(lengths[b] - 1, 0, -1):
+                    tag = int(bps[b, t, tag])
+                    path.append(tag)
+                paths.append(path[::-1])
+            return best_score, paths
+
+        def forward(self, sentences, lengths):
+            return self._viterbi_decode(self._get_lstm_features(sentences, lengths), sentences != 0)
+
+    model = BiLSTM_CRF(V, T)
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, weight_decay=1e-4)
+    lengths = [4, 2, 3]
+    sentences, tags = np.zeros((3, 4), np.int64), np.zeros((3, 4), np.int64)
+    for i, n in enumerate(lengths):
+        sentences[i, :n], tags[i, :n] = rng.integers(1, V, n), rng.integers(0, T, n)
+    sentences, tags = torch.tensor(sentences), torch.tensor(tags)
+    record = []
+    for epoch in range(2):
+        model.zero_grad()
+        loss = model.neg_log_likelihood(sentences, tags, torch.tensor(lengths))
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    with torch.no_grad():
+        best_score, paths = model(sentences, lengths)
+    assert [len(p) for p in paths] == lengths
+    return init, record + best_score.tolist() + sum(paths, []) + summary(model.parameters())
+
+
+def test_bilstm_crf():
+    compare(bilstm_crf)
