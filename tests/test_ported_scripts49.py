@@ -577,3 +577,156 @@ def bilstm_crf(m, state=None):
 
 def test_bilstm_crf():
     compare(bilstm_crf)
+
+
+# (e) a GRU encoder-decoder with Luong attention in the style of the PyTorch chatbot tutorial as repositories batch it:
+# EncoderRNN over a bidirectional nn.GRU(n_layers=2, dropout=) fed by pack_padded_sequence(enforce_sorted=False), its
+# two directions summed (outputs[:, :, :H] + outputs[:, :, H:]), the decoder started from encoder_hidden[:n_layers]
+# (h_n in the batch's own order), Attn's general and concat scores (the general score by torch.bmm of the
+# decoder state with self.attn(encoder_outputs), concat by expand and tanh), masked_fill of the padding with -1e10
+# and softmax, the context by attn_weights.bmm(encoder_outputs), concat layer and tanh, teacher forcing decided per
+# step by a seeded random.random(), maskNLLLoss by gather, masked_select and mean over real tokens,
+# clip_grad_norm_ over each model's parameters and two Adam optimizers (the decoder's lr scaled by
+# decoder_learning_ratio). The compared run trains at dropout 0; eval() greedy decoding is compared.
+def gru_luong(m, state=None):
+    import random
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    from importlib import import_module
+    rnn_utils = import_module(torch.__name__ + ".nn.utils.rnn")
+    np_rng = np.random.default_rng(5)
+    PAD, SOS, V, H, n_layers = 0, 1, 10, 8, 2
+
+    class EncoderRNN(nn.Module):
+        def __init__(self, hidden_size, embedding, n_layers=1, dropout=0):
+            super(EncoderRNN, self).__init__()
+            self.n_layers, self.hidden_size, self.embedding = n_layers, hidden_size, embedding
+            self.gru = nn.GRU(hidden_size, hidden_size, n_layers, dropout=(0 if n_layers == 1 else dropout),
+                              bidirectional=True)
+
+        def forward(self, input_seq, input_lengths, hidden=None):
+            embedded = self.embedding(input_seq)
+            packed = nn.utils.rnn.pack_padded_sequence(embedded, input_lengths, enforce_sorted=False)
+            outputs, hidden = self.gru(packed, hidden)
+            outputs, _ = rnn_utils.pad_packed_sequence(outputs)
+            outputs = outputs[:, :, :self.hidden_size] + outputs[:, :, self.hidden_size:]
+            return outputs, hidden
+
+    class Attn(nn.Module):
+        def __init__(self, method, hidden_size):
+            super(Attn, self).__init__()
+            self.method, self.hidden_size = method, hidden_size
+            if self.method == 'general':
+                self.attn = nn.Linear(self.hidden_size, hidden_size)
+            elif self.method == 'concat':
+                self.attn = nn.Linear(self.hidden_size * 2, hidden_size)
+                self.v = nn.Parameter(torch.FloatTensor(hidden_size).uniform_(-0.1, 0.1))
+
+        def dot_score(self, hidden, encoder_output):
+            return torch.sum(hidden * encoder_output, dim=2)
+
+        def general_score(self, hidden, encoder_output):
+            # [B, 1, H] x [B, H, L]
+            energy = self.attn(encoder_output).transpose(0, 1)
+            return torch.bmm(hidden.transpose(0, 1), energy.transpose(1, 2)).squeeze(1).t()
+
+        def concat_score(self, hidden, encoder_output):
+            energy = self.attn(torch.cat((hidden.expand(encoder_output.size(0), -1, -1), encoder_output), 2)).tanh()
+            return torch.sum(self.v * energy, dim=2)
+
+        def forward(self, hidden, encoder_outputs, mask):
+            attn_energies = getattr(self, self.method + '_score')(hidden, encoder_outputs).t()
+            attn_energies = attn_energies.masked_fill(mask == 0, -1e10)
+            return F.softmax(attn_energies, dim=1).unsqueeze(1)
+
+    class LuongAttnDecoderRNN(nn.Module):
+        def __init__(self, attn_model, embedding, hidden_size, output_size, n_layers=1, dropout=0.1):
+            super(LuongAttnDecoderRNN, self).__init__()
+            self.embedding = embedding
+            self.embedding_dropout = nn.Dropout(dropout)
+            self.gru = nn.GRU(hidden_size, hidden_size, n_layers, dropout=(0 if n_layers == 1 else dropout))
+            self.concat = nn.Linear(hidden_size * 2, hidden_size)
+            self.out = nn.Linear(hidden_size, output_size)
+            self.attn = Attn(attn_model, hidden_size)
+
+        def forward(self, input_step, last_hidden, encoder_outputs, mask):
+            embedded = self.embedding_dropout(self.embedding(input_step))
+            rnn_output, hidden = self.gru(embedded, last_hidden)
+            attn_weights = self.attn(rnn_output, encoder_outputs, mask)
+            context = attn_weights.bmm(encoder_outputs.transpose(0, 1))
+            rnn_output, context = rnn_output.squeeze(0), context.squeeze(1)
+            concat_output = torch.tanh(self.concat(torch.cat((rnn_output, context), 1)))
+            return F.softmax(self.out(concat_output), dim=1), hidden
+
+    def maskNLLLoss(inp, target, mask):
+        nTotal = mask.sum()
+        crossEntropy = -torch.log(torch.gather(inp, 1, target.view(-1, 1)).squeeze(1))
+        loss = crossEntropy.masked_select(mask).mean()
+        return loss, nTotal.item()
+
+    def seqs(lengths, T):
+        out = np.full((T, len(lengths)), PAD)
+        for i, n in enumerate(lengths):
+            out[:n, i] = np_rng.integers(2, V, n)
+        return torch.tensor(out)
+
+    embedding = nn.Embedding(V, H)
+    encoder = EncoderRNN(H, embedding, n_layers, 0.0)
+    decoders = {method: LuongAttnDecoderRNN(method, embedding, H, V, n_layers, 0.0)
+                for method in ('general', 'concat')}
+    init = load(m, nn.ModuleDict({'encoder': encoder, **decoders}), state)
+    lengths = [3, 5, 4]
+    input_variable, target_variable = seqs(lengths, 5), seqs([4, 2, 3], 4)
+    mask = target_variable != PAD
+    src_mask = (input_variable != PAD).t()
+    random.seed(0)
+    record = []
+    for method, decoder in decoders.items():
+        encoder_optimizer = optim.Adam(encoder.parameters(), lr=1e-3)
+        decoder_optimizer = optim.Adam(decoder.parameters(), lr=1e-3 * 5.0)
+        encoder.train()
+        decoder.train()
+        encoder_optimizer.zero_grad()
+        decoder_optimizer.zero_grad()
+        encoder_outputs, encoder_hidden = encoder(input_variable, torch.tensor(lengths))
+        decoder_input = torch.LongTensor([[SOS for _ in range(3)]])
+        decoder_hidden = encoder_hidden[:decoder.gru.num_layers]
+        loss, print_losses, n_totals = 0, [], 0
+        use_teacher_forcing = random.random() < 0.5
+        for t in range(target_variable.size(0)):
+            decoder_output, decoder_hidden = decoder(decoder_input, decoder_hidden, encoder_outputs, src_mask)
+            if use_teacher_forcing:
+                decoder_input = target_variable[t].view(1, -1)
+            else:
+                _, topi = decoder_output.topk(1)
+                decoder_input = torch.LongTensor([[topi[i][0] for i in range(3)]])
+            mask_loss, nTotal = maskNLLLoss(decoder_output, target_variable[t], mask[t])
+            loss += mask_loss
+            print_losses.append(mask_loss.item() * nTotal)
+            n_totals += nTotal
+        loss.backward()
+        record.append(float(nn.utils.clip_grad_norm_(encoder.parameters(), 50.0)))
+        record.append(float(nn.utils.clip_grad_norm_(decoder.parameters(), 50.0)))
+        encoder_optimizer.step()
+        decoder_optimizer.step()
+        record += [sum(print_losses) / n_totals, use_teacher_forcing]
+        encoder.eval()
+        decoder.eval()
+        with torch.no_grad():
+            encoder_outputs, encoder_hidden = encoder(input_variable[:, 1:2], [lengths[1]])
+            decoder_hidden = encoder_hidden[:decoder.gru.num_layers]
+            decoder_input = torch.ones(1, 1, dtype=torch.long) * SOS
+            for _ in range(2):
+                decoder_output, decoder_hidden = decoder(decoder_input, decoder_hidden, encoder_outputs,
+                                                         src_mask[1:2])
+                decoder_scores, decoder_input = torch.max(decoder_output, dim=1)
+                record += [decoder_input.item(), decoder_scores.item()]
+                decoder_input = torch.unsqueeze(decoder_input, 0)
+    # the general score's bias adds one number to every position's energy, which softmax ignores: its gradient is
+    # rounding noise that Adam scales up to lr-sized steps, so it is left out of the compared weights
+    decoder_params = [p for d in decoders.values() for n, p in d.named_parameters() if n != 'attn.attn.bias'
+                      or d.attn.method != 'general']
+    return init, record + summary(encoder.parameters()) + summary(decoder_params)
+
+
+def test_gru_luong():
+    compare(gru_luong)
