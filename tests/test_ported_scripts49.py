@@ -730,3 +730,179 @@ def gru_luong(m, state=None):
 
 def test_gru_luong():
     compare(gru_luong)
+
+
+# (f) a Conformer block with a LLaMA-style attention in the style of lucidrains' conformer and of the LLaMA ports:
+# two macaron half-step FeedForwards with SiLU (Swish), RMSNorm (nn.RMSNorm and one written by hand with
+# torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)), rotary embeddings by cos/sin caches built from torch.outer of
+# positions and inv_freq, cat'ed with themselves, and rotate_half by cat of the negated second half and the first,
+# grouped-query attention with n_kv_heads < n_heads both by F.scaled_dot_product_attention(enable_gqa=True) and by
+# repeat_kv written with repeat_interleave (checked equal), the convolution module (pointwise Conv1d to 2C, nn.GLU(dim=1),
+# a depthwise Conv1d with padding K // 2 and no bias before BatchNorm1d, SiLU, pointwise Conv1d), CTC-free frame classification by
+# cross_entropy over [B, C, T] logits, AdamW with a LambdaLR Noam schedule. train() and eval() differ by BatchNorm;
+# dropout is 0 in the compared run and only drawn in a separate train() check.
+def conformer_gqa(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(6)
+    dim, n_heads, n_kv_heads, T, B = 16, 4, 2, 6, 2
+    head_dim = dim // n_heads
+
+    class RMSNorm(torch.nn.Module):
+        def __init__(self, dim, eps=1e-6):
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def _norm(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+        def forward(self, x):
+            return self._norm(x.float()).type_as(x) * self.weight
+
+    def rotate_half(x):
+        x1, x2 = x[..., :x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+
+    class RotaryEmbedding(nn.Module):
+        def __init__(self, dim, max_position_embeddings=32, base=10000):
+            super().__init__()
+            inv_freq = 1.0 / (base ** (torch.arange(0, dim, 2).float() / dim))
+            self.register_buffer("inv_freq", inv_freq, persistent=False)
+            t = torch.arange(max_position_embeddings, dtype=self.inv_freq.dtype)
+            freqs = torch.outer(t, self.inv_freq)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            self.register_buffer("cos_cached", emb.cos(), persistent=False)
+            self.register_buffer("sin_cached", emb.sin(), persistent=False)
+
+        def forward(self, x, seq_len):
+            return self.cos_cached[:seq_len].to(dtype=x.dtype), self.sin_cached[:seq_len].to(dtype=x.dtype)
+
+    def apply_rotary_pos_emb(q, k, cos, sin):
+        cos, sin = cos[None, None], sin[None, None]
+        return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+
+    def repeat_kv(x, n_rep):
+        if n_rep == 1:
+            return x
+        return torch.repeat_interleave(x, dim=1, repeats=n_rep)
+
+    class Attention(nn.Module):
+        def __init__(self, dropout=0.0):
+            super().__init__()
+            self.wq = nn.Linear(dim, n_heads * head_dim, bias=False)
+            self.wk = nn.Linear(dim, n_kv_heads * head_dim, bias=False)
+            self.wv = nn.Linear(dim, n_kv_heads * head_dim, bias=False)
+            self.wo = nn.Linear(n_heads * head_dim, dim, bias=False)
+            self.rotary = RotaryEmbedding(head_dim)
+            self.dropout = dropout
+            self.use_gqa = True
+
+        def forward(self, x):
+            bsz, seqlen, _ = x.shape
+            xq = self.wq(x).view(bsz, seqlen, n_heads, head_dim).transpose(1, 2)
+            xk = self.wk(x).view(bsz, seqlen, n_kv_heads, head_dim).transpose(1, 2)
+            xv = self.wv(x).view(bsz, seqlen, n_kv_heads, head_dim).transpose(1, 2)
+            cos, sin = self.rotary(xv, seq_len=seqlen)
+            xq, xk = apply_rotary_pos_emb(xq, xk, cos, sin)
+            p = self.dropout if self.training else 0.0
+            if self.use_gqa:
+                out = F.scaled_dot_product_attention(xq, xk, xv, dropout_p=p, enable_gqa=True)
+            else:
+                keys, values = repeat_kv(xk, n_heads // n_kv_heads), repeat_kv(xv, n_heads // n_kv_heads)
+                scores = torch.matmul(xq, keys.transpose(2, 3)) / math.sqrt(head_dim)
+                scores = F.softmax(scores.float(), dim=-1).type_as(xq)
+                out = torch.matmul(F.dropout(scores, p, self.training), values)
+            return self.wo(out.transpose(1, 2).contiguous().view(bsz, seqlen, -1))
+
+    class FeedForward(nn.Module):
+        def __init__(self, mult=2, dropout=0.0):
+            super().__init__()
+            self.net = nn.Sequential(nn.Linear(dim, dim * mult), nn.SiLU(), nn.Dropout(dropout),
+                                     nn.Linear(dim * mult, dim), nn.Dropout(dropout))
+
+        def forward(self, x):
+            return self.net(x)
+
+    class ConformerConvModule(nn.Module):
+        def __init__(self, kernel_size=3, dropout=0.0):
+            super().__init__()
+            self.norm = nn.LayerNorm(dim)
+            self.pointwise1 = nn.Conv1d(dim, dim * 2, 1)
+            self.glu = nn.GLU(dim=1)
+            self.depthwise = nn.Conv1d(dim, dim, kernel_size, padding=kernel_size // 2, groups=dim, bias=False)
+            self.bn = nn.BatchNorm1d(dim)
+            self.act = nn.SiLU()
+            self.pointwise2 = nn.Conv1d(dim, dim, 1)
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x):
+            x = self.norm(x).transpose(1, 2)
+            x = self.glu(self.pointwise1(x))
+            x = self.act(self.bn(self.depthwise(x)))
+            return self.dropout(self.pointwise2(x).transpose(1, 2))
+
+    class ConformerBlock(nn.Module):
+        def __init__(self, dropout=0.0):
+            super().__init__()
+            self.ff1, self.ff2 = FeedForward(dropout=dropout), FeedForward(dropout=dropout)
+            self.ff1_norm, self.ff2_norm = nn.RMSNorm(dim, eps=1e-6), RMSNorm(dim)
+            self.attn_norm = RMSNorm(dim)
+            self.attn = Attention(dropout)
+            self.conv = ConformerConvModule(dropout=dropout)
+            self.post_norm = nn.LayerNorm(dim)
+
+        def forward(self, x):
+            x = 0.5 * self.ff1(self.ff1_norm(x)) + x
+            x = self.attn(self.attn_norm(x)) + x
+            x = self.conv(x) + x
+            x = 0.5 * self.ff2(self.ff2_norm(x)) + x
+            return self.post_norm(x)
+
+    class Model(nn.Module):
+        def __init__(self, n_classes=5, dropout=0.0):
+            super().__init__()
+            self.input_proj = nn.Linear(8, dim)
+            self.block = ConformerBlock(dropout)
+            self.classifier = nn.Conv1d(dim, n_classes, 1)
+
+        def forward(self, feats):
+            return self.classifier(self.block(self.input_proj(feats)).transpose(1, 2))
+
+    model = Model()
+    init = load(m, model, state)
+    feats = torch.tensor(normal(rng, B, T, 8))
+    labels = torch.tensor(rng.integers(0, 5, (B, T)))
+    warmup, d_model = 2, dim
+    optimizer = optim.AdamW(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, weight_decay=1e-3)
+    scheduler = optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: d_model ** -0.5 * min((step + 1) ** -0.5, (step + 1) * warmup ** -1.5))
+    record = []
+    model.train()
+    for step in range(2):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(feats), labels)
+        loss.backward()
+        optimizer.step()
+        scheduler.step()
+        record += [loss.item(), optimizer.param_groups[0]['lr']]
+    model.eval()
+    with torch.no_grad():
+        logits = model(feats)
+        model.block.attn.use_gqa = False
+        assert torch.allclose(model(feats), logits, atol=1e-5)
+        x = torch.tensor(normal(rng, B, n_kv_heads, T, head_dim))
+        assert torch.equal(repeat_kv(x, 2)[:, 1], x[:, 0]) and torch.equal(repeat_kv(x, 2)[:, 2], x[:, 1])
+    record += logits.sum(dim=(0, 2)).tolist() + model.block.conv.bn.running_var.tolist()
+    dropped = Model(dropout=0.2)
+    dropped.load_state_dict(model.state_dict())
+    dropped.eval()
+    with torch.no_grad():
+        assert torch.allclose(dropped(feats), logits, atol=1e-5)
+        dropped.train()
+        a, b = dropped(feats), dropped(feats)
+        assert not torch.allclose(a, b) and tuple(a.shape) == (B, 5, T)
+    return init, record + summary(model.parameters())
+
+
+def test_conformer_gqa():
+    compare(conformer_gqa)
