@@ -1,3 +1,33 @@
+"""Transformer and sequence-model training as people write it now that tnet has fused attention and fused LSTM/GRU
+cells, written from memory in their sources' styles and ported by their imports alone, as test_ported_scripts47.py:
+karpathy's nanoGPT (causal self-attention by F.scaled_dot_product_attention(is_causal=True) with dropout_p by
+self.training, the lm_head tied to wte, AdamW groups by p.dim(), the warmup-cosine lr written into param_groups,
+gradient accumulation under a disabled GradScaler, estimate_loss in eval(), generate() with temperature and top-k by
+topk and a -inf boolean-index write, torch.multinomial under manual_seed); a ViT over nn.TransformerEncoder(
+batch_first=True, norm_first=True, activation="gelu") with a cls token and a final norm, label smoothing and
+SequentialLR; the nn.Transformer translation tutorial with batch_first (generate_square_subsequent_mask, src/tgt/memory
+key padding masks, teacher forcing, greedy decode through encoder and decoder); a batched BiLSTM-CRF (emissions packed
+by pack_padded_sequence(enforce_sorted=False), the forward algorithm by logsumexp with masked updates by where, the
+gold score by gather and advanced indexing of the transitions, Viterbi by max over a dim with backpointers); the
+chatbot tutorial's GRU encoder-decoder with Luong attention (a packed, unsorted bidirectional GRU whose h_n feeds the
+decoder, general and concat scores by bmm and expand, maskNLLLoss, teacher forcing by a seeded random()); a Conformer
+block with LLaMA-style attention (macaron feed-forwards, nn.RMSNorm beside a hand-written one, rotary embeddings by
+cos/sin caches and rotate_half's cat of halves, grouped-query attention by SDPA(enable_gqa=True) checked against
+repeat_interleave, GLU, a depthwise Conv1d and BatchNorm1d, a Noam LambdaLR); and an LSTM language model over packed
+sentences (pad_sequence collate, the PackedSequence's .data into a tied decoder against targets packed alike,
+pad_packed_sequence and h_n in the batch's order). Each runs in tnet, then in torch from tnet's initial weights
+(state_dict through numpy), and the losses, metrics, decoded tokens and the weights summed into a few numbers agree.
+The compared runs train at dropout 0; each script with dropout builds a copy at dropout > 0 and checks on each side
+that eval() equals the compared model and train() draws (only shapes compared where randomness enters). Where a
+parameter's gradient is mathematically zero (an attention key bias, the general score's bias: softmax is
+shift-invariant), its rounding noise is what Adam steps on, so it is left out of the compared weights (and the
+Conformer's depthwise convolution before BatchNorm has no bias, as such code writes it). Shapes are tiny and runs one
+to three steps.
+
+Fixed in tnet on the way: nothing; every script ran in tnet as in torch at its first run.
+
+Found and left as they are: nothing.
+"""
 import math
 from contextlib import nullcontext
 
@@ -906,3 +936,73 @@ def conformer_gqa(m, state=None):
 
 def test_conformer_gqa():
     compare(conformer_gqa)
+
+
+# (g) an LSTM language model over variable-length sentences as people write it with packed sequences: a collate_fn of
+# pad_sequence(batch_first=True, padding_value=PAD) and a lengths tensor, inputs and targets shifted by one,
+# pack_padded_sequence(enforce_sorted=False) of the embeddings, a 2-layer nn.LSTM whose PackedSequence output's .data
+# goes straight into the tied decoder, the targets packed the same way so that their .data lines up, cross_entropy
+# over the packed rows, perplexity by math.exp, clip_grad_norm_, SGD with momentum; an eval() pass through
+# pad_packed_sequence checks the padded logits' real rows against the packed ones.
+def packed_lstm_lm(m, state=None):
+    torch, nn, F = m.torch, m.nn, m.F
+    from importlib import import_module
+    rnn_utils = import_module(torch.__name__ + ".nn.utils.rnn")
+    rng = np.random.default_rng(7)
+    PAD, V, E = 0, 13, 8
+
+    class RNNLM(nn.Module):
+        def __init__(self, vocab_size, embed_size, num_layers=2, dropout=0.0):
+            super().__init__()
+            self.embed = nn.Embedding(vocab_size, embed_size, padding_idx=PAD)
+            self.lstm = nn.LSTM(embed_size, embed_size, num_layers, batch_first=True, dropout=dropout)
+            self.linear = nn.Linear(embed_size, vocab_size)
+            self.linear.weight = self.embed.weight
+
+        def forward(self, x, lengths, h=None):
+            packed = rnn_utils.pack_padded_sequence(self.embed(x), lengths.cpu(), batch_first=True,
+                                                    enforce_sorted=False)
+            out, (h, c) = self.lstm(packed, h)
+            return self.linear(out.data), out, (h, c)
+
+    def collate_fn(batch):
+        seqs = [torch.tensor(s) for s in batch]
+        lengths = torch.tensor([len(s) - 1 for s in seqs])
+        padded = rnn_utils.pad_sequence(seqs, batch_first=True, padding_value=PAD)
+        return padded[:, :-1], padded[:, 1:], lengths
+
+    model = RNNLM(V, E)
+    init = load(m, model, state)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    sentences = [rng.integers(1, V, n) for n in (5, 3, 6, 4)]
+    record = []
+    model.train()
+    for step in range(2):
+        inputs, targets, lengths = collate_fn(sentences[2 * step:2 * step + 2] + sentences[:1])
+        logits, _, _ = model(inputs, lengths)
+        packed_targets = rnn_utils.pack_padded_sequence(targets, lengths, batch_first=True, enforce_sorted=False)
+        loss = F.cross_entropy(logits, packed_targets.data)
+        optimizer.zero_grad()
+        loss.backward()
+        record.append(float(nn.utils.clip_grad_norm_(model.parameters(), 0.5)))
+        optimizer.step()
+        record += [loss.item(), math.exp(loss.item())]
+    model.eval()
+    with torch.no_grad():
+        inputs, targets, lengths = collate_fn(sentences)
+        logits, out, (h, c) = model(inputs, lengths)
+        padded, out_lengths = rnn_utils.pad_packed_sequence(out, batch_first=True, padding_value=0.0)
+        assert out_lengths.tolist() == lengths.tolist() and tuple(padded.shape) == (4, 5, E)
+        # h_n is in the batch's order: each sentence's last real output
+        last = padded[torch.arange(4), lengths - 1]
+        assert torch.allclose(last, h[-1], atol=1e-6)
+        assert float(padded[1, 2:].abs().sum()) == 0.0
+        full = model.linear(padded)
+        mask = inputs != PAD
+        nll = F.cross_entropy(full[mask], targets[mask], reduction='sum')
+    record += [nll.item(), float(h.sum()), float(c.sum())] + out.batch_sizes.tolist() + out.sorted_indices.tolist()
+    return init, record + summary(model.parameters())
+
+
+def test_packed_lstm_lm():
+    compare(packed_lstm_lm)
