@@ -767,9 +767,10 @@ def test_gru_luong():
 # torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)), rotary embeddings by cos/sin caches built from torch.outer of
 # positions and inv_freq, cat'ed with themselves, and rotate_half by cat of the negated second half and the first,
 # grouped-query attention with n_kv_heads < n_heads both by F.scaled_dot_product_attention(enable_gqa=True) and by
-# repeat_kv written with repeat_interleave (checked equal), the convolution module (pointwise Conv1d to 2C, nn.GLU(dim=1),
-# a depthwise Conv1d with padding K // 2 and no bias before BatchNorm1d, SiLU, pointwise Conv1d), CTC-free frame classification by
-# cross_entropy over [B, C, T] logits, AdamW with a LambdaLR Noam schedule. train() and eval() differ by BatchNorm;
+# repeat_kv written with repeat_interleave (checked equal), the convolution module (pointwise Conv1d to 2C,
+# nn.GLU(dim=1), a depthwise Conv1d with padding K // 2 and no bias before BatchNorm1d, SiLU, pointwise Conv1d),
+# CTC-free frame classification by cross_entropy over [B, C, T] logits, AdamW with a LambdaLR Noam schedule. train()
+# and eval() differ by BatchNorm;
 # dropout is 0 in the compared run and only drawn in a separate train() check.
 def conformer_gqa(m, state=None):
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
