@@ -15,7 +15,10 @@ block with LLaMA-style attention (macaron feed-forwards, nn.RMSNorm beside a han
 cos/sin caches and rotate_half's cat of halves, grouped-query attention by SDPA(enable_gqa=True) checked against
 repeat_interleave, GLU, a depthwise Conv1d and BatchNorm1d, a Noam LambdaLR); and an LSTM language model over packed
 sentences (pad_sequence collate, the PackedSequence's .data into a tied decoder against targets packed alike,
-pad_packed_sequence and h_n in the batch's order). Each runs in tnet, then in torch from tnet's initial weights
+pad_packed_sequence and h_n in the batch's order); and Meta's llama model.py shrunk (rotary embeddings without
+torch.polar by the interleaved pairs, repeat_kv by expand and reshape, a preallocated KV cache written by slice
+assignment, the cache mask by triu and hstack, SDPA under sdpa_kernel(SDPBackend.MATH), SwiGLU, greedy decoding under
+inference_mode checked against the full forward). Each runs in tnet, then in torch from tnet's initial weights
 (state_dict through numpy), and the losses, metrics, decoded tokens and the weights summed into a few numbers agree.
 The compared runs train at dropout 0; each script with dropout builds a copy at dropout > 0 and checks on each side
 that eval() equals the compared model and train() draws (only shapes compared where randomness enters). Where a
@@ -1007,3 +1010,175 @@ def packed_lstm_lm(m, state=None):
 
 def test_packed_lstm_lm():
     compare(packed_lstm_lm)
+
+
+# (h) Meta's llama model.py as people shrink it for their own training and inference: ModelArgs as a dataclass,
+# precompute_freqs_cis written without torch.polar (cos and sin of torch.outer(t, freqs)) and the interleaved rotation
+# of pairs by x[..., ::2] / x[..., 1::2] stacked and flatten(-2)'ed back, repeat_kv by x[:, :, :, None, :].expand
+# (...).reshape(...), a preallocated KV cache (self.cache_k = self.cache_k.to(xq), slice assignment
+# cache_k[:bsz, start_pos:start_pos + seqlen] = xk), the mask by torch.full(-inf).triu(1) and torch.hstack with
+# zeros for the cached positions, F.scaled_dot_product_attention under torch.nn.attention.sdpa_kernel(
+# SDPBackend.MATH), SwiGLU's FeedForward with multiple_of rounding, RMSNorm, tied nothing; one AdamW step on the
+# full sequence (start_pos 0), then greedy decoding under torch.inference_mode() token by token through the cache,
+# checked against the full forward's logits at each position.
+def llama_kv_cache(m, state=None):
+    from dataclasses import dataclass
+    from importlib import import_module
+    torch, nn, F = m.torch, m.nn, m.F
+    attention = import_module(torch.__name__ + ".nn.attention")
+    rng = np.random.default_rng(8)
+
+    @dataclass
+    class ModelArgs:
+        dim: int = 16
+        n_layers: int = 1
+        n_heads: int = 4
+        n_kv_heads: int = 2
+        vocab_size: int = 11
+        multiple_of: int = 8
+        norm_eps: float = 1e-5
+        max_batch_size: int = 2
+        max_seq_len: int = 8
+
+    class RMSNorm(torch.nn.Module):
+        def __init__(self, dim, eps=1e-6):
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(dim))
+
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+    def precompute_freqs(dim, end, theta=10000.0):
+        freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+        t = torch.arange(end, device=freqs.device, dtype=torch.float32)
+        freqs = torch.outer(t, freqs)
+        return torch.cos(freqs), torch.sin(freqs)
+
+    def apply_rotary_emb(x, cos, sin):
+        x1, x2 = x[..., ::2], x[..., 1::2]
+        cos, sin = cos[None, :, None, :], sin[None, :, None, :]
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2).type_as(x)
+
+    def repeat_kv(x, n_rep):
+        bs, slen, n_kv_heads, head_dim = x.shape
+        if n_rep == 1:
+            return x
+        return x[:, :, :, None, :].expand(bs, slen, n_kv_heads, n_rep, head_dim).reshape(
+            bs, slen, n_kv_heads * n_rep, head_dim)
+
+    class Attention(nn.Module):
+        def __init__(self, args):
+            super().__init__()
+            self.n_kv_heads = args.n_heads if args.n_kv_heads is None else args.n_kv_heads
+            self.n_local_heads, self.n_rep = args.n_heads, args.n_heads // self.n_kv_heads
+            self.head_dim = args.dim // args.n_heads
+            self.wq = nn.Linear(args.dim, args.n_heads * self.head_dim, bias=False)
+            self.wk = nn.Linear(args.dim, self.n_kv_heads * self.head_dim, bias=False)
+            self.wv = nn.Linear(args.dim, self.n_kv_heads * self.head_dim, bias=False)
+            self.wo = nn.Linear(args.n_heads * self.head_dim, args.dim, bias=False)
+            self.cache_k = torch.zeros((args.max_batch_size, args.max_seq_len, self.n_kv_heads, self.head_dim))
+            self.cache_v = torch.zeros((args.max_batch_size, args.max_seq_len, self.n_kv_heads, self.head_dim))
+
+        def forward(self, x, start_pos, cos, sin, mask, use_cache):
+            bsz, seqlen, _ = x.shape
+            xq = self.wq(x).view(bsz, seqlen, self.n_local_heads, self.head_dim)
+            xk = self.wk(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)
+            xv = self.wv(x).view(bsz, seqlen, self.n_kv_heads, self.head_dim)
+            xq, xk = apply_rotary_emb(xq, cos, sin), apply_rotary_emb(xk, cos, sin)
+            if use_cache:
+                self.cache_k = self.cache_k.to(xq)
+                self.cache_v = self.cache_v.to(xq)
+                self.cache_k[:bsz, start_pos: start_pos + seqlen] = xk
+                self.cache_v[:bsz, start_pos: start_pos + seqlen] = xv
+                keys = self.cache_k[:bsz, : start_pos + seqlen]
+                values = self.cache_v[:bsz, : start_pos + seqlen]
+            else:
+                keys, values = xk, xv
+            keys, values = repeat_kv(keys, self.n_rep), repeat_kv(values, self.n_rep)
+            with attention.sdpa_kernel(attention.SDPBackend.MATH):
+                output = F.scaled_dot_product_attention(xq.transpose(1, 2), keys.transpose(1, 2),
+                                                        values.transpose(1, 2), attn_mask=mask)
+            return self.wo(output.transpose(1, 2).contiguous().view(bsz, seqlen, -1))
+
+    class FeedForward(nn.Module):
+        def __init__(self, dim, hidden_dim, multiple_of):
+            super().__init__()
+            hidden_dim = int(2 * hidden_dim / 3)
+            hidden_dim = multiple_of * ((hidden_dim + multiple_of - 1) // multiple_of)
+            self.w1 = nn.Linear(dim, hidden_dim, bias=False)
+            self.w2 = nn.Linear(hidden_dim, dim, bias=False)
+            self.w3 = nn.Linear(dim, hidden_dim, bias=False)
+
+        def forward(self, x):
+            return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+    class TransformerBlock(nn.Module):
+        def __init__(self, layer_id, args):
+            super().__init__()
+            self.attention = Attention(args)
+            self.feed_forward = FeedForward(args.dim, 4 * args.dim, args.multiple_of)
+            self.attention_norm = RMSNorm(args.dim, eps=args.norm_eps)
+            self.ffn_norm = RMSNorm(args.dim, eps=args.norm_eps)
+
+        def forward(self, x, start_pos, cos, sin, mask, use_cache):
+            h = x + self.attention(self.attention_norm(x), start_pos, cos, sin, mask, use_cache)
+            return h + self.feed_forward(self.ffn_norm(h))
+
+    class Transformer(nn.Module):
+        def __init__(self, params):
+            super().__init__()
+            self.params = params
+            self.tok_embeddings = nn.Embedding(params.vocab_size, params.dim)
+            self.layers = torch.nn.ModuleList([TransformerBlock(i, params) for i in range(params.n_layers)])
+            self.norm = RMSNorm(params.dim, eps=params.norm_eps)
+            self.output = nn.Linear(params.dim, params.vocab_size, bias=False)
+            cos, sin = precompute_freqs(params.dim // params.n_heads, params.max_seq_len * 2)
+            self.register_buffer("freqs_cos", cos, persistent=False)
+            self.register_buffer("freqs_sin", sin, persistent=False)
+
+        def forward(self, tokens, start_pos=0, use_cache=False):
+            _bsz, seqlen = tokens.shape
+            h = self.tok_embeddings(tokens)
+            cos = self.freqs_cos[start_pos: start_pos + seqlen]
+            sin = self.freqs_sin[start_pos: start_pos + seqlen]
+            mask = None
+            if seqlen > 1:
+                mask = torch.full((seqlen, seqlen), float("-inf"), device=tokens.device)
+                mask = torch.triu(mask, diagonal=1)
+                mask = torch.hstack([torch.zeros((seqlen, start_pos), device=tokens.device), mask]).type_as(h)
+            for layer in self.layers:
+                h = layer(h, start_pos, cos, sin, mask, use_cache)
+            return self.output(self.norm(h)).float()
+
+    args = ModelArgs()
+    model = Transformer(args)
+    init = load(m, model, state)
+    assert set(init) == {k for k, _ in model.named_parameters()}
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.1)
+    tokens = torch.tensor(rng.integers(0, args.vocab_size, (2, 6)))
+    logits = model(tokens[:, :-1])
+    loss = F.cross_entropy(logits.reshape(-1, args.vocab_size), tokens[:, 1:].reshape(-1))
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+    record = [loss.item()]
+    with torch.inference_mode():
+        prompt = tokens[:, :3]
+        out = model(prompt, 0, use_cache=True)
+        record += out[:, -1].sum(-1).tolist()
+        generated, pos = prompt, 3
+        next_token = torch.argmax(out[:, -1], dim=-1)
+        for _ in range(3):
+            generated = torch.cat([generated, next_token[:, None]], dim=1)
+            step_logits = model(next_token[:, None], pos, use_cache=True)
+            full = model(generated)
+            assert torch.allclose(step_logits[:, -1], full[:, -1], atol=1e-4)
+            next_token = torch.argmax(step_logits[:, -1], dim=-1)
+            pos += 1
+    record += generated.flatten().tolist() + [float(model.layers[0].attention.cache_k.abs().sum())]
+    return init, record + summary(model.parameters())
+
+
+def test_llama_kv_cache():
+    compare(llama_kv_cache)
