@@ -27,9 +27,24 @@ shift-invariant), its rounding noise is what Adam steps on, so it is left out of
 Conformer's depthwise convolution before BatchNorm has no bias, as such code writes it). Shapes are tiny and runs one
 to three steps.
 
-Fixed in tnet on the way: nothing; every script ran in tnet as in torch at its first run.
+Fixed in tnet on the way: nothing; every script ran in tnet as in torch at its first run (the three first
+differences, in the ViT's, the translation model's and the Luong decoder's weights and the Conformer's eval logits,
+were each the rounding noise of a gradient that is zero in exact arithmetic, stepped on by Adam: see above). Probes
+beside them (SDPA's grouped-query heads with causal, bool and broadcast float masks and their gradients, 3-D inputs,
+fully masked rows, dropout's scaling and seeding, sdpa_kernel and the older sdp_kernel flags, MultiheadAttention's
+kdim/vdim, add_bias_kv, add_zero_attn and per-head weights, the decoder layer's norm_first and bias=False, packed
+bidirectional LSTMs with proj_size and GRUs with h0 and their gradients, pack_sequence, unpack_sequence,
+unpad_sequence, rms_norm, logsumexp over several dims and -inf rows, the recurrent layers' dropout between layers and
+their constructor errors, crop_block_size's buffer and parameter reassignment, the error types of wrong shapes) found
+tnet as torch but for the ones below.
 
-Found and left as they are: nothing.
+Found and left as they are: torch's CPU fast paths accept what its documentation and its math backend refuse, and
+tnet raises as the documentation says: F.scaled_dot_product_attention with both attn_mask and is_causal=True runs on
+torch's CPU for 4-D inputs (both masks applied) but raises the RuntimeError "Explicit attn_mask should not be set when
+is_causal=True" for 3-D ones, as tnet does for all; pack_padded_sequence(enforce_sorted=False) with a length longer
+than the input or fewer lengths than the batch packs on torch's CPU (reading past the input, or dropping sequences)
+where tnet raises; torch.multinomial without replacement asked for more samples than nonzero categories returns the
+zero-probability ones on torch's CPU where tnet raises torch's "invalid multinomial distribution" error.
 """
 import math
 from contextlib import nullcontext
