@@ -6,6 +6,9 @@ import os
 # 2-core machine doubled tnet's side of Attention-56 (tests/test_ported_scripts8.py). Subprocesses
 # (train.py, torchrun) inherit it. A value already set is kept.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# The suite tests the kernels not yet proven on a GPU (tnet._device.TRIAL_KERNELS) there too: on a GPU they run
+# only under TNET_TRIAL=1, which tnet reads as it is imported, below. Subprocesses inherit it. A value set is kept.
+os.environ.setdefault("TNET_TRIAL", "1")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

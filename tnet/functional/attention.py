@@ -9,6 +9,7 @@ import warnings
 import torch
 
 from .. import amp, factory
+from .._device import TRIAL_KERNELS
 from ..kernels import attention as _attention
 from ..kernels.gemm import pick_precision
 from ..kernels.launch import check, check_type
@@ -21,6 +22,8 @@ from .pointwise import add, logical_not, masked_fill, mul, sub, tril
 from .random import dropout
 from .reduce import mean, sum
 from .softmax import safe_softmax, softmax
+
+FUSED = TRIAL_KERNELS  # attention on kernels/attention.py where it takes the inputs (else composed)
 
 
 def _causal(L, S):
@@ -36,7 +39,7 @@ def _attend(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows, ca
     (its scores all -inf) gets zero weights (SDPA's safe softmax), else NaN (the softmax of -inf's, as
     torch's MultiheadAttention with need_weights). Returns (output, weights after dropout), the
     weights None where the fused kernels ran (zero_masked_rows without dropout: _fused)."""
-    if zero_masked_rows and dropout_p == 0.0:
+    if FUSED and zero_masked_rows and dropout_p == 0.0:
         out = _fused(query, key, value, attn_mask, scale, causal, group)
         if out is not None:
             return out, None

@@ -5,6 +5,7 @@ import math
 
 import torch
 
+from .._device import TRIAL_KERNELS
 from ..kernels import group_norm as _group_norm, norm as _norm
 from ..kernels.copy import copy_
 from ..kernels.launch import DTYPE_NAMES, FLOATS, InputError, InputTypeError, check, dense
@@ -15,6 +16,9 @@ from .pad import pad
 from .pointwise import add, div, mul, pow, reciprocal, rsqrt, sqrt, sub
 from .pool import avg_pool2d
 from .reduce import mean, sum, var_mean
+
+
+FUSED = TRIAL_KERNELS  # the layer, group, instance and RMS norms on kernels/group_norm.py (else composed)
 
 
 def verify_batch_size(shape):
@@ -155,7 +159,7 @@ def _native_norm(name, input, stats_shape, dims, eps, weight, bias, shape, sizes
     def graph(g, out):  # the statistics recomputed on the tape, so that a gradient of the gradient reaches them
         xhat, _, std = _standardised(input, stats_shape, dims, eps)
         return _native_grads(g, xhat, std, *args)
-    if input.numel() and input.dtype in FLOATS and all(v is None or v.dtype in FLOATS for v in (weight, bias)):
+    if FUSED and input.numel() and input.dtype in FLOATS and all(v is None or v.dtype in FLOATS for v in (weight, bias)):
         _check_affine(weight, bias, input.dtype)
         return _fused_norm(name, input, sizes, groups, eps, weight, bias, graph, statistics)
     with no_grad():
@@ -299,7 +303,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     _check_normalized(shape, weight=weight)
     eps = torch.finfo(torch.promote_types(input.dtype, torch.float32)).eps if eps is None else eps
     dims = tuple(range(-len(shape), 0))
-    if input.numel() and input.dtype in FLOATS and (weight is None or weight.dtype in FLOATS):
+    if FUSED and input.numel() and input.dtype in FLOATS and (weight is None or weight.dtype in FLOATS):
         cols = math.prod(shape)
 
         def graph(g, out):  # torch's native formula on the tape, the rms recomputed so that the second gradient reaches it

@@ -27,6 +27,7 @@ import warnings
 import numpy as np
 
 from .. import functional as F
+from .._device import TRIAL_KERNELS
 from ..factory import init_generator, zeros, zeros_like
 from ..kernels import rnn as _rnn
 from ..kernels.launch import check
@@ -34,6 +35,9 @@ from ..kernels.pointwise import result_type
 from ..tensor import Tensor, record, record_outputs
 from . import Module, Parameter, factory_args, init
 from .utils import PackedSequence, batch_sizes_of, packed_like
+
+
+FUSED = TRIAL_KERNELS  # the LSTM and GRU cells on kernels/rnn.py (else composed)
 
 
 # ---- one time step of each cell: gi = x @ weight_ih.T + bias_ih, computed before ----
@@ -63,7 +67,7 @@ def _gru_step(gi, h, w_hh, b_hh):
 def _lstm_cell(gi, gh, c):
     """(h', c') of the LSTM's gates gi + gh [B, 4H] from c [B, H]."""
     X, Y, C = gi.memory, gh.memory, c.memory
-    if not _rnn.takes(X, Y, C, 4):
+    if not (FUSED and _rnn.takes(X, Y, C, 4)):
         return _lstm_composed(gi, gh, c)
 
     def backward(gs):
@@ -109,7 +113,7 @@ def _gru_gates(gi, gh, H):
 def _gru_cell(gi, gh, h):
     """h' of the GRU's gates gi, gh [B, 3H] (gh with bias_hh) from h [B, H]."""
     X, Y, S = gi.memory, gh.memory, h.memory
-    if not _rnn.takes(X, Y, S, 3):
+    if not (FUSED and _rnn.takes(X, Y, S, 3)):
         _, z, _, n = _gru_gates(gi, gh, h.shape[1])
         return F.add(n, F.mul(z, F.sub(h, n)))
     return record("_thnn_fused_gru_cell", _rnn.gru_cell(X, Y, S, result_type((X, Y, S))), (gi, gh, h),
