@@ -1750,6 +1750,7 @@ def case(i, seed, bad, ops):
             kwargs = dict(kwargs, **{g.pick(sorted(kwargs)): g.pick(("x", 1.5, [1], -7, object()))})
     except Exception as e:  # noqa: BLE001
         return entry, (), {}, "harness", {"why": f"generator: {type(e).__name__}: {e}"}
+    torch.manual_seed(int(np.random.default_rng([seed, i, 2]).integers(1 << 62)))  # a layer's init: --case replays it
     kind, detail = classify(entry, args, kwargs, TIMEOUT[0], [seed, i, 1])
     return entry, args, kwargs, kind, detail
 
