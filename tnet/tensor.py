@@ -1281,7 +1281,7 @@ def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False
     graph: graph(g, y), the same input gradients as backward's, computed from g and y (tnet Tensors:
     the output's gradient and the output) with tnet's differentiable ops, so that a backward with
     create_graph=True records them; None where the op has none (create_graph through it raises).
-    saves_nothing: backward reads g and shapes only (add, sub, neg), so that a backward which frees
+    saves_nothing: backward reads g and shapes only (add, sub, neg, the views: slicing, reshape, expand), so that a backward which frees
     the graph leaves this entry usable, as torch leaves a node that saved no tensor: MAML's fast
     weights `w - lr * g` are passed again by the query loss's backward after autograd.grad freed the
     support loss's graph."""
