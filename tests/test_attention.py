@@ -271,3 +271,24 @@ def test_fused_sdpa_nonfinite(monkeypatch, ieee):
     counts = launches(monkeypatch, lambda: np.testing.assert_allclose(
         F.scaled_dot_product_attention(*map(tnet.tensor, (q, k, v))).numpy(), ref.numpy(), rtol=1e-5))
     assert counts["attention_forward_kernel"] == 1
+
+
+
+def test_fused_sdpa_nan_row_leaves_later_keys_values_gradient_finite(monkeypatch):
+    """is_causal: a query whose scores hold -inf and +inf (an inf in q) has a NaN row and log-sum-exp; the later
+    keys, hidden from it, get none of its weights' gradient, as torch's flash kernel skips them: dv of those keys
+    stays finite and torch's (tnet's dk/dv kernel carried exp(-inf - NaN) = NaN to them); dk is NaN in both (the
+    row's NaN delta)."""
+    q = torch.tensor([[[[0.3, 0.5], [-0.2, -float("inf")], [0.4, -0.7]]]])
+    k = torch.tensor([[[[0.5, 1.7], [0.4, -0.4], [0.3, -0.8]]]])
+    v = torch.tensor([[[[0.2, 1.1], [0.9, -0.5], [-0.3, 0.7]]]])
+    seed = torch.tensor([[[[1.0, -0.5], [0.3, 0.8], [-1.2, 0.6]]]])
+    ref = [x.clone().requires_grad_() for x in (q, k, v)]
+    TF.scaled_dot_product_attention(*ref, is_causal=True).backward(seed)
+    ours = [tnet.tensor(x, requires_grad=True) for x in (q, k, v)]
+    counts = launches(monkeypatch, lambda: F.scaled_dot_product_attention(*ours, is_causal=True).backward(
+        tnet.tensor(seed)))
+    assert counts["attention_dkv_kernel"] == 1
+    assert torch.isfinite(ref[2].grad[0, 0, 2]).all()  # key 2 is hidden from query 1, the NaN row
+    for name, a, b in zip("qkv", ours, ref):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
