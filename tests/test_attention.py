@@ -292,3 +292,28 @@ def test_fused_sdpa_nan_row_leaves_later_keys_values_gradient_finite(monkeypatch
     assert torch.isfinite(ref[2].grad[0, 0, 2]).all()  # key 2 is hidden from query 1, the NaN row
     for name, a, b in zip("qkv", ours, ref):
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("path", ["fused", "composed"])
+def test_sdpa_16bit_query_takes_a_float32_mask(monkeypatch, dtype, path):
+    """A float32 attn_mask with 16-bit q/k/v is torch's too ("bool or float or ... query dtype"): added in float32,
+    the output in q's dtype, through the fused kernel and the composition (a mask that requires grad); tnet raised."""
+    rng = np.random.default_rng(5)
+    a, g = rng.standard_normal((1, 2, 3, 4)), rng.standard_normal((1, 2, 3, 4))
+    m = rng.standard_normal((3, 3)).astype(np.float32)
+    m[1, 1] = -np.inf
+    ref = torch.tensor(a).to(dtype).double().requires_grad_()
+    TF.scaled_dot_product_attention(ref, ref, ref, attn_mask=torch.tensor(m).double()).backward(
+        torch.tensor(g).to(dtype).double())
+    x = tnet.tensor(torch.tensor(a).to(dtype), requires_grad=True)
+    out = []
+    counts = launches(monkeypatch, lambda: out.append(F.scaled_dot_product_attention(
+        x, x, x, attn_mask=tnet.tensor(m, requires_grad=path == "composed"))) or out[0].backward(
+            tnet.tensor(torch.tensor(g).to(dtype))))
+    assert counts.get("attention_forward_kernel", 0) == (path == "fused")
+    y = out[0]
+    assert y.dtype == dtype and x.grad.dtype == dtype
+    tol = tol_for(dtype)
+    assert_close(y, TF.scaled_dot_product_attention(ref, ref, ref, attn_mask=torch.tensor(m).double()), tol, "output")
+    assert_close(x.grad, ref.grad, tol, "gradient")

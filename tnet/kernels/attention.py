@@ -221,11 +221,11 @@ def attention_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_p
 
 
 def takes(q, k, v, mask):
-    """Whether the kernels take these 4-D [B, H, L, E] tensors (k and v [B, H / GROUP, S, E]) and mask (None, or bool
-    or q's dtype, [B, H, L, S]): float dtypes, not empty, heads up to MAX_HEAD wide."""
+    """Whether the kernels take these 4-D [B, H, L, E] tensors (k and v [B, H / GROUP, S, E]) and mask (None, or bool,
+    q's dtype or float32 (read as float32), [B, H, L, S]): float dtypes, not empty, heads up to MAX_HEAD wide."""
     return (q.dtype in FLOATS and k.dtype == v.dtype == q.dtype and q.numel() > 0 and k.numel() > 0
             and v.numel() > 0 and max(q.shape[-1], v.shape[-1]) <= MAX_HEAD
-            and (mask is None or mask.dtype in (torch.bool, q.dtype)))
+            and (mask is None or mask.dtype in (torch.bool, torch.float32, q.dtype)))
 
 
 def _plan(q, k, v, mask):
