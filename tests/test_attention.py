@@ -317,3 +317,15 @@ def test_sdpa_16bit_query_takes_a_float32_mask(monkeypatch, dtype, path):
     tol = tol_for(dtype)
     assert_close(y, TF.scaled_dot_product_attention(ref, ref, ref, attn_mask=torch.tensor(m).double()), tol, "output")
     assert_close(x.grad, ref.grad, tol, "gradient")
+
+
+@pytest.mark.parametrize("kwargs", [{"attn_mask": object()}, {"attn_mask": 3}, {"dropout_p": "x"}, {"dropout_p": None},
+                                    {"scale": "s"}], ids=str)
+def test_sdpa_argument_types_checked_before_shapes_as_torch(kwargs):
+    """torch's parser raises its TypeError for an argument of the wrong type before any shape check: with q/k/v of
+    mismatched head sizes too, tnet raised the shapes' RuntimeError."""
+    q, k = np.ones((1, 2, 3, 4), np.float32), np.ones((1, 2, 5, 3), np.float32)
+    with pytest.raises(TypeError):
+        TF.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(k), **kwargs)
+    with pytest.raises(TypeError):
+        F.scaled_dot_product_attention(tnet.tensor(q), tnet.tensor(k), tnet.tensor(k), **kwargs)

@@ -16,7 +16,7 @@ from ..tensor import Tensor, record
 from .copy import cat, chunk, expand, permute, repeat_interleave, reshape, split, squeeze, transpose, unsqueeze
 from .pad import pad
 from .gemm import linear, matmul, same_dtype
-from .inputs import check_tensors
+from .inputs import check_args, check_tensors
 from .pointwise import add, logical_not, masked_fill, mul, sub, tril
 from .random import dropout
 from .reduce import mean, sum
@@ -137,6 +137,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     no key may see gives zeros (and zero gradients), as torch's. enable_gqa: key and value of
     fewer heads (dim -3) than query are repeated to query's."""
     check_tensors("scaled_dot_product_attention", query=query, key=key, value=value)
+    if attn_mask is not None:  # every argument's type before any shape, as torch's parser
+        check_tensors("scaled_dot_product_attention", attn_mask=attn_mask)
+    check_args("scaled_dot_product_attention", "float", dropout_p=dropout_p)
+    if scale is not None:
+        check_args("scaled_dot_product_attention", "float", scale=scale)
     check_type(isinstance(is_causal, bool), lambda: f"scaled_dot_product_attention(): argument 'is_causal' must be bool, "
                                                     f"not {type(is_causal).__name__}")
     same_dtype("scaled_dot_product_attention", query, key, value)
@@ -147,7 +152,6 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
           lambda: f"scaled_dot_product_attention: query {query.shape}, key {key.shape} and value {value.shape} must "
                   f"be [..., L, E], [..., S, E] and [..., S, Ev]")
     if attn_mask is not None:
-        check_tensors("scaled_dot_product_attention", attn_mask=attn_mask)
         check(attn_mask.dtype in (torch.bool, torch.float32, query.dtype),
               lambda: f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                       f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {query.dtype} instead.")
