@@ -140,6 +140,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None:  # every argument's type before any shape, as torch's parser
         check_tensors("scaled_dot_product_attention", attn_mask=attn_mask)
     check_args("scaled_dot_product_attention", "float", dropout_p=dropout_p)
+    check_args("scaled_dot_product_attention", "bool", enable_gqa=enable_gqa)
     if scale is not None:
         check_args("scaled_dot_product_attention", "float", scale=scale)
     check_type(isinstance(is_causal, bool), lambda: f"scaled_dot_product_attention(): argument 'is_causal' must be bool, "
