@@ -271,3 +271,61 @@ def test_fused_sdpa_nonfinite(monkeypatch, ieee):
     counts = launches(monkeypatch, lambda: np.testing.assert_allclose(
         F.scaled_dot_product_attention(*map(tnet.tensor, (q, k, v))).numpy(), ref.numpy(), rtol=1e-5))
     assert counts["attention_forward_kernel"] == 1
+
+
+
+def test_fused_sdpa_nan_row_leaves_later_keys_values_gradient_finite(monkeypatch):
+    """is_causal: a query whose scores hold -inf and +inf (an inf in q) has a NaN row and log-sum-exp; the later
+    keys, hidden from it, get none of its weights' gradient, as torch's flash kernel skips them: dv of those keys
+    stays finite and torch's (tnet's dk/dv kernel carried exp(-inf - NaN) = NaN to them); dk is NaN in both (the
+    row's NaN delta)."""
+    q = torch.tensor([[[[0.3, 0.5], [-0.2, -float("inf")], [0.4, -0.7]]]])
+    k = torch.tensor([[[[0.5, 1.7], [0.4, -0.4], [0.3, -0.8]]]])
+    v = torch.tensor([[[[0.2, 1.1], [0.9, -0.5], [-0.3, 0.7]]]])
+    seed = torch.tensor([[[[1.0, -0.5], [0.3, 0.8], [-1.2, 0.6]]]])
+    ref = [x.clone().requires_grad_() for x in (q, k, v)]
+    TF.scaled_dot_product_attention(*ref, is_causal=True).backward(seed)
+    ours = [tnet.tensor(x, requires_grad=True) for x in (q, k, v)]
+    counts = launches(monkeypatch, lambda: F.scaled_dot_product_attention(*ours, is_causal=True).backward(
+        tnet.tensor(seed)))
+    assert counts["attention_dkv_kernel"] == 1
+    assert torch.isfinite(ref[2].grad[0, 0, 2]).all()  # key 2 is hidden from query 1, the NaN row
+    for name, a, b in zip("qkv", ours, ref):
+        np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("path", ["fused", "composed"])
+def test_sdpa_16bit_query_takes_a_float32_mask(monkeypatch, dtype, path):
+    """A float32 attn_mask with 16-bit q/k/v is torch's too ("bool or float or ... query dtype"): added in float32,
+    the output in q's dtype, through the fused kernel and the composition (a mask that requires grad); tnet raised."""
+    rng = np.random.default_rng(5)
+    a, g = rng.standard_normal((1, 2, 3, 4)), rng.standard_normal((1, 2, 3, 4))
+    m = rng.standard_normal((3, 3)).astype(np.float32)
+    m[1, 1] = -np.inf
+    ref = torch.tensor(a).to(dtype).double().requires_grad_()
+    TF.scaled_dot_product_attention(ref, ref, ref, attn_mask=torch.tensor(m).double()).backward(
+        torch.tensor(g).to(dtype).double())
+    x = tnet.tensor(torch.tensor(a).to(dtype), requires_grad=True)
+    out = []
+    counts = launches(monkeypatch, lambda: out.append(F.scaled_dot_product_attention(
+        x, x, x, attn_mask=tnet.tensor(m, requires_grad=path == "composed"))) or out[0].backward(
+            tnet.tensor(torch.tensor(g).to(dtype))))
+    assert counts.get("attention_forward_kernel", 0) == (path == "fused")
+    y = out[0]
+    assert y.dtype == dtype and x.grad.dtype == dtype
+    tol = tol_for(dtype)
+    assert_close(y, TF.scaled_dot_product_attention(ref, ref, ref, attn_mask=torch.tensor(m).double()), tol, "output")
+    assert_close(x.grad, ref.grad, tol, "gradient")
+
+
+@pytest.mark.parametrize("kwargs", [{"attn_mask": object()}, {"attn_mask": 3}, {"dropout_p": "x"}, {"dropout_p": None},
+                                    {"scale": "s"}, {"enable_gqa": object()}], ids=str)
+def test_sdpa_argument_types_checked_before_shapes_as_torch(kwargs):
+    """torch's parser raises its TypeError for an argument of the wrong type before any shape check: with q/k/v of
+    mismatched head sizes too, tnet raised the shapes' RuntimeError."""
+    q, k = np.ones((1, 2, 3, 4), np.float32), np.ones((1, 2, 5, 3), np.float32)
+    with pytest.raises(TypeError):
+        TF.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(k), **kwargs)
+    with pytest.raises(TypeError):
+        F.scaled_dot_product_attention(tnet.tensor(q), tnet.tensor(k), tnet.tensor(k), **kwargs)

@@ -64,6 +64,30 @@ def test_slice_used_twice_and_overlapping_slices_sum_their_gradients(rng, ieee):
     assert_close(x.grad, xr.grad, TOL["ieee"], "summed gradients")
 
 
+@pytest.mark.parametrize("views", ["slices", "reshape+step slice", "unbind+split+chunk", "transpose+expand"])
+def test_a_second_backward_through_views_alone_as_torchs(views):
+    """Views save no tensor (torch's nodes of slicing, select, unbind, split, view, reshape, transpose, expand,
+    and sum's, keep theirs after a backward): a second backward through them alone, without retain_graph,
+    accumulates again, as torch's; through a node that saved a tensor (mul) it still raises torch's "second time"."""
+    make = {"slices": lambda x: [x[1:4], x.narrow(1, 2, 3), x.select(0, 2), x[-1]],
+            "reshape+step slice": lambda x: [x.reshape(2, 3, 5)[:, 1, ::2], x.view(30)[3:9]],
+            "unbind+split+chunk": lambda x: [x.unbind(0)[1], x.split(2, 1)[2], x.chunk(3, 0)[1]],
+            "transpose+expand": lambda x: [x.t()[1:3], x[0:1].expand(4, 5)]}[views]
+    grads = []
+    for lib in (torch, tnet):
+        x = lib.tensor(np.arange(30, dtype=np.float32).reshape(6, 5) / 7, requires_grad=True)
+        pieces = make(x)
+        loss = sum(p.sum() for p in pieces)
+        loss.backward()
+        loss.backward()
+        grads.append(x.grad.numpy())
+        y = x * x
+        (y[1:3] * 2).sum().backward()
+        with pytest.raises(RuntimeError, match="second time"):
+            y[0].sum().backward()
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-6)
+
+
 def test_getitem_channels_last(rng):
     x, xr = pair(rng, 2, 16, 5, 3, channels_last=True)
     y, ref = x[:, 2:9, 1:, ::2], xr[:, 2:9, 1:, ::2]

@@ -557,6 +557,19 @@ def test_norm_parameters_of_the_wrong_shape_or_of_two_dtypes_raise_as_torch(rng,
     assert str(got.value).split(",")[0] == str(want.value).split(",")[0]
 
 
+@pytest.mark.parametrize("shape", [4, True, np.int64(4)])
+def test_rms_norm_takes_a_sequence_only_as_torch(shape):
+    """F.rms_norm's normalized_shape is a sequence of ints: an int raises torch's TypeError with its message (tnet
+    took it, as layer_norm's parser does); nn.RMSNorm(4) still makes it a tuple."""
+    x = np.ones((2, 4), np.float32)
+    with pytest.raises(TypeError) as want:
+        tF.rms_norm(torch.tensor(x), shape)
+    with pytest.raises(TypeError) as got:
+        F.rms_norm(tnet.tensor(x), shape)
+    assert str(got.value).split(",")[0].split(" not ")[0] == str(want.value).split(",")[0].split(" not ")[0]
+    assert_close(nn.RMSNorm(4)(tnet.tensor(x)), torch.nn.RMSNorm(4)(torch.tensor(x)), 1e-6, "nn.RMSNorm(4)")
+
+
 @pytest.mark.parametrize("norm_fn", [lambda lib, x: lib.nn.functional.instance_norm(x),
                                      lambda lib, x: lib.nn.functional.layer_norm(x, (4,))], ids=["instance", "layer"])
 def test_norm_output_written_in_place_keeps_the_gradient(rng, norm_fn):

@@ -3,6 +3,7 @@ randn and manual_seed; dropout (functional/random.py, nn.Dropout): its mask, sca
 in every layout and dtype, and fresh masks in a replayed CUDA graph."""
 import math
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -1599,3 +1600,21 @@ def test_distribution_methods_a_law_lacks_raise_not_implemented_as_torch():
         except NotImplementedError:
             return -law.log_prob(lib.tensor([-0.5, 0.0, 0.5])).mean()
     assert_close(fallback(tnet.distributions, tnet), fallback(torch.distributions, torch), 1e-6, "fallback")
+
+
+@pytest.mark.parametrize("name", ["dropout2d", "feature_alpha_dropout"])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 3, 4)])
+def test_feature_dropout_with_p_one_zeroes_every_rank_as_torch(name, shape):
+    """p=1 in training drops everything before the rank's check: torch's input * 0 (a 0-D or 1-D input included,
+    where p < 1 raises), with a zero gradient; tnet raised 'Feature dropout requires at least 2 dimensions'."""
+    a = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape) + 1
+    got = []
+    for lib, fn in ((torch, getattr(torch.nn.functional, name)), (tnet, getattr(F, name))):
+        x = lib.tensor(a, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            y = fn(x, 1.0, True)
+        y.sum().backward()
+        got.append((np.asarray(y.detach().numpy() if lib is torch else y.numpy()), x.grad.numpy()))
+    for a_, b_ in zip(*got):
+        np.testing.assert_array_equal(b_, a_)

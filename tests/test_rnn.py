@@ -348,3 +348,17 @@ def test_fused_cells_empty_batch_and_autocast(rng):
     ref, (h_ref, c_ref) = theirs(x[1])
     for o, r in ((out, ref), (h, h_ref), (c, c_ref)):
         assert_close(o, r, TOL["bf16"], "LSTM under autocast")  # its GEMMs' bf16 operands
+
+
+@pytest.mark.parametrize("name", ["LSTM", "GRU", "RNN"])
+@pytest.mark.parametrize("which", [0, 1])
+def test_initial_state_of_another_dtype_raises_as_torch(name, which):
+    """An initial state (the LSTM's h_0 or c_0) in float16 beside a float32 input raises a RuntimeError, as torch's
+    (tnet's LSTM took a float16 c_0 silently)."""
+    x = np.ones((2, 1, 3), np.float32)
+    for lib in (torch, tnet):
+        m = getattr(lib.nn, name)(3, 2)
+        states = [lib.zeros(1, 1, 2), lib.zeros(1, 1, 2)]
+        states[which] = states[which].half()
+        with pytest.raises(RuntimeError):
+            m(lib.tensor(x), tuple(states) if name == "LSTM" else states[which])

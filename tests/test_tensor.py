@@ -112,6 +112,24 @@ def test_a_node_that_saves_nothing_outlives_a_freeing_backward():
             support.backward()
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6)
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_backward_inputs_naming_a_retained_or_hooked_non_leaf_adds_once(create_graph):
+    """backward(inputs=[p]) where p, a non-leaf (a slice), also retains its gradient or has a hook: p.grad gets
+    the gradient once, after the hook ran once, as torch's (tnet added it twice, and ran the hook twice)."""
+    got = []
+    for lib in (torch, tnet):
+        x = lib.tensor(np.ones((3, 4), np.float32), requires_grad=True)
+        y = x * 2
+        p, q = y[1:], y * 1
+        p.register_hook(lambda g: g * 3)
+        p.retain_grad()
+        q.retain_grad()
+        (p.sum() * 2 + q.sum()).backward(inputs=[p, q, x], create_graph=create_graph)
+        got.append([p.grad.detach().numpy(), q.grad.detach().numpy(), x.grad.detach().numpy()])
+    for a, b in zip(*got):
+        np.testing.assert_array_equal(b, a)
+
+
 def test_autograd_grad_and_backward_as_torch(rng):
     """autograd.grad with respect to leaves and an intermediate tensor, seeded or not, .grad left
     alone; backward(inputs=) and retain_graph; autograd.backward of two roots; unused inputs."""

@@ -925,12 +925,14 @@ def run_backward(roots, seeds, retain_graph=None, create_graph=False, inputs=Non
             g = in_layout(g, t.memory)
             if "_hooks" in t.__dict__:
                 g = in_layout(_hooked_grad(t, g), t.memory)
-            if "_retains_grad" in t.__dict__ and accumulate:  # retain_grad(): a copy, as the tape passes g on
+            if accumulate and ("_retains_grad" in t.__dict__ or wanted is not None and id(t) in wanted):
+                # retain_grad() or backward(inputs=) naming t: a copy, as the tape passes g on, added once
+                # (either alone, or both: torch's .grad gets g once), after t's hooks ran (once)
                 if t.grad is None:
                     t.grad = Tensor(g.clone())
                 else:
                     add_(t.grad.memory, g)
-            if wanted is not None and id(t) in wanted:
+            elif wanted is not None and id(t) in wanted:
                 arrive(t, g)
             timer = _backward_timer[0]
             gxs = entry.backward(g) if timer is None else timer(entry.op, lambda: entry.backward(g))
@@ -1126,9 +1128,9 @@ def _graph_backward(roots, seeds, retain_graph, inputs, accumulate):
                                               f"higher-order gradients cover the ops its docs list)")
                 entry.check_versions()
                 g = _graph_in_layout(_graph_hooks(t, g), t.memory)
-                if "_retains_grad" in t.__dict__ and accumulate:
-                    t.grad = g if t.grad is None else _graph_sum(t.grad, g)
-                if wanted is not None and id(t) in wanted:
+                if accumulate and ("_retains_grad" in t.__dict__ or wanted is not None and id(t) in wanted):
+                    t.grad = g if t.grad is None else _graph_sum(t.grad, g)  # once, hooks run: as run_backward
+                elif wanted is not None and id(t) in wanted:
                     arrive(t, g)
                 gxs = entry.graph(g, t)
                 for check_grads in backward_checks:
@@ -1279,7 +1281,7 @@ def record(op, data, inputs, backward, saved=(), graph=None, saves_nothing=False
     graph: graph(g, y), the same input gradients as backward's, computed from g and y (tnet Tensors:
     the output's gradient and the output) with tnet's differentiable ops, so that a backward with
     create_graph=True records them; None where the op has none (create_graph through it raises).
-    saves_nothing: backward reads g and shapes only (add, sub, neg), so that a backward which frees
+    saves_nothing: backward reads g and shapes only (add, sub, neg, the views: slicing, reshape, expand), so that a backward which frees
     the graph leaves this entry usable, as torch leaves a node that saved no tensor: MAML's fast
     weights `w - lr * g` are passed again by the query loss's backward after autograd.grad freed the
     support loss's graph."""

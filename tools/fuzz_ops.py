@@ -1586,6 +1586,158 @@ mod("TransformerEncoderLayer", lambda g: ((4, 2), {"dim_feedforward": 8, "dropou
 OPS[-1]["name"] = "nn.TransformerEncoderLayer(seq-first)"
 
 
+# ---- the fused paths of the thirty-second session: attention, the recurrent layers, pieces of one tensor ----
+def fixed(a, grad=False):
+    """A tensor input of exactly these values (a mask with a fully masked row, a padding mask)."""
+    return T(torch.tensor(a), lambda b: b, "c", grad)
+
+
+def attn_mask(g, L, S, lead=()):
+    """A bool mask (True: the key takes part) that may hide every key of a row, or a float one with -inf."""
+    if g.chance(0.5):
+        a = g.r.random(lead + (L, S)) > 0.35
+        if g.chance(0.5):
+            a[..., g.r.integers(L), :] = False
+        return fixed(a)
+    a = g.r.standard_normal(lead + (L, S))
+    a[g.r.random(a.shape) < 0.3] = -math.inf
+    return fixed(a.astype(np.float32))
+
+
+def sdpa_gen(g):
+    """SDPA's fused kernel's cases: odd L and S, E != EV, grouped-query heads, 16-bit, strided q/k/v, causal
+    (L != S), bool masks with fully masked rows, broadcast float masks; bad: dtypes, head sizes, heads."""
+    B, H, L, S, E = g.pick((1, 2)), g.pick((1, 2, 4)), g.pick((1, 3, 5, 17)), g.pick((1, 4, 5, 17)), g.pick((2, 4, 8))
+    Hk = g.pick([h for h in (1, 2, 4) if H % h == 0]) if g.chance(0.4) else H
+    dt = g.pick((F32, F32, F16, BF16))
+    lay = ("c", "c", "t", "s", "p")
+    q = g.t(shape=(B, H, L, E), dt=dt, layout=g.pick(lay), special=0.15)
+    k = g.t(shape=(B, g.maybe(Hk, 3), S, g.maybe(E, E + 1)), dt=g.maybe(dt, F16 if dt == F32 else F32), layout=g.pick(lay),
+            special=0.1)
+    v = g.t(shape=(B, Hk, S, g.pick((E, 3))), dt=dt, layout=g.pick(lay), special=0.1)
+    kw = {"enable_gqa": True} if Hk != H and g.chance(1 - g.bad) else {}
+    masking = g.pick(("none", "causal", "mask", "mask", "bcast"))
+    if masking == "causal" or g.chance(g.bad / 3):
+        kw["is_causal"] = True
+    if masking in ("mask", "bcast"):
+        kw["attn_mask"] = attn_mask(g, L, S, () if masking == "mask" else g.pick(((1, 1), (B, 1), (1, H))))
+        if dt != F32 and kw["attn_mask"].dtype != BOOL and g.chance(1 - g.bad):
+            kw["attn_mask"].base = kw["attn_mask"].base.to(dt)
+    if g.chance(0.3):
+        kw["scale"] = g.pick((0.3, 1.7))
+    return (q, k, v), kw
+
+
+op("F.sdpa(new)", tF.scaled_dot_product_attention, F.scaled_dot_product_attention, sdpa_gen)
+
+
+def mha_inputs(g, c):
+    """MultiheadAttention's forward, positional: query, key, value, key_padding_mask (a row may pad every key),
+    need_weights=False (the fused kernel), attn_mask (bool, True: not allowed, or float; a causal one with is_causal)."""
+    N, L, S, D = 2, g.pick((1, 3, 5)), g.pick((1, 4, 5)), 4
+    first = c[1]["batch_first"]
+    q = g.t(shape=(N, L, D) if first else (L, N, D), layout=g.pick(("c", "c", "t")), special=0.1)
+    kv = g.t(shape=(N, S, D) if first else (S, N, D), special=0.1)
+    k, v = (q, q) if g.chance(0.3) else (kv, g.t(shape=kv.shape, special=0.1))
+    S = k.shape[1 if first else 0]
+    kpm = None
+    if g.chance(0.5):
+        a = g.r.random((N, S)) < 0.3
+        if g.chance(0.3):
+            a[g.r.integers(N)] = True
+        kpm = fixed(a if g.chance(0.7) else np.where(a, -math.inf, 0.0).astype(np.float32))
+    mask, causal = None, False
+    which = g.pick(("none", "bool", "float", "causal"))
+    if which == "causal" and L == S:
+        mask, causal = fixed(np.triu(np.ones((L, S), bool), 1)), True
+    elif which in ("bool", "float"):
+        m = attn_mask(g, L, S)
+        mask = fixed(~m.base.numpy()) if m.dtype == BOOL else m
+    return [q, k, v, kpm, g.maybe(False, True), mask, True, causal]
+
+
+mod("MultiheadAttention", lambda g: ((4, g.pick((1, 2, 4))), {"batch_first": g.chance(0.5), "bias": g.chance(0.8),
+                                                             "add_bias_kv": g.chance(0.15)}), mha_inputs)
+OPS[-1]["name"] = "nn.MultiheadAttention(new)"
+mod("TransformerDecoderLayer", lambda g: ((4, 2), {"dim_feedforward": 8, "dropout": 0.0, "batch_first": True,
+                                                   "norm_first": g.chance(0.5)}),
+    lambda g, c: (lambda L: [g.t(shape=(2, L, 4), layout="c", special=0.05), g.t(shape=(2, g.pick((1, 5)), 4), special=0.05),
+                             fixed(np.triu(np.full((L, L), -math.inf, np.float32), 1)), None, None, None, True])(g.pick((1, 3, 5))))
+OPS[-1]["name"] = "nn.TransformerDecoderLayer(causal)"
+
+
+def rnn_inputs(g, c):
+    """A recurrent layer's input (batched or not, odd lengths) and, at times, its initial state."""
+    layers, dirs, H = c[1].get("num_layers", 1), 2 if c[1].get("bidirectional") else 1, c[0][1]
+    T_, N = g.pick((1, 2, 5)), g.pick((1, 3))
+    batched = g.chance(0.8)
+    shape = ((N, T_) if c[1].get("batch_first") else (T_, N)) if batched else (T_,)
+    x = g.t(shape=shape + (g.maybe(c[0][0], c[0][0] + 1),), layout=g.pick(("c", "c", "t", "s")), special=0.1)
+    if g.chance(0.5):
+        return [x]
+    hs = (layers * dirs,) + ((N,) if batched else ())
+    h = g.t(shape=hs + (c[1].get("proj_size") or H,), special=0.05)
+    if c[2] == "LSTM":
+        return [x, (h, g.t(shape=hs + (H,), special=0.05))]
+    return [x, h]
+
+
+for name in ("LSTM", "GRU"):
+    mod(name, lambda g, name=name: ((3, g.pick((2, 4))), dict({"num_layers": g.pick((1, 2)), "bidirectional": g.chance(0.4),
+                                                               "batch_first": g.chance(0.5), "bias": g.chance(0.8)},
+                                                              **({"proj_size": g.pick((0, 0, 1))} if name == "LSTM" else {})), name),
+        rnn_inputs)
+    OPS[-1]["name"] = f"nn.{name}(new)"
+for name in ("LSTMCell", "GRUCell"):
+    mod(name, lambda g: ((3, g.pick((2, 4))), {"bias": g.chance(0.7)}),
+        lambda g, c, name=name: (lambda x, N: [x] if g.chance(0.3) else [x, (lambda h: (h, g.t(shape=h.shape)) if name == "LSTMCell" else h)(
+            g.t(shape=N + (c[0][1],), special=0.05))])(*(lambda N: (g.t(shape=N + (g.maybe(3, 4),), special=0.1), N))(
+                g.pick(((2,), (1,), ())))))
+    OPS[-1]["name"] = f"nn.{name}(new)"
+
+
+def pieces(x, specs):
+    """Pieces of x (narrow, select, unbind, split, chunk, basic indexing; overlapping, repeated), each scaled by
+    its own factor, flattened and joined: x's gradient sums every piece's part. specs: (kind, args, factor);
+    through: "leaf" (x itself) or "nonleaf" (x * 1)."""
+    lib = tnet if isinstance(x, tnet.Tensor) else torch
+    specs, through = specs
+    if through == "nonleaf":
+        x = x * 1
+    outs = []
+    for kind, a, c in specs:
+        if kind == "unbind_all":
+            p = lib.stack([q * (i + 1) for i, q in enumerate(x.unbind(a))])
+        else:
+            p = {"narrow": lambda: x.narrow(*a), "select": lambda: x.select(*a), "unbind": lambda: x.unbind(a[0])[a[1]],
+                 "split": lambda: x.split(a[1], a[0])[a[2]], "chunk": lambda: x.chunk(a[1], a[0])[a[2]],
+                 "getitem": lambda: x[a]}[kind]()
+        outs.append((p * c).reshape(-1))
+    return lib.cat(outs)
+
+
+def pieces_gen(g):
+    x = g.t(shape=tuple(g.pick((1, 2, 3, 5)) for _ in range(g.pick((1, 2, 3)))), dt=g.pick((F32, F32, F16, BF16)),
+            layout=g.pick(("c", "c", "t", "s", "p", "o")), special=0.1)
+    specs = []
+    for _ in range(g.pick((2, 3, 4, 6))):
+        d = int(g.r.integers(-x.ndim, x.ndim))
+        n = x.shape[d]
+        i = g.maybe(int(g.r.integers(-n, n)), n, -n - 1)
+        start = int(g.r.integers(0, n))
+        kind = g.pick(("narrow", "select", "unbind", "split", "chunk", "getitem", "getitem", "unbind_all"))
+        a = {"narrow": (d, start, g.maybe(int(g.r.integers(0, n - start + 1)), n + 1)), "select": (d, i), "unbind": (d, i),
+             "split": (d, g.pick((1, 2, [1, n - 1] if n > 1 else [1])), 0), "chunk": (d, g.pick((1, 2, 3)), 0), "unbind_all": d,
+             "getitem": g.pick(((slice(start, None),), (i,), (Ellipsis, slice(None, None, 2)), (None, slice(0, 1)),
+                                (slice(None), i) if x.ndim > 1 else (i,)))}[kind]
+        if kind in ("split", "chunk"):
+            a = (a[0], a[1], 0 if g.chance(0.5) else -1)
+        specs.append((kind, a, g.pick((1.0, 2.0, -3.0, 0.5))))
+    return (x, (specs, g.pick(("leaf", "nonleaf")))), {}
+
+
+oper("pieces(new)", pieces, pieces_gen)
+
 # ---- running and comparing -------------------------------------------------------------------
 
 def materialize(v, tnet_side, leaves):
@@ -1750,6 +1902,7 @@ def case(i, seed, bad, ops):
             kwargs = dict(kwargs, **{g.pick(sorted(kwargs)): g.pick(("x", 1.5, [1], -7, object()))})
     except Exception as e:  # noqa: BLE001
         return entry, (), {}, "harness", {"why": f"generator: {type(e).__name__}: {e}"}
+    torch.manual_seed(int(np.random.default_rng([seed, i, 2]).integers(1 << 62)))  # a layer's init: --case replays it
     kind, detail = classify(entry, args, kwargs, TIMEOUT[0], [seed, i, 1])
     return entry, args, kwargs, kind, detail
 

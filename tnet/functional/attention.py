@@ -17,7 +17,7 @@ from ..tensor import Tensor, record
 from .copy import cat, chunk, expand, permute, repeat_interleave, reshape, split, squeeze, transpose, unsqueeze
 from .pad import pad
 from .gemm import linear, matmul, same_dtype
-from .inputs import check_tensors
+from .inputs import check_args, check_tensors
 from .pointwise import add, logical_not, masked_fill, mul, sub, tril
 from .random import dropout
 from .reduce import mean, sum
@@ -54,15 +54,23 @@ def _composed(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows, 
         attn_mask = _causal(query.shape[-2], key.shape[-2])
     lead = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
     query, key, value = (x if x.shape[:-2] == lead else expand(x, *lead, *x.shape[-2:]) for x in (query, key, value))
-    scores = mul(matmul(query, transpose(key, -2, -1)), scale)
-    if attn_mask is not None:
-        scores = masked_fill(scores, logical_not(attn_mask), -math.inf) if attn_mask.dtype == torch.bool \
-            else add(scores, attn_mask)
-    # a row of -inf's (masked, or -inf scores of an unmasked inf query) has zero weights under SDPA's safe softmax
-    weights = safe_softmax(scores, -1) if zero_masked_rows else softmax(scores, -1)
+    weights = _masked_softmax(mul(matmul(query, transpose(key, -2, -1)), scale), attn_mask, zero_masked_rows)
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p)
     return matmul(weights, value), weights
+
+
+def _masked_softmax(scores, attn_mask, zero_masked_rows):
+    """The weights of scores under attn_mask (bool: -inf where False; float: added), in the scores' dtype: a
+    float32 mask of 16-bit scores (SDPA takes one, as torch's) is added and the softmax taken in float32 (a -1e9
+    stays finite), then cast. zero_masked_rows: a row of -inf's (masked, or -inf scores of an unmasked inf
+    query) has zero weights (SDPA's safe softmax), else NaN."""
+    dtype = scores.dtype
+    if attn_mask is not None:
+        scores = masked_fill(scores, logical_not(attn_mask), -math.inf) if attn_mask.dtype == torch.bool \
+            else add(scores, attn_mask)
+    weights = safe_softmax(scores, -1) if zero_masked_rows else softmax(scores, -1)
+    return weights if weights.dtype == dtype else weights.to(dtype)
 
 
 def _fused(query, key, value, attn_mask, scale, causal, group):
@@ -113,11 +121,7 @@ def _attention_grads(g, query, key, value, attn_mask, scale, causal, group):
     keys, values = (x if group == 1 else repeat_interleave(x, group, -3) for x in (key, value))
     if causal:
         attn_mask = _causal(query.shape[-2], key.shape[-2])
-    scores = mul(matmul(query, transpose(keys, -2, -1)), scale)
-    if attn_mask is not None:
-        scores = masked_fill(scores, logical_not(attn_mask), -math.inf) if attn_mask.dtype == torch.bool \
-            else add(scores, attn_mask)
-    p = safe_softmax(scores, -1)
+    p = _masked_softmax(mul(matmul(query, transpose(keys, -2, -1)), scale), attn_mask, True)
     dp = matmul(g, transpose(values, -2, -1))
     ds = mul(p, sub(dp, sum(mul(p, dp), -1, keepdim=True)))
     dq = mul(matmul(ds, keys), scale)
@@ -136,6 +140,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     no key may see gives zeros (and zero gradients), as torch's. enable_gqa: key and value of
     fewer heads (dim -3) than query are repeated to query's."""
     check_tensors("scaled_dot_product_attention", query=query, key=key, value=value)
+    if attn_mask is not None:  # every argument's type before any shape, as torch's parser
+        check_tensors("scaled_dot_product_attention", attn_mask=attn_mask)
+    check_args("scaled_dot_product_attention", "float", dropout_p=dropout_p)
+    check_args("scaled_dot_product_attention", "bool", enable_gqa=enable_gqa)
+    if scale is not None:
+        check_args("scaled_dot_product_attention", "float", scale=scale)
     check_type(isinstance(is_causal, bool), lambda: f"scaled_dot_product_attention(): argument 'is_causal' must be bool, "
                                                     f"not {type(is_causal).__name__}")
     same_dtype("scaled_dot_product_attention", query, key, value)
@@ -146,8 +156,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
           lambda: f"scaled_dot_product_attention: query {query.shape}, key {key.shape} and value {value.shape} must "
                   f"be [..., L, E], [..., S, E] and [..., S, Ev]")
     if attn_mask is not None:
-        check_tensors("scaled_dot_product_attention", attn_mask=attn_mask)
-        check(attn_mask.dtype in (torch.bool, query.dtype),
+        check(attn_mask.dtype in (torch.bool, torch.float32, query.dtype),
               lambda: f"Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                       f"attn_mask.dtype: {attn_mask.dtype} and  query.dtype: {query.dtype} instead.")
         check(not is_causal, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")

@@ -38,7 +38,7 @@ def _part(name, x, make):
     backward writes g through the same view of a zeroed gradient (_placed on the tape, under
     create_graph)."""
     return record(name, make(x.memory), (x,), lambda g: (Piece(g, make, x.memory),),
-                  graph=lambda g, y: (_placed(name, g, x, make),))
+                  graph=lambda g, y: (_placed(name, g, x, make),), saves_nothing=True)
 
 
 def _placed(name, g, x, make):
@@ -46,14 +46,16 @@ def _placed(name, g, x, make):
     like x; its own gradient is make's view again."""
     gx = empty_in_layout(x.memory).zero_()
     copy_(make(gx), g.memory)
-    return record(name + "_backward", gx, (g,), lambda h: (make(h),), graph=lambda h, y: (_part(name, h, make),))
+    return record(name + "_backward", gx, (g,), lambda h: (make(h),), graph=lambda h, y: (_part(name, h, make),),
+                  saves_nothing=True)
 
 
 def _rearranged(name, x, y, inverse):
     """y, a view of all of x's elements in another shape or order (permute, transpose, squeeze...);
     the backward is inverse(g), in x's layout; inverse is a method call that a tnet Tensor takes
     as well (the graph backward's)."""
-    return record(name, y, (x,), lambda g: (in_layout(inverse(g), x.memory),), graph=lambda g, out: (inverse(g),))
+    return record(name, y, (x,), lambda g: (in_layout(inverse(g), x.memory),), graph=lambda g, out: (inverse(g),),
+                  saves_nothing=True)
 
 
 def getitem(x, index):
@@ -412,7 +414,7 @@ def view(x, *shape, size=None, dtype=None):
         if not _nhwc_memory(x.memory):
             raise
         y = _nchw_copy(x.memory).view(shape)
-    return record("view", y, (x,), _view_back(x), graph=_reshaped_back)
+    return record("view", y, (x,), _view_back(x), graph=_reshaped_back, saves_nothing=True)
 
 
 def reshape(input, *sizes, shape=None):
@@ -427,7 +429,7 @@ def reshape(input, *sizes, shape=None):
             y = _nchw_copy(x.memory).view(shape)
         except RuntimeError as e:
             raise InputError(f"reshape: cannot view {x.shape} as {shape}: {e}") from None
-    return record("reshape", y, (x,), _view_back(x), graph=_reshaped_back)
+    return record("reshape", y, (x,), _view_back(x), graph=_reshaped_back, saves_nothing=True)
 
 
 def unsafe_view(x, *shape):
@@ -544,7 +546,7 @@ def expand(input, *sizes, size=None):
     check_tensors("expand", input=input)
     y = input.memory.expand(sizes_or_keyword("expand", sizes, "size", size))
     return record("expand", y, (input,), lambda g: (in_layout(sum_to(g, input), input.memory),),
-                  graph=lambda g, out: (graph_sum_to(g, input),))
+                  graph=lambda g, out: (graph_sum_to(g, input),), saves_nothing=True)
 
 
 def expand_as(input, other):

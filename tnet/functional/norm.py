@@ -3,6 +3,7 @@
 create_graph), each one node with torch's native backward."""
 import math
 
+import numpy as np
 import torch
 
 from .._device import TRIAL_KERNELS
@@ -297,6 +298,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     (eps None: the machine epsilon of the dtype it computes in, float32 for 16-bit input, as torch's), in
     float32 for 16-bit input, weight of any float dtype. One node (kernels/group_norm.py's with center=False)
     where the tensors are the kernels'; torch's composition elsewhere, and on the tape for create_graph."""
+    if isinstance(normalized_shape, (int, np.integer)):  # torch's parser takes a sequence only here (layer_norm's an int)
+        raise InputTypeError(f"rms_norm(): argument 'normalized_shape' (position 2) must be tuple of ints, not "
+                             f"{type(normalized_shape).__name__}")
     if eps is not None:  # its type before the shapes, as torch's parser
         check_args("rms_norm", "float", eps=eps)
     shape = _last_dims("rms_norm", input, normalized_shape)

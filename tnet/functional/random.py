@@ -136,6 +136,8 @@ def feature_dropout(input, p, train):
     _check_p(p)
     if not train or p == 0.0:
         return input
+    if p == 1.0:  # every element dropped, before the rank's check: torch's input * 0 of any rank
+        return mul(input, 0.0)
     return mul(input, dropout(ones(*_feature_shape("feature_dropout", input), dtype=input.dtype), p))
 
 
@@ -147,7 +149,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     _check_p(p)
     if not training or p == 0.0:
         return input
-    return _alpha(input, p, _feature_shape("feature_alpha_dropout", input))
+    return _alpha(input, p, input.shape if p == 1.0 else _feature_shape("feature_alpha_dropout", input))
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):

@@ -71,7 +71,7 @@ def sum_or_mean(name, input, dim, keepdim, mean):
         out = torch.full(_shape(input.shape, dims, keepdim), math.nan if mean else 0.0,
                          dtype=torch.int64 if integer else input.dtype, device=input.device)
         return record(op, out, (input,), lambda g: (torch.zeros_like(input.memory),),
-                      graph=lambda g, y: (Tensor(torch.zeros_like(input.memory)),))
+                      graph=lambda g, y: (Tensor(torch.zeros_like(input.memory)),), saves_nothing=True)
     X, shape = _dense(input), input.shape
     count = math.prod(shape[d] for d in dims) if mean else 1
     y = _reduce.reduce(X, dims, divisor=count)
@@ -83,7 +83,8 @@ def sum_or_mean(name, input, dim, keepdim, mean):
     def graph(g, out):
         spread = expand(reshape(g, y.shape), shape)
         return (div(spread, float(count)) if mean else spread,)
-    return record(op, y.reshape(_shape(shape, dims, keepdim)), (input,), backward, graph=graph)
+    # the backward reads shapes only: a second backward may pass it, as torch's SumBackward/MeanBackward
+    return record(op, y.reshape(_shape(shape, dims, keepdim)), (input,), backward, graph=graph, saves_nothing=True)
 
 
 @numpy_names

@@ -203,6 +203,10 @@ def attention_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_p
                           scale, sml, sms, MASK, CAUSAL, PRECISION, INTERPRET, True)
             lse = tl.load(lse_ptr + rows, mask=offs_m < L, other=float("inf"))
             p_t = tl.exp(s_t - lse[None, :])
+            if CAUSAL:  # a later key gets none of a query's gradient, even where that query's row is NaN (an inf
+                # score's lse: exp(-inf - NaN) would carry the NaN), as torch's kernels that skip them; a mask's hidden
+                # keys keep exp(-inf - NaN), as torch's, which adds the mask's -inf to a +inf score
+                p_t = tl.where(offs_n[:, None] > offs_m[None, :], 0.0, p_t)
             do = _tile(do_ptr, dooff, offs_m, offs_ev, L, EV, sdl, sde)
             dv = mma(p_t, do, dv, PRECISION, INTERPRET)
             dp_t = mma(v, tl.trans(do), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), PRECISION, INTERPRET)
@@ -217,11 +221,11 @@ def attention_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_p
 
 
 def takes(q, k, v, mask):
-    """Whether the kernels take these 4-D [B, H, L, E] tensors (k and v [B, H / GROUP, S, E]) and mask (None, or bool
-    or q's dtype, [B, H, L, S]): float dtypes, not empty, heads up to MAX_HEAD wide."""
+    """Whether the kernels take these 4-D [B, H, L, E] tensors (k and v [B, H / GROUP, S, E]) and mask (None, or bool,
+    q's dtype or float32 (read as float32), [B, H, L, S]): float dtypes, not empty, heads up to MAX_HEAD wide."""
     return (q.dtype in FLOATS and k.dtype == v.dtype == q.dtype and q.numel() > 0 and k.numel() > 0
             and v.numel() > 0 and max(q.shape[-1], v.shape[-1]) <= MAX_HEAD
-            and (mask is None or mask.dtype in (torch.bool, q.dtype)))
+            and (mask is None or mask.dtype in (torch.bool, torch.float32, q.dtype)))
 
 
 def _plan(q, k, v, mask):

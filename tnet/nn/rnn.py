@@ -373,6 +373,11 @@ class RNNBase(Module):
             check(all(n == input.ndim for n in ndims),
                   lambda: f"For {'batched 3-D' if batched else 'unbatched 2-D'} input, {what} should also be "
                           f"{input.ndim}-D but got {got}")
+            # a state of another dtype than the input's raises, as torch's (its GEMMs' or oneDNN's RuntimeError):
+            # the LSTM's cell state would otherwise be taken in its own dtype
+            check(all(s.dtype == input.dtype for s in states),
+                  lambda: f"{name}: expected {what} of the input's dtype {input.dtype}, got "
+                          f"{', '.join(str(s.dtype) for s in states)}")
             if not batched:
                 states = tuple(F.unsqueeze(s, 1) for s in states)
         x = input if batched else F.unsqueeze(input, 0 if self.batch_first else 1)
