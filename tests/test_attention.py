@@ -320,7 +320,8 @@ def test_sdpa_16bit_query_takes_a_float32_mask(monkeypatch, dtype, path):
 
 
 @pytest.mark.parametrize("kwargs", [{"attn_mask": object()}, {"attn_mask": 3}, {"dropout_p": "x"}, {"dropout_p": None},
-                                    {"scale": "s"}, {"enable_gqa": object()}], ids=str)
+                                    {"scale": "s"}, {"enable_gqa": object()}],
+                         ids=lambda kw: "-".join(f"{k}={type(v).__name__}" for k, v in kw.items()))
 def test_sdpa_argument_types_checked_before_shapes_as_torch(kwargs):
     """torch's parser raises its TypeError for an argument of the wrong type before any shape check: with q/k/v of
     mismatched head sizes too, tnet raised the shapes' RuntimeError."""
