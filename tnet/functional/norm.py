@@ -196,29 +196,34 @@ def _fused_norm(name, input, sizes, groups, eps, weight, bias, graph, statistics
     return (y, Tensor(mu), Tensor(std)) if statistics else y
 
 
-def _standardised(input, stats_shape, dims, eps, statistics=None):
+def _standardised(input, stats_shape, dims, eps, statistics=None, center=True):
     """(xhat, mean, sqrt(var + eps)): input (16-bit in float32) viewed as stats_shape, less the mean over dims, over
     the square root of the biased variance plus eps; xhat in input's shape, the statistics in stats_shape's with dims
-    kept. statistics: (mean, root) taken before (the backward's xhat, the forward's to the bit)."""
+    kept. statistics: (mean, root) taken before (the backward's xhat, the forward's to the bit). center=False:
+    rms_norm's, no mean taken (None), the mean square for the variance."""
     x = reshape(_upcast(input), stats_shape)
     if statistics is None:
-        var, mean_ = var_mean(x, dims, keepdim=True, correction=0)
+        if center:
+            var, mean_ = var_mean(x, dims, keepdim=True, correction=0)
+        else:
+            var, mean_ = mean(mul(x, x), dims, keepdim=True), None
         statistics = mean_, sqrt(add(var, eps))
     mean_, std = statistics
-    return reshape(div(sub(x, mean_), std), input.shape), mean_, std
+    return reshape(div(x if mean_ is None else sub(x, mean_), std), input.shape), mean_, std
 
 
-def _native_grads(g, xhat, std, input, stats_shape, dims, weight, bias, shape):
+def _native_grads(g, xhat, std, input, stats_shape, dims, weight, bias, shape, center=True):
     """The gradients of _native_norm's input, weight and bias (those given; None where not needed) for its output's
     gradient g, torch's native formula in float32: with h = g * weight, viewed as stats_shape,
         dx = (h - mean(h) - xhat * mean(h * xhat)) / sqrt(var + eps)  over dims,
-    dweight = sum(g * xhat) and dbias = sum(g) over the dims that weight and bias are broadcast along."""
+    dweight = sum(g * xhat) and dbias = sum(g) over the dims that weight and bias are broadcast along. center=False:
+    rms_norm's, without the mean(h) term (its mean, taken as 0, is no function of x)."""
     need_x, need_w, need_b = needs_grad(input, weight, bias)
     g = g.to(xhat.dtype)
     dx = dw = db = None
     if need_x:
         h, x = (reshape(v, stats_shape) for v in (g if weight is None else mul(g, reshape(weight, shape)), xhat))
-        h = sub(sub(h, mean(h, dims, keepdim=True)), mul(x, mean(mul(h, x), dims, keepdim=True)))
+        h = sub(sub(h, mean(h, dims, keepdim=True)) if center else h, mul(x, mean(mul(h, x), dims, keepdim=True)))
         dx = reshape(div(h, std), input.shape)
     lead = input.ndim - len(shape)
     broadcast = tuple(d for d in range(input.ndim) if d < lead or shape[d - lead] == 1)
@@ -311,18 +316,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         cols = math.prod(shape)
 
         def graph(g, out):  # torch's native formula on the tape, the rms recomputed so that the second gradient reaches it
-            x = _upcast(input)
-            std = sqrt(add(mean(mul(x, x), dims, keepdim=True), eps))
-            xhat = div(x, std)
-            h = mul(g.to(torch.float32), xhat)  # dweight's terms
-            dx = None
-            if input.requires_grad:
-                hw = g.to(torch.float32) if weight is None else mul(g.to(torch.float32), weight)
-                dx = div(sub(hw, mul(xhat, mean(mul(hw, xhat), dims, keepdim=True))), std).to(input.dtype)
-            if weight is None:
-                return [dx]
-            lead = tuple(range(input.ndim - len(shape)))
-            return [dx, (sum(h, lead) if lead else h).to(weight.dtype)]
+            xhat, _, std = _standardised(input, input.shape, dims, eps, center=False)
+            return _native_grads(g, xhat, std, input, input.shape, dims, weight, None, shape, center=False)
         return _fused_norm("rms_norm", input, (input.numel() // cols, cols, 1), 1, eps, weight, None, graph, False,
                            center=False)
     x = _upcast(input)  # eps ~1e-7 needs fp32 squares
