@@ -167,12 +167,18 @@ def _check_pair(name, dst, src):
           lambda: f"{name}: supports {', '.join(map(str, DTYPES))}; got dst {dst.dtype}, src {src.dtype}")
 
 
+def _check_write(name, dst, src):
+    """The checks of a copy of src into dst, element for element: one shape, the dtypes and device _check_pair
+    takes, and a dst that does not overlap itself (its elements' writes would race)."""
+    check(dst.shape == src.shape, lambda: f"{name}: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
+    _check_pair(name, dst, src)
+    check(not overlaps(dst), lambda: f"{name}: dst overlaps itself (strides {dst.stride()}), elements would race")
+
+
 def copy_(dst, src):
     """dst[...] = src cast to dst's dtype, for tensors of one shape with any strides (dst may not
     overlap itself); returns dst."""
-    check(dst.shape == src.shape, lambda: f"copy_: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
-    _check_pair("copy_", dst, src)
-    check(not overlaps(dst), lambda: f"copy_: dst overlaps itself (strides {dst.stride()}), elements would race")
+    _check_write("copy_", dst, src)
     _launch(dst, src, dst.shape, dst.stride(), src.stride())
     return dst
 
@@ -180,10 +186,8 @@ def copy_(dst, src):
 def add_into(dst, src):
     """dst += src (the sum in fp32, cast to dst's dtype) for tensors of one shape with any strides (dst may not
     overlap itself); returns dst."""
-    check(dst.shape == src.shape, lambda: f"add_into: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
-    _check_pair("add_into", dst, src)
+    _check_write("add_into", dst, src)
     check(dst.is_floating_point(), lambda: f"add_into: dst must be float, got {dst.dtype}")
-    check(not overlaps(dst), lambda: f"add_into: dst overlaps itself (strides {dst.stride()}), elements would race")
     _launch(dst, src, dst.shape, dst.stride(), src.stride(), add=ACCUMULATE)
     return dst
 
@@ -199,9 +203,7 @@ def check_count(count, error):
 
 def flip_(dst, src, dims):
     """dst[...] = src reversed along `dims` (axes >= 0), cast to dst's dtype; returns dst."""
-    check(dst.shape == src.shape, lambda: f"flip_: shapes differ, dst {tuple(dst.shape)} and src {tuple(src.shape)}")
-    _check_pair("flip_", dst, src)
-    check(not overlaps(dst), lambda: f"flip_: dst overlaps itself (strides {dst.stride()}), elements would race")
+    _check_write("flip_", dst, src)
     if src.numel() == 0:
         return dst
     first = src  # src's last element along the flipped axes, read from there with negated strides
