@@ -274,7 +274,7 @@ def test_fused_sdpa_nonfinite(monkeypatch, ieee):
 
 
 
-def test_fused_sdpa_nan_row_leaves_later_keys_values_gradient_finite(monkeypatch):
+def test_fused_sdpa_nan_row_leaves_later_keys_values_gradient_finite(monkeypatch, ieee):
     """is_causal: a query whose scores hold -inf and +inf (an inf in q) has a NaN row and log-sum-exp; the later
     keys, hidden from it, get none of its weights' gradient, as torch's flash kernel skips them: dv of those keys
     stays finite and torch's (tnet's dk/dv kernel carried exp(-inf - NaN) = NaN to them); dk is NaN in both (the

@@ -80,7 +80,7 @@ def test_a_second_backward_through_views_alone_as_torchs(views):
         loss = sum(p.sum() for p in pieces)
         loss.backward()
         loss.backward()
-        grads.append(x.grad.numpy())
+        grads.append(x.grad.numpy().copy())  # torch's CPU numpy() shares the memory the next backward adds into
         y = x * x
         (y[1:3] * 2).sum().backward()
         with pytest.raises(RuntimeError, match="second time"):
@@ -282,7 +282,7 @@ def test_t_view_flatten_with_gradients(rng):
 
 
 @pytest.mark.parametrize("op", ["conv1d", "conv_transpose1d", "conv1d then dropout"])
-def test_view_of_a_1d_convolution_output_as_torchs(rng, op):
+def test_view_of_a_1d_convolution_output_as_torchs(rng, ieee, op):
     """conv1d's and conv_transpose1d's [N, C, L] outputs keep NLC memory (channels innermost); .view(N, -1), as 1-D
     CNNs flatten them, gives torch's values and gradients (a copy, as for a channels-last activation: it raised)."""
     x, xr = leaf(rng, 2, 3, 9)
@@ -1193,7 +1193,9 @@ def test_copy_forms_of_views_as_torch(rng, name):
     args = COPY_VIEWS[name]
     shape, args = (args[0], args[1:]) if args and isinstance(args[0], tuple) else ((3, 4, 5), args)
     x, ref = leaf(rng, *shape)
-    out, expected = getattr(tnet, name)(x, *args), getattr(torch, name)(ref, *args)
+    # torch 2.11 has no narrow_copy derivative: its reference is narrow's copy, the same values
+    torch_form = (lambda t, *a: t.narrow(*a).clone()) if name == "narrow_copy" else getattr(torch, name)
+    out, expected = getattr(tnet, name)(x, *args), torch_form(ref, *args)
     pieces, refs = (out, expected) if isinstance(expected, tuple) else ((out,), (expected,))
     assert isinstance(out, tuple) == isinstance(expected, tuple) and len(pieces) == len(refs)
     for o, r in zip(pieces, refs):
@@ -1299,11 +1301,11 @@ def test_chunks_backward_adds_each_piece_into_one_buffer(monkeypatch, rng):
 
 def test_add_into_adds_through_strides(rng):
     """kernels/copy.add_into: dst += src through both sides' strides; a dst that overlaps itself is refused."""
-    a = torch.tensor(rng.standard_normal((5, 6)).astype(np.float32))
-    g = torch.tensor(rng.standard_normal((2, 5)).astype(np.float32)).t()
+    a = tnet.tensor(rng.standard_normal((5, 6)), dtype=tnet.float32).memory
+    g = tnet.tensor(rng.standard_normal((2, 5)), dtype=tnet.float32).memory.t()
     want = a.clone()
     want[:, 1:3] += g
     copy_module.add_into(a[:, 1:3], g)
     assert torch.equal(a, want)
     with pytest.raises(RuntimeError):
-        copy_module.add_into(a.expand(2, 5, 6), torch.ones(2, 5, 6))
+        copy_module.add_into(a.expand(2, 5, 6), torch.ones(2, 5, 6, device=a.device))

@@ -2161,8 +2161,7 @@ def test_inverse_of_a_matrix_lapack_finds_singular_by_rounding_raises_linalg_err
     rows = [[0.7770165205001831, 0.3700087368488312, 0.1415444314479828, -1.113497018814087],
             [0.7498062252998352, -0.37709110975265503, -0.27243077754974365, 0.5972741842269897]]
     x = torch.tensor(rows).T.reshape(4, 2, 1).expand(4, 2, 2)
-    with pytest.raises(torch.linalg.LinAlgError):
-        torch.linalg.tensorinv(x, ind=1)
+    # (torch's CPU LAPACK raises on this x where its build's LU pivots so; not every build does)
     one_line_error(torch.linalg.LinAlgError, lambda: tnet.linalg.tensorinv(tnet.tensor(x), ind=1))
     info = tnet.linalg.inv_ex(tnet.tensor(x.reshape(4, 4))).info
     assert info.item() > 0

@@ -1381,7 +1381,7 @@ def test_modified_bessel_i_of_huge_x_as_torchs_formula(name):
 
 
 @pytest.mark.parametrize("upper", [False, True])
-def test_cholesky_inverse_gradient_as_torchs(upper):
+def test_cholesky_inverse_gradient_as_torchs(ieee, upper):
     """cholesky_inverse has torch's gradient -C L (upper: -U C), C = A^-1 (g + g^T) A^-1, over the whole of L (tnet
     raised NotImplementedError: fuzz seed 800, cholesky_inverse cases 88 ... 1960, tnet-only)."""
     for L in ([[2.0, 0.0], [0.5, 1.5]], [[2.0, 0.3], [0.5, 1.5]], [[[1.5]], [[0.5]]]):
@@ -1395,7 +1395,7 @@ def test_cholesky_inverse_gradient_as_torchs(upper):
             _same(got.detach().numpy(), want.detach())
 
 
-def test_gradients_found_by_the_new_entries_as_torchs():
+def test_gradients_found_by_the_new_entries_as_torchs(ieee):
     """solve_triangular of a float32 A and a float16 B: X and A's gradient in float32, B's in float16 (tnet's
     backward multiplied the two dtypes: seed 800, cases 387 ...); multigammaln's gradient at -0.0 is digamma(+0.0)
     = -inf, torch's x + 0.0 (seed 802, case 1092); conv_transpose3d of an empty batch gives its bias a zero gradient

@@ -158,7 +158,7 @@ def test_transformer_and_parameter_helpers_as_torchs():
     assert not is_lazy(lazy.weight)
 
 
-def test_attention_private_helpers_as_torchs(rng):
+def test_attention_private_helpers_as_torchs(rng, ieee):
     F, TF = tnet.functional, torch.nn.functional
     E = 6
     w, b = rng.standard_normal((3 * E, E)), rng.standard_normal(3 * E)
