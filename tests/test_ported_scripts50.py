@@ -1,0 +1,486 @@
+"""DOCSTRING"""
+import copy
+import importlib
+import math
+
+import numpy as np
+
+from helpers import compare, load, replayed, summary
+
+
+def normal(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def sub(m, name):
+    """`from torch.<name> import ...` of the library a script runs on (torch.optim.swa_utils, torch.nn.utils.prune)."""
+    return importlib.import_module(f"{m.torch.__name__}.{name}")
+
+
+# (a) the SWA blog post's recipe and torch.optim.swa_utils' documentation: a model with BatchNorm trained by SGD under
+# CosineAnnealingLR until swa_start, then AveragedModel.update_parameters once an epoch and SWALR(swa_lr,
+# anneal_epochs, anneal_strategy="linear") in its place, update_bn(loader, swa_model) over a DataLoader of
+# (input, target) pairs, the averaged model evaluated; beside it EMA models the documentation's ways
+# (multi_avg_fn=get_ema_multi_avg_fn, an avg_fn lambda with use_buffers=True) updated by an optimizer step post-hook,
+# gradient noise (Neelakantan et al.) added by a step pre-hook whose handle is removed after an epoch, and the
+# averaged model's state_dict with its n_averaged loaded into a fresh AveragedModel
+def swa(m, state=None, replay=None):
+    torch, nn, data, optim = m.torch, m.nn, m.data, m.optim
+    swa_utils = sub(m, "optim.swa_utils")
+    AveragedModel, SWALR, update_bn = swa_utils.AveragedModel, swa_utils.SWALR, swa_utils.update_bn
+    rng = np.random.default_rng(0)
+    X, Y = normal(rng, 24, 6), rng.integers(0, 3, 24)
+    loader = data.DataLoader(data.TensorDataset(torch.from_numpy(X), torch.from_numpy(Y)), batch_size=8)
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    init = load(m, model, state)
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+    swa_model = AveragedModel(model)
+    ema_model = AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(0.9))
+    ema_buffers = AveragedModel(model, avg_fn=lambda averaged, current, num_averaged: 0.8 * averaged + 0.2 * current,
+                                use_buffers=True)
+    scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=5)
+    swa_start = 2
+    swa_scheduler = SWALR(optimizer, swa_lr=0.05, anneal_epochs=2, anneal_strategy="linear")
+    loss_fn = nn.CrossEntropyLoss()
+
+    def ema_hook(opt, args, kwargs):
+        ema_model.update_parameters(model)
+        ema_buffers.update_parameters(model)
+
+    step = [0]
+
+    def noise_hook(opt, args, kwargs):
+        std = 0.01 / (1 + step[0]) ** 0.55
+        for group in opt.param_groups:
+            for p in group['params']:
+                if p.grad is not None:
+                    p.grad.add_(replayed(m, replay, f"noise {step[0]} {tuple(p.shape)}", torch.randn_like(p.grad)) * std)
+        step[0] += 1
+
+    optimizer.register_step_post_hook(ema_hook)
+    noise = optimizer.register_step_pre_hook(noise_hook)
+    record = []
+    for epoch in range(4):
+        for input, target in loader:
+            optimizer.zero_grad()
+            loss = loss_fn(model(input), target)
+            loss.backward()
+            optimizer.step()
+            record.append(loss.item())
+        if epoch == 0:
+            noise.remove()
+        if epoch >= swa_start:
+            swa_model.update_parameters(model)
+            swa_scheduler.step()
+        else:
+            scheduler.step()
+        record.append(optimizer.param_groups[0]["lr"])
+    assert step[0] == len(loader)
+    update_bn(loader, swa_model)
+    swa_model.eval()
+    ema_model.eval()
+    ema_buffers.eval()
+    test = torch.from_numpy(normal(rng, 5, 6))
+    with torch.no_grad():
+        for averaged in (swa_model, ema_model, ema_buffers):
+            record += averaged(test).flatten().tolist()
+    record += [int(swa_model.n_averaged), int(ema_model.n_averaged)]
+    record += summary(swa_model.module.parameters()) + summary(ema_model.parameters())
+    record += summary(b for n, b in swa_model.named_buffers() if "running" in n)
+    record += summary(b for n, b in ema_buffers.named_buffers() if "running" in n)
+
+    restored = AveragedModel(nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3)))
+    restored.load_state_dict(swa_model.state_dict())
+    assert sorted(swa_model.state_dict())[:3] == ['module.0.bias', 'module.0.weight', 'module.1.bias']
+    assert "n_averaged" in swa_model.state_dict()
+    restored.eval()
+    with torch.no_grad():
+        record += restored(test).flatten().tolist() + [int(restored.n_averaged)]
+    return init, record
+
+
+def test_swa():
+    compare(swa, replay={})
+
+
+# (b) the official pruning tutorial on a shrunk LeNet: named_parameters and named_buffers before and after,
+# random_unstructured (torch replays tnet's mask: the draws differ), l1_unstructured by an int amount, ln_structured
+# on top of it and the PruningContainer's history read from _forward_pre_hooks, the pruned state_dict's keys,
+# prune.remove; a second LeNet pruned layer by layer through named_modules and isinstance; global_unstructured with
+# L1Unstructured over a tuple of (module, name) pairs and the sparsity printout by torch.sum(w == 0) and nelement();
+# the FooBarPruningMethod subclass of BasePruningMethod (PRUNING_TYPE, compute_mask by mask.view(-1)[::2] = 0);
+# then fine-tuning the globally pruned net for two SGD steps, its pruned weights staying zero, and prune.remove
+# before saving
+def prune_tutorial(m, state=None, replay=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    prune = sub(m, "nn.utils.prune")
+
+    class LeNet(nn.Module):
+        def __init__(self):
+            super(LeNet, self).__init__()
+            self.conv1 = nn.Conv2d(1, 3, 3)
+            self.conv2 = nn.Conv2d(3, 4, 3)
+            self.fc1 = nn.Linear(4 * 1 * 1, 8)
+            self.fc2 = nn.Linear(8, 6)
+            self.fc3 = nn.Linear(6, 3)
+
+        def forward(self, x):
+            x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
+            x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+            x = x.view(-1, int(x.nelement() / x.shape[0]))
+            x = F.relu(self.fc1(x))
+            x = F.relu(self.fc2(x))
+            return self.fc3(x)
+
+    torch.manual_seed(0)
+    model = LeNet()
+    second = LeNet()
+    states = (state or {}).get("model"), (state or {}).get("second")
+    init = {"model": load(m, model, states[0]), "second": load(m, second, states[1])}
+    record = []
+
+    module = model.conv1
+    assert [n for n, _ in module.named_parameters()] == ["weight", "bias"] and list(module.named_buffers()) == []
+    prune.random_unstructured(module, name="weight", amount=0.3)
+    assert [n for n, _ in module.named_parameters()] == ["bias", "weight_orig"]
+    assert [n for n, _ in module.named_buffers()] == ["weight_mask"]
+    with torch.no_grad():  # torch's draw is its own: it takes tnet's mask
+        module.weight_mask.copy_(replayed(m, replay, "random mask", module.weight_mask))
+    record.append(float(torch.sum(module.weight_mask == 0)))
+    assert len(module._forward_pre_hooks) == 1
+    prune.l1_unstructured(module, name="bias", amount=1)
+    record += module.bias_mask.tolist()
+    prune.ln_structured(module, name="weight", amount=0.5, n=2, dim=0)
+    for hook in module._forward_pre_hooks.values():
+        if hook._tensor_name == "weight":
+            break
+    assert [type(h).__name__ for h in hook] == ["RandomUnstructured", "LnStructured"]
+    record += module.weight_mask.flatten().tolist()
+    assert list(model.state_dict().keys()) == [
+        'conv1.weight_orig', 'conv1.bias_orig', 'conv1.weight_mask', 'conv1.bias_mask', 'conv2.weight', 'conv2.bias',
+        'fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias', 'fc3.weight', 'fc3.bias']
+    prune.remove(module, 'weight')
+    assert [n for n, _ in module.named_parameters()] == ["bias_orig", "weight"]
+    record.append(float(module.weight.abs().sum()))
+
+    for name, module in second.named_modules():
+        if isinstance(module, torch.nn.Conv2d):
+            prune.l1_unstructured(module, name='weight', amount=0.2)
+        elif isinstance(module, torch.nn.Linear):
+            prune.l1_unstructured(module, name='weight', amount=0.4)
+    assert sorted(dict(second.named_buffers()).keys()) == [
+        'conv1.weight_mask', 'conv2.weight_mask', 'fc1.weight_mask', 'fc2.weight_mask', 'fc3.weight_mask']
+    record += [float(b.sum()) for b in second.buffers()]
+
+    model = LeNet()
+    model.load_state_dict({k: torch.tensor(v) for k, v in init["model"].items()})
+    parameters_to_prune = (
+        (model.conv1, 'weight'), (model.conv2, 'weight'), (model.fc1, 'weight'), (model.fc2, 'weight'),
+        (model.fc3, 'weight'))
+    prune.global_unstructured(parameters_to_prune, pruning_method=prune.L1Unstructured, amount=0.2)
+    for name in ("conv1", "conv2", "fc1", "fc2", "fc3"):
+        w = getattr(model, name).weight
+        record.append(100. * float(torch.sum(w == 0)) / float(w.nelement()))
+    total = sum(float(torch.sum(getattr(model, n).weight == 0)) for n in ("conv1", "conv2", "fc1", "fc2", "fc3"))
+    record.append(total)
+
+    class FooBarPruningMethod(prune.BasePruningMethod):
+        """Prune every other entry in a tensor"""
+        PRUNING_TYPE = 'unstructured'
+
+        def compute_mask(self, t, default_mask):
+            mask = default_mask.clone()
+            mask.view(-1)[::2] = 0
+            return mask
+
+    def foobar_unstructured(module, name):
+        FooBarPruningMethod.apply(module, name)
+        return module
+
+    foobar_unstructured(model.fc3, name='bias')
+    record += model.fc3.bias_mask.tolist()
+
+    rng = np.random.default_rng(1)
+    x, y = torch.from_numpy(normal(rng, 4, 1, 10, 10)), torch.from_numpy(rng.integers(0, 3, 4))
+    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(2):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    record.append(float(torch.sum(model.conv2.weight_orig.grad[model.conv2.weight_mask == 0] != 0)))
+    model(x)
+    record.append(total - sum(float(torch.sum(getattr(model, n).weight == 0)) for n in ("conv1", "conv2", "fc1", "fc2", "fc3")))
+    for module, name in parameters_to_prune + ((model.fc3, 'bias'),):
+        prune.remove(module, name)
+    assert sorted(model.state_dict()) == sorted(LeNet().state_dict())
+    record += summary(model.parameters())
+    return init, record
+
+
+def test_prune_tutorial():
+    compare(prune_tutorial, replay={})
+
+
+# (c) activation checkpointing as scripts turn it on: a deep MLP whose nn.Sequential runs through
+# checkpoint_sequential(self.layers, segments, x, use_reentrant=False) in training and plainly in eval; Hugging Face's
+# `if self.gradient_checkpointing and self.training:` loop over blocks with the create_custom_forward closure and
+# keyword-free extra arguments (an attention-style mask); the old reentrant checkpoint that needs an input requiring
+# grad (the `dummy = torch.ones(1, requires_grad=True)` trick, its grad None); preserve_rng_state=False; each
+# checked against the same weights run without checkpointing, then trained by Adam for two steps
+def checkpointing(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    cp = sub(m, "utils.checkpoint")
+    checkpoint, checkpoint_sequential = cp.checkpoint, cp.checkpoint_sequential
+
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm = nn.LayerNorm(d)
+            self.fc1 = nn.Linear(d, 2 * d)
+            self.fc2 = nn.Linear(2 * d, d)
+
+        def forward(self, hidden_states, mask):
+            h = self.fc2(F.gelu(self.fc1(self.norm(hidden_states))))
+            return hidden_states + h * mask.unsqueeze(-1)
+
+    class Net(nn.Module):
+        def __init__(self, d=8, n_blocks=3, segments=2):
+            super().__init__()
+            self.segments = segments
+            self.stem = nn.Sequential(nn.Linear(5, d), nn.ReLU(), nn.Linear(d, d), nn.Tanh(), nn.Linear(d, d), nn.ReLU())
+            self.blocks = nn.ModuleList([Block(d) for _ in range(n_blocks)])
+            self.head = nn.Linear(d, 3)
+            self.gradient_checkpointing = False
+            self.reentrant = False
+
+        def forward(self, x, mask):
+            if self.gradient_checkpointing and self.training:
+                x = checkpoint_sequential(self.stem, self.segments, x, use_reentrant=False)
+            else:
+                x = self.stem(x)
+            for i, layer_module in enumerate(self.blocks):
+                if self.gradient_checkpointing and self.training:
+                    def create_custom_forward(module):
+                        def custom_forward(*inputs):
+                            return module(*inputs[:2])  # past the dummy
+                        return custom_forward
+                    if self.reentrant and i == 0:
+                        dummy = torch.ones(1, dtype=torch.float32, requires_grad=True)
+                        x = checkpoint(create_custom_forward(layer_module), x, mask, dummy, use_reentrant=True)
+                        self.dummy = dummy
+                    else:
+                        x = checkpoint(create_custom_forward(layer_module), x, mask, use_reentrant=False,
+                                       preserve_rng_state=(i % 2 == 0))
+                else:
+                    x = layer_module(x, mask)
+            return self.head(x.mean(1))
+
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(normal(rng, 4, 6, 5))
+    mask = torch.from_numpy((rng.random((4, 6)) > 0.3).astype(np.float32))
+    y = torch.from_numpy(rng.integers(0, 3, 4))
+    torch.manual_seed(0)
+    model = Net()
+    init = load(m, model, state)
+    record = []
+    grads = []
+    for mode in ("plain", "checkpointed", "reentrant"):
+        model.gradient_checkpointing = mode != "plain"
+        model.reentrant = mode == "reentrant"
+        model.zero_grad()
+        loss = F.cross_entropy(model(x, mask), y)
+        loss.backward()
+        grads.append([p.grad.clone() for p in model.parameters()])
+        record.append(loss.item())
+    assert model.dummy.grad is None or float(model.dummy.grad.abs().sum()) == 0
+    for a, b, c in zip(*grads):
+        assert torch.allclose(a, b, atol=1e-6) and torch.allclose(a, c, atol=1e-6)
+    record += [float(g.abs().sum()) for g in grads[1]]
+    model.gradient_checkpointing, model.reentrant = True, False
+    optimizer = optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(2):
+        optimizer.zero_grad(set_to_none=True)
+        loss = F.cross_entropy(model(x, mask), y)
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    model.eval()
+    with torch.no_grad():
+        record += model(x, mask).flatten().tolist()
+    return init, record + summary(model.parameters())
+
+
+def test_checkpointing():
+    compare(checkpointing)
+
+
+# (d) sthalles' SimCLR: a ResNet-style backbone whose fc becomes the projection head by
+# `dim_mlp = self.backbone.fc.in_features; self.backbone.fc = nn.Sequential(nn.Linear(dim_mlp, dim_mlp), nn.ReLU(),
+# self.backbone.fc)`, two views stacked by torch.cat(images, dim=0), info_nce_loss (labels by
+# `(labels.unsqueeze(0) == labels.unsqueeze(1)).float()`, the diagonal dropped by `[~mask].view(n, -1)` with
+# torch.eye(dtype=torch.bool), positives and negatives by boolean indexing, logits with zeros as labels, a
+# temperature), accuracy(output, target, topk=(1, 5)) by topk, t() and eq(expand_as), Adam under CosineAnnealingLR
+# past its warmup epochs; Spijkervet's NT_Xent beside it (mask_correlated_samples by fill_diagonal_(0) and a loop,
+# nn.CosineSimilarity(dim=2) of z.unsqueeze(1) and z.unsqueeze(0), torch.diag(sim, batch_size) and its negative
+# offset, CrossEntropyLoss(reduction="sum") / N), the two losses agreeing; then the linear evaluation: the
+# checkpoint's 'state_dict' renamed from 'backbone.' keys with backbone.fc dropped, load_state_dict(strict=False)'s
+# missing_keys asserted, every parameter but fc frozen, `assert len(parameters) == 2`
+def simclr(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(0)
+
+    class TinyResNet(nn.Module):
+        def __init__(self, num_classes):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.layer1 = nn.Sequential(nn.Conv2d(4, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU())
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(4, num_classes)
+
+        def forward(self, x):
+            x = F.relu(self.bn1(self.conv1(x)))
+            x = x + self.layer1(x)
+            return self.fc(torch.flatten(self.avgpool(x), 1))
+
+    class ResNetSimCLR(nn.Module):
+        def __init__(self, out_dim):
+            super(ResNetSimCLR, self).__init__()
+            self.backbone = TinyResNet(num_classes=out_dim)
+            dim_mlp = self.backbone.fc.in_features
+            self.backbone.fc = nn.Sequential(nn.Linear(dim_mlp, dim_mlp), nn.ReLU(), self.backbone.fc)
+
+        def forward(self, x):
+            return self.backbone(x)
+
+    def accuracy(output, target, topk=(1,)):
+        with torch.no_grad():
+            maxk = max(topk)
+            batch_size = target.size(0)
+            _, pred = output.topk(maxk, 1, True, True)
+            pred = pred.t()
+            correct = pred.eq(target.view(1, -1).expand_as(pred))
+            res = []
+            for k in topk:
+                correct_k = correct[:k].reshape(-1).float().sum(0, keepdim=True)
+                res.append(correct_k.mul_(100.0 / batch_size))
+            return res
+
+    class Args:
+        batch_size, n_views, temperature, device = 4, 2, 0.5, "cpu"
+
+    args = Args()
+
+    def info_nce_loss(features):
+        labels = torch.cat([torch.arange(args.batch_size) for i in range(args.n_views)], dim=0)
+        labels = (labels.unsqueeze(0) == labels.unsqueeze(1)).float()
+        labels = labels.to(args.device)
+        features = F.normalize(features, dim=1)
+        similarity_matrix = torch.matmul(features, features.T)
+        mask = torch.eye(labels.shape[0], dtype=torch.bool).to(args.device)
+        labels = labels[~mask].view(labels.shape[0], -1)
+        similarity_matrix = similarity_matrix[~mask].view(similarity_matrix.shape[0], -1)
+        positives = similarity_matrix[labels.bool()].view(labels.shape[0], -1)
+        negatives = similarity_matrix[~labels.bool()].view(similarity_matrix.shape[0], -1)
+        logits = torch.cat([positives, negatives], dim=1)
+        labels = torch.zeros(logits.shape[0], dtype=torch.long).to(args.device)
+        logits = logits / args.temperature
+        return logits, labels
+
+    class NT_Xent(nn.Module):
+        def __init__(self, batch_size, temperature, world_size=1):
+            super(NT_Xent, self).__init__()
+            self.batch_size, self.temperature, self.world_size = batch_size, temperature, world_size
+            self.mask = self.mask_correlated_samples(batch_size, world_size)
+            self.criterion = nn.CrossEntropyLoss(reduction="sum")
+            self.similarity_f = nn.CosineSimilarity(dim=2)
+
+        def mask_correlated_samples(self, batch_size, world_size):
+            N = 2 * batch_size * world_size
+            mask = torch.ones((N, N), dtype=bool)
+            mask = mask.fill_diagonal_(0)
+            for i in range(batch_size * world_size):
+                mask[i, batch_size * world_size + i] = 0
+                mask[batch_size * world_size + i, i] = 0
+            return mask
+
+        def forward(self, z_i, z_j):
+            N = 2 * self.batch_size * self.world_size
+            z = torch.cat((z_i, z_j), dim=0)
+            sim = self.similarity_f(z.unsqueeze(1), z.unsqueeze(0)) / self.temperature
+            sim_i_j = torch.diag(sim, self.batch_size * self.world_size)
+            sim_j_i = torch.diag(sim, -self.batch_size * self.world_size)
+            positive_samples = torch.cat((sim_i_j, sim_j_i), dim=0).reshape(N, 1)
+            negative_samples = sim[self.mask].reshape(N, -1)
+            labels = torch.zeros(N).to(positive_samples.device).long()
+            logits = torch.cat((positive_samples, negative_samples), dim=1)
+            loss = self.criterion(logits, labels)
+            loss /= N
+            return loss
+
+    torch.manual_seed(0)
+    model = ResNetSimCLR(out_dim=6)
+    init = {"model": load(m, model, state and state["model"])}
+    optimizer = optim.Adam(model.parameters(), 3e-3, weight_decay=1e-4)
+    scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=4, eta_min=0, last_epoch=-1)
+    criterion = torch.nn.CrossEntropyLoss().to(args.device)
+    nt_xent = NT_Xent(args.batch_size, args.temperature)
+    record = []
+    n_iter = 0
+    for epoch_counter in range(2):
+        base = normal(rng, args.batch_size, 3, 6, 6)
+        views = [base[..., ::-1].copy() + 0.1 * normal(rng, *base.shape), base + 0.1 * normal(rng, *base.shape)]
+        images = torch.cat([torch.from_numpy(v) for v in views], dim=0)
+        images = images.to(args.device)
+        features = model(images)
+        logits, labels = info_nce_loss(features)
+        loss = criterion(logits, labels)
+        other = nt_xent(features[:args.batch_size], features[args.batch_size:])
+        assert abs(loss.item() - other.item()) < 1e-5
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        top1, top5 = accuracy(logits, labels, topk=(1, 5))
+        record += [loss.item(), other.item(), top1[0].item(), top5[0].item()]
+        n_iter += 1
+        if epoch_counter >= 1:
+            scheduler.step()
+        record.append(scheduler.get_last_lr()[0])
+    checkpoint = {'epoch': 2, 'arch': 'resnet18', 'state_dict': model.state_dict(),
+                  'optimizer': optimizer.state_dict()}
+
+    classifier = TinyResNet(num_classes=3)
+    state_dict = checkpoint['state_dict']
+    for k in list(state_dict.keys()):
+        if k.startswith('backbone.'):
+            if k.startswith('backbone') and not k.startswith('backbone.fc'):
+                state_dict[k[len("backbone."):]] = state_dict[k]
+        del state_dict[k]
+    log = classifier.load_state_dict(state_dict, strict=False)
+    assert log.missing_keys == ['fc.weight', 'fc.bias']
+    for name, param in classifier.named_parameters():
+        if name not in ['fc.weight', 'fc.bias']:
+            param.requires_grad = False
+    parameters = list(filter(lambda p: p.requires_grad, classifier.parameters()))
+    assert len(parameters) == 2
+    init["fc"] = load(m, classifier.fc, state and state["fc"])
+    optimizer = optim.Adam(classifier.parameters(), lr=3e-3, weight_decay=0.0008)
+    classifier.eval()
+    x, y = torch.from_numpy(normal(rng, 6, 3, 6, 6)), torch.from_numpy(rng.integers(0, 3, 6))
+    for _ in range(2):
+        logits = classifier(x)
+        loss = criterion(logits, y)
+        top1 = accuracy(logits, y, topk=(1,))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        record += [loss.item(), top1[0].item()]
+    return init, record + summary(model.parameters()) + summary(classifier.fc.parameters())
+
+
+def test_simclr():
+    compare(simclr)
