@@ -484,3 +484,210 @@ def simclr(m, state=None):
 
 def test_simclr():
     compare(simclr)
+
+
+# (e) the Automatic Mixed Precision examples page with the scaler on and autocast off (enabled=use_amp, False: fp32
+# on both sides, where a scale that is a power of two changes no digit): the typical loop with scaler.unscale_ before
+# clip_grad_norm_; the gradient penalty by autograd.grad of scaler.scale(loss) with create_graph=True, unscaled by
+# `inv_scale = 1./scaler.get_scale()`, the penalty's norm added to the loss; two models, two losses and two optimizers
+# on one scaler (backward(retain_graph=True), unscale_ of one optimizer, both stepped, one update); gradient
+# accumulation by iters_to_accumulate; a corrupt batch (an inf in the input) whose step the scaler skips
+# (scaler.step returning None, the weights kept) and whose scale it backs off, the growth after growth_interval good
+# steps; the scaler's state_dict resumed into a fresh GradScaler
+def amp_examples(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    use_amp = False
+    rng = np.random.default_rng(0)
+
+    def make_model():
+        return nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3))
+
+    torch.manual_seed(0)
+    model, model0, model1 = make_model(), make_model(), make_model()
+    states = state or {}
+    init = {name: load(m, net, states.get(name)) for name, net in (("model", model), ("model0", model0),
+                                                                    ("model1", model1))}
+    loss_fn = nn.MSELoss()
+    data = [(torch.from_numpy(normal(rng, 4, 5)), torch.from_numpy(normal(rng, 4, 3))) for _ in range(4)]
+    record = []
+
+    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.**10, growth_interval=2)
+    for epoch in range(2):
+        for input, target in data[:2]:
+            optimizer.zero_grad()
+            with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=use_amp):
+                output = model(input)
+                loss = loss_fn(output, target)
+            scaler.scale(loss).backward()
+            scaler.unscale_(optimizer)
+            norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            scaler.step(optimizer)
+            scaler.update()
+            record += [loss.item(), norm.item(), scaler.get_scale()]
+
+    for input, target in data[2:]:
+        optimizer.zero_grad()
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=use_amp):
+            output = model(input)
+            loss = loss_fn(output, target)
+        scaled_grad_params = torch.autograd.grad(outputs=scaler.scale(loss), inputs=model.parameters(),
+                                                 create_graph=True)
+        inv_scale = 1. / scaler.get_scale()
+        grad_params = [p * inv_scale for p in scaled_grad_params]
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=use_amp):
+            grad_norm = 0
+            for grad in grad_params:
+                grad_norm += grad.pow(2).sum()
+            grad_norm = grad_norm.sqrt()
+            loss = loss + grad_norm
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        record += [loss.item(), grad_norm.item(), scaler.get_scale()]
+
+    corrupt = data[0][0].clone()
+    corrupt[1, 2] = float("inf")
+    before = [p.detach().clone() for p in model.parameters()]
+    optimizer.zero_grad()
+    loss = loss_fn(model(corrupt), data[0][1])
+    scaler.scale(loss).backward()
+    retval = scaler.step(optimizer)
+    scaler.update()
+    assert retval is None and all(torch.equal(a, p) for a, p in zip(before, model.parameters()))
+    record += [scaler.get_scale(), float(math.isfinite(loss.item()))]
+    saved = scaler.state_dict()
+    assert sorted(saved) == ['_growth_tracker', 'backoff_factor', 'growth_factor', 'growth_interval', 'scale']
+    resumed = torch.amp.GradScaler("cpu")
+    resumed.load_state_dict(saved)
+    record += [resumed.get_scale(), float(saved["_growth_tracker"]), float(resumed.is_enabled())]
+
+    optimizer0 = optim.Adam(model0.parameters(), lr=1e-2)
+    optimizer1 = optim.SGD(model1.parameters(), lr=0.1)
+    for input, target in data[:2]:
+        optimizer0.zero_grad()
+        optimizer1.zero_grad()
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=use_amp):
+            output0 = model0(input)
+            output1 = model1(input)
+            loss0 = loss_fn(2 * output0 + 3 * output1, target)
+            loss1 = loss_fn(3 * output0 - 5 * output1, target)
+        scaler.scale(loss0).backward(retain_graph=True)
+        scaler.scale(loss1).backward()
+        scaler.unscale_(optimizer0)
+        scaler.step(optimizer0)
+        scaler.step(optimizer1)
+        scaler.update()
+        record += [loss0.item(), loss1.item(), scaler.get_scale()]
+
+    iters_to_accumulate = 2
+    optimizer1.zero_grad()
+    for i, (input, target) in enumerate(data):
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=use_amp):
+            output = model1(input)
+            loss = loss_fn(output, target)
+            loss = loss / iters_to_accumulate
+        scaler.scale(loss).backward()
+        if (i + 1) % iters_to_accumulate == 0:
+            scaler.step(optimizer1)
+            scaler.update()
+            optimizer1.zero_grad()
+        record += [loss.item(), scaler.get_scale()]
+    for net in (model, model0, model1):
+        record += summary(net.parameters())
+    return init, record
+
+
+def test_amp_examples():
+    compare(amp_examples)
+
+
+# (f) jettify/pytorch-optimizer's examples/viz_optimizers.py over torch.optim with options off their defaults:
+# rosenbrock and rastrigin on `x, y = tensor` (a 1-element unpacking of a 2-vector), execute_steps from
+# torch.Tensor(initial_state).requires_grad_(True) with f.backward(create_graph=True, retain_graph=True),
+# clip_grad_norm_ of the one tensor and `steps[:, i] = x.detach().numpy()`, a small search over lr keeping the
+# best by the distance to the minimum; SGD with nesterov and with dampening, Adam with amsgrad and with
+# maximize=True on the negated function, AdamW with amsgrad, RMSprop centered with momentum and weight decay,
+# Adagrad with lr_decay and initial_accumulator_value, Adadelta's rho, NAdam's momentum_decay and
+# decoupled_weight_decay, RAdam's decoupled_weight_decay past its rectification's start, Adamax, ASGD's t0 and lambd
+# (its ax average read from the state), Rprop's etas and step_sizes, Adafactor, and LBFGS(history_size, max_iter,
+# tolerance_change) stepped with a closure
+def optimizer_zoo(m, state=None):
+    torch, optim = m.torch, m.optim
+
+    def rosenbrock(tensor):
+        x, y = tensor
+        return (1 - x) ** 2 + 100 * (y - x ** 2) ** 2
+
+    def rastrigin(tensor, lib=torch):
+        x, y = tensor
+        A = 10
+        f = (A * 2 + (x ** 2 - A * lib.cos(x * math.pi * 2)) + (y ** 2 - A * lib.cos(y * math.pi * 2)))
+        return f
+
+    def execute_steps(func, initial_state, optimizer_class, optimizer_config, num_iter=6):
+        x = torch.Tensor(initial_state).requires_grad_(True)
+        optimizer = optimizer_class([x], **optimizer_config)
+        steps = np.zeros((2, num_iter + 1))
+        steps[:, 0] = np.array(initial_state)
+        for i in range(1, num_iter + 1):
+            optimizer.zero_grad()
+            f = func(x)
+            f.backward(create_graph=True, retain_graph=True)
+            torch.nn.utils.clip_grad_norm_(x, 1.0)
+            optimizer.step()
+            steps[:, i] = x.detach().numpy()
+        return steps, optimizer
+
+    configs = [
+        (optim.SGD, dict(momentum=0.9, nesterov=True)),
+        (optim.SGD, dict(momentum=0.9, dampening=0.1, weight_decay=0.01)),
+        (optim.Adam, dict(amsgrad=True)),
+        (optim.AdamW, dict(weight_decay=0.1, amsgrad=True)),
+        (optim.RMSprop, dict(alpha=0.9, centered=True, momentum=0.5, weight_decay=0.01)),
+        (optim.Adagrad, dict(lr_decay=0.01, initial_accumulator_value=0.1, weight_decay=0.01)),
+        (optim.Adadelta, dict(rho=0.8, weight_decay=0.01)),
+        (optim.NAdam, dict(momentum_decay=0.002, decoupled_weight_decay=True, weight_decay=0.01)),
+        (optim.RAdam, dict(decoupled_weight_decay=True, weight_decay=0.01)),
+        (optim.Adamax, dict(weight_decay=0.01)),
+        (optim.ASGD, dict(lambd=1e-3, alpha=0.5, t0=3)),
+        (optim.Rprop, dict(etas=(0.4, 1.3), step_sizes=(1e-4, 1.0))),
+        (optim.Adafactor, dict(beta2_decay=-0.7, eps=(None, 1e-3))),
+    ]
+    record = []
+    for optimizer_class, config in configs:
+        best = None
+        for lr in (1e-2, 1e-1):
+            steps, optimizer = execute_steps(rosenbrock, (-2.0, 2.0), optimizer_class, dict(config, lr=lr))
+            loss = (steps[0][-1] - 1.0) ** 2 + (steps[1][-1] - 1.0) ** 2
+            record += steps.flatten().tolist()
+            if best is None or loss < best[0]:
+                best = (loss, lr)
+        record.append(best[1])
+        if optimizer_class is optim.ASGD:
+            record += [float(np.sum(np.asarray(v))) for k, v in sorted(optimizer.state_dict()['state'][0].items())]
+    steps, _ = execute_steps(lambda t: -rastrigin(t), (-2.0, 3.5), optim.Adam, dict(lr=0.1, maximize=True))
+    record += steps.flatten().tolist()
+    steps, _ = execute_steps(rastrigin, (-2.0, 3.5), optim.Adam, dict(lr=0.1))
+    record += steps.flatten().tolist()
+
+    x = torch.Tensor([-1.5, 2.0]).requires_grad_(True)
+    optimizer = optim.LBFGS([x], lr=0.5, history_size=3, max_iter=4, tolerance_change=1e-12)
+    evaluations = []
+
+    def closure():
+        optimizer.zero_grad()
+        loss = rosenbrock(x)
+        loss.backward()
+        evaluations.append(loss.item())
+        return loss
+
+    for _ in range(2):
+        record.append(optimizer.step(closure).item())
+        record += x.detach().numpy().tolist()
+    record += evaluations + [len(evaluations), optimizer.state_dict()['state'][0]['n_iter']]
+    return {}, record
+
+
+def test_optimizer_zoo():
+    compare(optimizer_zoo)
