@@ -691,3 +691,257 @@ def optimizer_zoo(m, state=None):
 
 def test_optimizer_zoo():
     compare(optimizer_zoo)
+
+
+# (g) a notebook plotting learning-rate schedules, each with options off its defaults, lr and momentum read every
+# step by get_last_lr() and param_groups: ReduceLROnPlateau(mode='max', threshold_mode='abs', cooldown, min_lr per
+# group, eps) fed an accuracy curve, its num_bad_epochs and cooldown_counter; CyclicLR in 'exp_range' with gamma,
+# step_size_down and cycle_momentum between base_momentum and max_momentum, and with a custom scale_fn over
+# scale_mode='iterations'; PolynomialLR(power=2.0); ChainedScheduler of ConstantLR and ExponentialLR given
+# optimizer=; OneCycleLR(three_phase=True, anneal_strategy='linear') cycling Adam's beta1; CosineAnnealingWarmRestarts
+# (T_mult=2, eta_min); LambdaLR with one lambda per param group; MultiplicativeLR; LinearLR into StepLR by
+# SequentialLR; each scheduler's state_dict (less its lambdas) loaded into a fresh one that goes on as the first
+def lr_schedules(m, state=None):
+    torch, nn, optim = m.torch, m.nn, m.optim
+    lr_scheduler = m.lr_scheduler
+    model = nn.Linear(2, 1)
+    head = nn.Linear(1, 1)
+    record = []
+
+    def plot(make, steps, opt="sgd", metrics=None, resume_at=None):
+        if opt == "sgd":
+            optimizer = optim.SGD([{'params': model.parameters()}, {'params': head.parameters(), 'lr': 0.05}],
+                                  lr=0.1, momentum=0.9)
+        else:
+            optimizer = optim.Adam([{'params': model.parameters()}, {'params': head.parameters(), 'lr': 0.05}],
+                                   lr=0.1, betas=(0.9, 0.99))
+        scheduler = make(optimizer)
+        for epoch in range(steps):
+            optimizer.step()
+            group = optimizer.param_groups[0]
+            record.extend(list(scheduler.get_last_lr()) + [optimizer.param_groups[1]['lr']])
+            record.append(group['momentum'] if opt == "sgd" else group['betas'][0])
+            if metrics is not None:
+                scheduler.step(metrics[epoch])
+                record.extend([scheduler.num_bad_epochs, scheduler.cooldown_counter])
+            else:
+                scheduler.step()
+            if epoch == resume_at:
+                fresh = make(optimizer)
+                fresh.load_state_dict(scheduler.state_dict())
+                scheduler = fresh
+        return scheduler
+
+    accuracy = [0.50, 0.60, 0.605, 0.606, 0.61, 0.64, 0.641, 0.642, 0.643, 0.644]
+    plot(lambda o: lr_scheduler.ReduceLROnPlateau(o, mode='max', factor=0.5, patience=1, threshold=0.01,
+                                                  threshold_mode='abs', cooldown=1, min_lr=[0.02, 0.04], eps=1e-3),
+         10, metrics=accuracy, resume_at=4)
+    plot(lambda o: lr_scheduler.CyclicLR(o, base_lr=0.01, max_lr=[0.1, 0.05], step_size_up=2, step_size_down=3,
+                                         mode='exp_range', gamma=0.9, cycle_momentum=True, base_momentum=0.8,
+                                         max_momentum=0.95), 12, resume_at=5)
+    plot(lambda o: lr_scheduler.CyclicLR(o, base_lr=0.01, max_lr=0.1, step_size_up=2,
+                                         scale_fn=lambda x: 1 / (2. ** (x / 4)), scale_mode='iterations',
+                                         cycle_momentum=False), 9)
+    plot(lambda o: lr_scheduler.PolynomialLR(o, total_iters=4, power=2.0), 6, resume_at=2)
+    plot(lambda o: lr_scheduler.ChainedScheduler([lr_scheduler.ConstantLR(o, factor=0.5, total_iters=2),
+                                                  lr_scheduler.ExponentialLR(o, gamma=0.9)], optimizer=o), 5)
+    plot(lambda o: lr_scheduler.OneCycleLR(o, max_lr=[0.1, 0.2], total_steps=10, pct_start=0.3,
+                                           anneal_strategy='linear', three_phase=True, div_factor=10,
+                                           final_div_factor=100, base_momentum=0.85, max_momentum=0.95),
+         10, opt="adam", resume_at=3)
+    plot(lambda o: lr_scheduler.CosineAnnealingWarmRestarts(o, T_0=2, T_mult=2, eta_min=0.001), 9, resume_at=4)
+    plot(lambda o: lr_scheduler.LambdaLR(o, lr_lambda=[lambda e: 0.9 ** e, lambda e: 1.0 / (1 + e)]), 5)
+    plot(lambda o: lr_scheduler.MultiplicativeLR(o, lr_lambda=lambda epoch: 0.95), 4)
+    plot(lambda o: lr_scheduler.SequentialLR(o, [lr_scheduler.LinearLR(o, start_factor=0.25, end_factor=1.0,
+                                                                       total_iters=3),
+                                                 lr_scheduler.StepLR(o, step_size=2, gamma=0.5)], milestones=[3]),
+         9, resume_at=5)
+    return {}, record
+
+
+def test_lr_schedules():
+    compare(lr_schedules, atol=1e-7)
+
+
+# (h) davidtvs' torch-lr-finder: LinearLR and ExponentialLR written as _LRScheduler subclasses (get_lr from
+# self.last_epoch and self.base_lrs, read by get_lr() after each step), the StateCacher keeping deep copies of the
+# model's and optimizer's state_dicts and reset() loading them back, _check_for_scheduler refusing an optimizer that
+# has an initial_lr, a DataLoaderIter that restarts its loader on StopIteration, range_test with accumulation_steps,
+# the smoothed loss and the stop on divergence, the suggestion by np.gradient's argmin between skip_start and
+# skip_end; then the run it suggests: OneCycleLR at that max_lr
+def lr_finder(m, state=None):
+    torch, nn, optim, data = m.torch, m.nn, m.optim, m.data
+    _LRScheduler = m.lr_scheduler._LRScheduler
+
+    class LinearLR(_LRScheduler):
+        def __init__(self, optimizer, end_lr, num_iter, last_epoch=-1):
+            self.end_lr = end_lr
+            if num_iter <= 1:
+                raise ValueError("`num_iter` must be larger than 1")
+            self.num_iter = num_iter
+            super(LinearLR, self).__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            r = self.last_epoch / (self.num_iter - 1)
+            return [base_lr + r * (self.end_lr - base_lr) for base_lr in self.base_lrs]
+
+    class ExponentialLR(_LRScheduler):
+        def __init__(self, optimizer, end_lr, num_iter, last_epoch=-1):
+            self.end_lr = end_lr
+            if num_iter <= 1:
+                raise ValueError("`num_iter` must be larger than 1")
+            self.num_iter = num_iter
+            super(ExponentialLR, self).__init__(optimizer, last_epoch)
+
+        def get_lr(self):
+            r = self.last_epoch / (self.num_iter - 1)
+            return [base_lr * (self.end_lr / base_lr) ** r for base_lr in self.base_lrs]
+
+    class StateCacher(object):
+        def __init__(self, in_memory, cache_dir=None):
+            self.in_memory = in_memory
+            self.cached = {}
+
+        def store(self, key, state_dict):
+            self.cached.update({key: copy.deepcopy(state_dict)})
+
+        def retrieve(self, key):
+            if key not in self.cached:
+                raise KeyError("Target {} was not cached.".format(key))
+            return self.cached.get(key)
+
+    class DataLoaderIter(object):
+        def __init__(self, data_loader, auto_reset=True):
+            self.data_loader = data_loader
+            self._iterator = iter(data_loader)
+            self.auto_reset = auto_reset
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            try:
+                batch = next(self._iterator)
+            except StopIteration:
+                if not self.auto_reset:
+                    raise
+                self._iterator = iter(self.data_loader)
+                batch = next(self._iterator)
+            return batch[0], batch[1]
+
+    class LRFinder(object):
+        def __init__(self, model, optimizer, criterion, device=None, memory_cache=True):
+            self.optimizer = optimizer
+            self._check_for_scheduler()
+            self.model = model
+            self.criterion = criterion
+            self.history = {"lr": [], "loss": []}
+            self.best_loss = None
+            self.state_cacher = StateCacher(memory_cache)
+            self.state_cacher.store("model", self.model.state_dict())
+            self.state_cacher.store("optimizer", self.optimizer.state_dict())
+
+        def reset(self):
+            self.model.load_state_dict(self.state_cacher.retrieve("model"))
+            self.optimizer.load_state_dict(self.state_cacher.retrieve("optimizer"))
+
+        def range_test(self, train_loader, start_lr=None, end_lr=10, num_iter=100, step_mode="exp", smooth_f=0.05,
+                       diverge_th=5, accumulation_steps=1):
+            self.history = {"lr": [], "loss": []}
+            self.best_loss = None
+            if start_lr:
+                self._set_learning_rate(start_lr)
+            if step_mode.lower() == "exp":
+                lr_schedule = ExponentialLR(self.optimizer, end_lr, num_iter)
+            elif step_mode.lower() == "linear":
+                lr_schedule = LinearLR(self.optimizer, end_lr, num_iter)
+            else:
+                raise ValueError("expected one of (exp, linear), got {}".format(step_mode))
+            train_iter = DataLoaderIter(train_loader)
+            for iteration in range(num_iter):
+                loss = self._train_batch(train_iter, accumulation_steps)
+                lr_schedule.step()
+                self.history["lr"].append(lr_schedule.get_lr()[0])
+                if iteration == 0:
+                    self.best_loss = loss
+                else:
+                    if smooth_f > 0:
+                        loss = smooth_f * loss + (1 - smooth_f) * self.history["loss"][-1]
+                    if loss < self.best_loss:
+                        self.best_loss = loss
+                self.history["loss"].append(loss)
+                if loss > diverge_th * self.best_loss:
+                    break
+
+        def _set_learning_rate(self, new_lrs):
+            if not isinstance(new_lrs, list):
+                new_lrs = [new_lrs] * len(self.optimizer.param_groups)
+            for param_group, new_lr in zip(self.optimizer.param_groups, new_lrs):
+                param_group["lr"] = new_lr
+
+        def _check_for_scheduler(self):
+            for param_group in self.optimizer.param_groups:
+                if "initial_lr" in param_group:
+                    raise RuntimeError("Optimizer already has a scheduler attached to it")
+
+        def _train_batch(self, train_iter, accumulation_steps):
+            self.model.train()
+            total_loss = None
+            self.optimizer.zero_grad()
+            for i in range(accumulation_steps):
+                inputs, labels = next(train_iter)
+                outputs = self.model(inputs)
+                loss = self.criterion(outputs, labels)
+                loss /= accumulation_steps
+                loss.backward()
+                if total_loss is None:
+                    total_loss = loss
+                else:
+                    total_loss += loss
+            self.optimizer.step()
+            return total_loss.item()
+
+        def suggestion(self, skip_start=1, skip_end=1):
+            lrs = self.history["lr"][skip_start:-skip_end]
+            losses = self.history["loss"][skip_start:-skip_end]
+            min_grad_idx = (np.gradient(np.array(losses))).argmin()
+            return lrs[min_grad_idx]
+
+    rng = np.random.default_rng(0)
+    X, Y = normal(rng, 12, 4), rng.integers(0, 3, 12)
+    train_loader = data.DataLoader(data.TensorDataset(torch.from_numpy(X), torch.from_numpy(Y)), batch_size=4)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    init = load(m, model, state)
+    criterion = nn.CrossEntropyLoss()
+    optimizer = optim.Adam(model.parameters(), lr=1e-7, weight_decay=1e-2)
+    lr_finder = LRFinder(model, optimizer, criterion)
+    lr_finder.range_test(train_loader, start_lr=1e-3, end_lr=3, num_iter=8, accumulation_steps=2)
+    record = lr_finder.history["lr"] + lr_finder.history["loss"] + [lr_finder.best_loss]
+    suggested_lr = lr_finder.suggestion()
+    lr_finder.range_test(train_loader, end_lr=1, num_iter=3, step_mode="linear", smooth_f=0)
+    record += lr_finder.history["lr"] + lr_finder.history["loss"] + [suggested_lr]
+    lr_finder.reset()
+    assert optimizer.param_groups[0]["lr"] == 1e-7
+    assert all(np.array_equal(v, init[k]) for k, v in {k: v.detach().cpu().numpy() for k, v in model.state_dict().items()}.items())
+
+    scheduled = optim.Adam(model.parameters())
+    scheduler = optim.lr_scheduler.OneCycleLR(scheduled, max_lr=suggested_lr, epochs=2, steps_per_epoch=len(train_loader))
+    try:
+        LRFinder(model, scheduled, criterion)
+        raise AssertionError("LRFinder took an optimizer with a scheduler")
+    except RuntimeError:
+        pass
+    for epoch in range(2):
+        for inputs, labels in train_loader:
+            scheduled.zero_grad()
+            loss = criterion(model(inputs), labels)
+            loss.backward()
+            scheduled.step()
+            scheduler.step()
+            record += [loss.item(), scheduler.get_last_lr()[0]]
+    return init, record + summary(model.parameters())
+
+
+def test_lr_finder():
+    compare(lr_finder)
