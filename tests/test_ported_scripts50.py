@@ -945,3 +945,98 @@ def lr_finder(m, state=None):
 
 def test_lr_finder():
     compare(lr_finder)
+
+
+# (i) a model trained under torch.nn.utils.parametrizations and then prepared for deployment: an orthogonal
+# recurrent cell (Lezcano's expRNN style) under orthogonal(orthogonal_map=...) for each of "matrix_exp", "cayley" and
+# "householder", a weight_norm(dim=None) readout and a spectral_norm(n_power_iterations=2) critic whose power
+# iteration updates its _u and _v buffers in train() and not in eval(); trained by RMSprop, the orthogonality
+# checked by W @ W.T, parametrize.cached() around each training forward (the recurrent weight computed once for
+# all the time steps, as the parametrizations tutorial advises for RNNs); then deployment: parametrize.cached() for a batched evaluation, remove_parametrizations(...,
+# leave_parametrized=True) on each, a Conv2d/BatchNorm2d trunk folded by torch.nn.utils.fusion.fuse_conv_bn_eval and
+# a Linear/BatchNorm1d pair by fuse_linear_bn_eval, found through named_modules() and replaced through get_submodule
+# and setattr on the parent (the BatchNorms becoming nn.Identity), the deployed model's outputs equal to the trained
+# one's in eval()
+def deploy(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    P = sub(m, "nn.utils.parametrizations")
+    parametrize = sub(m, "nn.utils.parametrize")
+    fusion = sub(m, "nn.utils.fusion")
+
+    class OrthoRNN(nn.Module):
+        def __init__(self, n_in, n_hid, n_out, orthogonal_map):
+            super().__init__()
+            self.trunk = nn.Sequential(nn.Conv2d(1, 3, 3, padding=1, bias=False), nn.BatchNorm2d(3), nn.ReLU(),
+                                       nn.Conv2d(3, n_in, 3, padding=1, bias=False), nn.BatchNorm2d(n_in), nn.ReLU())
+            self.input_kernel = nn.Linear(n_in, n_hid, bias=False)
+            self.recurrent_kernel = P.orthogonal(nn.Linear(n_hid, n_hid, bias=False), orthogonal_map=orthogonal_map)
+            self.proj = nn.Linear(n_hid, n_hid, bias=False)  # before a BatchNorm, as such code writes it
+            self.proj_bn = nn.BatchNorm1d(n_hid)
+            self.readout = P.weight_norm(nn.Linear(n_hid, n_out), dim=None)
+            self.critic = P.spectral_norm(nn.Linear(n_hid, 1), n_power_iterations=2)
+            self.n_hid = n_hid
+
+        def forward(self, x):
+            feats = self.trunk(x).mean(3).permute(2, 0, 1)  # rows as time steps: [T, N, C]
+            h = x.new_zeros(x.shape[0], self.n_hid)
+            for t in range(feats.shape[0]):
+                h = torch.tanh(self.input_kernel(feats[t]) + self.recurrent_kernel(h))
+            h = F.relu(self.proj_bn(self.proj(h)))
+            return self.readout(h), self.critic(h).squeeze(1)
+
+    rng = np.random.default_rng(0)
+    x = torch.from_numpy(normal(rng, 4, 1, 3, 2))
+    y = torch.from_numpy(rng.integers(0, 3, 4))
+    record = []
+    init = {}
+    for orthogonal_map in ("matrix_exp", "cayley", "householder"):
+        torch.manual_seed(0)
+        model = OrthoRNN(2, 4, 3, orthogonal_map)
+        init[orthogonal_map] = load(m, model, state and state[orthogonal_map])
+        optimizer = optim.RMSprop(model.parameters(), lr=1e-2)
+        for _ in range(2):
+            optimizer.zero_grad()
+            with parametrize.cached():  # the recurrent weight computed once for all the time steps
+                logits, score = model(x)
+            loss = F.cross_entropy(logits, y) + 0.1 * score.pow(2).mean()
+            loss.backward()
+            optimizer.step()
+            record.append(loss.item())
+        W = model.recurrent_kernel.weight
+        assert torch.allclose(W @ W.T, torch.eye(4), atol=1e-5)
+        u = model.critic.parametrizations.weight[0]._u.clone()
+        model.eval()
+        with torch.no_grad(), parametrize.cached():
+            logits, score = model(x)
+            again, _ = model(x)
+        assert torch.equal(u, model.critic.parametrizations.weight[0]._u) and torch.equal(logits, again)
+        record += logits.flatten().tolist() + score.tolist()
+        record += model.critic.parametrizations.weight[0]._u.tolist() + model.critic.parametrizations.weight[0]._v.tolist()
+
+        for module, name in ((model.recurrent_kernel, "weight"), (model.readout, "weight"), (model.critic, "weight")):
+            parametrize.remove_parametrizations(module, name, leave_parametrized=True)
+        assert not any(parametrize.is_parametrized(mod) for mod in model.modules())
+        modules = dict(model.named_modules())
+        for name, module in list(modules.items()):
+            if isinstance(module, nn.BatchNorm2d):
+                parent, index = name.rsplit(".", 1)
+                conv_name = f"{parent}.{int(index) - 1}"
+                conv = model.get_submodule(conv_name)
+                setattr(model.get_submodule(parent), str(int(index) - 1), fusion.fuse_conv_bn_eval(conv, module))
+                setattr(model.get_submodule(parent), index, nn.Identity())
+        model.proj = fusion.fuse_linear_bn_eval(model.proj, model.proj_bn)
+        model.proj_bn = nn.Identity()
+        assert sum(isinstance(mod, nn.Identity) for mod in model.modules()) == 3
+        with torch.no_grad():
+            deployed, deployed_score = model(x)
+        assert torch.allclose(deployed, logits, atol=1e-5) and torch.allclose(deployed_score, score, atol=1e-5)
+        assert sorted(model.state_dict()) == [
+            'critic.bias', 'critic.weight', 'input_kernel.weight', 'proj.bias', 'proj.weight', 'readout.bias',
+            'readout.weight', 'recurrent_kernel.weight', 'trunk.0.bias', 'trunk.0.weight', 'trunk.3.bias',
+            'trunk.3.weight']
+        record += summary(model.parameters())
+    return init, record
+
+
+def test_deploy():
+    compare(deploy)
