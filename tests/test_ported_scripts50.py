@@ -1040,3 +1040,148 @@ def deploy(m, state=None):
 
 def test_deploy():
     compare(deploy)
+
+
+# (j) bhanML's Co-teaching on noisy labels: labels flipped by a symmetric noise transition drawn in numpy and the
+# noise_or_not mask, two CNNs each with its own Adam, adjust_learning_rate writing alpha_plan's lr and beta1_plan's
+# betas into param_groups, rate_schedule by np.linspace of the forget rate; loss_coteaching with
+# F.cross_entropy(..., reduce=False) (the deprecated argument), np.argsort(loss.data) of a tensor, each net's
+# small-loss indices feeding the other net's update, pure_ratio by np.sum over noise_or_not[ind[...]]; then the
+# same two nets fine-tuned with richardaecn's class-balanced focal loss (effective numbers by np.power, weights
+# repeated to the batch by torch.tensor(weights).float().unsqueeze(0).repeat, F.one_hot, the modulator by
+# torch.exp(-gamma * labels * logits - gamma * torch.log(1 + torch.exp(-1.0 * logits))),
+# binary_cross_entropy_with_logits(weight=, reduction="none")) and the softmax variant by F.binary_cross_entropy
+def coteaching(m, state=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    rng = np.random.default_rng(0)
+    n, num_classes, noise_rate, forget_rate = 16, 3, 0.4, 0.25
+    clean = rng.integers(0, num_classes, n)
+    P = np.ones((num_classes, num_classes)) * noise_rate / (num_classes - 1)
+    np.fill_diagonal(P, 1 - noise_rate)
+    noisy = np.array([rng.choice(num_classes, p=P[c]) for c in clean])
+    noise_or_not = np.transpose(noisy) == np.transpose(clean)
+    images = normal(rng, n, 1, 5, 5)
+
+    class CNN(nn.Module):
+        def __init__(self, input_channel=1, n_outputs=3, dropout_rate=0.0):
+            self.dropout_rate = dropout_rate
+            super(CNN, self).__init__()
+            # no bias before the BatchNorm (the source's has one): its gradient is rounding alone, which Adam steps on
+            self.c1 = nn.Conv2d(input_channel, 4, kernel_size=3, stride=1, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(4)
+            self.l_c1 = nn.Linear(4, n_outputs)
+
+        def forward(self, x):
+            h = F.leaky_relu(self.bn1(self.c1(x)), negative_slope=0.01)
+            h = F.max_pool2d(h, kernel_size=2, stride=2)
+            h = F.dropout2d(h, p=self.dropout_rate)
+            h = F.avg_pool2d(h, kernel_size=h.data.shape[2])
+            return self.l_c1(h.view(h.size(0), h.size(1)))
+
+    def loss_coteaching(y_1, y_2, t, forget_rate, ind, noise_or_not):
+        loss_1 = F.cross_entropy(y_1, t, reduce=False)
+        ind_1_sorted = np.argsort(loss_1.data.cpu())
+        loss_1_sorted = loss_1[ind_1_sorted]
+        loss_2 = F.cross_entropy(y_2, t, reduce=False)
+        ind_2_sorted = np.argsort(loss_2.data.cpu())
+        remember_rate = 1 - forget_rate
+        num_remember = int(remember_rate * len(loss_1_sorted))
+        pure_ratio_1 = np.sum(noise_or_not[ind[ind_1_sorted[:num_remember]]]) / float(num_remember)
+        pure_ratio_2 = np.sum(noise_or_not[ind[ind_2_sorted[:num_remember]]]) / float(num_remember)
+        ind_1_update = ind_1_sorted[:num_remember]
+        ind_2_update = ind_2_sorted[:num_remember]
+        loss_1_update = F.cross_entropy(y_1[ind_2_update], t[ind_2_update])
+        loss_2_update = F.cross_entropy(y_2[ind_1_update], t[ind_1_update])
+        return (torch.sum(loss_1_update) / num_remember, torch.sum(loss_2_update) / num_remember,
+                pure_ratio_1, pure_ratio_2)
+
+    n_epoch, epoch_decay_start, learning_rate, mom1, mom2 = 3, 1, 0.01, 0.9, 0.1
+    alpha_plan = [learning_rate] * n_epoch
+    beta1_plan = [mom1] * n_epoch
+    for i in range(epoch_decay_start, n_epoch):
+        alpha_plan[i] = float(n_epoch - i) / (n_epoch - epoch_decay_start) * learning_rate
+        beta1_plan[i] = mom2
+
+    def adjust_learning_rate(optimizer, epoch):
+        for param_group in optimizer.param_groups:
+            param_group['lr'] = alpha_plan[epoch]
+            param_group['betas'] = (beta1_plan[epoch], 0.999)
+
+    rate_schedule = np.ones(n_epoch) * forget_rate
+    rate_schedule[:2] = np.linspace(0, forget_rate, 2)
+
+    torch.manual_seed(0)
+    cnn1, cnn2 = CNN(), CNN()
+    init = {"cnn1": load(m, cnn1, state and state["cnn1"]), "cnn2": load(m, cnn2, state and state["cnn2"])}
+    optimizer1 = torch.optim.Adam(cnn1.parameters(), lr=learning_rate)
+    optimizer2 = torch.optim.Adam(cnn2.parameters(), lr=learning_rate)
+    record = []
+    batch_size = 8
+    for epoch in range(n_epoch):
+        cnn1.train()
+        adjust_learning_rate(optimizer1, epoch)
+        cnn2.train()
+        adjust_learning_rate(optimizer2, epoch)
+        for i in range(n // batch_size):
+            ind = np.arange(i * batch_size, (i + 1) * batch_size)
+            images_b = torch.from_numpy(images[ind])
+            labels = torch.from_numpy(noisy[ind]).long()
+            logits1 = cnn1(images_b)
+            logits2 = cnn2(images_b)
+            loss_1, loss_2, pure_ratio_1, pure_ratio_2 = loss_coteaching(logits1, logits2, labels,
+                                                                       rate_schedule[epoch], ind, noise_or_not)
+            optimizer1.zero_grad()
+            loss_1.backward()
+            optimizer1.step()
+            optimizer2.zero_grad()
+            loss_2.backward()
+            optimizer2.step()
+            record += [loss_1.item(), loss_2.item(), 100 * pure_ratio_1, 100 * pure_ratio_2]
+
+    def focal_loss(labels, logits, alpha, gamma):
+        BCLoss = F.binary_cross_entropy_with_logits(input=logits, target=labels, reduction="none")
+        if gamma == 0.0:
+            modulator = 1.0
+        else:
+            modulator = torch.exp(-gamma * labels * logits - gamma * torch.log(1 + torch.exp(-1.0 * logits)))
+        loss = modulator * BCLoss
+        weighted_loss = alpha * loss
+        focal_loss = torch.sum(weighted_loss)
+        focal_loss /= torch.sum(labels)
+        return focal_loss
+
+    def CB_loss(labels, logits, samples_per_cls, no_of_classes, loss_type, beta, gamma):
+        effective_num = 1.0 - np.power(beta, samples_per_cls)
+        weights = (1.0 - beta) / np.array(effective_num)
+        weights = weights / np.sum(weights) * no_of_classes
+        labels_one_hot = F.one_hot(labels, no_of_classes).float()
+        weights = torch.tensor(weights).float()
+        weights = weights.unsqueeze(0)
+        weights = weights.repeat(labels_one_hot.shape[0], 1) * labels_one_hot
+        weights = weights.sum(1)
+        weights = weights.unsqueeze(1)
+        weights = weights.repeat(1, no_of_classes)
+        if loss_type == "focal":
+            cb_loss = focal_loss(labels_one_hot, logits, weights, gamma)
+        elif loss_type == "sigmoid":
+            cb_loss = F.binary_cross_entropy_with_logits(input=logits, target=labels_one_hot, weight=weights)
+        elif loss_type == "softmax":
+            pred = logits.softmax(dim=1)
+            cb_loss = F.binary_cross_entropy(input=pred, target=labels_one_hot, weight=weights)
+        return cb_loss
+
+    samples_per_cls = np.bincount(noisy, minlength=num_classes).tolist()
+    for loss_type, net, optimizer in (("focal", cnn1, optimizer1), ("softmax", cnn2, optimizer2),
+                                      ("sigmoid", cnn1, optimizer1)):
+        logits = net(torch.from_numpy(images[:batch_size]))
+        loss = CB_loss(torch.from_numpy(noisy[:batch_size]), logits, samples_per_cls, num_classes, loss_type,
+                       0.9999, 2.0)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+    return init, record + summary(cnn1.parameters()) + summary(cnn2.parameters())
+
+
+def test_coteaching():
+    compare(coteaching)
