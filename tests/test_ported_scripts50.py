@@ -1185,3 +1185,104 @@ def coteaching(m, state=None):
 
 def test_coteaching():
     compare(coteaching)
+
+
+# (k) a CIFAR distillation script with regularisers drawn from torch.distributions: mixup by
+# torch.distributions.Beta(alpha, alpha).sample() of floats (a 0-d tensor, .item()) and of 1-element tensors, the
+# permutation by torch.randperm (torch replays tnet's draws), mixup_criterion; CutMix's box from the same Beta's lam
+# with the area-corrected lam; manifold mixup through a forward hook on a randomly chosen block that returns the mixed
+# output (the hook's handle removed after the forward); Hinton's distillation by nn.KLDivLoss(reduction="batchmean",
+# log_target=True) between log_softmax(student / T) and log_softmax(teacher / T), times T * T, beside
+# F.kl_div(reduction="batchmean") on probabilities and the teacher in eval() under torch.no_grad(); SGD with Nesterov
+def mixup_distill(m, state=None, replay=None):
+    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    Beta = m.torch.distributions.Beta
+    rng = np.random.default_rng(0)
+
+    def make(width):
+        return nn.Sequential(nn.Conv2d(3, width, 3, padding=1), nn.ReLU(), nn.Conv2d(width, width, 3, padding=1),
+                             nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, 4))
+
+    torch.manual_seed(0)
+    teacher, student = make(6), make(3)
+    init = {"teacher": load(m, teacher, state and state["teacher"]),
+            "student": load(m, student, state and state["student"])}
+    teacher.eval()
+    optimizer = optim.SGD(student.parameters(), lr=0.05, momentum=0.9, nesterov=True, weight_decay=5e-4)
+    criterion = nn.CrossEntropyLoss()
+    kd_criterion = nn.KLDivLoss(reduction="batchmean", log_target=True)
+    T, alpha_kd = 4.0, 0.7
+
+    def mixup_data(x, y, alpha, step):
+        lam = Beta(alpha, alpha).sample()
+        assert lam.dim() == 0
+        lam = float(replayed(m, replay, f"lam {step}", lam))
+        index = replayed(m, replay, f"perm {step}", torch.randperm(x.size()[0])).long()
+        mixed_x = lam * x + (1 - lam) * x[index, :]
+        y_a, y_b = y, y[index]
+        return mixed_x, y_a, y_b, lam
+
+    def mixup_criterion(criterion, pred, y_a, y_b, lam):
+        return lam * criterion(pred, y_a) + (1 - lam) * criterion(pred, y_b)
+
+    def rand_bbox(size, lam, step):
+        W, H = size[2], size[3]
+        cut_rat = np.sqrt(1. - lam)
+        cut_w, cut_h = int(W * cut_rat), int(H * cut_rat)
+        cx, cy = [int(v) for v in replay.setdefault(f"box {step}", rng.integers(0, [W, H]).tolist())]
+        bbx1, bby1 = np.clip(cx - cut_w // 2, 0, W), np.clip(cy - cut_h // 2, 0, H)
+        bbx2, bby2 = np.clip(cx + cut_w // 2, 0, W), np.clip(cy + cut_h // 2, 0, H)
+        return bbx1, bby1, bbx2, bby2
+
+    def distill(outputs, teacher_outputs):
+        soft = kd_criterion(F.log_softmax(outputs / T, dim=1), F.log_softmax(teacher_outputs / T, dim=1)) * T * T
+        old = F.kl_div(F.log_softmax(outputs / T, dim=1), F.softmax(teacher_outputs / T, dim=1),
+                       reduction="batchmean") * T * T
+        assert abs(soft.item() - old.item()) < 1e-5
+        return soft
+
+    record = []
+    for step in range(3):
+        x = torch.from_numpy(normal(rng, 4, 3, 6, 6))
+        y = torch.from_numpy(rng.integers(0, 4, 4))
+        with torch.no_grad():
+            teacher_outputs = teacher(x)
+        if step == 0:
+            inputs, targets_a, targets_b, lam = mixup_data(x, y, 1.0, step)
+            outputs = student(inputs)
+            loss = mixup_criterion(criterion, outputs, targets_a, targets_b, lam)
+        elif step == 1:
+            lam = Beta(torch.tensor([1.0]), torch.tensor([1.0])).sample()
+            assert tuple(lam.shape) == (1,)
+            lam = float(replayed(m, replay, f"lam {step}", lam)[0])
+            rand_index = replayed(m, replay, f"perm {step}", torch.randperm(x.size()[0])).long()
+            target_a, target_b = y, y[rand_index]
+            bbx1, bby1, bbx2, bby2 = rand_bbox(x.size(), lam, step)
+            x[:, :, bbx1:bbx2, bby1:bby2] = x[rand_index, :, bbx1:bbx2, bby1:bby2]
+            lam = 1 - ((bbx2 - bbx1) * (bby2 - bby1) / (x.size()[-1] * x.size()[-2]))
+            outputs = student(x)
+            loss = criterion(outputs, target_a) * lam + criterion(outputs, target_b) * (1. - lam)
+        else:
+            lam = float(replayed(m, replay, f"lam {step}", Beta(2.0, 2.0).sample()))
+            index = replayed(m, replay, f"perm {step}", torch.randperm(x.size(0))).long()
+            k = int(replay.setdefault("layer", int(rng.integers(0, 2))))
+            layer = student[2 * k + 1]
+
+            def hook(module, input, output):
+                return lam * output + (1 - lam) * output[index]
+
+            handle = layer.register_forward_hook(hook)
+            outputs = student(x)
+            handle.remove()
+            loss = mixup_criterion(criterion, outputs, y, y[index], lam)
+        loss = (1 - alpha_kd) * loss + alpha_kd * distill(outputs, teacher_outputs)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        record += [loss.item(), lam]
+    assert len(student[1]._forward_hooks) == 0
+    return init, record + summary(student.parameters())
+
+
+def test_mixup_distill():
+    compare(mixup_distill, replay={})
