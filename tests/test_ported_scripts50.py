@@ -1286,3 +1286,134 @@ def mixup_distill(m, state=None, replay=None):
 
 def test_mixup_distill():
     compare(mixup_distill, replay={})
+
+
+# (l) a streaming data pipeline as tabular and log-processing scripts write one: an IterableDataset over a CSV file
+# read line by line (open() inside __iter__, torch.tensor of the parsed row), sharded by get_worker_info() (None in the
+# main process) as the documentation's MyIterableDataset, a shuffle buffer by random.Random(seed), ChainDataset of two
+# files, DataLoader(batch_size=4, drop_last=True) collating (tensor, int) rows; a stream that yields whole batches
+# read by DataLoader(batch_size=None); StackDataset(features=..., label=...) collated into a dict of batches; ufoym's
+# ImbalancedDatasetSampler (a Sampler subclass whose __iter__ draws torch.multinomial(weights, num_samples,
+# replacement=True), torch replaying tnet's draws) inside a DataLoader with a collate_fn; a linear model trained on
+# each, the losses compared
+def streaming(m, state=None, replay=None, tmp_path=None):
+    torch, nn, F, optim, data = m.torch, m.nn, m.F, m.optim, m.data
+    import random
+    rng = np.random.default_rng(0)
+    paths = []
+    for k in range(2):
+        path = tmp_path / f"part{k}.csv"
+        rows = np.round(normal(rng, 10, 3), 3)
+        labels = rng.integers(0, 2, 10)
+        path.write_text("".join(",".join(str(v) for v in row) + f",{lab}\n" for row, lab in zip(rows, labels)))
+        paths.append(str(path))
+
+    class CSVStream(data.IterableDataset):
+        def __init__(self, path):
+            super(CSVStream, self).__init__()
+            self.path = path
+
+        def __iter__(self):
+            worker_info = data.get_worker_info()
+            with open(self.path) as f:
+                for i, line in enumerate(f):
+                    if worker_info is not None and i % worker_info.num_workers != worker_info.id:
+                        continue
+                    *x, y = line.strip().split(",")
+                    yield torch.tensor([float(v) for v in x]), int(y)
+
+    class ShuffleBuffer(data.IterableDataset):
+        def __init__(self, dataset, buffer_size, seed=0):
+            super().__init__()
+            self.dataset, self.buffer_size, self.seed = dataset, buffer_size, seed
+
+        def __iter__(self):
+            rnd = random.Random(self.seed)
+            buf = []
+            for item in self.dataset:
+                if len(buf) < self.buffer_size:
+                    buf.append(item)
+                else:
+                    i = rnd.randrange(self.buffer_size)
+                    yield buf[i]
+                    buf[i] = item
+            rnd.shuffle(buf)
+            yield from buf
+
+    class BatchStream(data.IterableDataset):
+        def __init__(self, features, labels, batch_size):
+            self.features, self.labels, self.batch_size = features, labels, batch_size
+
+        def __iter__(self):
+            for i in range(0, len(self.labels), self.batch_size):
+                yield self.features[i:i + self.batch_size], self.labels[i:i + self.batch_size]
+
+    class ImbalancedDatasetSampler(data.sampler.Sampler):
+        def __init__(self, dataset, labels, indices=None, num_samples=None):
+            self.indices = list(range(len(dataset))) if indices is None else indices
+            self.num_samples = len(self.indices) if num_samples is None else num_samples
+            label_to_count = {}
+            for idx in self.indices:
+                label_to_count[labels[idx]] = label_to_count.get(labels[idx], 0) + 1
+            weights = [1.0 / label_to_count[labels[idx]] for idx in self.indices]
+            self.weights = torch.FloatTensor(weights)  # the source's DoubleTensor: tnet refuses float64 (README)
+            self.epoch = 0
+
+        def __iter__(self):
+            drawn = torch.multinomial(self.weights, self.num_samples, replacement=True)
+            drawn = replayed(m, replay, f"sampler {self.epoch}", drawn)
+            self.epoch += 1
+            return (self.indices[i] for i in drawn.tolist())
+
+        def __len__(self):
+            return self.num_samples
+
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    init = load(m, model, state)
+    optimizer = optim.Adagrad(model.parameters(), lr=0.1)
+    record = []
+
+    def train_step(x, y):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        record.append(loss.item())
+
+    stream = ShuffleBuffer(data.ChainDataset([CSVStream(p) for p in paths]), buffer_size=5, seed=3)
+    loader = data.DataLoader(stream, batch_size=4, drop_last=True)
+    n_batches = 0
+    for x, y in loader:
+        assert tuple(x.shape) == (4, 3) and y.dtype == torch.int64
+        train_step(x, y)
+        n_batches += 1
+    assert n_batches == 5
+
+    features, labels = torch.from_numpy(normal(rng, 10, 3)), torch.from_numpy(rng.integers(0, 2, 10))
+    for x, y in data.DataLoader(BatchStream(features, labels, 4), batch_size=None):
+        train_step(x, y)
+
+    stacked = data.StackDataset(features=data.TensorDataset(features), label=labels.tolist())
+    for batch in data.DataLoader(stacked, batch_size=5):
+        assert sorted(batch) == ["features", "label"]
+        train_step(batch["features"][0], batch["label"])
+
+    labels_list = [0] * 8 + [1] * 2
+    dataset = data.TensorDataset(features, torch.tensor(labels_list))
+
+    def collate_fn(batch):
+        xs, ys = zip(*batch)
+        return torch.stack(xs), torch.stack(ys)
+
+    sampler = ImbalancedDatasetSampler(dataset, labels_list, num_samples=8)
+    loader = data.DataLoader(dataset, sampler=sampler, batch_size=4, collate_fn=collate_fn)
+    for epoch in range(2):
+        for x, y in loader:
+            train_step(x, y)
+            record.append(float(y.float().mean()))
+    return init, record + summary(model.parameters())
+
+
+def test_streaming(tmp_path):
+    compare(streaming, replay={}, tmp_path=tmp_path)
