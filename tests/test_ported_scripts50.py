@@ -1,6 +1,7 @@
 """DOCSTRING"""
 import copy
 import importlib
+import io
 import math
 
 import numpy as np
@@ -23,7 +24,9 @@ def sub(m, name):
 # (input, target) pairs, the averaged model evaluated; beside it EMA models the documentation's ways
 # (multi_avg_fn=get_ema_multi_avg_fn, an avg_fn lambda with use_buffers=True) updated by an optimizer step post-hook,
 # gradient noise (Neelakantan et al.) added by a step pre-hook whose handle is removed after an epoch, and the
-# averaged model's state_dict with its n_averaged loaded into a fresh AveragedModel
+# averaged model's state_dict with its n_averaged loaded into a fresh AveragedModel; a checkpoint taken in the
+# middle of SWA (the model, optimizer, both schedulers and the three averaged models, through torch.save into an
+# io.BytesIO) resumed into freshly built objects, the post-hook registered again on the new optimizer
 def swa(m, state=None, replay=None):
     torch, nn, data, optim = m.torch, m.nn, m.data, m.optim
     swa_utils = sub(m, "optim.swa_utils")
@@ -32,17 +35,23 @@ def swa(m, state=None, replay=None):
     X, Y = normal(rng, 24, 6), rng.integers(0, 3, 24)
     loader = data.DataLoader(data.TensorDataset(torch.from_numpy(X), torch.from_numpy(Y)), batch_size=8)
 
+    def build():
+        model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+        optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
+        swa_model = AveragedModel(model)
+        ema_model = AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(0.9))
+        ema_buffers = AveragedModel(model, avg_fn=lambda averaged, current, num_averaged: 0.8 * averaged + 0.2 * current,
+                                    use_buffers=True)
+        scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=5)
+        swa_scheduler = SWALR(optimizer, swa_lr=0.05, anneal_epochs=2, anneal_strategy="linear")
+        return model, optimizer, swa_model, ema_model, ema_buffers, scheduler, swa_scheduler
+
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3))
+    model, optimizer, swa_model, ema_model, ema_buffers, scheduler, swa_scheduler = build()
     init = load(m, model, state)
-    optimizer = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
-    swa_model = AveragedModel(model)
-    ema_model = AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(0.9))
-    ema_buffers = AveragedModel(model, avg_fn=lambda averaged, current, num_averaged: 0.8 * averaged + 0.2 * current,
-                                use_buffers=True)
-    scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=5)
+    for averaged in (swa_model, ema_model, ema_buffers):
+        averaged.module.load_state_dict(model.state_dict())
     swa_start = 2
-    swa_scheduler = SWALR(optimizer, swa_lr=0.05, anneal_epochs=2, anneal_strategy="linear")
     loss_fn = nn.CrossEntropyLoss()
 
     def ema_hook(opt, args, kwargs):
@@ -77,6 +86,21 @@ def swa(m, state=None, replay=None):
         else:
             scheduler.step()
         record.append(optimizer.param_groups[0]["lr"])
+        if epoch == 2:  # a checkpoint in the middle of SWA, resumed into fresh objects
+            buffer = io.BytesIO()
+            torch.save({'epoch': epoch, 'model': model.state_dict(), 'optimizer': optimizer.state_dict(),
+                        'scheduler': scheduler.state_dict(), 'swa_scheduler': swa_scheduler.state_dict(),
+                        'swa_model': swa_model.state_dict(), 'ema_model': ema_model.state_dict(),
+                        'ema_buffers': ema_buffers.state_dict()}, buffer)
+            buffer.seek(0)
+            checkpoint = torch.load(buffer, weights_only=False)
+            model, optimizer, swa_model, ema_model, ema_buffers, scheduler, swa_scheduler = build()
+            for name, obj in (('model', model), ('optimizer', optimizer), ('scheduler', scheduler),
+                              ('swa_scheduler', swa_scheduler), ('swa_model', swa_model), ('ema_model', ema_model),
+                              ('ema_buffers', ema_buffers)):
+                obj.load_state_dict(checkpoint[name])
+            optimizer.register_step_post_hook(ema_hook)
+            record.append(optimizer.param_groups[0]["lr"])
     assert step[0] == len(loader)
     update_bn(loader, swa_model)
     swa_model.eval()
@@ -91,7 +115,7 @@ def swa(m, state=None, replay=None):
     record += summary(b for n, b in swa_model.named_buffers() if "running" in n)
     record += summary(b for n, b in ema_buffers.named_buffers() if "running" in n)
 
-    restored = AveragedModel(nn.Sequential(nn.Linear(6, 8), nn.BatchNorm1d(8), nn.ReLU(), nn.Linear(8, 3)))
+    restored = build()[2]
     restored.load_state_dict(swa_model.state_dict())
     assert sorted(swa_model.state_dict())[:3] == ['module.0.bias', 'module.0.weight', 'module.1.bias']
     assert "n_averaged" in swa_model.state_dict()
