@@ -254,7 +254,8 @@ def test_prune_tutorial():
 # `if self.gradient_checkpointing and self.training:` loop over blocks with the create_custom_forward closure and
 # keyword-free extra arguments (an attention-style mask); the old reentrant checkpoint that needs an input requiring
 # grad (the `dummy = torch.ones(1, requires_grad=True)` trick, its grad None); preserve_rng_state=False; each
-# checked against the same weights run without checkpointing, then trained by Adam for two steps
+# checked against the same weights run without checkpointing, then trained by Adam for two steps and a third whose
+# loss adds an input-gradient penalty by autograd.grad(create_graph=True) through the checkpoints (double backprop)
 def checkpointing(m, state=None):
     torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
     cp = sub(m, "utils.checkpoint")
@@ -332,6 +333,15 @@ def checkpointing(m, state=None):
         loss.backward()
         optimizer.step()
         record.append(loss.item())
+    # an input-gradient penalty (double backprop) through the checkpoints
+    optimizer.zero_grad()
+    x_ = x.clone().requires_grad_(True)
+    out = model(x_, mask)
+    grad, = torch.autograd.grad(out.logsumexp(1).sum(), x_, create_graph=True)
+    penalty = grad.pow(2).sum(dim=(1, 2)).mean()
+    (F.cross_entropy(out, y) + penalty).backward()
+    optimizer.step()
+    record += [penalty.item()] + [float(p.grad.abs().sum()) for p in model.parameters()]
     model.eval()
     with torch.no_grad():
         record += model(x, mask).flatten().tolist()
@@ -519,7 +529,7 @@ def test_simclr():
 # (scaler.step returning None, the weights kept) and whose scale it backs off, the growth after growth_interval good
 # steps; the scaler's state_dict resumed into a fresh GradScaler
 def amp_examples(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, optim = m.torch, m.nn, m.optim
     use_amp = False
     rng = np.random.default_rng(0)
 
@@ -726,7 +736,7 @@ def test_optimizer_zoo():
 # (T_mult=2, eta_min); LambdaLR with one lambda per param group; MultiplicativeLR; LinearLR into StepLR by
 # SequentialLR; each scheduler's state_dict (less its lambdas) loaded into a fresh one that goes on as the first
 def lr_schedules(m, state=None):
-    torch, nn, optim = m.torch, m.nn, m.optim
+    nn, optim = m.nn, m.optim
     lr_scheduler = m.lr_scheduler
     model = nn.Linear(2, 1)
     head = nn.Linear(1, 1)
@@ -1076,7 +1086,7 @@ def test_deploy():
 # torch.exp(-gamma * labels * logits - gamma * torch.log(1 + torch.exp(-1.0 * logits))),
 # binary_cross_entropy_with_logits(weight=, reduction="none")) and the softmax variant by F.binary_cross_entropy
 def coteaching(m, state=None):
-    torch, nn, F, optim = m.torch, m.nn, m.F, m.optim
+    torch, nn, F = m.torch, m.nn, m.F
     rng = np.random.default_rng(0)
     n, num_classes, noise_rate, forget_rate = 16, 3, 0.4, 0.25
     clean = rng.integers(0, num_classes, n)
