@@ -44,8 +44,8 @@ ChainedScheduler did: the two composites' checks are one method now (test_lr_sch
 ran in tnet as in torch at their first run, but for their own mistakes (a lambda binding its loop's module late, a
 bias before BatchNorm under Adam). Probes beside them (the data utilities and default_collate, GradScaler's errors,
 getters and disabled form, SWALR's cos anneal and errors, AveragedModel over parametrized and BatchNorm models,
-update_bn with momentum=None, every pruning method and amount, importance_scores, the optimizers' param_group keys,
-step and state_dict hooks, add_param_group, every scheduler stepped with an explicit epoch, hooks and BatchNorm
+update_bn with momentum=None, the pruning methods and amounts, importance_scores, the optimizers' param_group keys,
+step and state_dict hooks, add_param_group, schedulers stepped with an explicit epoch, hooks and BatchNorm
 inside checkpoints, the losses these scripts take with their rarer arguments) found tnet as torch but for the ones
 below.
 
