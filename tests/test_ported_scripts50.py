@@ -385,7 +385,7 @@ def checkpointing(m, state=None):
         record.append(loss.item())
     assert model.dummy.grad is None or float(model.dummy.grad.abs().sum()) == 0
     for a, b, c in zip(*grads):
-        assert torch.allclose(a, b, atol=1e-6) and torch.allclose(a, c, atol=1e-6)
+        assert torch.allclose(a, b, atol=1e-5) and torch.allclose(a, c, atol=1e-5)
     record += [float(g.abs().sum()) for g in grads[1]]
     model.gradient_checkpointing, model.reentrant = True, False
     optimizer = optim.Adam(model.parameters(), lr=1e-2)
