@@ -554,6 +554,12 @@ def load(m, model, state):
     return initial_state(model)
 
 
+def replayed(m, replay, key, t):
+    """t as tnet drew it: tnet's run keeps its draw under key, torch's run takes that draw in place of its own
+    (a script that draws with the library's generator, whose numbers differ between the two)."""
+    return m.torch.tensor(replay.setdefault(key, t.detach().cpu().numpy().copy()))
+
+
 def summary(params):
     """A few numbers of the weights after the steps: each parameter's sum and sum of squares, taken on the host
     in float64 (no kernel launches: under the interpreter each costs tens of milliseconds)."""

@@ -1,7 +1,7 @@
 """tnet.utils.checkpoint against torch.utils.checkpoint (use_reentrant=False): the same gradients as
 without it, for parameters whether or not the input requires grad, dropout's masks drawn again alike,
 batch norm's running statistics updated twice as torch's, checkpoint_sequential, autocast, the tape cut
-to one entry, and the closures it leaves as they are."""
+to one entry, the closures it leaves as they are, and higher-order gradients (create_graph) through it."""
 import weakref
 
 import numpy as np
@@ -149,3 +149,44 @@ def test_detach_variable_and_check_backward_validity_as_torchs():
             ckpt.check_backward_validity((b, 1))
         ckpt.check_backward_validity((a, b))
     assert results[0] == results[1] == (True, True, False, 3, [2.0, 2.0])
+
+
+def test_create_graph_through_checkpoints_as_torchs(ieee):
+    """A gradient penalty (autograd.grad(create_graph=True) of the input, its norm's backward) and a Hessian-vector
+    product through two checkpoints, one taking an activation of the layers before it and an extra argument:
+    every parameter's gradient (those before the checkpoints too) and the input's as torch's, and a hook on the
+    activation the checkpoint takes run as often and with the same gradients as torch's (tnet raised
+    NotImplementedError: create_graph through checkpoint)."""
+    def run(lib, ckpt):
+        nn = lib.nn
+        lib.manual_seed(0)
+        layers = [nn.Linear(3, 4), nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 4)),
+                  nn.Sequential(nn.Linear(4, 4), nn.Softplus()), nn.Linear(4, 1)]
+        params = [p for layer in layers for p in layer.parameters()]
+        with lib.no_grad():
+            for k, p in enumerate(params):
+                p.copy_(lib.tensor((np.cos(np.arange(p.numel()) + k).reshape(tuple(p.shape)) * 0.7).astype(np.float32)))
+        x = lib.tensor(np.linspace(-1, 1, 15).reshape(5, 3).astype(np.float32), requires_grad=True)
+        seen = []
+
+        def D(x):
+            h = lib.tanh(layers[0](x))
+            h.register_hook(lambda g: seen.append(float(g.pow(2).sum())))
+            h = h + ckpt.checkpoint(layers[1], h, use_reentrant=False)
+            h = ckpt.checkpoint(lambda t, s: layers[2](t) * s, h, 2.0, use_reentrant=False)
+            return layers[3](h)
+        out = D(x)
+        g, = lib.autograd.grad(out.sum(), x, create_graph=True)
+        penalty = ((g.norm(2, dim=1) - 1) ** 2).mean()
+        (out.mean() + 10 * penalty).backward()
+        found = [penalty] + [p.grad.clone() for p in params] + [x.grad]
+        for p in params:
+            p.grad = None
+        grads = lib.autograd.grad(D(x).pow(2).mean(), params, create_graph=True)
+        sum((gi * gi.detach()).sum() for gi in grads).backward()
+        return found + [p.grad for p in params], seen
+    ours, seen = run(tnet, checkpoint)
+    theirs, seen_torch = run(torch, torch_checkpoint)
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        assert_close(a, b, 1e-4, f"piece {k}")
+    np.testing.assert_allclose(seen, seen_torch, rtol=1e-4)

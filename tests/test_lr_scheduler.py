@@ -208,6 +208,21 @@ def test_errors_are_torchs(rng):
         OneCycleLR(opt, 0.1, total_steps=2)
 
 
+@pytest.mark.parametrize("composite", ["SequentialLR", "ChainedScheduler"])
+def test_composites_refuse_reduce_lr_on_plateau_as_torchs(composite, rng):
+    """A ReduceLROnPlateau inside SequentialLR or ChainedScheduler is torch's ValueError in both (SequentialLR gave
+    a bare NotImplementedError from the plateau scheduler's first step), the checks written once for the two."""
+    errors = []
+    for lib, opt in zip((tnet, torch), make("SGD", {}, rng)[2:]):
+        lrs = lib.optim.lr_scheduler
+        schedulers = [lrs.LinearLR(opt, total_iters=2), lrs.ReduceLROnPlateau(opt)]
+        args = (opt, schedulers, [2]) if composite == "SequentialLR" else (schedulers,)
+        with pytest.raises(ValueError, match="does not support `ReduceLROnPlateau`") as e:
+            getattr(lrs, composite)(*args)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1]
+
+
 PLATEAU = [
     {"mode": "min", "factor": 0.5, "patience": 2, "cooldown": 1, "min_lr": [0.01, 0.004], "threshold": 0.05},
     {"mode": "max", "threshold_mode": "abs", "threshold": 0.1, "patience": 0, "factor": 0.3, "eps": 0.005},

@@ -328,6 +328,21 @@ class CosineAnnealingLR(LRScheduler):
 class _Composite(LRScheduler):
     """A scheduler of schedulers (self._schedulers): its state holds theirs, as torch's."""
 
+    def _check_schedulers(self, schedulers, optimizer):
+        """torch's errors for a scheduler that is none, a ReduceLROnPlateau (its step needs the metric, which the
+        composite's step() does not pass) or one of another optimizer."""
+        for i, scheduler in enumerate(schedulers):
+            if not hasattr(scheduler, "optimizer"):
+                raise TypeError(f"{type(self).__name__} at index {i} should have `optimizer` as its attribute.")
+            if isinstance(scheduler, ReduceLROnPlateau):
+                raise ValueError(f"{type(self).__name__} does not support `ReduceLROnPlateau` scheduler as it requires "
+                                 "additional kwargs to be specified when calling `step`, but got one at index "
+                                 f"{i} in the given schedulers sequence.")
+            if optimizer is not scheduler.optimizer:
+                raise ValueError(f"{type(self).__name__} expects all schedulers to belong to the same optimizer, but "
+                                 f"got scheduler {type(scheduler).__name__} at index {i} has {scheduler.optimizer}, "
+                                 f"which is different from {type(optimizer).__name__}.")
+
     def state_dict(self):
         state = {key: value for key, value in vars(self).items() if key not in ("optimizer", "_schedulers")}
         state["_schedulers"] = [s.state_dict() for s in self._schedulers]
@@ -345,13 +360,7 @@ class SequentialLR(_Composite):
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
         if len(schedulers) < 1:
             raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got no scheduler.")
-        for i, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{type(self).__name__} at index {i} should have `optimizer` as its attribute.")
-            if scheduler.optimizer is not optimizer:
-                raise ValueError(f"{type(self).__name__} expects all schedulers to belong to the same optimizer, but "
-                                 f"got scheduler {type(scheduler).__name__} at index {i} has {scheduler.optimizer}, "
-                                 f"which is different from {type(optimizer).__name__}.")
+        self._check_schedulers(schedulers, optimizer)
         if len(milestones) != len(schedulers) - 1:
             raise ValueError("Sequential Schedulers expects number of schedulers provided to be one more than the "
                              f"number of milestone points, but got number of schedulers {len(schedulers)} and the "
@@ -696,17 +705,7 @@ class ChainedScheduler(_Composite):
         if len(schedulers) < 1:
             raise ValueError(f"{type(self).__name__} expects at least one scheduler to be chained, but got no scheduler.")
         optimizer = optimizer or schedulers[0].optimizer
-        for i, scheduler in enumerate(schedulers):
-            if not hasattr(scheduler, "optimizer"):
-                raise TypeError(f"{type(self).__name__} at index {i} should have `optimizer` as its attribute.")
-            if isinstance(scheduler, ReduceLROnPlateau):
-                raise ValueError(f"{type(self).__name__} does not support `ReduceLROnPlateau` scheduler as it requires "
-                                 "additional kwargs to be specified when calling `step`, but got one at index "
-                                 f"{i} in the given schedulers sequence.")
-            if optimizer is not scheduler.optimizer:
-                raise ValueError(f"{type(self).__name__} expects all schedulers to belong to the same optimizer, but "
-                                 f"got scheduler {type(scheduler).__name__} at index {i} has {scheduler.optimizer}, "
-                                 f"which is different from {type(optimizer).__name__}.")
+        self._check_schedulers(schedulers, optimizer)
         self._schedulers, self.optimizer = schedulers, optimizer
         self._last_lr = [group["lr"] for group in schedulers[-1].optimizer.param_groups]
 

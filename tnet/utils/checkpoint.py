@@ -5,7 +5,8 @@ entries the call made (and the activations they hold) are dropped, and one entry
 place whose backward runs function again on the inputs, with the draw generator's state of the
 first run (dropout draws the same masks) and under the same autocast, and differentiates that. The parameters the call reads
 get their gradients as without checkpointing, whether or not the inputs require grad. As torch's,
-function runs twice, so batch norm's running statistics are updated twice.
+function runs twice, so batch norm's running statistics are updated twice, and a backward with
+create_graph=True differentiates the recomputation on the tape (higher-order gradients through it).
 
 Where the call's output is not one tensor, or it read a tensor that requires grad and was made
 before it but not passed as an argument (a closure over an earlier activation), function's tape
@@ -36,19 +37,44 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism
     positions = [i for i, a in enumerate(args) if id(a) in given]
     inputs = [args[i] for i in positions] + reads
 
-    def backward(g):
+    def recompute(fresh):
+        """function again on fresh (the arguments, those requiring grad replaced), with the first run's draws
+        and under its autocast."""
         after = rng_state().clone()
         if state is not None:
             rng_state().copy_(state)
-        fresh = list(args)
-        for i in positions:
-            fresh[i] = args[i].detach().requires_grad_()
         with enable_grad(), amp.autocast(dtype=low, enabled=low is not None):
             again = function(*fresh, **kwargs)
         rng_state().copy_(after)
-        found = run_backward([again], [g], inputs=[fresh[i] for i in positions] + reads, accumulate=False)
+        return again
+
+    def backward(g):
+        fresh = list(args)
+        for i in positions:
+            fresh[i] = args[i].detach().requires_grad_()
+        found = run_backward([recompute(fresh)], [g], inputs=[fresh[i] for i in positions] + reads, accumulate=False)
         return tuple(None if x is None else x.memory if isinstance(x, Tensor) else x for x in found)
-    return record("checkpoint", out.memory, inputs, backward)
+
+    def graph(g, y):
+        """create_graph=True: the gradients on the tape. The recomputation reads aliases of the arguments
+        (view_as), differentiated as far as the aliases and the parameters: their entries are hidden meanwhile,
+        so that the walk stops there as backward's stops at its detached copies, and the gradients it gives
+        lead back through the aliases to the arguments (a gradient penalty's second backward reaches the
+        layers before the checkpoint)."""
+        fresh = list(args)
+        for i in positions:
+            fresh[i] = args[i].view_as(args[i])
+        again = recompute(fresh)
+        cut = [fresh[i] for i in positions]
+        entries = [t._entry for t in cut]
+        for t in cut:
+            t._entry = None
+        try:
+            return tuple(run_backward([again], [g], create_graph=True, inputs=cut + reads, accumulate=False))
+        finally:
+            for t, entry in zip(cut, entries):
+                t._entry = entry
+    return record("checkpoint", out.memory, inputs, backward, graph=graph)
 
 
 def _reads(out, start, given):
