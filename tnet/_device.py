@@ -30,7 +30,6 @@ INTERPRET = os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 # Kernels and tile configs written without a GPU (they pass in the interpreter and compile for sm_90) stay
 # off until their GPU tests pass and they are timed: TNET_TRIAL=1 turns them on for that.
 TRIAL = os.environ.get("TNET_TRIAL", "0") == "1"
-# The fused ops whose kernels have not yet run on a GPU (the norms', the recurrent cells', attention's): the
-# interpreter runs them, a GPU only under TNET_TRIAL=1 (the test suite sets it: tests/conftest.py), their
-# compositions elsewhere
+# The switch of a fused op whose kernels have not yet run on a GPU: the interpreter runs them, a GPU only under
+# TNET_TRIAL=1 (the test suite sets it: tests/conftest.py), their compositions elsewhere
 TRIAL_KERNELS = INTERPRET or TRIAL

@@ -27,7 +27,6 @@ import warnings
 import numpy as np
 
 from .. import functional as F
-from .._device import TRIAL_KERNELS
 from ..factory import init_generator, zeros, zeros_like
 from ..kernels import rnn as _rnn
 from ..kernels.launch import check
@@ -37,7 +36,7 @@ from . import Module, Parameter, factory_args, init
 from .utils import PackedSequence, batch_sizes_of, packed_like
 
 
-FUSED = TRIAL_KERNELS  # the LSTM and GRU cells on kernels/rnn.py (else composed)
+FUSED = True  # the LSTM and GRU cells on kernels/rnn.py (else composed: for A/B timing)
 
 
 # ---- one time step of each cell: gi = x @ weight_ih.T + bias_ih, computed before ----
