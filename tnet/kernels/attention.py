@@ -75,6 +75,13 @@ def _scores(q, k_t, zeros, mask_ptr, moff, offs_m, offs_n, L, S, scale, sml, sms
 
 
 @triton.jit
+def _snapshot(seed_ptr, bh, L, S):
+    """(seed, counter of head bh's first weight) from the generator's snapshot (seed, offset) of this call, as
+    kernels/random's draws read theirs."""
+    return tl.load(seed_ptr), tl.load(seed_ptr + 1) + bh.to(tl.int64) * L * S
+
+
+@triton.jit
 def _keep(seed, base, queries, keys, S, p):
     """Whether dropout keeps weight (query, key): its uniform number, Philox's of counter base + query * S + key
     under seed (int64), is >= p; queries and keys broadcast to the weights' tile."""
@@ -108,8 +115,8 @@ def attention_forward_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, seed_ptr, o_ptr, lse
     koff = b.to(tl.int64) * skb + kvh.to(tl.int64) * skh
     voff = b.to(tl.int64) * svb + kvh.to(tl.int64) * svh
     moff = b.to(tl.int64) * smb + h.to(tl.int64) * smh
-    seed = tl.load(seed_ptr)  # the generator's snapshot (seed, offset) of this call, as kernels/random's draws
-    base = tl.load(seed_ptr + 1) + bh.to(tl.int64) * L * S
+    if DROPOUT:  # seed_ptr is read only then (else it stands for a pointer)
+        seed, base = _snapshot(seed_ptr, bh, L, S)
     m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     l_i = tl.zeros((BLOCK_M,), tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_EV), tl.float32)
@@ -168,8 +175,8 @@ def attention_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, seed_ptr, o_ptr, do_ptr, 
     koff = b.to(tl.int64) * skb + kvh.to(tl.int64) * skh
     voff = b.to(tl.int64) * svb + kvh.to(tl.int64) * svh
     moff = b.to(tl.int64) * smb + h.to(tl.int64) * smh
-    seed = tl.load(seed_ptr)
-    base = tl.load(seed_ptr + 1) + bh.to(tl.int64) * L * S
+    if DROPOUT:
+        seed, base = _snapshot(seed_ptr, bh, L, S)
     dq = tl.zeros((BLOCK_M, BLOCK_E), tl.float32)
     end = S
     if CAUSAL:
@@ -211,7 +218,6 @@ def attention_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, seed_ptr, do_ptr, lse_pt
     v = _tile(v_ptr, b.to(tl.int64) * svb + kvh.to(tl.int64) * svh, offs_n, offs_ev, S, EV, svs, sve)
     dk = tl.zeros((BLOCK_N, BLOCK_E), tl.float32)
     dv = tl.zeros((BLOCK_N, BLOCK_EV), tl.float32)
-    seed = tl.load(seed_ptr)
     first = 0
     if CAUSAL:  # queries before this block's first key see none of it
         first = (tl.program_id(0) * BLOCK_N) // BLOCK_M * BLOCK_M
@@ -221,7 +227,8 @@ def attention_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, seed_ptr, do_ptr, lse_pt
         qoff = b.to(tl.int64) * sqb + h.to(tl.int64) * sqh
         dooff = b.to(tl.int64) * sdb + h.to(tl.int64) * sdh
         moff = b.to(tl.int64) * smb + h.to(tl.int64) * smh
-        base = tl.load(seed_ptr + 1) + bh.to(tl.int64) * L * S
+        if DROPOUT:
+            seed, base = _snapshot(seed_ptr, bh, L, S)
         for start in range(first, L, BLOCK_M):
             offs_m = start + tl.arange(0, BLOCK_M)
             rows = bh.to(tl.int64) * L + offs_m
