@@ -410,9 +410,9 @@ def test_fused_dropout_strided_grouped(monkeypatch, rng, ieee, small_blocks):
 
 def test_fused_dropout_mask_draws(monkeypatch):
     """The kernels' own mask, read off their output (uniform weights over S keys, v the identity: o * S * (1 - p) is
-    the mask): keep_mask's, kept at a rate near 1 - p; a seed (tnet.manual_seed, a ported torch.manual_seed) repeats a run, the
-    next call draws another mask and advances the generator as the composition's dropout, which draws the same
-    mask from the same state; p = 1 gives zeros and zero gradients; p = 0 draws nothing."""
+    the mask): keep_mask's, kept at a rate near 1 - p; a seed (tnet.manual_seed, a ported torch.manual_seed)
+    repeats a run, the next call draws another mask and advances the generator as the composition's dropout, which
+    draws the same mask from the same state; p = 1 gives zeros and zero gradients; p = 0 draws nothing."""
     p, S = 0.3, 64
     q, k = tnet.zeros(2, 3, S, 16), tnet.randn(2, 3, S, 16)
     v = tnet.tensor(np.broadcast_to(np.eye(S, dtype=np.float32), (2, 3, S, S)).copy())

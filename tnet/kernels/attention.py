@@ -98,9 +98,10 @@ def _tile(ptr, off, offs_r, offs_c, R, C, s_r, s_c):
 
 @jit
 def attention_forward_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, seed_ptr, o_ptr, lse_ptr, H, GROUP, L, S, E, EV, scale,
-                             p_drop, rescale, sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve, smb, smh, sml, sms,
-                             sob, soh, sol, soe, MASK: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr,
-                             PRECISION: tl.constexpr, INTERPRET: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                             p_drop, rescale, sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve,
+                             smb, smh, sml, sms, sob, soh, sol, soe,
+                             MASK: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
+                             INTERPRET: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
     """o [B, H, L, EV] (strides sob, ...) and lse [B * H, L] (fp32) of a block of BLOCK_M query rows of one head;
     DROPOUT: the weights dropped with probability p_drop, the kept ones times rescale, under seed_ptr's snapshot."""
@@ -307,9 +308,9 @@ def attention(q, k, v, mask, causal, scale, precision, dropout_p=0.0, snapshot=N
     """(o [B, H, L, EV], lse fp32 [B, H, L]): dropout(softmax(q @ k^T * scale + mask)) @ v, q [B, H, L, E],
     k [B, H / g, S, E], v [B, H / g, S, EV] (any strides), mask None, bool (True: takes part) or float [B, H, L, S]
     (any strides), causal: query i sees keys 0..i; products at precision (gemm.PRECISIONS); dropout_p > 0: the
-    weights dropped under snapshot (random.take's of B * H * L * S numbers), p = 1 dropping them all. o is laid out in q's order of B, H
-    and L (then EV): where q is a view of [L, B, H * E] rows (a projection's output, split into heads), o's rows are
-    [L, B, H * EV] ones, which the output projection reads without a copy."""
+    weights dropped under snapshot (random.take's of B * H * L * S numbers), p = 1 dropping them all. o is laid out
+    in q's order of B, H and L (then EV): where q is a view of [L, B, H * E] rows (a projection's output, split into
+    heads), o's rows are [L, B, H * EV] ones, which the output projection reads without a copy."""
     sizes, strides, mask, kind, blocks = _plan(q, k, v, mask)
     B, H, L, _ = q.shape
     order = sorted(range(3), key=lambda d: -q.stride(d))  # stable: dims of equal strides keep their order
