@@ -408,7 +408,7 @@ def test_fused_dropout_strided_grouped(monkeypatch, rng, ieee, small_blocks):
                   is_causal=True)
 
 
-def test_fused_dropout_mask_draws(monkeypatch):
+def test_fused_dropout_mask_draws(monkeypatch, ieee):
     """The kernels' own mask, read off their output (uniform weights over S keys, v the identity: o * S * (1 - p) is
     the mask): keep_mask's, kept at a rate near 1 - p; a seed (tnet.manual_seed, a ported torch.manual_seed)
     repeats a run, the next call draws another mask and advances the generator as the composition's dropout, which
