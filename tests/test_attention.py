@@ -3,7 +3,8 @@ against torch in float64: torch's weights loaded through its state_dict, eval mo
 forward, input and parameter gradients, with bool and float masks, key padding and is_causal. The
 fused kernels (kernels/attention.py) on odd sizes with small blocks (their loops and tails), every
 mask, grouped-query heads, strided inputs and 16-bit dtypes, their launches, and what still runs the
-composition."""
+composition; their dropout against torch's composition under the kernels' own mask."""
+import math
 import copy
 
 import numpy as np
@@ -13,7 +14,10 @@ import torch
 import tnet
 import tnet.functional as F
 from tnet import nn
+from tnet.factory import rng_state
+from tnet.functional import attention as attention_module
 from tnet.kernels import attention as fused
+from tnet.kernels import random as random_kernels
 from helpers import TOL, assert_close, check, launches, leaf, tol_for
 
 TF = torch.nn.functional
@@ -246,8 +250,10 @@ def test_fused_sdpa_fallbacks(monkeypatch, rng, ieee):
     counts = launches(monkeypatch, lambda: check(F.scaled_dot_product_attention, TF.scaled_dot_product_attention,
                                                  wide, rng))
     assert not any(counts[name] for name in FUSED), counts
+    monkeypatch.setattr(attention_module, "FUSED_DROPOUT", False)  # a GPU's default, until its GPU tests pass
     counts = launches(monkeypatch, lambda: F.scaled_dot_product_attention(q[0], k[0], v[0], dropout_p=0.5))
     assert not any(counts[name] for name in FUSED), counts
+    monkeypatch.undo()
     # a second-order gradient through the fused node: its graph= runs the composition's gradients
     for (x, xr), (y, yr) in ((q, k), (k, v)):
         x.grad = xr.grad = y.grad = yr.grad = None
@@ -330,3 +336,132 @@ def test_sdpa_argument_types_checked_before_shapes_as_torch(kwargs):
         TF.scaled_dot_product_attention(torch.tensor(q), torch.tensor(k), torch.tensor(k), **kwargs)
     with pytest.raises(TypeError):
         F.scaled_dot_product_attention(tnet.tensor(q), tnet.tensor(k), tnet.tensor(k), **kwargs)
+
+
+# ---- dropout in the fused kernels -------------------------------------------------------------
+
+def keep_mask(snapshot, p, shape):
+    """The fused kernels' dropout mask (bool [*lead, L, S], torch, on the CPU) under the generator snapshot (seed,
+    offset): kernels/random.dropout's of ones of the weights' contiguous shape under it, whose counters the kernels
+    share (kernels/attention.py)."""
+    ones = torch.ones(shape, dtype=torch.float32, device=snapshot.device)
+    return random_kernels.dropout(ones, p, snapshot).cpu() != 0
+
+
+def sdpa_dropped(q, k, v, keep, p, attn_mask=None, is_causal=False, scale=None, enable_gqa=False):
+    """torch's math SDPA with the dropout mask keep: (safe_softmax(q k^T * scale + mask) * keep / (1 - p)) @ v."""
+    if enable_gqa:
+        k, v = (x.repeat_interleave(q.shape[-3] // x.shape[-3], -3) for x in (k, v))
+    s = q @ k.transpose(-2, -1) * (1 / math.sqrt(q.shape[-1]) if scale is None else scale)
+    if is_causal:
+        attn_mask = torch.ones(s.shape[-2:], dtype=torch.bool).tril()
+    if attn_mask is not None:
+        s = s.masked_fill(~attn_mask, -math.inf) if attn_mask.dtype == torch.bool else s + attn_mask
+    w = torch.softmax(s, -1).nan_to_num(0.0)  # a row that sees no key: zeros, as SDPA's
+    return (w * keep * (0.0 if p == 1 else 1 / (1 - p))) @ v
+
+
+def dropout_check(monkeypatch, rng, shapes, p=0.3, tol=TOL["ieee"], dtype=torch.float32, views=None, mask=None,
+                  **kwargs):
+    """SDPA with dropout_p=p of leaves of shapes (q, k, v) against sdpa_dropped in float64 under the mask the fused
+    kernels draw (forward and the three gradients), each kernel launched once and no other dropout drawn; views
+    and mask as fused_check's. Returns the mask."""
+    inputs = [leaf(rng, *shape, dtype=dtype, values=rng.standard_normal(shape)) for shape in shapes]
+    view = views or (lambda x: x)
+    lead = torch.broadcast_shapes(view(inputs[0][1]).shape[:-2])
+    keep = keep_mask(rng_state().clone(), p, (*lead, view(inputs[0][1]).shape[-2], view(inputs[1][1]).shape[-2]))
+    theirs_mask = {} if mask is None else {"attn_mask": mask[1]}
+
+    def ours(*xs):
+        return F.scaled_dot_product_attention(*map(view, xs), dropout_p=p, **kwargs,
+                                              **({} if mask is None else {"attn_mask": mask[0]}))
+    counts = launches(monkeypatch, lambda: check(
+        ours, lambda *xs: sdpa_dropped(*map(view, xs), keep, p, **kwargs, **theirs_mask), inputs, rng, tol))
+    assert all(counts[name] == 1 for name in FUSED) and not counts["dropout_kernel"], counts
+    return keep
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_fused_dropout_as_torch_under_its_mask(monkeypatch, rng, ieee, small_blocks, dtype):
+    """Dropout inside the fused kernels: the forward's softmax of the undropped weights, (p * keep / (1 - p)) @ v,
+    and its gradients (dv from the dropped weights, ds from do v^T dropped and scaled) as torch's composition under
+    the same mask, without a mask, with a bool mask that hides a whole row, a float mask, and causal (L < S and
+    L > S): odd sizes, two blocks of keys and of queries."""
+    tol = tol_for(dtype)
+    (b, br), (f, fr) = masks(rng, (19, 33), None)
+    shapes = ((2, 2, 19, 16), (2, 2, 33, 16), (2, 2, 33, 24))
+    dropout_check(monkeypatch, rng, shapes, tol=tol, dtype=dtype)
+    dropout_check(monkeypatch, rng, shapes, tol=tol, dtype=dtype, mask=(b, br))
+    dropout_check(monkeypatch, rng, shapes, 0.6, tol=tol, dtype=dtype, mask=(f.to(dtype), fr.to(dtype).double()))
+    dropout_check(monkeypatch, rng, shapes, tol=tol, dtype=dtype, is_causal=True, scale=0.4)
+    dropout_check(monkeypatch, rng, ((3, 33, 16), (3, 7, 16), (3, 7, 16)), tol=tol, dtype=dtype, is_causal=True)
+
+
+def test_fused_dropout_strided_grouped(monkeypatch, rng, ieee, small_blocks):
+    """Dropout with MultiheadAttention's strided views and a per-head mask, and with grouped-query heads (each key
+    head's dk and dv summed over its query heads' dropped weights), causal."""
+    keep = rng.random((4, 1, 9)) > 0.4
+    keep[1] = False
+    dropout_check(monkeypatch, rng, ((11, 4, 16), (9, 4, 16), (9, 4, 16)), views=lambda x: x.transpose(0, 1),
+                  mask=(tnet.tensor(keep), torch.tensor(keep)))
+    dropout_check(monkeypatch, rng, ((2, 4, 7, 16), (2, 2, 19, 16), (2, 2, 19, 16)), 0.5, enable_gqa=True,
+                  is_causal=True)
+
+
+def test_fused_dropout_mask_draws(monkeypatch, ieee):
+    """The kernels' own mask, read off their output (uniform weights over S keys, v the identity: o * S * (1 - p) is
+    the mask): keep_mask's, kept at a rate near 1 - p; a seed (tnet.manual_seed, a ported torch.manual_seed)
+    repeats a run, the next call draws another mask and advances the generator as the composition's dropout, which
+    draws the same mask from the same state; p = 1 gives zeros and zero gradients; p = 0 draws nothing."""
+    p, S = 0.3, 64
+    q, k = tnet.zeros(2, 3, S, 16), tnet.randn(2, 3, S, 16)
+    v = tnet.tensor(np.broadcast_to(np.eye(S, dtype=np.float32), (2, 3, S, S)).copy())
+
+    def mask():
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=p).numpy() * S * (1 - p)
+    tnet.manual_seed(7)
+    state = rng_state().clone()
+    drawn = mask()
+    np.testing.assert_allclose(drawn, keep_mask(state, p, (2, 3, S, S)).numpy(), atol=1e-5)
+    assert abs(drawn.mean() - (1 - p)) < 0.02, drawn.mean()
+    assert rng_state()[1].item() == state[1].item() + drawn.size  # as many numbers as the composition's dropout
+    assert not np.array_equal(mask(), drawn)
+    tnet.manual_seed(7)
+    np.testing.assert_array_equal(mask(), drawn)
+    monkeypatch.setattr(attention_module, "FUSED_DROPOUT", False)
+    tnet.manual_seed(7)
+    counts = launches(monkeypatch, lambda: np.testing.assert_allclose(mask(), drawn, atol=1e-5))
+    assert counts["dropout_kernel"] == 1 and not counts["attention_forward_kernel"], counts
+    monkeypatch.undo()
+    x = [tnet.randn(1, 2, 5, 16, requires_grad=True) for _ in range(3)]
+    out = F.scaled_dot_product_attention(*x, dropout_p=1.0)
+    out.backward(tnet.ones(*out.shape))
+    assert not out.numpy().any() and not any(t.grad.numpy().any() for t in x)
+    before = rng_state().clone()
+    counts = launches(monkeypatch, lambda: F.scaled_dot_product_attention(*x, dropout_p=0.0))
+    assert torch.equal(rng_state(), before) and not counts["take_kernel"] and counts["attention_forward_kernel"] == 1
+
+
+def test_fused_dropout_as_the_composition(monkeypatch, rng, ieee):
+    """One seed, either path: the fused kernels and the composition (FUSED_DROPOUT off) give the same output and
+    gradients, and the same second-order gradients (create_graph redraws the mask in the composition's ops);
+    MultiheadAttention in training (need_weights=False) and a TransformerEncoderLayer's training step run the fused
+    kernels with dropout."""
+    def run(fused_dropout):
+        monkeypatch.setattr(attention_module, "FUSED_DROPOUT", fused_dropout)
+        tnet.manual_seed(11)
+        xs = [tnet.tensor(a, requires_grad=True) for a in arrays]
+        out = F.scaled_dot_product_attention(*xs, dropout_p=0.4, is_causal=True)
+        gq = tnet.autograd.grad((out ** 2).sum(), xs[0], create_graph=True)[0]
+        (gq * gq).sum().backward()
+        return [out.numpy(), gq.numpy(), xs[1].grad.numpy(), xs[2].grad.numpy()]
+    arrays = [rng.standard_normal((2, 2, 6, 16)).astype(np.float32) for _ in range(3)]
+    for a, b, what in zip(run(True), run(False), ("output", "gradient", "key's second order", "value's second order")):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=what)
+    monkeypatch.undo()
+    mha, x = nn.MultiheadAttention(E, HEADS, dropout=0.2), tnet.randn(L, N, E, requires_grad=True)
+    counts = launches(monkeypatch, lambda: mha(x, x, x, need_weights=False)[0].sum().backward())
+    assert all(counts[name] == 1 for name in FUSED) and not counts["softmax_kernel"], counts
+    layer = nn.TransformerEncoderLayer(E, HEADS, dim_feedforward=12)  # dropout 0.1, training
+    counts = launches(monkeypatch, lambda: layer(x).sum().backward())
+    assert all(counts[name] == 1 for name in FUSED) and not counts["softmax_kernel"], counts

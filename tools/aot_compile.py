@@ -231,26 +231,33 @@ def group_norm():
 def attention():
     """The fused attention's kernels (kernels/attention.py) at the GPU's blocks: each dtype (its products' precision,
     fp32's tf32 and ieee), no mask, bool and float masks, causal or not, heads of 16, 64 and 128 (narrower key
-    blocks) and a value head of another width."""
+    blocks) and a value head of another width; dropout (its Philox draws) with each mask, causal and not, at heads
+    of 64 and 128 and at short sequences' blocks."""
     from tnet.kernels import attention as a
     ints = ("H GROUP L S E EV sqb sqh sql sqe skb skh sks ske svb svh svs sve smb smh sml sms sob soh sol soe sdb sdh sdl "
             "sde").split()
     cases = [("*fp32", "tf32"), ("*fp32", "ieee"), ("*fp16", "fp16"), ("*bf16", "bf16")]
-    combos = [(dtype, mask, causal, heads, (a.BLOCK_M, a.key_block(*heads)))
+    combos = [(dtype, mask, causal, False, heads, (a.BLOCK_M, a.key_block(*heads)))
               for dtype, mask, causal, heads in itertools.product(cases, (0, 1, 2), (False, True),
                                                                   ((16, 16), (64, 64), (128, 128), (64, 32)))
               # the mask's loads and the causal bound are separate code: not every pairing
               if (mask, causal) != (2, True) and (heads == (16, 16)) <= ((mask, causal) == (0, False))]
     # short sequences' blocks (_plan: down to 16 rows and keys)
-    combos += [(dtype, 1, True, (64, 64), (16, 16)) for dtype in cases]
-    for (dtype, precision), mask, causal, (e, ev), (block_m, block_n) in combos:
+    combos += [(dtype, 1, True, False, (64, 64), (16, 16)) for dtype in cases]
+    combos += [(dtype, mask, causal, True, heads, (a.BLOCK_M, a.key_block(*heads)))
+               for dtype, (mask, causal), heads in itertools.product(cases, ((0, False), (0, True), (1, False),
+                                                                             (2, False)), ((64, 64), (128, 128)))]
+    combos += [(dtype, 0, True, True, (64, 64), (16, 16)) for dtype in cases]
+    for (dtype, precision), mask, causal, dropout, (e, ev), (block_m, block_n) in combos:
         m = {0: dtype, 1: "*u8", 2: dtype}[mask]
-        arg_types = {**dict.fromkeys(ints, "i32"), "scale": "fp32", "mask_ptr": m, "lse_ptr": "*fp32",
+        arg_types = {**dict.fromkeys(ints, "i32"), "scale": "fp32", "p_drop": "fp32", "rescale": "fp32",
+                     "mask_ptr": m, "seed_ptr": "*i64" if dropout else dtype, "lse_ptr": "*fp32",
                      "delta_ptr": "*fp32", **{f"{t}_ptr": dtype for t in ("q", "k", "v", "o", "do", "dq", "dk", "dv")}}
-        meta = dict(MASK=mask, CAUSAL=causal, PRECISION=precision, INTERPRET=False, BLOCK_M=block_m,
+        meta = dict(MASK=mask, CAUSAL=causal, DROPOUT=dropout, PRECISION=precision, INTERPRET=False, BLOCK_M=block_m,
                     BLOCK_N=block_n, BLOCK_E=e, BLOCK_EV=ev)
         for name in ("attention_forward_kernel", "attention_dq_kernel", "attention_dkv_kernel"):
-            yield (f"{name} {dtype[1:]} {precision} mask={mask} causal={causal} E={e} EV={ev} {block_m}x{block_n}",
+            yield (f"{name} {dtype[1:]} {precision} mask={mask} causal={causal} dropout={dropout} E={e} EV={ev} "
+                   f"{block_m}x{block_n}",
                    getattr(a, name), arg_types, meta)
 
 

@@ -1,15 +1,18 @@
 """Attention, as torch.nn.functional has it: scaled_dot_product_attention and
-multi_head_attention_forward (nn.MultiheadAttention's and the Transformer layers'). Without dropout
-or the weights, one node on kernels/attention.py's fused kernels; else (and for what those kernels
-do not take) composed of matmul, softmax, dropout and the element-wise ops, whose backwards are its
-gradient."""
+multi_head_attention_forward (nn.MultiheadAttention's and the Transformer layers'). Without the
+weights, one node on kernels/attention.py's fused kernels, dropout included (FUSED_DROPOUT); else (and
+for what those kernels do not take) composed of matmul, softmax, dropout and the element-wise ops,
+whose backwards are its gradient. Both draw the same dropout mask from the same generator state."""
 import math
 import warnings
 
 import torch
 
 from .. import amp, factory
+from .._device import TRIAL_KERNELS
+from ..factory import rng_state
 from ..kernels import attention as _attention
+from ..kernels import random as _random
 from ..kernels.gemm import pick_precision
 from ..kernels.launch import check, check_type
 from ..tensor import Tensor, record
@@ -18,11 +21,12 @@ from .pad import pad
 from .gemm import linear, matmul, same_dtype
 from .inputs import check_args, check_tensors
 from .pointwise import add, logical_not, masked_fill, mul, sub, tril
-from .random import dropout
+from .random import dropout, dropout_drawn
 from .reduce import mean, sum
 from .softmax import safe_softmax, softmax
 
 FUSED = True  # attention on kernels/attention.py where it takes the inputs (else composed: for A/B timing)
+FUSED_DROPOUT = TRIAL_KERNELS  # and with dropout_p > 0 (its kernels' dropout not yet run on a GPU: else composed)
 
 
 def _causal(L, S):
@@ -37,9 +41,9 @@ def _attend(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows, ca
     group query heads in turn (grouped-query attention). zero_masked_rows: a query that no key may see
     (its scores all -inf) gets zero weights (SDPA's safe softmax), else NaN (the softmax of -inf's, as
     torch's MultiheadAttention with need_weights). Returns (output, weights after dropout), the
-    weights None where the fused kernels ran (zero_masked_rows without dropout: _fused)."""
-    if FUSED and zero_masked_rows and dropout_p == 0.0:
-        out = _fused(query, key, value, attn_mask, scale, causal, group)
+    weights None where the fused kernels ran (zero_masked_rows, without dropout unless FUSED_DROPOUT: _fused)."""
+    if FUSED and zero_masked_rows and (dropout_p == 0.0 or FUSED_DROPOUT):
+        out = _fused(query, key, value, attn_mask, dropout_p, scale, causal, group)
         if out is not None:
             return out, None
     return _composed(query, key, value, attn_mask, dropout_p, scale, zero_masked_rows, causal, group)
@@ -72,8 +76,10 @@ def _masked_softmax(scores, attn_mask, zero_masked_rows):
     return weights if weights.dtype == dtype else weights.to(dtype)
 
 
-def _fused(query, key, value, attn_mask, scale, causal, group):
-    """_attend's output through kernels/attention.py, one node named as torch's CUDA SDPA nodes; None where those
+def _fused(query, key, value, attn_mask, dropout_p, scale, causal, group):
+    """_attend's output through kernels/attention.py, one node named as torch's CUDA SDPA nodes; its dropout's mask
+    drawn from tnet's generator as the composition's dropout of the [*lead, L, S] weights draws it (so a seed gives
+    the same run on either path; kernels/attention.py says how); None where those
     kernels do not take the inputs: query, key and value of other leading dims than query's (but key's and value's
     heads for group), another dtype or rank than they take (kernels/attention.takes), a mask that does not broadcast
     to the scores' shape or requires grad. The leading dims are viewed as [B, H] (copied where they cannot be). Under
@@ -96,14 +102,16 @@ def _fused(query, key, value, attn_mask, scale, causal, group):
     q, k, v = (x.memory.reshape(B, n, *x.shape[-2:]) for x, n in ((query, H), (key, H // group), (value, H // group)))
     mask = None if attn_mask is None else attn_mask.memory.expand(*lead, L, S).reshape(B, H, L, S)
     precision = pick_precision("scaled_dot_product_attention", None, query)
-    o, lse = _attention.attention(q, k, v, mask, causal, scale, precision)
+    snapshot = _random.take(rng_state(), B * H * L * S) if dropout_p else None
+    o, lse = _attention.attention(q, k, v, mask, causal, scale, precision, dropout_p, snapshot)
 
     def backward(g):
-        grads = _attention.attention_backward(q, k, v, mask, causal, scale, precision, o, lse, g.reshape(o.shape))
+        grads = _attention.attention_backward(q, k, v, mask, causal, scale, precision, o, lse, g.reshape(o.shape),
+                                              dropout_p, snapshot)
         return [d.view(x.shape) for d, x in zip(grads, (query, key, value))]
 
     def graph(g, out):  # the composition's gradients in tnet's ops, for create_graph
-        return _attention_grads(g, query, key, value, attn_mask, scale, causal, group)
+        return _attention_grads(g, query, key, value, attn_mask, scale, causal, group, dropout_p, snapshot)
     # torch's CUDA nodes of 4-D inputs: flash attention for 16-bit without a mask, else the memory-efficient one;
     # other ranks run torch's math path, whose last op is the weights' product with value (mm, bmm or a view)
     op = ("scaled_dot_product_flash_attention" if query.dtype != torch.float32 and attn_mask is None else
@@ -113,18 +121,23 @@ def _fused(query, key, value, attn_mask, scale, causal, group):
                   saved=(query, key, value, attn_mask, o), graph=graph)
 
 
-def _attention_grads(g, query, key, value, attn_mask, scale, causal, group):
-    """(dquery, dkey, dvalue) of _composed (without dropout, rows that see no key zero) for the output's gradient g,
-    in tnet's ops: with p = safe_softmax(s), dvalue = p^T g, ds = p * (g v^T - sum(p * g v^T)), dquery = ds key *
-    scale, dkey = ds^T query * scale; key and value's gradients summed over each group's heads."""
+def _attention_grads(g, query, key, value, attn_mask, scale, causal, group, dropout_p, snapshot):
+    """(dquery, dkey, dvalue) of _composed (rows that see no key zero) for the output's gradient g, in tnet's ops:
+    with p = safe_softmax(s) and drop the forward's dropout (its snapshot's mask; none for dropout_p 0), dvalue =
+    drop(p)^T g, ds = p * (dp - sum(p * dp)) with dp = drop(g v^T), dquery = ds key * scale, dkey = ds^T query *
+    scale; key and value's gradients summed over each group's heads."""
     keys, values = (x if group == 1 else repeat_interleave(x, group, -3) for x in (key, value))
     if causal:
         attn_mask = _causal(query.shape[-2], key.shape[-2])
     p = _masked_softmax(mul(matmul(query, transpose(keys, -2, -1)), scale), attn_mask, True)
     dp = matmul(g, transpose(values, -2, -1))
+    dropped = p
+    if dropout_p:  # p and dp [*lead, L, S], contiguous: the forward kernels' counters are their memory order's
+        drop = (lambda x: mul(x, 0.0)) if dropout_p == 1 else (lambda x: dropout_drawn(x, dropout_p, snapshot))
+        dropped, dp = drop(p), drop(dp)
     ds = mul(p, sub(dp, sum(mul(p, dp), -1, keepdim=True)))
     dq = mul(matmul(ds, keys), scale)
-    dk, dv = mul(matmul(transpose(ds, -2, -1), query), scale), matmul(transpose(p, -2, -1), g)
+    dk, dv = mul(matmul(transpose(ds, -2, -1), query), scale), matmul(transpose(dropped, -2, -1), g)
     if group > 1:
         dk, dv = (sum(reshape(d, *x.shape[:-2], group, *x.shape[-2:]), -3) for d, x in ((dk, key), (dv, value)))
     return dq, dk, dv

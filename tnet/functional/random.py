@@ -37,10 +37,16 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:  # torch's input * 0: NaN and inf give NaN, as does a NaN gradient
         return mul(input, 0.0)
+    return dropout_drawn(input, p, _random.take(rng_state(), input.numel()))
+
+
+def dropout_drawn(input, p, snapshot):
+    """dropout (p < 1, training) with the mask of the generator's snapshot (kernels/random.take's): element i of
+    input's memory order (a strided view's contiguous copy) kept where its number, counter snapshot[1] + i, is >= p.
+    Fused attention's kernels draw their weights' mask so, and their create_graph gradients redraw it here."""
     X = input.memory
     if not is_flat(X):  # a strided view: the mask is drawn over flat memory
         X = X.contiguous()
-    snapshot = _random.take(rng_state(), X.numel())
     y = _random.dropout(X, p, snapshot)
     mask = lambda g: _random.dropout(in_layout(g, y), p, snapshot)  # the gradient: the same mask and scale
     backward = lambda g: (mask(g),)

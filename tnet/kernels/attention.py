@@ -15,7 +15,16 @@ dim's stride 0): bool (True: the key takes part) or float (added to the scores);
 The weights p are recomputed from the scores and the saved log-sum-exp (no [L, S] tensor in memory: each kernel
 reads q, k, v, the mask and do once per pass). Inputs float32, float16 or bfloat16; the products at PRECISION
 (gemm.mma: 16-bit operands, the weights rounded to them, as flash attention's), sums and softmax in fp32, outputs
-rounded once at the store."""
+rounded once at the store.
+
+DROPOUT (each weight dropped with probability p, the rest scaled by 1 / (1 - p), after the softmax, as torch's): the
+softmax's max and sum stay those of the undropped weights; the forward accumulates the dropped weights @ v; the
+backward regenerates the same mask (nothing but the 16-byte snapshot kept between the passes), drops and scales
+dp = do @ v^T before ds = p * (dp - delta) (delta = sum(do * o) still, o being the dropped weights' product) and takes
+dv from the dropped weights. Weight (b, h, i, j)'s uniform number is Philox's of counter
+snapshot[1] + ((b * H + h) * L + i) * S + j under seed snapshot[0]: kernels/random.dropout's counter of that weight in
+the contiguous [B, H, L, S] weights, so that the composition, drawing from the same generator state, drops the same
+weights (and random.dropout of ones [B, H, L, S] under the snapshot shows the mask)."""
 import torch
 import triton
 import triton.language as tl
@@ -66,6 +75,20 @@ def _scores(q, k_t, zeros, mask_ptr, moff, offs_m, offs_n, L, S, scale, sml, sms
 
 
 @triton.jit
+def _snapshot(seed_ptr, bh, L, S):
+    """(seed, counter of head bh's first weight) from the generator's snapshot (seed, offset) of this call, as
+    kernels/random's draws read theirs."""
+    return tl.load(seed_ptr), tl.load(seed_ptr + 1) + bh.to(tl.int64) * L * S
+
+
+@triton.jit
+def _keep(seed, base, queries, keys, S, p):
+    """Whether dropout keeps weight (query, key): its uniform number, Philox's of counter base + query * S + key
+    under seed (int64), is >= p; queries and keys broadcast to the weights' tile."""
+    return tl.rand(seed, base + queries.to(tl.int64) * S + keys) >= p
+
+
+@triton.jit
 def _tile(ptr, off, offs_r, offs_c, R, C, s_r, s_c):
     """The [rows, columns] tile of a matrix at ptr + off, zeros past R rows or C columns, in fp32."""
     mask = (offs_r[:, None] < R) & (offs_c[None, :] < C)
@@ -74,12 +97,14 @@ def _tile(ptr, off, offs_r, offs_c, R, C, s_r, s_c):
 
 
 @jit
-def attention_forward_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, H, GROUP, L, S, E, EV, scale,
-                             sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve, smb, smh, sml, sms,
-                             sob, soh, sol, soe, MASK: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+def attention_forward_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, seed_ptr, o_ptr, lse_ptr, H, GROUP, L, S, E, EV, scale,
+                             p_drop, rescale, sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve,
+                             smb, smh, sml, sms, sob, soh, sol, soe,
+                             MASK: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
                              INTERPRET: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                              BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
-    """o [B, H, L, EV] (strides sob, ...) and lse [B * H, L] (fp32) of a block of BLOCK_M query rows of one head."""
+    """o [B, H, L, EV] (strides sob, ...) and lse [B * H, L] (fp32) of a block of BLOCK_M query rows of one head;
+    DROPOUT: the weights dropped with probability p_drop, the kept ones times rescale, under seed_ptr's snapshot."""
     bh = tl.program_id(1)
     b = bh // H
     h = bh - b * H
@@ -91,6 +116,8 @@ def attention_forward_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, H, G
     koff = b.to(tl.int64) * skb + kvh.to(tl.int64) * skh
     voff = b.to(tl.int64) * svb + kvh.to(tl.int64) * svh
     moff = b.to(tl.int64) * smb + h.to(tl.int64) * smh
+    if DROPOUT:  # seed_ptr is read only then (else it stands for a pointer)
+        seed, base = _snapshot(seed_ptr, bh, L, S)
     m_i = tl.full((BLOCK_M,), float("-inf"), tl.float32)
     l_i = tl.zeros((BLOCK_M,), tl.float32)
     acc = tl.zeros((BLOCK_M, BLOCK_EV), tl.float32)
@@ -108,6 +135,8 @@ def attention_forward_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, H, G
         alpha = tl.exp(m_i - m_use)
         p = tl.exp(s - m_use[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
+        if DROPOUT:  # after the sum: the softmax's statistics are the undropped weights'
+            p = tl.where(_keep(seed, base, offs_m[:, None], offs_n[None, :], S, p_drop), p * rescale, 0.0)
         v = _tile(v_ptr, voff, offs_n, offs_ev, S, EV, svs, sve)
         acc = mma(p, v, acc * alpha[:, None], PRECISION, INTERPRET)
         m_i = m_new
@@ -121,11 +150,11 @@ def attention_forward_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, lse_ptr, H, G
 
 
 @jit
-def attention_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
-                        H, GROUP, L, S, E, EV, scale,
+def attention_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, seed_ptr, o_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr,
+                        H, GROUP, L, S, E, EV, scale, p_drop, rescale,
                         sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve, smb, smh, sml, sms,
                         sob, soh, sol, soe, sdb, sdh, sdl, sde,
-                        MASK: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+                        MASK: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
                         INTERPRET: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                         BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
     """delta [B * H, L] = sum(do * o) over EV (fp32, stored) and dq [B * H, L, E] (contiguous) of a block of
@@ -147,6 +176,8 @@ def attention_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, do_ptr, lse_ptr, d
     koff = b.to(tl.int64) * skb + kvh.to(tl.int64) * skh
     voff = b.to(tl.int64) * svb + kvh.to(tl.int64) * svh
     moff = b.to(tl.int64) * smb + h.to(tl.int64) * smh
+    if DROPOUT:
+        seed, base = _snapshot(seed_ptr, bh, L, S)
     dq = tl.zeros((BLOCK_M, BLOCK_E), tl.float32)
     end = S
     if CAUSAL:
@@ -159,6 +190,8 @@ def attention_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, do_ptr, lse_ptr, d
         p = tl.exp(s - lse[:, None])
         v_t = _tile(v_ptr, voff, offs_ev, offs_n, EV, S, sve, svs)
         dp = mma(do, v_t, tl.zeros((BLOCK_M, BLOCK_N), tl.float32), PRECISION, INTERPRET)
+        if DROPOUT:  # the gradient of the undropped weights: the forward's mask and scale
+            dp = tl.where(_keep(seed, base, offs_m[:, None], offs_n[None, :], S, p_drop), dp * rescale, 0.0)
         ds = p * (dp - delta[:, None])
         dq = mma(ds, tl.trans(k_t), dq, PRECISION, INTERPRET)
     tl.store(dq_ptr + rows[:, None] * E + offs_e[None, :], (dq * scale).to(dq_ptr.dtype.element_ty),
@@ -166,11 +199,11 @@ def attention_dq_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, o_ptr, do_ptr, lse_ptr, d
 
 
 @jit
-def attention_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
-                         H, GROUP, L, S, E, EV, scale,
+def attention_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, seed_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
+                         H, GROUP, L, S, E, EV, scale, p_drop, rescale,
                          sqb, sqh, sql, sqe, skb, skh, sks, ske, svb, svh, svs, sve, smb, smh, sml, sms,
                          sdb, sdh, sdl, sde,
-                         MASK: tl.constexpr, CAUSAL: tl.constexpr, PRECISION: tl.constexpr,
+                         MASK: tl.constexpr, CAUSAL: tl.constexpr, DROPOUT: tl.constexpr, PRECISION: tl.constexpr,
                          INTERPRET: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                          BLOCK_E: tl.constexpr, BLOCK_EV: tl.constexpr):
     """dk [B * H / GROUP, S, E] and dv [B * H / GROUP, S, EV] (contiguous) of a block of keys of one key head, summed
@@ -195,6 +228,8 @@ def attention_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_p
         qoff = b.to(tl.int64) * sqb + h.to(tl.int64) * sqh
         dooff = b.to(tl.int64) * sdb + h.to(tl.int64) * sdh
         moff = b.to(tl.int64) * smb + h.to(tl.int64) * smh
+        if DROPOUT:
+            seed, base = _snapshot(seed_ptr, bh, L, S)
         for start in range(first, L, BLOCK_M):
             offs_m = start + tl.arange(0, BLOCK_M)
             rows = bh.to(tl.int64) * L + offs_m
@@ -208,8 +243,13 @@ def attention_dkv_kernel(q_ptr, k_ptr, v_ptr, mask_ptr, do_ptr, lse_ptr, delta_p
                 # keys keep exp(-inf - NaN), as torch's, which adds the mask's -inf to a +inf score
                 p_t = tl.where(offs_n[:, None] > offs_m[None, :], 0.0, p_t)
             do = _tile(do_ptr, dooff, offs_m, offs_ev, L, EV, sdl, sde)
-            dv = mma(p_t, do, dv, PRECISION, INTERPRET)
             dp_t = mma(v, tl.trans(do), tl.zeros((BLOCK_N, BLOCK_M), tl.float32), PRECISION, INTERPRET)
+            if DROPOUT:  # dv from the dropped weights, ds from the undropped weights' gradient (dq's kernel's)
+                keep_t = _keep(seed, base, offs_m[None, :], offs_n[:, None], S, p_drop)
+                dv = mma(tl.where(keep_t, p_t * rescale, 0.0), do, dv, PRECISION, INTERPRET)
+                dp_t = tl.where(keep_t, dp_t * rescale, 0.0)
+            else:
+                dv = mma(p_t, do, dv, PRECISION, INTERPRET)
             delta = tl.load(delta_ptr + rows, mask=offs_m < L, other=0.0)
             ds_t = p_t * (dp_t - delta[None, :])
             dk = mma(ds_t, tl.trans(q_t), dk, PRECISION, INTERPRET)
@@ -252,35 +292,51 @@ def _plan(q, k, v, mask):
     return sizes, strides, mask, kind, blocks
 
 
-def attention(q, k, v, mask, causal, scale, precision):
-    """(o [B, H, L, EV], lse fp32 [B, H, L]): softmax(q @ k^T * scale + mask) @ v, q [B, H, L, E], k [B, H / g, S, E],
-    v [B, H / g, S, EV] (any strides), mask None, bool (True: takes part) or float [B, H, L, S] (any strides),
-    causal: query i sees keys 0..i; products at precision (gemm.PRECISIONS). o is laid out in q's order of B, H
-    and L (then EV): where q is a view of [L, B, H * E] rows (a projection's output, split into heads), o's rows are
-    [L, B, H * EV] ones, which the output projection reads without a copy."""
+def _dropout_args(q, dropout_p, snapshot):
+    """The launches' dropout arguments: (the snapshot, or q for a pointer never read; p; the kept weights' scale;
+    DROPOUT)."""
+    if not dropout_p:
+        return q, 0.0, 1.0, False
+    check(0.0 < dropout_p <= 1.0, lambda: f"attention: dropout_p must be in [0, 1], got {dropout_p}")
+    check(snapshot is not None and snapshot.shape == (2,) and snapshot.dtype == torch.int64
+          and snapshot.device == q.device, lambda: "attention: dropout needs the generator's snapshot, 2 int64 on q's "
+                                                   "device (random.take)")
+    return snapshot, float(dropout_p), 0.0 if dropout_p == 1 else 1.0 / (1.0 - dropout_p), True
+
+
+def attention(q, k, v, mask, causal, scale, precision, dropout_p=0.0, snapshot=None):
+    """(o [B, H, L, EV], lse fp32 [B, H, L]): dropout(softmax(q @ k^T * scale + mask)) @ v, q [B, H, L, E],
+    k [B, H / g, S, E], v [B, H / g, S, EV] (any strides), mask None, bool (True: takes part) or float [B, H, L, S]
+    (any strides), causal: query i sees keys 0..i; products at precision (gemm.PRECISIONS); dropout_p > 0: the
+    weights dropped under snapshot (random.take's of B * H * L * S numbers), p = 1 dropping them all. o is laid out
+    in q's order of B, H and L (then EV): where q is a view of [L, B, H * E] rows (a projection's output, split into
+    heads), o's rows are [L, B, H * EV] ones, which the output projection reads without a copy."""
     sizes, strides, mask, kind, blocks = _plan(q, k, v, mask)
     B, H, L, _ = q.shape
     order = sorted(range(3), key=lambda d: -q.stride(d))  # stable: dims of equal strides keep their order
     o = torch.empty([(B, H, L)[d] for d in order] + [sizes[5]], device=q.device, dtype=q.dtype)
     o = o.permute(*[order.index(d) for d in range(3)], 3)
     lse = torch.empty((B, H, L), device=q.device, dtype=torch.float32)
+    seed, p, rescale, drop = _dropout_args(q, dropout_p, snapshot)
     attention_forward_kernel[(cdiv(L, blocks["BLOCK_M"]), B * H)](
-        q, k, v, mask, o, lse, *sizes, float(scale), *strides, *o.stride(), MASK=kind, CAUSAL=bool(causal), PRECISION=precision,
-        INTERPRET=INTERPRET, **blocks)
+        q, k, v, mask, seed, o, lse, *sizes, float(scale), p, rescale, *strides, *o.stride(), MASK=kind,
+        CAUSAL=bool(causal), DROPOUT=drop, PRECISION=precision, INTERPRET=INTERPRET, **blocks)
     return o, lse
 
 
-def attention_backward(q, k, v, mask, causal, scale, precision, o, lse, do):
+def attention_backward(q, k, v, mask, causal, scale, precision, o, lse, do, dropout_p=0.0, snapshot=None):
     """(dq, dk, dv) of attention (q, k, v's shapes, contiguous, their dtype) for the output's gradient do [B, H, L, EV]
-    (any strides), from its o and lse."""
+    (any strides), from its o and lse (and the forward's dropout_p and snapshot)."""
     sizes, strides, mask, kind, blocks = _plan(q, k, v, mask)
     B, H, L, E = q.shape
     check(do.shape == o.shape, lambda: f"attention backward: gradient {tuple(do.shape)}, expected {tuple(o.shape)}")
     delta = torch.empty_like(lse)
     dq, dk, dv = (torch.empty(x.shape, device=x.device, dtype=x.dtype) for x in (q, k, v))
-    meta = dict(MASK=kind, CAUSAL=bool(causal), PRECISION=precision, INTERPRET=INTERPRET, **blocks)
+    seed, p, rescale, drop = _dropout_args(q, dropout_p, snapshot)
+    meta = dict(MASK=kind, CAUSAL=bool(causal), DROPOUT=drop, PRECISION=precision, INTERPRET=INTERPRET, **blocks)
     attention_dq_kernel[(cdiv(L, blocks["BLOCK_M"]), B * H)](
-        q, k, v, mask, o, do, lse, delta, dq, *sizes, float(scale), *strides, *o.stride(), *do.stride(), **meta)
+        q, k, v, mask, seed, o, do, lse, delta, dq, *sizes, float(scale), p, rescale, *strides, *o.stride(),
+        *do.stride(), **meta)
     attention_dkv_kernel[(cdiv(sizes[3], blocks["BLOCK_N"]), B * k.shape[1])](
-        q, k, v, mask, do, lse, delta, dk, dv, *sizes, float(scale), *strides, *do.stride(), **meta)
+        q, k, v, mask, seed, do, lse, delta, dk, dv, *sizes, float(scale), p, rescale, *strides, *do.stride(), **meta)
     return dq, dk, dv
