@@ -250,7 +250,7 @@ def test_fused_sdpa_fallbacks(monkeypatch, rng, ieee):
     counts = launches(monkeypatch, lambda: check(F.scaled_dot_product_attention, TF.scaled_dot_product_attention,
                                                  wide, rng))
     assert not any(counts[name] for name in FUSED), counts
-    monkeypatch.setattr(attention_module, "FUSED_DROPOUT", False)  # a GPU's default, until its GPU tests pass
+    monkeypatch.setattr(attention_module, "FUSED_DROPOUT", False)  # off (the A/B switch): dropout composed
     counts = launches(monkeypatch, lambda: F.scaled_dot_product_attention(q[0], k[0], v[0], dropout_p=0.5))
     assert not any(counts[name] for name in FUSED), counts
     monkeypatch.undo()
