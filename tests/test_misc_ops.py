@@ -538,6 +538,37 @@ def test_inplace_with_grad():
         y.tan_()
 
 
+@pytest.mark.parametrize("name", ["eq_", "lt_", "ge_", "not_equal_"])
+def test_comparison_in_place_gives_its_other_a_zero_gradient_as_torch(name):
+    """x.eq_(other) & co with an other in the graph: other's gradient is 0 (torch's derivative), not None, and x
+    joins the graph though it was out of it (its sum's backward reaches other); broadcast other too. tnet recorded
+    x alone, so other.grad stayed None: an optimizer then skipped other where torch's decays it."""
+    grads = []
+    for lib in (torch, tnet):
+        o = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        w = lib.tensor([1.0, 2.5, 3.0], requires_grad=True)
+        x, y = lib.ones(2, 3), w * 1
+        getattr(x, name)(o), getattr(y, name)(o)
+        assert x.requires_grad
+        (x.sum() + y.sum()).backward()
+        grads.append((o.grad, w.grad))
+    for (ours, theirs) in zip(*grads):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_logical_in_place_gives_other_no_gradient_as_torch():
+    """torch's logical_and_ & co record nothing: other gets no gradient and x stays out of the graph; x's past gets g
+    unchanged in torch's (its autograd's gap), 0 in tnet's, as the bool result has no derivative."""
+    for lib in (torch, tnet):
+        o, w = lib.tensor([1.0, 0.0], requires_grad=True), lib.tensor([1.0, 2.0], requires_grad=True)
+        x, y = lib.ones(2), w * 1
+        x.logical_and_(o), y.logical_or_(o)
+        assert not x.requires_grad
+        y.sum().backward()
+        assert o.grad is None
+    assert not w.grad.memory.any()
+
+
 def test_more_functions_torch_for_memory_only():
     x = T(POS, True)
     with Recorder() as rec:

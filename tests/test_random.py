@@ -1618,3 +1618,30 @@ def test_feature_dropout_with_p_one_zeroes_every_rank_as_torch(name, shape):
         got.append((np.asarray(y.detach().numpy() if lib is torch else y.numpy()), x.grad.numpy()))
     for a_, b_ in zip(*got):
         np.testing.assert_array_equal(b_, a_)
+
+
+@pytest.mark.parametrize("name", ["dropout", "alpha_dropout", "feature_alpha_dropout", "feature_dropout", "native_dropout"])
+def test_aten_dropouts_raise_torchs_errors(name):
+    """torch's top-level dropouts (aten's) raise a RuntimeError for p outside [0, 1], where F's raise a ValueError,
+    and the parser's TypeError for a train that is not a bool; tnet's raised F's ValueError (native_dropout's even
+    in eval, where torch's checks no p)."""
+    for lib in (torch, tnet):
+        x = lib.ones(2, 3)
+        with pytest.raises(RuntimeError, match="between 0 and 1|expects p to be in"):
+            getattr(lib, name)(x, 1.5, True)
+        with pytest.raises(TypeError):
+            getattr(lib, name)(x, 0.5, "yes")
+    with pytest.raises(ValueError):
+        F.dropout(tnet.ones(2), 1.5)
+    assert tnet.native_dropout(tnet.ones(2), 1.5, False)[1].memory.all()
+
+
+def test_randint_size_checks_as_torch():
+    """randint's size: a tuple, list or torch.Size of ints (an int: torch's TypeError); a negative size is torch's
+    RuntimeError, where tnet raised numpy's ValueError."""
+    assert tnet.randint(5, torch.Size([2])).shape == (2,) and tnet.randint(0, 5, [2, 3]).shape == (2, 3)
+    for lib in (torch, tnet):
+        with pytest.raises(RuntimeError):
+            lib.randint(5, (-1,))
+        with pytest.raises(TypeError):
+            lib.randint(5, 3)

@@ -518,7 +518,9 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layou
         for bound, v in (("from", low), ("to - 1", high - 1)):
             if not info[0] <= v <= info[1]:
                 raise InputError(f"{bound} is out of bounds for {_C_NAMES[dtype]}")
-    draw = host_generator("randint", generator).integers(low, high, size=tuple(size))
+    if not isinstance(size, (tuple, list, torch.Size)):
+        raise InputTypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+    draw = host_generator("randint", generator).integers(low, high, size=_size("randint", (size,)))
     return _leaf("randint", as_storage(draw, dtype), requires_grad)
 
 

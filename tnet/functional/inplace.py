@@ -353,17 +353,19 @@ def clamp_max_(self, max):
                    keeps_self=True)
 
 
-def _overwritten(name, x, data, src=None):
+def _overwritten(name, x, data, src=None, zeros=()):
     """The record of data (self's memory, already written) replacing x's values: x's gradient is
-    0, src's (if any: a tnet.Tensor that data was broadcast from) g in src's dtype summed back to its shape."""
+    0, src's (if any: a tnet.Tensor that data was broadcast from) g in src's dtype summed back to its shape;
+    zeros: more inputs whose gradient is 0 (a comparison's other, as torch's eq_'s)."""
     def backward(g):
         gx = torch.zeros_like(g) if x.requires_grad else None
+        gz = tuple(torch.zeros_like(z.memory) for z in zeros)
         if src is None:
-            return (gx,)
+            return (gx, *gz)
         if g.dtype != src.dtype:  # torch casts g to src's dtype first, then sums the broadcast (in src's dtype)
             g = _copy_(torch.empty_like(g, dtype=src.dtype), g)
-        return gx, sum_to(g, src)
-    return record(name, data, (x,) if src is None else (x, src), backward)
+        return (gx, sum_to(g, src), *gz)
+    return record(name, data, (x,) + ((src,) if src is not None else ()) + tuple(zeros), backward)
 
 
 def fill_(self, value):
@@ -697,11 +699,14 @@ from . import pointwise as _pointwise  # noqa: E402
 
 
 def _boolean(name, op):
-    """op (a comparison or a logical op), whose bool result carries no gradient: recorded, where x
-    is in the graph, as overwriting x, so that x's past gets 0, as torch's eq_ & co."""
+    """op (a comparison or a logical op), whose bool result carries no gradient: recorded, where x (or a
+    comparison's other) is in the graph, as overwriting x, so that x's past and other get 0, as torch's eq_ & co
+    (torch's logical_and_ & co record nothing: other gets no gradient, x's past gets g unchanged, where tnet's 0)."""
     def fn(x, *args):
         out = op(x, *args)
-        return _overwritten(name, x, out.memory) if x.requires_grad else out
+        others = [a for a in args if isinstance(a, Tensor) and a.requires_grad and a is not x
+                  and not name.startswith("logical_")]
+        return _overwritten(name, x, out.memory, zeros=others) if x.requires_grad or others else out
     fn.__name__ = op.__name__  # still the kernel's OP (_kernel_takes)
     return fn
 

@@ -31,8 +31,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     values and gradients are torch's."""
     check_args("dropout", "bool", train=training)
     check_tensors("dropout", input=input)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    check_p(p)
     if not training or p == 0.0:
         return input
     if p == 1.0:  # torch's input * 0: NaN and inf give NaN, as does a NaN gradient
@@ -53,10 +52,11 @@ def native_dropout(input, p, train):
     """torch.native_dropout: (dropout's output, the bool mask of the elements kept), the output input times
     dropout's draw over ones (0 or 1 / (1 - p)); train=False: a copy of input and a mask of every element, as
     torch's."""
+    check_args("native_dropout", "bool", train=train)
     check_tensors("native_dropout", input=input)
-    _check_p(p)
-    if not train:
+    if not train:  # p unchecked, as torch's
         return mul(input, 1), ones(*input.shape, dtype=torch.bool)
+    check_p(p, RuntimeError)
     scale = dropout(ones(*input.shape, dtype=input.dtype), p)
     return mul(input, scale), ne(scale, 0)
 
@@ -69,7 +69,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     with torch's warning. inplace=True is accepted and computed out of place, as dropout."""
     check_args("dropout2d", "bool", train=training)
     check_tensors("dropout2d", input=input)
-    _check_p(p)
+    check_p(p)
     if input.ndim not in (3, 4):
         warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
                       "in an error in a future release. To retain the behavior and silence this warning, please use "
@@ -88,9 +88,10 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 _SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: the value a dropped element takes
 
 
-def _check_p(p):
+def check_p(p, error=ValueError):
+    """p in [0, 1]: F's dropouts raise a ValueError, aten's (torch.dropout, torch.feature_dropout, ...) a RuntimeError."""
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise error(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
 def _keep_mask(input, p, mask_shape):
@@ -122,7 +123,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     input itself. inplace=True is computed out of place."""
     check_args("alpha_dropout", "bool", train=training)
     check_tensors("alpha_dropout", input=input)
-    _check_p(p)
+    check_p(p)
     if not training or p == 0.0:
         return input
     return _alpha(input, p, input.shape)
@@ -133,7 +134,7 @@ def feature_dropout(input, p, train):
     channel), the kept ones scaled by 1/(1-p)."""
     check_args("feature_dropout", "bool", train=train)
     check_tensors("feature_dropout", input=input)
-    _check_p(p)
+    check_p(p, RuntimeError)
     if not train or p == 0.0:
         return input
     if p == 1.0:  # every element dropped, before the rank's check: torch's input * 0 of any rank
@@ -146,7 +147,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     torch's. inplace=True is computed out of place."""
     check_args("feature_alpha_dropout", "bool", train=training)
     check_tensors("feature_alpha_dropout", input=input)
-    _check_p(p)
+    check_p(p)
     if not training or p == 0.0:
         return input
     return _alpha(input, p, input.shape if p == 1.0 else _feature_shape("feature_alpha_dropout", input))
@@ -157,7 +158,7 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     rest scaled by 1/(1-p)), as torch's. inplace=True is computed out of place."""
     check_args("feature_dropout", "bool", train=training)  # torch's dropout1d and dropout3d call feature_dropout
     check_tensors("dropout1d", input=input)
-    _check_p(p)
+    check_p(p)
     check(input.ndim in (2, 3), lambda: f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. "
                                         "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
                                         "spatial dimension, a channel dimension, and an optional batch dimension (i.e. "
@@ -170,7 +171,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     torch's, and drops along its first dim). inplace=True is computed out of place."""
     check_args("feature_dropout", "bool", train=training)
     check_tensors("dropout3d", input=input)
-    _check_p(p)
+    check_p(p)
     if input.ndim not in (4, 5):
         warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result "
                       "in an error in a future release. To retain the behavior and silence this warning, please use "
