@@ -1638,10 +1638,15 @@ def test_aten_dropouts_raise_torchs_errors(name):
 
 def test_randint_size_checks_as_torch():
     """randint's size: a tuple, list or torch.Size of ints (an int: torch's TypeError); a negative size is torch's
-    RuntimeError, where tnet raised numpy's ValueError."""
+    RuntimeError, where tnet raised numpy's ValueError; a dtype that is none, torch's TypeError, and multinomial's
+    replacement too."""
     assert tnet.randint(5, torch.Size([2])).shape == (2,) and tnet.randint(0, 5, [2, 3]).shape == (2, 3)
     for lib in (torch, tnet):
         with pytest.raises(RuntimeError):
             lib.randint(5, (-1,))
         with pytest.raises(TypeError):
             lib.randint(5, 3)
+        with pytest.raises(TypeError):  # tnet's AttributeError
+            lib.randint(0, 5, (2,), dtype=object())
+        with pytest.raises(TypeError):  # the parser's, before the number's check (tnet's RuntimeError)
+            lib.multinomial(lib.ones(4), 0, replacement=1.5)

@@ -283,6 +283,21 @@ def test_pad_sequence_matches_torch():
         pad_sequence(seqs, padding_side="middle")
 
 
+def test_pad_sequence_of_mixed_dtypes_takes_the_firsts_as_torch():
+    """torch pads into a tensor made like the first sequence: an int64 one first truncates the floats after it,
+    a float32 one first lifts a float16 one (its gradient reaching it); tnet promoted them (float32 where torch
+    gave int64)."""
+    from tnet.nn.utils.rnn import pad_sequence
+    for lib, pad in ((torch, torch.nn.utils.rnn.pad_sequence), (tnet, pad_sequence)):
+        out = pad([lib.tensor([1, 2]), lib.tensor([1.5, -2.7])], batch_first=True)
+        assert out.dtype == torch.int64 and out.tolist() == [[1, 2], [1, -2]], lib
+        h = lib.tensor([0.5], dtype=torch.float16, requires_grad=True)
+        out = pad([lib.tensor([1.0, 2.0]), h])
+        assert out.dtype == torch.float32
+        out.sum().backward()
+        assert h.grad.dtype == torch.float16 and h.grad.tolist() == [1.0]
+
+
 def test_random_():
     tnet.manual_seed(5)
     x = tnet.empty(200).random_(3, 7)

@@ -512,6 +512,8 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layou
                                  f"{type(high).__name__}, {type(size).__name__})")
     if low >= high:  # torch's RuntimeError (numpy's is a ValueError only)
         raise InputError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise InputTypeError(f"randint(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
     dtype = dtype or int64
     if not dtype.is_floating_point:  # the bounds in dtype's range, as torch's random_ checks them
         info = (0, 1) if dtype == torch.bool else (torch.iinfo(dtype).min, torch.iinfo(dtype).max)

@@ -278,6 +278,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     the host (a sync: the weights are read back) by numpy from the stream tnet.manual_seed reseeds
     (or generator, a numpy Generator): other numbers than torch's."""
     check_tensors("multinomial", input=input)
+    check_args("multinomial", "bool", replacement=replacement)
     num_samples = as_int(num_samples)
     check(input.ndim in (1, 2), lambda: f"prob_dist must be 1 or 2 dim, got {input.ndim}")
     check(input.memory.is_floating_point(), lambda: f"multinomial only supports floating-point dtypes for input, got: {input.dtype}")

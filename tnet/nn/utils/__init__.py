@@ -320,7 +320,8 @@ def vector_to_parameters(vec, parameters):
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """Tensors [L_i, *] stacked into [max L, B, *] (batch_first: [B, max L, *]), each padded with
-    padding_value after (padding_side 'right') or before ('left') its elements; differentiable."""
+    padding_value after (padding_side 'right') or before ('left') its elements, in the first one's dtype (torch's
+    copies into a tensor made like the first: floats after an int64 one are truncated); differentiable."""
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     sequences = _tensors(sequences)
@@ -329,6 +330,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     longest = max(s.shape[0] for s in sequences)
     padded = []
     for s in sequences:
+        s = s if s.dtype == sequences[0].dtype else s.to(sequences[0].dtype)
         if s.shape[0] < longest:
             pad = full((longest - s.shape[0], *s.shape[1:]), padding_value, dtype=s.dtype)
             s = F.cat([s, pad] if padding_side == "right" else [pad, s])
