@@ -398,6 +398,9 @@ def test_more_two_operand_functions():
     close(tnet.ldexp(T(s), T(e)), torch.ldexp(s, e), "ldexp")
     close(tnet.ldexp(T(s), T(e.long())), torch.ldexp(s, e.long()), "ldexp int exponent")  # exact, as torch's
     close(tnet.ldexp(T(s).half(), T(e.long())), torch.ldexp(s.half(), e.long()), "ldexp float16")
+    for big in (1e30, -1e30):  # a number exponent past float's range: exp2's inf or 0, where Python's power raised
+        close(tnet.ldexp(T(s), big), torch.ldexp(s, torch.tensor(big)), f"ldexp {big}")  # torch's wants a tensor
+        close(T(s).ldexp_(big), torch.ldexp(s, torch.tensor(big)), f"ldexp_ {big}")
     close(tnet.float_power(T(a), T(b)), torch.float_power(a, b).float(), "float_power", tol=1e-5)
     close(tnet.float_power(T(a), 3), torch.float_power(a, 3).float(), "float_power number", tol=1e-5)
     i, j = torch.tensor([-4, 0, 0, 7, 2**40, 832040, -12, 5]), torch.tensor([6, 0, 5, -21, 3 * 2**20, 514229, 18, 0])

@@ -298,6 +298,16 @@ def test_pad_sequence_of_mixed_dtypes_takes_the_firsts_as_torch():
         assert h.grad.dtype == torch.float16 and h.grad.tolist() == [1.0]
 
 
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_random_of_small_integers_spans_the_dtype_as_torch(dtype):
+    """random_() of uint8, int8 and int16 draws in [0, the dtype's largest] as torch's (tnet raised KeyError)."""
+    x = tnet.zeros(400, dtype=dtype).random_()
+    v = x.numpy()
+    assert x.dtype == dtype and v.min() >= 0 and v.max() <= torch.iinfo(dtype).max and len(set(v.tolist())) > 50
+    if dtype != torch.uint8:
+        assert set(tnet.zeros(60, dtype=dtype).random_(-2, 2).numpy().tolist()) == {-2, -1, 0, 1}
+
+
 def test_random_():
     tnet.manual_seed(5)
     x = tnet.empty(200).random_(3, 7)

@@ -245,6 +245,9 @@ def _lu_unpack_host(lu, pivots, unpack_data=True, unpack_pivots=True):
         U = np.triu(lu[..., :k, :])
     if unpack_pivots:
         piv = pivots.reshape(-1, pivots.shape[-1]).astype(np.int64) - 1
+        if piv.size and not ((piv >= 0) & (piv < m)).all():  # torch's check (numpy's IndexError else)
+            raise RuntimeError("pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you properly "
+                               "pass the result of lu_factor?")
         perm = np.tile(np.arange(m), (piv.shape[0], 1))
         for j in range(piv.shape[1]):  # LAPACK's row swaps, in order
             b = np.arange(piv.shape[0])

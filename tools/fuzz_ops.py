@@ -1880,7 +1880,8 @@ def lu_gen(g):
 
 
 top("lu_unpack", lambda g: (lu_gen(g), {}))
-top("lu_solve", lambda g: (lambda LU, piv: ((g.t(shape=LU.shape[:-1] + (g.maybe(2, 1),)) if g.chance(0.8) else g.t(shape=(5, 1)), LU, piv),
+top("lu_solve", lambda g: (lambda LU, piv: ((g.t(shape=LU.shape[:-1] + (g.maybe(2, 1),), grad=False) if g.chance(0.8) else
+                                             g.t(shape=(5, 1), grad=False), LU, piv),
                                             {}))(*lu_gen(g)))
 fop("gumbel_softmax", lambda g: (lambda x: ((x,), {"tau": g.maybe(g.pick((1.0, 0.5)), 0.0), "hard": g.chance(0.5), "dim": g.dim(x)}))(
     g.t(rank=g.pick((1, 2, 3)), special=0.05)), cmp="shape")

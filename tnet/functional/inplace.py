@@ -458,7 +458,8 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 
 
 _RANDOM_TOP = {torch.float32: 2 ** 24, torch.float16: 2 ** 11, torch.bfloat16: 2 ** 8, torch.int64: 2 ** 63 - 1,
-               torch.int32: 2 ** 31 - 1, torch.bool: 1}  # random_()'s largest value: the dtype's exact integers
+               torch.int32: 2 ** 31 - 1, torch.int16: 2 ** 15 - 1, torch.int8: 2 ** 7 - 1, torch.uint8: 2 ** 8 - 1,
+               torch.bool: 1}  # random_()'s largest value: the dtype's exact integers
 
 
 def random_(self, *args, generator=None, **kwargs):

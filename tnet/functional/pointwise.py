@@ -1842,6 +1842,14 @@ def lcm(input, other):
     return _binary("lcm", input, other, "lcm")
 
 
+def _exp2_number(v):
+    """2 ** v for a Python number, inf past float's range (Python's power raises OverflowError), as exp2 of a tensor."""
+    try:
+        return 2.0 ** v
+    except OverflowError:
+        return math.inf
+
+
 def ldexp(input, other):
     """input * 2 ** other, as torch.ldexp's: for an integer tensor other exactly, in input's dtype;
     for a float one, input * exp2(other) (overflowing where that power does, as torch's); other may
@@ -1855,7 +1863,7 @@ def ldexp(input, other):
         return _record2("ldexp", y, input, other, lambda g: (_pw.pointwise("ldexp_int", g, E, dtype=g.dtype), None),
                         saved=(E,))
     mark = tape_mark()  # torch's node: its one op's (LdexpBackward0)
-    return named("ldexp", mark, mul(input, exp2(other) if isinstance(other, Tensor) else 2.0 ** other))
+    return named("ldexp", mark, mul(input, exp2(other) if isinstance(other, Tensor) else _exp2_number(other)))
 
 
 def float_power(input, exponent):
