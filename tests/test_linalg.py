@@ -319,6 +319,11 @@ def test_factorizations_without_gradients_as_torch(rng):
             tnet.lu_unpack(LU, bad)
         with pytest.raises(RuntimeError, match="pivots passed to lu_unpack must be between 1"):
             torch.lu_unpack(*torch.linalg.lu_factor(A64)[:1], bad.memory)
+    for wrong, kw in ((tnet.zeros(2, 5, 1), {}), (tnet.zeros(2, 1, 5), {"left": False})):  # numpy's ValueError before
+        with pytest.raises(RuntimeError, match="Incompatible shapes of A and B"):
+            tnet.linalg.lu_solve(LU, piv, wrong, **kw)
+        with pytest.raises(RuntimeError, match="Incompatible shapes of A and B"):
+            torch.linalg.lu_solve(*torch.linalg.lu_factor(A64.float()), wrong.memory, **kw)
     s = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
     L, L64 = tnet.linalg.cholesky(tnet.tensor(s)), torch.linalg.cholesky(torch.tensor(s))
     same(tnet.cholesky_solve(B, L), torch.cholesky_solve(B64, L64), 1e-4)

@@ -1650,3 +1650,13 @@ def test_randint_size_checks_as_torch():
             lib.randint(0, 5, (2,), dtype=object())
         with pytest.raises(TypeError):  # the parser's, before the number's check (tnet's RuntimeError)
             lib.multinomial(lib.ones(4), 0, replacement=1.5)
+
+
+def test_normal_checks_a_number_std_beside_a_tensor_mean_as_torch():
+    """normal(mean tensor, std number): a negative or NaN std raises torch's RuntimeError (checked with number
+    means only before; a tensor std is not read back, as torch's CUDA kernels do not check it either)."""
+    for lib in (torch, tnet):
+        for std in (-1.0, math.nan):
+            with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+                lib.normal(lib.zeros(3), std)
+        assert lib.normal(lib.zeros(3), 0.0).shape == (3,)

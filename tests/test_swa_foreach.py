@@ -296,6 +296,8 @@ def test_pad_sequence_of_mixed_dtypes_takes_the_firsts_as_torch():
         assert out.dtype == torch.float32
         out.sum().backward()
         assert h.grad.dtype == torch.float16 and h.grad.tolist() == [1.0]
+        with pytest.raises(TypeError, match="batch_first"):  # the parser's (tnet took -7 as True)
+            pad([lib.tensor([1.0])], batch_first=-7)
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
@@ -306,6 +308,17 @@ def test_random_of_small_integers_spans_the_dtype_as_torch(dtype):
     assert x.dtype == dtype and v.min() >= 0 and v.max() <= torch.iinfo(dtype).max and len(set(v.tolist())) > 50
     if dtype != torch.uint8:
         assert set(tnet.zeros(60, dtype=dtype).random_(-2, 2).numpy().tolist()) == {-2, -1, 0, 1}
+
+
+@pytest.mark.parametrize("dtype,bounds", [(torch.bool, (-3, 4)), (torch.bool, (0, 3)), (torch.uint8, (-1, 5)),
+                                          (torch.uint8, (0, 257)), (torch.int8, (0, 300))])
+def test_random_bounds_outside_the_dtype_raise_as_torch(dtype, bounds):
+    """random_(from, to) checks [from, to) against an integer dtype's range as torch's (and randint's): tnet drew
+    and wrapped (a bool's -3)."""
+    for lib in (torch, tnet):
+        with pytest.raises(RuntimeError, match="out of bounds for"):
+            lib.zeros(3, dtype=dtype).random_(*bounds)
+    assert tnet.zeros(3, dtype=torch.uint8).random_(0, 256).dtype == torch.uint8
 
 
 def test_random_():

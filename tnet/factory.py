@@ -492,6 +492,15 @@ _C_NAMES = {torch.bool: "bool", torch.uint8: "unsigned char", torch.int8: "signe
             torch.int32: "int", torch.int64: "long"}  # torch's bounds messages name the C types
 
 
+def check_random_bounds(dtype, low, high):
+    """[low, high) in an integer dtype's range, as torch's random_ (and randint) check it: its RuntimeError."""
+    if not dtype.is_floating_point:
+        info = (0, 1) if dtype == torch.bool else (torch.iinfo(dtype).min, torch.iinfo(dtype).max)
+        for bound, v in (("from", low), ("to - 1", high - 1)):
+            if not info[0] <= v <= info[1]:
+                raise InputError(f"{bound} is out of bounds for {_C_NAMES[dtype]}")
+
+
 def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layout=torch.strided, device=None,
             requires_grad=False):
     """Integers uniform in [low, high) (randint(high, size), randint(high, size=...) and randint(high=,
@@ -515,11 +524,7 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layou
     if dtype is not None and not isinstance(dtype, torch.dtype):
         raise InputTypeError(f"randint(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
     dtype = dtype or int64
-    if not dtype.is_floating_point:  # the bounds in dtype's range, as torch's random_ checks them
-        info = (0, 1) if dtype == torch.bool else (torch.iinfo(dtype).min, torch.iinfo(dtype).max)
-        for bound, v in (("from", low), ("to - 1", high - 1)):
-            if not info[0] <= v <= info[1]:
-                raise InputError(f"{bound} is out of bounds for {_C_NAMES[dtype]}")
+    check_random_bounds(dtype, low, high)
     if not isinstance(size, (tuple, list, torch.Size)):
         raise InputTypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}")
     draw = host_generator("randint", generator).integers(low, high, size=_size("randint", (size,)))

@@ -387,6 +387,10 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     P L U from lu_factor; on the host (the module's note). No gradient."""
     lu_ = _host("linalg.lu_solve", LU, square=True)
     _no_gradient("linalg.lu_solve", LU, B)
+    n = LU.shape[-1]
+    if B.ndim < 2 or B.shape[-2 if left else -1] != n:  # torch's check (numpy's ValueError else)
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation {'AX' if left else 'XA'} = B "
+                           f"({n}x{n} and {'x'.join(map(str, B.shape[-2:]))})")
     P, L, U = _lu_unpack_host(lu_, pivots.numpy())
     a = P @ L @ U
     a = np.swapaxes(a, -1, -2) if adjoint else a

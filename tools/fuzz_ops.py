@@ -1747,6 +1747,9 @@ def gen_of(name):
     return next(e["gen"] for e in OPS if e["name"] == name)
 
 
+# the methods whose other must be a tensor in torch (a number: its parser's TypeError); tnet's take a number too
+TENSOR_OTHER = ("atan2_", "hypot_", "logical_and_", "logical_or_", "logical_xor_", "ldexp_", "nextafter_", "heaviside_", "gcd_",
+                "lcm_")
 for name in ("log_", "floor_", "sign_", "sgn_", "erf_", "erfc_", "erfinv_", "sinh_", "cosh_", "tan_", "atan_", "asin_", "acos_",
              "digamma_", "lgamma_", "log2_", "log10_", "exp2_", "expm1_", "deg2rad_", "rad2deg_", "fix_", "i0_", "logit_", "sinc_",
              "cos_", "logical_not_", "bitwise_not_", "negative_", "absolute_"):
@@ -1754,9 +1757,9 @@ for name in ("log_", "floor_", "sign_", "sgn_", "erf_", "erfc_", "erfinv_", "sin
 for name in ("eq_", "ne_", "lt_", "le_", "gt_", "ge_", "greater_", "less_equal_", "not_equal_", "fmod_", "remainder_", "atan2_",
              "hypot_", "copysign_", "floor_divide_", "true_divide_", "logical_and_", "logical_or_", "logical_xor_", "multiply_",
              "divide_", "subtract_", "ldexp_", "xlogy_", "nextafter_", "clamp_max_", "heaviside_", "float_power_"):
-    inplace(name, b(scalar=0.3))
+    inplace(name, b(scalar=0 if name in TENSOR_OTHER else 0.3))
 for name in ("gcd_", "lcm_", "bitwise_and_", "bitwise_or_", "bitwise_xor_", "bitwise_left_shift_", "bitwise_right_shift_"):
-    inplace(name, b(dt=(I64, I64, BOOL, F32), scalar=0.3))
+    inplace(name, b(dt=(I64, I64, BOOL, F32), scalar=0 if name in TENSOR_OTHER else 0.3))
 for e in OPS:  # torch's logical_and_ & co record nothing: x's past gets g unchanged (its autograd's gap), tnet's 0
     if e["name"] in (".logical_not_", ".logical_and_", ".logical_or_", ".logical_xor_"):
         e["grad"] = False
@@ -1898,7 +1901,8 @@ def clip_grads(library, fn):
     def run(*grads, **kw):
         params = []
         for gr in grads:
-            p = library.zeros(gr.shape if gr is not None else (2,), requires_grad=True)
+            p = library.zeros(gr.shape if gr is not None else (2,), dtype=gr.dtype if gr is not None and gr.is_floating_point()
+                              else torch.float32, requires_grad=True)  # (tnet takes a grad of another dtype, torch not)
             if gr is not None:
                 p.grad = gr
             params.append(p)

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .. import amp
-from ..factory import host_generator, is_global, rng_state
+from ..factory import check_random_bounds, host_generator, is_global, rng_state
 from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
@@ -477,6 +477,7 @@ def random_(self, *args, generator=None, **kwargs):
     high = _RANDOM_TOP[self.dtype] + 1 if high is None else high
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    check_random_bounds(self.dtype, low, high)
     values = host_generator("random_", generator).integers(low, high, size=self.shape, dtype=np.int64)
 
     def compute(x):

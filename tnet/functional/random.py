@@ -259,9 +259,10 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     for name, v in (("mean", mean), ("std", std)):
         check_type(isinstance(v, (Tensor, numbers.Real)),
               lambda: f"normal: {name} must be a tnet.Tensor or a number, got {type(v).__name__}")
+    if not isinstance(std, Tensor):  # a number std is checked on the host (a tensor's would be a sync)
+        check(std >= 0.0, lambda: f"normal expects std >= 0.0, but found std {std}")
     if not tensors:
         check(size is not None, "normal: with a number mean and std, size is required")
-        check(std >= 0.0, lambda: f"normal expects std >= 0.0, but found std {std}")
         shape, dev, dtype = tuple(size), None, dtype or torch.float32
     else:
         check(size is None, "normal: size is taken only with a number mean and std")
