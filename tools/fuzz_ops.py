@@ -2021,6 +2021,75 @@ mod("AdaptiveLogSoftmaxWithLoss", lambda g: ((4, 6, g.maybe([2, 4], [4, 2], [2, 
         g.pick(((3,), (1,), ()))))
 
 
+
+def normed(library, kind, dim):
+    """A Linear (or Conv1d) under weight_norm (the old hook or the parametrization) or spectral_norm; spectral_norm's
+    u and v are buffers that tnet's copies, so that its power iteration is torch's."""
+    nn = library.nn
+    layer = nn.Linear(3, 2) if dim is None or dim < 2 else nn.Conv1d(2, 3, 2)
+    if kind == "weight_norm":
+        return nn.utils.weight_norm(layer, dim=dim if dim is not None else 0)
+    if kind == "parametrizations.weight_norm":
+        return nn.utils.parametrizations.weight_norm(layer, dim=dim if dim is not None else 0)
+    return nn.utils.spectral_norm(layer, n_power_iterations=2)
+
+
+for kind in ("weight_norm", "parametrizations.weight_norm", "spectral_norm"):
+    mod(kind, lambda g, kind=kind: ((kind, g.pick((None, 0, 1, 2, -1)) if kind != "spectral_norm" else None), {}),
+        lambda g, c: [g.t(shape=(2, 3), special=0.1) if c[0][1] is None or c[0][1] < 2 else img(g, c=2, rank=3, hw=(4,), special=0.1)],
+        classes=(lambda *a: normed(torch, *a), lambda *a: normed(tnet, *a)))
+    OPS[-1]["name"] = "nn.utils." + kind
+
+
+def packed_lstm(library, ctor, x, lengths, enforce_sorted, h0):
+    """pack_padded_sequence -> LSTM -> pad_packed_sequence, a language model's batch of padded sentences."""
+    rnn = library.nn.utils.rnn
+    m = ctor(library)
+    packed = rnn.pack_padded_sequence(x, lengths, batch_first=m.batch_first, enforce_sorted=enforce_sorted)
+    out, (h, c) = m(packed, h0)
+    y, lens = rnn.pad_packed_sequence(out, batch_first=m.batch_first)
+    return y, h, c, lens
+
+
+def packed_gen(g):
+    layers, bidir, first = g.pick((1, 2)), g.chance(0.5), g.chance(0.5)
+    B, T_ = g.pick((1, 3)), g.pick((1, 4))
+    lengths = sorted((int(g.r.integers(1, T_ + 1)) for _ in range(B)), reverse=g.chance(0.7))
+    if g.chance(g.bad):
+        lengths[0] = g.pick((0, T_ + 1))
+    x = g.t(shape=(B, T_, 3) if first else (T_, B, 3), special=0.05)
+    h0 = None if g.chance(0.5) else tuple(g.t(shape=(layers * (2 if bidir else 1), B, 2), dt=g.maybe(F32, F16), special=0)
+                                          for _ in range(2))
+    return (("LSTM", (3, 2), {"num_layers": layers, "bidirectional": bidir, "batch_first": first}), x,
+            fixed(np.array(lengths, np.int64)) if g.chance(0.5) else lengths, g.maybe(False, True), h0), {}
+
+
+def lstm_ctor(spec):
+    """(library -> the LSTM of spec), tnet's taking torch's weights (the case's last torch build)."""
+    built = {}
+
+    def make(library):
+        m = getattr(library.nn, spec[0])(*spec[1], **spec[2])
+        if library is torch:
+            built["w"] = {k: v.detach().clone() for k, v in m.named_parameters()}
+        else:
+            for k, v in m.named_parameters():
+                v.memory.copy_(built["w"][k])
+        return m
+    return make
+
+
+def packed_side(library, made={}):  # noqa: B006: torch's side makes the case's LSTM builder, tnet's takes it
+    def run(spec, *a):
+        if library is torch:
+            made["ctor"] = lstm_ctor(spec)
+        return packed_lstm(library, made["ctor"], *a)
+    return run
+
+
+op("nn.utils.rnn.pack_padded_sequence(LSTM)", packed_side(torch), packed_side(tnet), packed_gen)
+
+
 # ---- running and comparing -------------------------------------------------------------------
 
 def materialize(v, tnet_side, leaves):
