@@ -324,6 +324,9 @@ def test_factorizations_without_gradients_as_torch(rng):
             tnet.linalg.lu_solve(LU, piv, wrong, **kw)
         with pytest.raises(RuntimeError, match="Incompatible shapes of A and B"):
             torch.linalg.lu_solve(*torch.linalg.lu_factor(A64.float()), wrong.memory, **kw)
+    for lib, (lu, p) in ((tnet, (LU, piv)), (torch, torch.linalg.lu_factor(A64.float()))):  # B of another dtype
+        with pytest.raises(RuntimeError, match="Expected LU and B to have the same dtype"):
+            lib.linalg.lu_solve(lu, p, lib.zeros(2, 4, 3, dtype=torch.float16))
     s = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
     L, L64 = tnet.linalg.cholesky(tnet.tensor(s)), torch.linalg.cholesky(torch.tensor(s))
     same(tnet.cholesky_solve(B, L), torch.cholesky_solve(B64, L64), 1e-4)

@@ -387,6 +387,9 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     P L U from lu_factor; on the host (the module's note). No gradient."""
     lu_ = _host("linalg.lu_solve", LU, square=True)
     _no_gradient("linalg.lu_solve", LU, B)
+    if LU.dtype != B.dtype:  # torch's check (tnet solved in LU's dtype)
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{DTYPE_NAMES[LU.dtype]} and B of type {DTYPE_NAMES[B.dtype]} instead")
     n = LU.shape[-1]
     if B.ndim < 2 or B.shape[-2 if left else -1] != n:  # torch's check (numpy's ValueError else)
         raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation {'AX' if left else 'XA'} = B "
