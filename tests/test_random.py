@@ -1300,6 +1300,9 @@ def test_poisson_and_binomial_draws():
     assert (trials.numpy()[:, 0] == 0).all() and abs(trials.numpy()[:, 1].mean() - 3.0) < 0.2
     with pytest.raises(RuntimeError, match="non-negative"):
         tnet.poisson(tnet.tensor([-1.0]))
+    for lib in (torch, tnet):  # a NaN rate too (numpy's ValueError before)
+        with pytest.raises(RuntimeError, match="non-negative"):
+            lib.poisson(lib.tensor([1.0, math.nan]))
     with pytest.raises(RuntimeError):
         tnet.poisson(tnet.tensor([1, 2]))
 

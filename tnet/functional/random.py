@@ -313,7 +313,7 @@ def poisson(input, generator=None):
     check_tensors("poisson", input=input)
     check(input.memory.is_floating_point(), lambda: f"poisson: expected a float tensor of rates, got {input.dtype}")
     rates = input.memory.detach().to("cpu", torch.float64).numpy()
-    check(not (rates < 0).any(), "invalid Poisson rate, expected rate to be non-negative")
+    check(bool((rates >= 0).all()), "invalid Poisson rate, expected rate to be non-negative")  # NaN too, as torch's
     return _host_counts("poisson", lambda rng: rng.poisson(rates), input, generator)
 
 
