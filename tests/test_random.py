@@ -1663,3 +1663,16 @@ def test_normal_checks_a_number_std_beside_a_tensor_mean_as_torch():
             with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
                 lib.normal(lib.zeros(3), std)
         assert lib.normal(lib.zeros(3), 0.0).shape == (3,)
+
+
+@pytest.mark.parametrize("make", [lambda m, d: m.empty(-1, 2, dtype=d), lambda m, d: m.rand(-1, dtype=d),
+                                  lambda m, d: m.randn((-1, 2), dtype=d), lambda m, d: m.randperm(-1, dtype=d)])
+def test_factories_check_the_dtype_before_the_sizes_as_torch(make):
+    """A dtype that is none raises the parser's TypeError before a negative size's RuntimeError, as torch's (tnet
+    checked the sizes first); float64 in rand and randn is the TypeError of every factory (a ValueError before)."""
+    for lib in (torch, tnet):
+        with pytest.raises(TypeError):
+            make(lib, 1.5)
+    for name in ("rand", "randn"):
+        with pytest.raises(TypeError, match="float64"):
+            getattr(tnet, name)(2, dtype=torch.float64)

@@ -323,6 +323,7 @@ def rand(*sizes, size=None, generator=None, dtype=None, layout=torch.strided, de
     """Uniform numbers in [0, 1) from tnet's generator, or on the host from generator= (a
     tnet.Generator): other numbers than torch.rand's."""
     check_layout("rand", layout)
+    dtype = check_dtype("rand", dtype or float32)  # the parser's TypeError before the sizes' check, float64's
     return _random_tensor("rand", _size("rand", sizes, size), dtype, device, requires_grad, False, generator)
 
 
@@ -331,6 +332,7 @@ def randn(*sizes, size=None, generator=None, dtype=None, layout=torch.strided, d
     """Standard normal numbers from tnet's generator, or on the host from generator= (a
     tnet.Generator): other numbers than torch.randn's."""
     check_layout("randn", layout)
+    dtype = check_dtype("randn", dtype or float32)  # the parser's TypeError before the sizes' check, float64's
     return _random_tensor("randn", _size("randn", sizes, size), dtype, device, requires_grad, True, generator)
 
 
@@ -341,7 +343,8 @@ def empty(*sizes, size=None, dtype=None, layout=torch.strided, device=None, requ
     """An uninitialised tensor of `size` (float32 unless dtype says)."""
     check_factory_device("empty", device)
     check_layout("empty", layout)
-    data = torch.empty(_size("empty", sizes, size), dtype=dtype or float32, device=DEVICE, memory_format=memory_format)
+    dtype = check_dtype("empty", dtype or float32)  # the parser's TypeError before the sizes' check
+    data = torch.empty(_size("empty", sizes, size), dtype=dtype, device=DEVICE, memory_format=memory_format)
     return _leaf("empty", data, requires_grad)
 
 
@@ -540,9 +543,10 @@ def randperm(n, *, generator=None, dtype=None, layout=torch.strided, device=None
     check_layout("randperm", layout)
     if not _is_int(n):
         raise InputTypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    dtype = check_dtype("randperm", dtype or int64)  # the parser's TypeError before the size's check
     if n < 0:
         raise InputError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    return _leaf("randperm", as_storage(host_generator("randperm", generator).permutation(n), dtype or int64),
+    return _leaf("randperm", as_storage(host_generator("randperm", generator).permutation(n), dtype),
                  requires_grad)
 
 
