@@ -1773,7 +1773,6 @@ inplace("put_", gen_of(".put"))
 inplace("transpose_", lambda g: (lambda x: ((x, g.dim(x), g.dim(x)), {}))(g.t(dt=ANY)))
 inplace("swapaxes_", lambda g: (lambda x: ((x, g.dim(x), g.dim(x)), {}))(g.t(dt=ANY)))
 inplace("unsqueeze_", lambda g: (lambda x: ((x, g.maybe(int(g.r.integers(-x.ndim - 1, x.ndim + 1)), x.ndim + 1)), {}))(g.t(dt=ANY)))
-inplace("squeeze_", lambda g: (lambda x: ((x,) + ((g.dim(x),) if g.chance(0.6) else ()), {}))(g.t(dt=ANY)))
 # the random fills: only the shape and dtype compare, but every argument check does
 inplace("bernoulli_", lambda g: (lambda x: ((x, g.maybe(g.pick((0.5, 0.0, 1.0, g.t(shape=x.shape, vals="prob", grad=False))), 1.5, -0.1)),
                                             {}))(g.t(dt=ANY)))
