@@ -298,6 +298,11 @@ def test_pad_sequence_of_mixed_dtypes_takes_the_firsts_as_torch():
         assert h.grad.dtype == torch.float16 and h.grad.tolist() == [1.0]
         with pytest.raises(TypeError, match="batch_first"):  # the parser's (tnet took -7 as True)
             pad([lib.tensor([1.0])], batch_first=-7)
+        # each sequence is copied into its rows of the first's trailing shape, broadcast (tnet's stack raised)
+        assert pad([lib.tensor([[1.0], [2.0]]), lib.tensor([3.0])], batch_first=True).tolist() == [[[1.0], [2.0]], [[3.0], [0.0]]]
+        assert pad([lib.tensor([[1.0, 2.0]]), lib.tensor([3.0, 4.0])]).tolist() == [[[1.0, 2.0], [3.0, 4.0]], [[0.0, 0.0], [3.0, 4.0]]]
+        with pytest.raises(RuntimeError):
+            pad([lib.tensor([[1.0], [2.0]]), lib.tensor([3.0, 4.0])])
 
 
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])

@@ -331,8 +331,11 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         raise RuntimeError("received an empty list of sequences")
     longest = max(s.shape[0] for s in sequences)
     padded = []
+    trailing = tuple(sequences[0].shape[1:])
     for s in sequences:
         s = s if s.dtype == sequences[0].dtype else s.to(sequences[0].dtype)
+        if tuple(s.shape[1:]) != trailing:  # torch copies each into its rows of the first's shape: broadcast
+            s = s.expand(s.shape[0] if s.ndim else 1, *trailing)
         if s.shape[0] < longest:
             pad = full((longest - s.shape[0], *s.shape[1:]), padding_value, dtype=s.dtype)
             s = F.cat([s, pad] if padding_side == "right" else [pad, s])
