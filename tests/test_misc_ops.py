@@ -789,6 +789,11 @@ def test_asarray_is_complex_typed_constructors_constant_pad_nd_and_anomaly_flags
         assert tnet.asarray(data).dtype == torch.asarray(data).dtype
         assert np.array_equal(tnet.asarray(data).numpy(), torch.asarray(data).numpy())
     assert tnet.asarray([1.0], requires_grad=True).requires_grad
+    for lib in (torch, tnet):  # a dtype that is none: the parser's TypeError, before the data's checks
+        for make in (lib.as_tensor, lib.asarray):
+            for data in (lib.ones(2), [[1], [2, 3]]):
+                with pytest.raises(TypeError, match="argument 'dtype' must be torch.dtype"):
+                    make(data, dtype="x")
     assert tnet.is_complex(x) is False and torch.is_complex(torch.ones(1)) is False
     with pytest.raises(TypeError):
         tnet.is_complex(3)
