@@ -1676,3 +1676,16 @@ def test_factories_check_the_dtype_before_the_sizes_as_torch(make):
     for name in ("rand", "randn"):
         with pytest.raises(TypeError, match="float64"):
             getattr(tnet, name)(2, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("call", [lambda x: x.log_normal_(mean="x", std=-1.0), lambda x: x.cauchy_(median=[0.0], sigma=0.0),
+                                  lambda x: x.exponential_(lambd="x"), lambda x: x.geometric_([0.5]),
+                                  lambda x: x.index_put_((x.new_zeros(1, dtype=torch.int64),), x.new_ones(1, dtype=torch.float16),
+                                                         accumulate=[1])])
+def test_in_place_fills_check_argument_types_before_values_as_torch(call):
+    """An argument of the wrong type raises the parser's TypeError before any value's check (tnet's std's, sigma's and
+    the dtypes' RuntimeErrors came first); a tensor or numpy number still passes as a float."""
+    for lib in (torch, tnet):
+        with pytest.raises(TypeError):
+            call(lib.ones(3))
+    assert tnet.ones(3).exponential_(tnet.tensor(2.0)).shape == (3,) and tnet.ones(3).geometric_(np.float64(0.5)).shape == (3,)

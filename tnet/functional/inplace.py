@@ -32,7 +32,7 @@ from ..tensor import (INPLACE_NODE_NAMES, Tensor, bump_version, is_grad_enabled,
 from ..tensor import tensor as tnet_tensor
 from .copy import (Indexing, basic_index, check_put_dtype, expand, index_put, reshape, scalar_indices, scatter, scatter_add,
                    sequence_as_tuple, to)
-from .inputs import check_tensors, needs_grad
+from .inputs import check_args, check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, checked_alpha, clamp, clamp_max, clamp_min,
                         div, elu, exp, floor, graph_sum_to, hardsigmoid, hardswish, hardtanh, leaky_relu, lerp, log,
                         mish, mul, neg, pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh,
@@ -502,6 +502,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
 def exponential_(self, lambd=1.0, *, generator=None):
     """self = exponential numbers of rate lambd, -log(1 - u) / lambd from tnet's uniform u (other
     numbers than torch's)."""
+    check_args("exponential_", "float", lambd=lambd)  # the parser's TypeError before the values' checks
     check(lambd > 0, lambda: f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     _draw("exponential_", self, False, 1.0, 0.0, generator)
     with_grad = _pw.pointwise("log1p", _pw.pointwise("neg", self.memory))
@@ -790,6 +791,7 @@ def _transformed_draw(name, self, normal, transform, generator, integers=False):
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Cauchy numbers, median + sigma tan(pi (u - 1/2)) of tnet's uniform u, as torch's formula."""
+    check_args("cauchy_", "float", median=median, sigma=sigma)  # the parser's TypeError before the values' checks
     check(sigma > 0.0, lambda: f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     half_turn = lambda u: _pw.pointwise("tan", _pw.pointwise("sub", _pw.pointwise("mul", u, math.pi), math.pi / 2))
     return _transformed_draw("cauchy_", self, False, lambda u: _pw.pointwise(
@@ -799,6 +801,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 def geometric_(self, p, *, generator=None):
     """Geometric numbers (trials up to the first success of probability p: 1, 2, ...), as torch's
     ceil(log(u) / log(1 - p)) of a uniform u in (0, 1] (1 - tnet's u); integer tensors too."""
+    check_args("geometric_", "float", p=p)  # the parser's TypeError before the values' checks
     check(0.0 < p < 1.0, lambda: f"geometric_ expects p to be in (0, 1), got p={p}")
     scale = 1.0 / math.log1p(-p)
     trials = lambda u: _pw.pointwise("ceil", _pw.pointwise("mul", _pw.pointwise("log1p", _pw.pointwise("neg", u)), scale))
@@ -808,6 +811,7 @@ def geometric_(self, p, *, generator=None):
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """exp of normal numbers of mean and std, as torch's log_normal_."""
+    check_args("log_normal_", "float", mean=mean, std=std)  # the parser's TypeError before the values' checks
     check(std > 0.0, lambda: f"log_normal_ expects std > 0.0, but found std={std}")
     return _transformed_draw("log_normal_", self, True, lambda z: _pw.pointwise(
         "exp", _pw.pointwise("add", _pw.pointwise("mul", z, float(std)), float(mean))), generator)
@@ -852,6 +856,7 @@ def scatter_add_(self, dim, index, src):
 def index_put_(self, indices, values, accumulate=False):
     """Tensor.index_put_: self[indices] = values (a tuple of index tensors, as x[i, j] = v), or with
     accumulate index_put's sums written into self, recorded as an in-place op (gradients as torch's)."""
+    check_args("index_put_", "bool", accumulate=accumulate)  # the parser's TypeError before any value's check
     indices = tuple(indices)
     if not accumulate:
         self[indices] = values
