@@ -2088,6 +2088,39 @@ def packed_side(library, made={}):  # noqa: B006: torch's side makes the case's 
 op("nn.utils.rnn.pack_padded_sequence(LSTM)", packed_side(torch), packed_side(tnet), packed_gen)
 
 
+
+def lce_gen(g):
+    """linear_cross_entropy: hidden states [N, D] (or [D]), the classifier's weight [C, D], int targets (an ignored
+    one at times); bad: another D or C, targets past C."""
+    N, D, C = g.pick(((3,), (1,), ())), g.pick((2, 5)), g.pick((3, 4))
+    x = g.t(shape=N + (D,), special=0.1)
+    w = g.t(shape=(C, g.maybe(D, D + 1)), special=0.05)
+    t = g.t(shape=N, dt=I64, vals=(g.maybe(0, -1), g.maybe(C, C + 1)), grad=False)
+    kw = {"reduction": g.pick(("mean", "sum", "none")), "label_smoothing": g.pick((0.0, 0.1)),
+          "ignore_index": g.pick((None, 0, -100))}
+    if g.chance(0.4):
+        kw["linear_bias"] = g.t(shape=(g.maybe(C, C + 1),))
+    if g.chance(0.3):
+        kw["weight"] = g.t(shape=(C,), vals="pos", grad=False, special=0)
+    return (x, w, t), kw
+
+
+fop("linear_cross_entropy", lce_gen)
+
+
+def ctc_gen(g):
+    """F.ctc_loss as nn.CTCLoss's entry draws it, the lengths both tuples or both tensors (torch's parser takes no mix)."""
+    lengths = ((5, g.maybe(4, 6)), (g.pick((3, 2, 0)), 2))
+    if g.chance(0.5):
+        lengths = tuple(fixed(np.array(n)) for n in lengths)
+    log_probs = torch.randn(5, 2, 4, generator=torch.Generator().manual_seed(int(g.r.integers(1 << 30)))).log_softmax(2)
+    return ((T(log_probs, lambda v: v, "c", True), g.t(shape=(2, 3), dt=I64, vals=(1, g.maybe(4, 5)), grad=False), *lengths),
+            {"blank": g.maybe(0, 5), "reduction": g.pick(("mean", "sum", "none")), "zero_infinity": g.chance(0.5)})
+
+
+fop("ctc_loss", ctc_gen, grad=False)  # its gradient with respect to log_probs differs from torch's by design, as nn.CTCLoss's
+
+
 # ---- running and comparing -------------------------------------------------------------------
 
 def materialize(v, tnet_side, leaves):
