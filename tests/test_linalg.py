@@ -314,6 +314,19 @@ def test_factorizations_without_gradients_as_torch(rng):
              torch.linalg.lu_solve(*torch.linalg.lu_factor(A64), B64 if not kw.get("left", True) is False else B64.mT,
                                    **kw), 1e-4)
     same(tuple(tnet.linalg.lu_factor_ex(tnet.zeros(3, 3))), tuple(torch.linalg.lu_factor_ex(torch.zeros(3, 3))))
+    for bad in (piv + 5, piv - piv):  # pivots outside 1..m: torch's RuntimeError (numpy's IndexError before)
+        with pytest.raises(RuntimeError, match="pivots passed to lu_unpack must be between 1"):
+            tnet.lu_unpack(LU, bad)
+        with pytest.raises(RuntimeError, match="pivots passed to lu_unpack must be between 1"):
+            torch.lu_unpack(*torch.linalg.lu_factor(A64)[:1], bad.memory)
+    for wrong, kw in ((tnet.zeros(2, 5, 1), {}), (tnet.zeros(2, 1, 5), {"left": False})):  # numpy's ValueError before
+        with pytest.raises(RuntimeError, match="Incompatible shapes of A and B"):
+            tnet.linalg.lu_solve(LU, piv, wrong, **kw)
+        with pytest.raises(RuntimeError, match="Incompatible shapes of A and B"):
+            torch.linalg.lu_solve(*torch.linalg.lu_factor(A64.float()), wrong.memory, **kw)
+    for lib, (lu, p) in ((tnet, (LU, piv)), (torch, torch.linalg.lu_factor(A64.float()))):  # B of another dtype
+        with pytest.raises(RuntimeError, match="Expected LU and B to have the same dtype"):
+            lib.linalg.lu_solve(lu, p, lib.zeros(2, 4, 3, dtype=torch.float16))
     s = a @ np.swapaxes(a, -1, -2) + 4 * np.eye(4)
     L, L64 = tnet.linalg.cholesky(tnet.tensor(s)), torch.linalg.cholesky(torch.tensor(s))
     same(tnet.cholesky_solve(B, L), torch.cholesky_solve(B64, L64), 1e-4)

@@ -398,6 +398,9 @@ def test_more_two_operand_functions():
     close(tnet.ldexp(T(s), T(e)), torch.ldexp(s, e), "ldexp")
     close(tnet.ldexp(T(s), T(e.long())), torch.ldexp(s, e.long()), "ldexp int exponent")  # exact, as torch's
     close(tnet.ldexp(T(s).half(), T(e.long())), torch.ldexp(s.half(), e.long()), "ldexp float16")
+    for big in (1e30, -1e30):  # a number exponent past float's range: exp2's inf or 0, where Python's power raised
+        close(tnet.ldexp(T(s), big), torch.ldexp(s, torch.tensor(big)), f"ldexp {big}")  # torch's wants a tensor
+        close(T(s).ldexp_(big), torch.ldexp(s, torch.tensor(big)), f"ldexp_ {big}")
     close(tnet.float_power(T(a), T(b)), torch.float_power(a, b).float(), "float_power", tol=1e-5)
     close(tnet.float_power(T(a), 3), torch.float_power(a, 3).float(), "float_power number", tol=1e-5)
     i, j = torch.tensor([-4, 0, 0, 7, 2**40, 832040, -12, 5]), torch.tensor([6, 0, 5, -21, 3 * 2**20, 514229, 18, 0])
@@ -538,6 +541,37 @@ def test_inplace_with_grad():
         y.tan_()
 
 
+@pytest.mark.parametrize("name", ["eq_", "lt_", "ge_", "not_equal_"])
+def test_comparison_in_place_gives_its_other_a_zero_gradient_as_torch(name):
+    """x.eq_(other) & co with an other in the graph: other's gradient is 0 (torch's derivative), not None, and x
+    joins the graph though it was out of it (its sum's backward reaches other); broadcast other too. tnet recorded
+    x alone, so other.grad stayed None: an optimizer then skipped other where torch's decays it."""
+    grads = []
+    for lib in (torch, tnet):
+        o = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        w = lib.tensor([1.0, 2.5, 3.0], requires_grad=True)
+        x, y = lib.ones(2, 3), w * 1
+        getattr(x, name)(o), getattr(y, name)(o)
+        assert x.requires_grad
+        (x.sum() + y.sum()).backward()
+        grads.append((o.grad, w.grad))
+    for (ours, theirs) in zip(*grads):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_logical_in_place_gives_other_no_gradient_as_torch():
+    """torch's logical_and_ & co record nothing: other gets no gradient and x stays out of the graph; x's past gets g
+    unchanged in torch's (its autograd's gap), 0 in tnet's, as the bool result has no derivative."""
+    for lib in (torch, tnet):
+        o, w = lib.tensor([1.0, 0.0], requires_grad=True), lib.tensor([1.0, 2.0], requires_grad=True)
+        x, y = lib.ones(2), w * 1
+        x.logical_and_(o), y.logical_or_(o)
+        assert not x.requires_grad
+        y.sum().backward()
+        assert o.grad is None
+    assert not w.grad.memory.any()
+
+
 def test_more_functions_torch_for_memory_only():
     x = T(POS, True)
     with Recorder() as rec:
@@ -597,6 +631,10 @@ def test_frexp_nextafter_as_torch():
     assert p.grad.tolist() == [1.0, 1.0] and q.grad.tolist() == [0.0, 0.0]
     with pytest.raises(TypeError):
         tnet.nextafter(p, 1.0)
+    for lib in (torch, tnet):  # 0 at a tie (the value does not move), as torch's where(self != other, g, 0); in place too
+        p, q = lib.tensor([[0.0, 1.0], [2.0, 5.0]], requires_grad=True), lib.tensor([1.0, 5.0], requires_grad=True)
+        (lib.nextafter(p, q).sum() + (p * 1).nextafter_(q).sum()).backward()
+        assert p.grad.tolist() == [[2.0, 2.0], [2.0, 0.0]] and q.grad.tolist() == [0.0, 0.0], lib
 
 
 def test_polygamma_and_mvlgamma_as_torch():
@@ -751,6 +789,11 @@ def test_asarray_is_complex_typed_constructors_constant_pad_nd_and_anomaly_flags
         assert tnet.asarray(data).dtype == torch.asarray(data).dtype
         assert np.array_equal(tnet.asarray(data).numpy(), torch.asarray(data).numpy())
     assert tnet.asarray([1.0], requires_grad=True).requires_grad
+    for lib in (torch, tnet):  # a dtype that is none: the parser's TypeError, before the data's checks
+        for make in (lib.as_tensor, lib.asarray):
+            for data in (lib.ones(2), [[1], [2, 3]]):
+                with pytest.raises(TypeError, match="argument 'dtype' must be torch.dtype"):
+                    make(data, dtype="x")
     assert tnet.is_complex(x) is False and torch.is_complex(torch.ones(1)) is False
     with pytest.raises(TypeError):
         tnet.is_complex(3)

@@ -678,6 +678,10 @@ def test_top_level_ctc_loss_as_torch():
         assert got.shape == ref.shape and np.allclose(got.numpy(), ref.numpy(), rtol=1e-5), (args, got, ref)
     with pytest.raises(TypeError):
         tnet.ctc_loss(tnet.tensor(lp.numpy()), tnet.tensor(t), il, tl, reduction="mean")
+    for lib, F_ in ((torch, torch.nn.functional), (tnet, tnet.functional)):  # the parser's TypeError before the lengths'
+        for kw in ({"zero_infinity": "x"}, {"blank": 0.5}, {"blank": True}):  # check (tnet's RuntimeError first)
+            with pytest.raises(TypeError):
+                F_.ctc_loss(lib.tensor(lp.numpy()), lib.tensor(t), (6, 9), (3, 2), **kw)
 
 
 def test_bce_with_logits_and_kl_div_refuse_integer_targets_as_torch():

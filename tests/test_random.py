@@ -1300,6 +1300,9 @@ def test_poisson_and_binomial_draws():
     assert (trials.numpy()[:, 0] == 0).all() and abs(trials.numpy()[:, 1].mean() - 3.0) < 0.2
     with pytest.raises(RuntimeError, match="non-negative"):
         tnet.poisson(tnet.tensor([-1.0]))
+    for lib in (torch, tnet):  # a NaN rate too (numpy's ValueError before)
+        with pytest.raises(RuntimeError, match="non-negative"):
+            lib.poisson(lib.tensor([1.0, math.nan]))
     with pytest.raises(RuntimeError):
         tnet.poisson(tnet.tensor([1, 2]))
 
@@ -1618,3 +1621,71 @@ def test_feature_dropout_with_p_one_zeroes_every_rank_as_torch(name, shape):
         got.append((np.asarray(y.detach().numpy() if lib is torch else y.numpy()), x.grad.numpy()))
     for a_, b_ in zip(*got):
         np.testing.assert_array_equal(b_, a_)
+
+
+@pytest.mark.parametrize("name", ["dropout", "alpha_dropout", "feature_alpha_dropout", "feature_dropout", "native_dropout"])
+def test_aten_dropouts_raise_torchs_errors(name):
+    """torch's top-level dropouts (aten's) raise a RuntimeError for p outside [0, 1], where F's raise a ValueError,
+    and the parser's TypeError for a train that is not a bool; tnet's raised F's ValueError (native_dropout's even
+    in eval, where torch's checks no p)."""
+    for lib in (torch, tnet):
+        x = lib.ones(2, 3)
+        with pytest.raises(RuntimeError, match="between 0 and 1|expects p to be in"):
+            getattr(lib, name)(x, 1.5, True)
+        with pytest.raises(TypeError):
+            getattr(lib, name)(x, 0.5, "yes")
+    with pytest.raises(ValueError):
+        F.dropout(tnet.ones(2), 1.5)
+    assert tnet.native_dropout(tnet.ones(2), 1.5, False)[1].memory.all()
+
+
+def test_randint_size_checks_as_torch():
+    """randint's size: a tuple, list or torch.Size of ints (an int: torch's TypeError); a negative size is torch's
+    RuntimeError, where tnet raised numpy's ValueError; a dtype that is none, torch's TypeError, and multinomial's
+    replacement too."""
+    assert tnet.randint(5, torch.Size([2])).shape == (2,) and tnet.randint(0, 5, [2, 3]).shape == (2, 3)
+    for lib in (torch, tnet):
+        with pytest.raises(RuntimeError):
+            lib.randint(5, (-1,))
+        with pytest.raises(TypeError):
+            lib.randint(5, 3)
+        with pytest.raises(TypeError):  # tnet's AttributeError
+            lib.randint(0, 5, (2,), dtype=object())
+        with pytest.raises(TypeError):  # the parser's, before the number's check (tnet's RuntimeError)
+            lib.multinomial(lib.ones(4), 0, replacement=1.5)
+
+
+def test_normal_checks_a_number_std_beside_a_tensor_mean_as_torch():
+    """normal(mean tensor, std number): a negative or NaN std raises torch's RuntimeError (checked with number
+    means only before; a tensor std is not read back, as torch's CUDA kernels do not check it either)."""
+    for lib in (torch, tnet):
+        for std in (-1.0, math.nan):
+            with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+                lib.normal(lib.zeros(3), std)
+        assert lib.normal(lib.zeros(3), 0.0).shape == (3,)
+
+
+@pytest.mark.parametrize("make", [lambda m, d: m.empty(-1, 2, dtype=d), lambda m, d: m.rand(-1, dtype=d),
+                                  lambda m, d: m.randn((-1, 2), dtype=d), lambda m, d: m.randperm(-1, dtype=d)])
+def test_factories_check_the_dtype_before_the_sizes_as_torch(make):
+    """A dtype that is none raises the parser's TypeError before a negative size's RuntimeError, as torch's (tnet
+    checked the sizes first); float64 in rand and randn is the TypeError of every factory (a ValueError before)."""
+    for lib in (torch, tnet):
+        with pytest.raises(TypeError):
+            make(lib, 1.5)
+    for name in ("rand", "randn"):
+        with pytest.raises(TypeError, match="float64"):
+            getattr(tnet, name)(2, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("call", [lambda x: x.log_normal_(mean="x", std=-1.0), lambda x: x.cauchy_(median=[0.0], sigma=0.0),
+                                  lambda x: x.exponential_(lambd="x"), lambda x: x.geometric_([0.5]),
+                                  lambda x: x.index_put_((x.new_zeros(1, dtype=torch.int64),), x.new_ones(1, dtype=torch.float16),
+                                                         accumulate=[1])])
+def test_in_place_fills_check_argument_types_before_values_as_torch(call):
+    """An argument of the wrong type raises the parser's TypeError before any value's check (tnet's std's, sigma's and
+    the dtypes' RuntimeErrors came first); a tensor or numpy number still passes as a float."""
+    for lib in (torch, tnet):
+        with pytest.raises(TypeError):
+            call(lib.ones(3))
+    assert tnet.ones(3).exponential_(tnet.tensor(2.0)).shape == (3,) and tnet.ones(3).geometric_(np.float64(0.5)).shape == (3,)

@@ -283,6 +283,49 @@ def test_pad_sequence_matches_torch():
         pad_sequence(seqs, padding_side="middle")
 
 
+def test_pad_sequence_of_mixed_dtypes_takes_the_firsts_as_torch():
+    """torch pads into a tensor made like the first sequence: an int64 one first truncates the floats after it,
+    a float32 one first lifts a float16 one (its gradient reaching it); tnet promoted them (float32 where torch
+    gave int64)."""
+    from tnet.nn.utils.rnn import pad_sequence
+    for lib, pad in ((torch, torch.nn.utils.rnn.pad_sequence), (tnet, pad_sequence)):
+        out = pad([lib.tensor([1, 2]), lib.tensor([1.5, -2.7])], batch_first=True)
+        assert out.dtype == torch.int64 and out.tolist() == [[1, 2], [1, -2]], lib
+        h = lib.tensor([0.5], dtype=torch.float16, requires_grad=True)
+        out = pad([lib.tensor([1.0, 2.0]), h])
+        assert out.dtype == torch.float32
+        out.sum().backward()
+        assert h.grad.dtype == torch.float16 and h.grad.tolist() == [1.0]
+        with pytest.raises(TypeError, match="batch_first"):  # the parser's (tnet took -7 as True)
+            pad([lib.tensor([1.0])], batch_first=-7)
+        # each sequence is copied into its rows of the first's trailing shape, broadcast (tnet's stack raised)
+        assert pad([lib.tensor([[1.0], [2.0]]), lib.tensor([3.0])], batch_first=True).tolist() == [[[1.0], [2.0]], [[3.0], [0.0]]]
+        assert pad([lib.tensor([[1.0, 2.0]]), lib.tensor([3.0, 4.0])]).tolist() == [[[1.0, 2.0], [3.0, 4.0]], [[0.0, 0.0], [3.0, 4.0]]]
+        with pytest.raises(RuntimeError):
+            pad([lib.tensor([[1.0], [2.0]]), lib.tensor([3.0, 4.0])])
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16])
+def test_random_of_small_integers_spans_the_dtype_as_torch(dtype):
+    """random_() of uint8, int8 and int16 draws in [0, the dtype's largest] as torch's (tnet raised KeyError)."""
+    x = tnet.zeros(400, dtype=dtype).random_()
+    v = x.numpy()
+    assert x.dtype == dtype and v.min() >= 0 and v.max() <= torch.iinfo(dtype).max and len(set(v.tolist())) > 50
+    if dtype != torch.uint8:
+        assert set(tnet.zeros(60, dtype=dtype).random_(-2, 2).numpy().tolist()) == {-2, -1, 0, 1}
+
+
+@pytest.mark.parametrize("dtype,bounds", [(torch.bool, (-3, 4)), (torch.bool, (0, 3)), (torch.uint8, (-1, 5)),
+                                          (torch.uint8, (0, 257)), (torch.int8, (0, 300))])
+def test_random_bounds_outside_the_dtype_raise_as_torch(dtype, bounds):
+    """random_(from, to) checks [from, to) against an integer dtype's range as torch's (and randint's): tnet drew
+    and wrapped (a bool's -3)."""
+    for lib in (torch, tnet):
+        with pytest.raises(RuntimeError, match="out of bounds for"):
+            lib.zeros(3, dtype=dtype).random_(*bounds)
+    assert tnet.zeros(3, dtype=torch.uint8).random_(0, 256).dtype == torch.uint8
+
+
 def test_random_():
     tnet.manual_seed(5)
     x = tnet.empty(200).random_(3, 7)

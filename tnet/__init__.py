@@ -9,6 +9,7 @@ from .factory import (bfloat16, float16, float32, full, initial_seed, int32, int
 from .serialize import LoadError, load, save
 from . import serialize as serialization  # torch's module name (add_safe_globals), at its import path too
 from .tensor import check_device as _check_device, is_tnets_device as _is_tnets_device  # not torch's names
+from .tensor import check_dtype as _check_dtype  # not torch's name
 from .amp import GradScaler, autocast, get_autocast_dtype, get_autocast_gpu_dtype, is_autocast_enabled
 from .amp import (clear_autocast_cache, get_autocast_cpu_dtype, is_autocast_cache_enabled,  # noqa: E402
                   is_autocast_cpu_enabled, set_autocast_cache_enabled)
@@ -110,6 +111,7 @@ def numel(input):
 def as_tensor(data, dtype=None, device=None):
     """data itself where it is a tnet.Tensor of dtype (or dtype None), else tnet.tensor(data, dtype=dtype):
     a copy on tnet's device (torch's shares a numpy array's memory on the CPU)."""
+    dtype = None if dtype is None else _check_dtype("as_tensor", dtype)  # the parser's TypeError first
     if isinstance(data, Tensor):
         return data if dtype in (None, data.dtype) else data.to(dtype)
     return tensor(data, dtype=dtype).to(device=device)
@@ -121,6 +123,7 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=None):
     (torch's shares a numpy array's or buffer's memory on the CPU, which copy=False asks; tnet refuses
     it). requires_grad (default: obj's, else False) sets the result's, as torch's."""
     _check_device("asarray", device)
+    dtype = None if dtype is None else _check_dtype("asarray", dtype)  # the parser's TypeError first
     if isinstance(obj, Tensor):
         converts = dtype is not None and dtype != obj.dtype
         if copy is False and converts:

@@ -323,6 +323,7 @@ def rand(*sizes, size=None, generator=None, dtype=None, layout=torch.strided, de
     """Uniform numbers in [0, 1) from tnet's generator, or on the host from generator= (a
     tnet.Generator): other numbers than torch.rand's."""
     check_layout("rand", layout)
+    dtype = check_dtype("rand", dtype or float32)  # the parser's TypeError before the sizes' check, float64's
     return _random_tensor("rand", _size("rand", sizes, size), dtype, device, requires_grad, False, generator)
 
 
@@ -331,6 +332,7 @@ def randn(*sizes, size=None, generator=None, dtype=None, layout=torch.strided, d
     """Standard normal numbers from tnet's generator, or on the host from generator= (a
     tnet.Generator): other numbers than torch.randn's."""
     check_layout("randn", layout)
+    dtype = check_dtype("randn", dtype or float32)  # the parser's TypeError before the sizes' check, float64's
     return _random_tensor("randn", _size("randn", sizes, size), dtype, device, requires_grad, True, generator)
 
 
@@ -341,7 +343,8 @@ def empty(*sizes, size=None, dtype=None, layout=torch.strided, device=None, requ
     """An uninitialised tensor of `size` (float32 unless dtype says)."""
     check_factory_device("empty", device)
     check_layout("empty", layout)
-    data = torch.empty(_size("empty", sizes, size), dtype=dtype or float32, device=DEVICE, memory_format=memory_format)
+    dtype = check_dtype("empty", dtype or float32)  # the parser's TypeError before the sizes' check
+    data = torch.empty(_size("empty", sizes, size), dtype=dtype, device=DEVICE, memory_format=memory_format)
     return _leaf("empty", data, requires_grad)
 
 
@@ -492,6 +495,15 @@ _C_NAMES = {torch.bool: "bool", torch.uint8: "unsigned char", torch.int8: "signe
             torch.int32: "int", torch.int64: "long"}  # torch's bounds messages name the C types
 
 
+def check_random_bounds(dtype, low, high):
+    """[low, high) in an integer dtype's range, as torch's random_ (and randint) check it: its RuntimeError."""
+    if not dtype.is_floating_point:
+        info = (0, 1) if dtype == torch.bool else (torch.iinfo(dtype).min, torch.iinfo(dtype).max)
+        for bound, v in (("from", low), ("to - 1", high - 1)):
+            if not info[0] <= v <= info[1]:
+                raise InputError(f"{bound} is out of bounds for {_C_NAMES[dtype]}")
+
+
 def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layout=torch.strided, device=None,
             requires_grad=False):
     """Integers uniform in [low, high) (randint(high, size), randint(high, size=...) and randint(high=,
@@ -512,13 +524,13 @@ def randint(low=None, high=None, size=None, *, generator=None, dtype=None, layou
                                  f"{type(high).__name__}, {type(size).__name__})")
     if low >= high:  # torch's RuntimeError (numpy's is a ValueError only)
         raise InputError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise InputTypeError(f"randint(): argument 'dtype' must be torch.dtype, not {type(dtype).__name__}")
     dtype = dtype or int64
-    if not dtype.is_floating_point:  # the bounds in dtype's range, as torch's random_ checks them
-        info = (0, 1) if dtype == torch.bool else (torch.iinfo(dtype).min, torch.iinfo(dtype).max)
-        for bound, v in (("from", low), ("to - 1", high - 1)):
-            if not info[0] <= v <= info[1]:
-                raise InputError(f"{bound} is out of bounds for {_C_NAMES[dtype]}")
-    draw = host_generator("randint", generator).integers(low, high, size=tuple(size))
+    check_random_bounds(dtype, low, high)
+    if not isinstance(size, (tuple, list, torch.Size)):
+        raise InputTypeError(f"randint(): argument 'size' must be tuple of ints, not {type(size).__name__}")
+    draw = host_generator("randint", generator).integers(low, high, size=_size("randint", (size,)))
     return _leaf("randint", as_storage(draw, dtype), requires_grad)
 
 
@@ -531,9 +543,10 @@ def randperm(n, *, generator=None, dtype=None, layout=torch.strided, device=None
     check_layout("randperm", layout)
     if not _is_int(n):
         raise InputTypeError(f"randperm(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    dtype = check_dtype("randperm", dtype or int64)  # the parser's TypeError before the size's check
     if n < 0:
         raise InputError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    return _leaf("randperm", as_storage(host_generator("randperm", generator).permutation(n), dtype or int64),
+    return _leaf("randperm", as_storage(host_generator("randperm", generator).permutation(n), dtype),
                  requires_grad)
 
 

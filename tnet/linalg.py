@@ -245,6 +245,9 @@ def _lu_unpack_host(lu, pivots, unpack_data=True, unpack_pivots=True):
         U = np.triu(lu[..., :k, :])
     if unpack_pivots:
         piv = pivots.reshape(-1, pivots.shape[-1]).astype(np.int64) - 1
+        if piv.size and not ((piv >= 0) & (piv < m)).all():  # torch's check (numpy's IndexError else)
+            raise RuntimeError("pivots passed to lu_unpack must be between 1 and LU.size(-2) inclusive.Did you properly "
+                               "pass the result of lu_factor?")
         perm = np.tile(np.arange(m), (piv.shape[0], 1))
         for j in range(piv.shape[1]):  # LAPACK's row swaps, in order
             b = np.arange(piv.shape[0])
@@ -384,6 +387,13 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     P L U from lu_factor; on the host (the module's note). No gradient."""
     lu_ = _host("linalg.lu_solve", LU, square=True)
     _no_gradient("linalg.lu_solve", LU, B)
+    if LU.dtype != B.dtype:  # torch's check (tnet solved in LU's dtype)
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type "
+                           f"{DTYPE_NAMES[LU.dtype]} and B of type {DTYPE_NAMES[B.dtype]} instead")
+    n = LU.shape[-1]
+    if B.ndim < 2 or B.shape[-2 if left else -1] != n:  # torch's check (numpy's ValueError else)
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation {'AX' if left else 'XA'} = B "
+                           f"({n}x{n} and {'x'.join(map(str, B.shape[-2:]))})")
     P, L, U = _lu_unpack_host(lu_, pivots.numpy())
     a = P @ L @ U
     a = np.swapaxes(a, -1, -2) if adjoint else a

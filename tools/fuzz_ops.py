@@ -3,7 +3,7 @@
 
 usage: python tools/fuzz_ops.py [--cases N] [--seed S] [--ops NAME,...] [--case I] [--json PATH] [--list]
 
-Case i runs op i % len(OPS) (round robin over ~590 tnet.* functions, Tensor methods and operators,
+Case i runs op i % len(OPS) (round robin over ~1030 tnet.* functions, Tensor methods and operators,
 tnet.nn.functional ops and nn layers, forward and, for the differentiable ones, backward) on input
 drawn from a generator seeded by (seed, i): odd and 0-sized shapes, 0-d tensors, NaN/inf/-0.0 and
 huge values, int64/int32/uint8/bool/float16/bfloat16 dtypes, 3-D volumes, transposed, step-sliced, expanded, channels-last,
@@ -1174,9 +1174,10 @@ fop("alpha_dropout", lambda g: ((g.t(),), {"p": g.maybe(0.5, 1.5), "training": F
 
 # ---- modules ------------------------------------------------------------------------------------
 
-def mod(name, ctor, inputs, grad=True, train=True):
-    """nn.NAME built from the same constructor arguments, torch's parameters and buffers copied into tnet's."""
-    tcls, ncls = getattr(torch.nn, name), getattr(tnet.nn, name)
+def mod(name, ctor, inputs, grad=True, train=True, classes=None):
+    """nn.NAME built from the same constructor arguments, torch's parameters and buffers copied into tnet's;
+    classes: (torch's, tnet's) builders where NAME is not one class (a Sequential of layers)."""
+    tcls, ncls = classes or (getattr(torch.nn, name), getattr(tnet.nn, name))
     built = {}  # the torch module of the case: tnet's side copies its parameters and buffers
 
     def run(cls, tnet_side):
@@ -1737,6 +1738,388 @@ def pieces_gen(g):
 
 
 oper("pieces(new)", pieces, pieces_gen)
+
+
+# ---- what training scripts call that the rounds above left out (thirty-third session): in-place methods,
+# the random and conversion factories, hooks, the top-level aliases of F, clipping, containers and lazy layers ----
+def gen_of(name):
+    """The generator of the entry NAME: an in-place method draws its out-of-place twin's arguments."""
+    return next(e["gen"] for e in OPS if e["name"] == name)
+
+
+# the methods whose other must be a tensor in torch (a number: its parser's TypeError); tnet's take a number too
+TENSOR_OTHER = ("atan2_", "hypot_", "logical_and_", "logical_or_", "logical_xor_", "ldexp_", "nextafter_", "heaviside_", "gcd_",
+                "lcm_")
+for name in ("log_", "floor_", "sign_", "sgn_", "erf_", "erfc_", "erfinv_", "sinh_", "cosh_", "tan_", "atan_", "asin_", "acos_",
+             "digamma_", "lgamma_", "log2_", "log10_", "exp2_", "expm1_", "deg2rad_", "rad2deg_", "fix_", "i0_", "logit_", "sinc_",
+             "cos_", "logical_not_", "bitwise_not_", "negative_", "absolute_"):
+    inplace(name, u(dt=ANY))
+for name in ("eq_", "ne_", "lt_", "le_", "gt_", "ge_", "greater_", "less_equal_", "not_equal_", "fmod_", "remainder_", "atan2_",
+             "hypot_", "copysign_", "floor_divide_", "true_divide_", "logical_and_", "logical_or_", "logical_xor_", "multiply_",
+             "divide_", "subtract_", "ldexp_", "xlogy_", "nextafter_", "clamp_max_", "heaviside_", "float_power_"):
+    inplace(name, b(scalar=0 if name in TENSOR_OTHER else 0.3))
+for name in ("gcd_", "lcm_", "bitwise_and_", "bitwise_or_", "bitwise_xor_", "bitwise_left_shift_", "bitwise_right_shift_"):
+    inplace(name, b(dt=(I64, I64, BOOL, F32), scalar=0 if name in TENSOR_OTHER else 0.3))
+for e in OPS:  # torch's logical_and_ & co record nothing: x's past gets g unchanged (its autograd's gap), tnet's 0
+    if e["name"] in (".logical_not_", ".logical_and_", ".logical_or_", ".logical_xor_"):
+        e["grad"] = False
+inplace("clip_", gen_of("clip"))
+inplace("polygamma_", lambda g: ((g.t(), g.maybe(g.pick((0, 1, 2)), -1)), {}))
+for name in ("scatter_add", "index_fill", "index_copy", "masked_scatter", "scatter_reduce", "index_reduce", "tril", "triu", "cumprod",
+             "addmm", "baddbmm", "addbmm", "addmv", "addr", "renorm"):
+    inplace(name + "_", gen_of(name))
+inplace("index_put_", gen_of(".index_put"))
+inplace("put_", gen_of(".put"))
+inplace("transpose_", lambda g: (lambda x: ((x, g.dim(x), g.dim(x)), {}))(g.t(dt=ANY)))
+inplace("swapaxes_", lambda g: (lambda x: ((x, g.dim(x), g.dim(x)), {}))(g.t(dt=ANY)))
+inplace("unsqueeze_", lambda g: (lambda x: ((x, g.maybe(int(g.r.integers(-x.ndim - 1, x.ndim + 1)), x.ndim + 1)), {}))(g.t(dt=ANY)))
+# the random fills: only the shape and dtype compare, but every argument check does
+inplace("bernoulli_", lambda g: (lambda x: ((x, g.maybe(g.pick((0.5, 0.0, 1.0, g.t(shape=x.shape, vals="prob", grad=False))), 1.5, -0.1)),
+                                            {}))(g.t(dt=ANY)))
+inplace("random_", lambda g: ((g.t(dt=ANY),) + g.pick(((), (5,), (-3, 4), (g.maybe(2, 5), 3))), {}))
+inplace("exponential_", lambda g: ((g.t(dt=ANY),), {"lambd": g.maybe(g.pick((1.0, 0.5)), 0.0, -1.0)}))
+inplace("cauchy_", lambda g: ((g.t(dt=ANY),), {"median": 0.0, "sigma": g.maybe(1.0, 0.0, -1.0)}))
+inplace("log_normal_", lambda g: ((g.t(dt=ANY),), {"mean": 1.0, "std": g.maybe(2.0, 0.0, -1.0)}))
+inplace("geometric_", lambda g: ((g.t(dt=ANY), g.maybe(g.pick((0.5, 1.0)), 0.0, 1.5)), {}))
+for e in OPS[-6:]:
+    e["cmp"] = "shape"
+inplace("detach_", u(dt=ANY))
+meth("detach", u(dt=ANY))
+meth("requires_grad_", lambda g: ((g.t(dt=ANY, grad=False),) + ((g.chance(0.7),) if g.chance(0.7) else ()), {}))
+meth("cpu", u(dt=ANY))
+meth("ndimension", u(dt=ANY), grad=False)
+meth("resize_", lambda g: ((g.t(dt=ANY, grad=False), *g.maybe(g.pick(((2, 3), (0,), (1,))), (-1, 2))), {}), grad=False, cmp="shape")
+op(".numpy", lambda x, **k: torch.from_numpy(x.numpy(**k)), lambda x, **k: torch.from_numpy(x.numpy(**k)),
+   lambda g: ((g.t(dt=ANY),), {"force": True} if g.chance(0.3) else {}), grad=False)
+
+
+def hooked(x, where, scale):
+    """y = x * 1 with a gradient hook on y or on x (None: one that only looks), then y * y: x's gradient shows it."""
+    y = x * 1
+    (y if where == "y" else x).register_hook(lambda gr: None if scale is None else gr * scale)
+    return y * y
+
+
+def retained(x, twice):
+    """retain_grad on a non-leaf y = 2 x: y's and x's gradients of sum(y * y), computed inside."""
+    y = x * 2
+    y.retain_grad()
+    if twice:
+        y.retain_grad()
+    (y * y).sum().backward()
+    return y.grad, x.grad
+
+
+oper("register_hook", hooked, lambda g: ((g.t(dt=ANY), g.pick(("x", "y")), g.pick((None, 3.0, -0.5))), {}))
+oper("retain_grad", retained, lambda g: ((g.t(dt=g.maybe(F32, F16, I64), grad=g.maybe(True, False)), g.chance(0.3)), {}), grad=False)
+
+
+def size_arg(g):
+    """A factory's size, as one tuple or as separate numbers; bad: negative or not an integer."""
+    size = g.maybe(g.pick(((2, 3), (0,), (), (4,), (1, 2, 3))), (-1, 2), (2.5,))
+    return (size,) if g.chance(0.5) or not size else size
+
+
+for name in ("rand", "randn", "empty"):
+    top(name, lambda g, name=name: (size_arg(g), {"dtype": g.pick((None, F32, F16, BF16, I64 if name == "empty" else F32))}),
+        grad=False, cmp="shape")
+top("randint", lambda g: (g.pick(((g.maybe(5, 0, -1),), (g.maybe(-2, 4), 3))) + ((g.maybe((2, 3), (-1,)),)), {"dtype": g.pick((None, I64, F32))}),
+    grad=False, cmp="shape")
+top("randperm", lambda g: ((g.maybe(g.pick((0, 1, 5)), -1),), {"dtype": g.pick((None, I64, F32))}), grad=False, cmp="shape")
+top("empty_strided", lambda g: ((g.maybe((2, 3), (-1, 3)), g.pick(((3, 1), (1, 2)))), {}), grad=False, cmp="shape")
+
+
+def normal_gen(g):
+    """torch.normal's forms: (mean tensor, std tensor), (mean tensor, std float), (mean, std, size)."""
+    form = g.pick(("tensors", "tensor", "size"))
+    if form == "size":
+        return (0.0, g.maybe(1.0, -1.0), g.maybe((2, 3), (-1,))), {}
+    x = g.t()
+    if form == "tensors":
+        return (x, g.t(shape=x.shape if g.chance(0.8) else (7,), vals=g.maybe("pos", "normal"), grad=False)), {}
+    return (x, g.maybe(1.0, -1.0)), {}
+
+
+top("normal", normal_gen, grad=False, cmp="shape")
+top("bernoulli", lambda g: ((g.t(vals=g.maybe("prob", "normal")),), {}), grad=False, cmp="shape")
+top("multinomial", lambda g: (lambda p: ((p, g.maybe(g.pick((1, 2)), 0, 9)), {"replacement": g.chance(0.4)}))(
+    g.t(shape=g.pick(((4,), (2, 4), (3,))), vals=g.maybe("prob", "normal"), special=0.05)), grad=False, cmp="shape")
+top("poisson", lambda g: ((g.t(vals=g.maybe("pos", "normal"), special=0.05),), {}), grad=False, cmp="shape")
+for name in ("as_tensor", "asarray"):
+    top(name, lambda g: ((g.pick((g.t(dt=ANY), [1, 2.5], [[1, 2], [3, 4]], 3, [True, False], [[1], [2, 3]])),),
+                         {"dtype": g.pick((None, F32, I64, F16))}), grad=False)
+op("from_numpy", torch.from_numpy, tnet.from_numpy,
+   lambda g: ((g.pick((np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1, -2], np.int64), np.array([True, False]),
+                       np.zeros((0, 2), np.float16), np.arange(4, dtype=np.uint8), np.arange(6, dtype=np.float32).reshape(2, 3)[:, ::2],
+                       g.maybe(np.ones(2, np.int64), [1, 2]))),), {}), grad=False)  # (int32 becomes int64: README)
+top("fill", lambda g: ((g.t(dt=ANY), g.pick((g.scalar(), g.t(shape=(), dt=ANY)))), {}))
+top("broadcast_shapes", lambda g: (g.pick((((2, 1), (3,)), ((2,), (3,)), ((), (1, 4)), ((0, 1), (1, 5)), ((2, -1), (2,)))), {}), grad=False)
+top("detach", u(dt=ANY))
+for name in ("dropout", "alpha_dropout", "feature_alpha_dropout"):
+    top(name, lambda g: ((img(g, rank=g.pick((2, 3, 4))), g.maybe(0.5, 1.5, -0.1), False), {}))
+top("layer_norm", lambda g: (lambda x: ((x, x.shape[-1:] if g.chance(0.8) else (9,)) + g.pick(((), (g.t(shape=x.shape[-1:]), g.t(shape=x.shape[-1:])))),
+                                        {"eps": g.pick((1e-5, 0.0))}))(g.t(rank=g.pick((1, 2, 3)), special=0.2)))
+top("batch_norm", lambda g: (lambda x, c, tr: ((x, g.t(shape=(c,)), g.t(shape=(c,)), g.t(shape=(g.maybe(c, c + 1),), grad=False, special=0),
+                                                g.t(shape=(c,), vals="pos", grad=False, special=0), tr, 0.1, 1e-5, False), {}))(
+    *(lambda x: (x, x.shape[1] if x.ndim > 1 else 1, g.chance(0.5)))(img(g, rank=g.pick((2, 3, 4))))))
+top("group_norm", lambda g: (lambda x: ((x, g.maybe(2, 3), g.t(shape=(x.shape[1],)), g.t(shape=(x.shape[1],)), 1e-5, False), {}))(
+    img(g, c=4)))
+top("instance_norm", lambda g: (lambda x: ((x, g.t(shape=(3,)), g.t(shape=(3,)), None, None, True, 0.1, 1e-5, False), {}))(
+    img(g, c=g.maybe(3, 2))))
+for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
+    top(name, gen_of("F." + name))
+top_inplace("clamp_max_", lambda g: ((g.t(dt=ANY), g.pick((0.5, -1, g.t(shape=(), dt=F32)))), {}))
+top_inplace("clip_", gen_of("clip"))
+
+
+def lu_gen(g):
+    """An LU factorisation (LU, pivots) of a random square matrix (batched at times); bad: pivots past n."""
+    n = g.pick((1, 2, 3))
+    A = torch.tensor(g.r.standard_normal(g.pick(((), (2,))) + (n, n))).float()
+    LU, piv = torch.linalg.lu_factor(A)
+    piv = piv + (5 if g.chance(g.bad) else 0)
+    return T(LU, lambda v: v, "c", False), T(piv.to(g.maybe(torch.int32, I64)), lambda v: v, "c", False)  # no gradient in tnet
+
+
+top("lu_unpack", lambda g: (lu_gen(g), {}))
+top("lu_solve", lambda g: (lambda LU, piv: ((g.t(shape=LU.shape[:-1] + (g.maybe(2, 1),), grad=False) if g.chance(0.8) else
+                                             g.t(shape=(5, 1), grad=False), LU, piv),
+                                            {}))(*lu_gen(g)))
+fop("gumbel_softmax", lambda g: (lambda x: ((x,), {"tau": g.maybe(g.pick((1.0, 0.5)), 0.0), "hard": g.chance(0.5), "dim": g.dim(x)}))(
+    g.t(rank=g.pick((1, 2, 3)), special=0.05)), cmp="shape")
+fop("pdist", gen_of("pdist"))
+fop("upsample", lambda g: ((img(g),), g.pick(({"scale_factor": g.maybe(2, 0)}, {"size": g.maybe((3, 5), (0, 2))},
+                                              {"scale_factor": 2, "mode": g.pick(("bilinear", "bicubic", "nearest-exact")),
+                                               "align_corners": g.pick((None, True, False))}))))
+fop("feature_alpha_dropout", lambda g: ((img(g),), {"p": g.maybe(0.5, 1.5), "training": False}))
+
+
+def clip_grads(library, fn):
+    """nn.utils.clip_grad_norm_/value_ on parameters whose grads are the inputs (None for a missing one): the
+    total norm (norm_) and the clipped grads."""
+    def run(*grads, **kw):
+        params = []
+        for gr in grads:
+            p = library.zeros(gr.shape if gr is not None else (2,), dtype=gr.dtype if gr is not None and gr.is_floating_point()
+                              else torch.float32, requires_grad=True)  # (tnet takes a grad of another dtype, torch not)
+            if gr is not None:
+                p.grad = gr
+            params.append(p)
+        total = getattr(library.nn.utils, fn)(params, **kw)
+        return (total, *[p.grad for p in params if p.grad is not None])
+    return run
+
+
+def clip_gen(norm):
+    def gen(g):
+        grads = [g.t(rank=g.pick((0, 1, 2)), dt=g.maybe(F32, F16, I64), special=0.2, grad=False) if g.chance(0.9) else None
+                 for _ in range(g.pick((1, 2, 3)))]
+        if norm:
+            return tuple(grads), {"max_norm": g.maybe(g.pick((1.0, 0.1, 100.0)), -1.0, 0.0),
+                                  "norm_type": g.pick((2.0, 1.0, math.inf, 0.5, "inf")), "error_if_nonfinite": g.chance(0.3)}
+        return tuple(grads), {"clip_value": g.maybe(g.pick((0.5, 1.0)), -1.0, 0.0)}
+    return gen
+
+
+op("nn.utils.clip_grad_norm_", clip_grads(torch, "clip_grad_norm_"), clip_grads(tnet, "clip_grad_norm_"), clip_gen(True), grad=False)
+op("nn.utils.clip_grad_value_", clip_grads(torch, "clip_grad_value_"), clip_grads(tnet, "clip_grad_value_"), clip_gen(False), grad=False)
+op("nn.utils.parameters_to_vector", lambda *xs: torch.nn.utils.parameters_to_vector(xs),
+   lambda *xs: tnet.nn.utils.parameters_to_vector(xs),
+   lambda g: (tuple(g.t(rank=g.pick((0, 1, 2)), dt=g.maybe(F32, F16)) for _ in range(g.pick((1, 2, 3)))), {}))
+
+
+def padded(library):
+    return lambda *xs, **k: library.nn.utils.rnn.pad_sequence(list(xs), **k)
+
+
+op("nn.utils.rnn.pad_sequence", padded(torch), padded(tnet),
+   lambda g: (lambda tail: (tuple(g.t(shape=(g.pick((1, 2, 4, 0)),) + g.maybe(tail, tail + (1,)), dt=g.pick((F32, F32, I64)))
+                                  for _ in range(g.pick((1, 2, 3)))),
+                            {"batch_first": g.chance(0.5), "padding_value": g.pick((0.0, -1.0, math.nan))}))(g.pick(((), (3,)))))
+
+
+def seq(library, kind, c):
+    """A Sequential of torch's or tnet's layers: an MLP or a small CNN."""
+    nn = library.nn
+    if kind == "mlp":
+        return nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Dropout(0.0), nn.Linear(4, 2), nn.LogSoftmax(dim=-1))
+    return nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU(inplace=True), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(3 * c, 2))
+
+
+mod("Sequential", lambda g: (("mlp", 1), {}), lambda g, c: [g.t(shape=(g.pick((1, 2, 0)), g.maybe(3, 4)), special=0.1)],
+    classes=(lambda *a: seq(torch, *a), lambda *a: seq(tnet, *a)))
+OPS[-1]["name"] = "nn.Sequential(MLP)"
+mod("Sequential", lambda g: (lambda hw: (("cnn", (hw[0] // 2) * (hw[1] // 2)), {"hw": hw}))(g.pick(((4, 4), (4, 6), (5, 4)))),
+    lambda g, c: [img(g, c=g.maybe(2, 3), hw=c[1]["hw"] if g.chance(0.9) else (2, 2), special=0.1)],
+    classes=(lambda *a, hw: seq(torch, *a), lambda *a, hw: seq(tnet, *a)))
+OPS[-1]["name"] = "nn.Sequential(CNN)"
+
+
+def stack(library, kind, layers, norm, batch_first, norm_first):
+    """nn.TransformerEncoder / Decoder of small layers (d_model 4, 2 heads, no dropout), with a final norm at times;
+    or a whole nn.Transformer of one layer each."""
+    nn = library.nn
+    kw = {"dim_feedforward": 8, "dropout": 0.0, "batch_first": batch_first, "norm_first": norm_first}
+    if kind == "Transformer":
+        return nn.Transformer(4, 2, layers, layers, **kw)
+    layer = getattr(nn, kind + "Layer")(4, 2, **kw)
+    extra = {"enable_nested_tensor": False} if kind == "TransformerEncoder" else {}
+    return getattr(nn, kind)(layer, layers, norm=nn.LayerNorm(4) if norm else None, **extra)
+
+
+def stack_inputs(g, c):
+    """src (and tgt, or memory) of 1-4 positions, a causal float or bool mask at times, a key padding mask at times."""
+    kind, first = c[0][0], c[0][3]
+    N, L, S = g.pick((1, 2)), g.pick((1, 3, 4)), g.pick((1, 2, 5))
+
+    def seq_t(n):
+        return g.t(shape=(N, n, g.maybe(4, 5)) if first else (n, N, 4), layout=g.pick(("c", "c", "t")), special=0.05)
+    causal = fixed(np.triu(np.full((L, L), -math.inf, np.float32), 1)) if g.chance(0.5) else None
+    kpm = fixed(g.r.random((N, S if kind != "TransformerEncoder" else L)) < 0.3) if g.chance(0.3) else None
+    if kind == "TransformerEncoder":
+        return [seq_t(L), causal, kpm]
+    if kind == "TransformerDecoder":
+        return [seq_t(L), seq_t(S), causal, None, None, kpm]
+    return [seq_t(S), seq_t(L), None, causal, None, kpm]
+
+
+for kind in ("TransformerEncoder", "TransformerDecoder", "Transformer"):
+    mod(kind, lambda g, kind=kind: ((kind, g.pick((1, 2)), g.chance(0.5), g.chance(0.5), g.chance(0.5)), {}), stack_inputs,
+        classes=(lambda *a: stack(torch, *a), lambda *a: stack(tnet, *a)))
+
+
+def lazy(name, ctor, inputs):
+    """nn.Lazy*: each side's first forward makes its parameters; tnet's then takes torch's values and runs again."""
+    state = {}
+
+    def run(library):
+        def call(ctor_args, *xs):
+            m = getattr(library.nn, name)(*ctor_args)
+            y = m(*xs)
+            if library is torch:
+                state["torch"] = {k: v.detach().clone() for k, v in list(m.named_parameters()) + list(m.named_buffers())}
+                return y
+            for k, v in list(m.named_parameters()) + list(m.named_buffers()):
+                v.memory.copy_(state["torch"][k])
+            return m(*xs)
+        return call
+    op("nn." + name, run(torch), run(tnet), lambda g: (lambda c: ((c, *inputs(g, c)), {}))(ctor(g)))
+
+
+lazy("LazyLinear", lambda g: (g.maybe(3, 0),), lambda g, c: [g.t(shape=(g.pick((1, 2)), g.pick((1, 4))), special=0.1)])
+lazy("LazyConv2d", lambda g: (3, g.maybe(3, 0)), lambda g, c: [img(g, rank=g.maybe(4, 3), hw=(4, 5))])
+lazy("LazyConv1d", lambda g: (2, 3), lambda g, c: [img(g, rank=g.maybe(3, 2), hw=(5,))])
+lazy("LazyBatchNorm2d", lambda g: (), lambda g, c: [img(g, rank=g.maybe(4, 3))])
+mod("FractionalMaxPool2d", lambda g: ((g.maybe(2, 0),), {"output_size": g.maybe(g.pick((2, (1, 2))), (9, 9)),
+                                                        "_random_samples": _samples(g, 2, 2, 2)}),
+    lambda g, c: [g.t(shape=(2, 2, g.pick((4, 5)), 5), layout=g.pick(("c", "cl", "t")))])
+mod("AdaptiveLogSoftmaxWithLoss", lambda g: ((4, 6, g.maybe([2, 4], [4, 2], [2, 6])), {"div_value": g.pick((4.0, 2.0)),
+                                                                                       "head_bias": g.chance(0.5)}),
+    lambda g, c: (lambda N: [g.t(shape=N + (g.maybe(4, 3),), special=0.1), g.t(shape=N, dt=I64, vals=(0, g.maybe(6, 7)))])(
+        g.pick(((3,), (1,), ()))))
+
+
+def normed(library, kind, dim):
+    """A Linear (or Conv1d) under weight_norm (the old hook or the parametrization) or spectral_norm; spectral_norm's
+    u and v are buffers that tnet's copies, so that its power iteration is torch's."""
+    nn = library.nn
+    layer = nn.Linear(3, 2) if dim is None or dim < 2 else nn.Conv1d(2, 3, 2)
+    if kind == "weight_norm":
+        return nn.utils.weight_norm(layer, dim=dim if dim is not None else 0)
+    if kind == "parametrizations.weight_norm":
+        return nn.utils.parametrizations.weight_norm(layer, dim=dim if dim is not None else 0)
+    return nn.utils.spectral_norm(layer, n_power_iterations=2)
+
+
+for kind in ("weight_norm", "parametrizations.weight_norm", "spectral_norm"):
+    mod(kind, lambda g, kind=kind: ((kind, g.pick((None, 0, 1, 2, -1)) if kind != "spectral_norm" else None), {}),
+        lambda g, c: [g.t(shape=(2, 3), special=0.1) if c[0][1] is None or c[0][1] < 2 else img(g, c=2, rank=3, hw=(4,), special=0.1)],
+        classes=(lambda *a: normed(torch, *a), lambda *a: normed(tnet, *a)))
+    OPS[-1]["name"] = "nn.utils." + kind
+
+
+def packed_lstm(library, ctor, x, lengths, enforce_sorted, h0):
+    """pack_padded_sequence -> LSTM -> pad_packed_sequence, a language model's batch of padded sentences."""
+    rnn = library.nn.utils.rnn
+    m = ctor(library)
+    packed = rnn.pack_padded_sequence(x, lengths, batch_first=m.batch_first, enforce_sorted=enforce_sorted)
+    out, (h, c) = m(packed, h0)
+    y, lens = rnn.pad_packed_sequence(out, batch_first=m.batch_first)
+    return y, h, c, lens
+
+
+def packed_gen(g):
+    layers, bidir, first = g.pick((1, 2)), g.chance(0.5), g.chance(0.5)
+    B, T_ = g.pick((1, 3)), g.pick((1, 4))
+    lengths = sorted((int(g.r.integers(1, T_ + 1)) for _ in range(B)), reverse=g.chance(0.7))
+    if g.chance(g.bad):
+        lengths[0] = g.pick((0, T_ + 1))
+    x = g.t(shape=(B, T_, 3) if first else (T_, B, 3), special=0.05)
+    h0 = None if g.chance(0.5) else tuple(g.t(shape=(layers * (2 if bidir else 1), B, 2), dt=g.maybe(F32, F16), special=0)
+                                          for _ in range(2))
+    return (("LSTM", (3, 2), {"num_layers": layers, "bidirectional": bidir, "batch_first": first}), x,
+            fixed(np.array(lengths, np.int64)) if g.chance(0.5) else lengths, g.maybe(False, True), h0), {}
+
+
+def lstm_ctor(spec):
+    """(library -> the LSTM of spec), tnet's taking torch's weights (the case's last torch build)."""
+    built = {}
+
+    def make(library):
+        m = getattr(library.nn, spec[0])(*spec[1], **spec[2])
+        if library is torch:
+            built["w"] = {k: v.detach().clone() for k, v in m.named_parameters()}
+        else:
+            for k, v in m.named_parameters():
+                v.memory.copy_(built["w"][k])
+        return m
+    return make
+
+
+def packed_side(library, made={}):  # noqa: B006: torch's side makes the case's LSTM builder, tnet's takes it
+    def run(spec, *a):
+        if library is torch:
+            made["ctor"] = lstm_ctor(spec)
+        return packed_lstm(library, made["ctor"], *a)
+    return run
+
+
+op("nn.utils.rnn.pack_padded_sequence(LSTM)", packed_side(torch), packed_side(tnet), packed_gen)
+
+
+
+def lce_gen(g):
+    """linear_cross_entropy: hidden states [N, D] (or [D]), the classifier's weight [C, D], int targets (an ignored
+    one at times); bad: another D or C, targets past C."""
+    N, D, C = g.pick(((3,), (1,), ())), g.pick((2, 5)), g.pick((3, 4))
+    x = g.t(shape=N + (D,), special=0.1)
+    w = g.t(shape=(C, g.maybe(D, D + 1)), special=0.05)
+    t = g.t(shape=N, dt=I64, vals=(g.maybe(0, -1), g.maybe(C, C + 1)), grad=False)
+    kw = {"reduction": g.pick(("mean", "sum", "none")), "label_smoothing": g.pick((0.0, 0.1)),
+          "ignore_index": g.pick((None, 0, -100))}
+    if g.chance(0.4):
+        kw["linear_bias"] = g.t(shape=(g.maybe(C, C + 1),))
+    if g.chance(0.3):
+        kw["weight"] = g.t(shape=(C,), vals="pos", grad=False, special=0)
+    return (x, w, t), kw
+
+
+fop("linear_cross_entropy", lce_gen)
+
+
+def ctc_gen(g):
+    """F.ctc_loss as nn.CTCLoss's entry draws it, the lengths both tuples or both tensors (torch's parser takes no mix)."""
+    lengths = ((5, g.maybe(4, 6)), (g.pick((3, 2, 0)), 2))
+    if g.chance(0.5):
+        lengths = tuple(fixed(np.array(n)) for n in lengths)
+    log_probs = torch.randn(5, 2, 4, generator=torch.Generator().manual_seed(int(g.r.integers(1 << 30)))).log_softmax(2)
+    return ((T(log_probs, lambda v: v, "c", True), g.t(shape=(2, 3), dt=I64, vals=(1, g.maybe(4, 5)), grad=False), *lengths),
+            {"blank": g.maybe(0, 5), "reduction": g.pick(("mean", "sum", "none")), "zero_infinity": g.chance(0.5)})
+
+
+fop("ctc_loss", ctc_gen, grad=False)  # its gradient with respect to log_probs differs from torch's by design, as nn.CTCLoss's
+
 
 # ---- running and comparing -------------------------------------------------------------------
 

@@ -494,7 +494,7 @@ for _name, _method in {
         "__rlshift__": _swapped(bitwise_left_shift), "__rrshift__": _swapped(bitwise_right_shift),
         "bitwise_left_shift_": in_place("bitwise_left_shift_", bitwise_left_shift),
         "bitwise_right_shift_": in_place("bitwise_right_shift_", bitwise_right_shift),
-        "frexp": frexp, "nextafter": nextafter, "nextafter_": in_place("nextafter_", nextafter),
+        "frexp": frexp, "nextafter": nextafter, "nextafter_": in_place("nextafter_", nextafter, keeps_self=True),
         "polygamma": lambda self, n: polygamma(n, self),
         "polygamma_": in_place("polygamma_", lambda self, n: polygamma(n, self), keeps_self=True),
         "mvlgamma": mvlgamma, "mvlgamma_": in_place("mvlgamma_", mvlgamma, keeps_self=True),

@@ -20,7 +20,9 @@ from .pool import adaptive_max_pool1d as _adaptive_max_pool1d
 from .pool import max_pool1d as _max_pool1d
 from .pool import max_pool2d as _max_pool2d
 from .pool import max_pool3d as _max_pool3d
+from .inputs import check_args
 from .random import alpha_dropout as _alpha_dropout
+from .random import check_p
 from .random import dropout as _dropout
 from .random import feature_alpha_dropout as _feature_alpha_dropout
 from .random import feature_dropout
@@ -83,15 +85,25 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5, cudnn_enable
     return _group_norm(input, num_groups, weight, bias, eps)
 
 
+def _dropout_args(name, p, train):
+    """aten's dropouts: the parser's TypeErrors, then a RuntimeError for p outside [0, 1] (F's is a ValueError)."""
+    check_args(name, "bool", train=train)
+    check_args(name, "float", p=p)
+    check_p(p, RuntimeError)
+
+
 def dropout(input, p, train):
+    _dropout_args("dropout", p, train)
     return _dropout(input, p, train)
 
 
 def alpha_dropout(input, p, train):
+    _dropout_args("alpha_dropout", p, train)
     return _alpha_dropout(input, p, train)
 
 
 def feature_alpha_dropout(input, p, train):
+    _dropout_args("feature_alpha_dropout", p, train)
     return _feature_alpha_dropout(input, p, train)
 
 

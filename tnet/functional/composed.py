@@ -342,6 +342,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     each loss by its target length (at least 1) and averages; an impossible alignment gives inf (0,
     and no gradient, with zero_infinity)."""
     check_tensors("ctc_loss", log_probs=log_probs, targets=targets)
+    check_args("ctc_loss", "int", blank=blank)  # the parser's TypeErrors, before the values' checks
+    check_args("ctc_loss", "bool", zero_infinity=zero_infinity)
     _check_reduction(reduction)
     unbatched = log_probs.ndim == 2
     lp = unsqueeze(log_probs, 1) if unbatched else log_probs

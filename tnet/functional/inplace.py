@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from .. import amp
-from ..factory import host_generator, is_global, rng_state
+from ..factory import check_random_bounds, host_generator, is_global, rng_state
 from ..kernels import copy as _copy
 from ..kernels import pointwise as _pw
 from ..kernels import random as _random
@@ -32,7 +32,7 @@ from ..tensor import (INPLACE_NODE_NAMES, Tensor, bump_version, is_grad_enabled,
 from ..tensor import tensor as tnet_tensor
 from .copy import (Indexing, basic_index, check_put_dtype, expand, index_put, reshape, scalar_indices, scatter, scatter_add,
                    sequence_as_tuple, to)
-from .inputs import check_tensors, needs_grad
+from .inputs import check_args, check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, checked_alpha, clamp, clamp_max, clamp_min,
                         div, elu, exp, floor, graph_sum_to, hardsigmoid, hardswish, hardtanh, leaky_relu, lerp, log,
                         mish, mul, neg, pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh,
@@ -353,17 +353,19 @@ def clamp_max_(self, max):
                    keeps_self=True)
 
 
-def _overwritten(name, x, data, src=None):
+def _overwritten(name, x, data, src=None, zeros=()):
     """The record of data (self's memory, already written) replacing x's values: x's gradient is
-    0, src's (if any: a tnet.Tensor that data was broadcast from) g in src's dtype summed back to its shape."""
+    0, src's (if any: a tnet.Tensor that data was broadcast from) g in src's dtype summed back to its shape;
+    zeros: more inputs whose gradient is 0 (a comparison's other, as torch's eq_'s)."""
     def backward(g):
         gx = torch.zeros_like(g) if x.requires_grad else None
+        gz = tuple(torch.zeros_like(z.memory) for z in zeros)
         if src is None:
-            return (gx,)
+            return (gx, *gz)
         if g.dtype != src.dtype:  # torch casts g to src's dtype first, then sums the broadcast (in src's dtype)
             g = _copy_(torch.empty_like(g, dtype=src.dtype), g)
-        return gx, sum_to(g, src)
-    return record(name, data, (x,) if src is None else (x, src), backward)
+        return (gx, sum_to(g, src), *gz)
+    return record(name, data, (x,) + ((src,) if src is not None else ()) + tuple(zeros), backward)
 
 
 def fill_(self, value):
@@ -456,7 +458,8 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None):
 
 
 _RANDOM_TOP = {torch.float32: 2 ** 24, torch.float16: 2 ** 11, torch.bfloat16: 2 ** 8, torch.int64: 2 ** 63 - 1,
-               torch.int32: 2 ** 31 - 1, torch.bool: 1}  # random_()'s largest value: the dtype's exact integers
+               torch.int32: 2 ** 31 - 1, torch.int16: 2 ** 15 - 1, torch.int8: 2 ** 7 - 1, torch.uint8: 2 ** 8 - 1,
+               torch.bool: 1}  # random_()'s largest value: the dtype's exact integers
 
 
 def random_(self, *args, generator=None, **kwargs):
@@ -474,6 +477,7 @@ def random_(self, *args, generator=None, **kwargs):
     high = _RANDOM_TOP[self.dtype] + 1 if high is None else high
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    check_random_bounds(self.dtype, low, high)
     values = host_generator("random_", generator).integers(low, high, size=self.shape, dtype=np.int64)
 
     def compute(x):
@@ -498,6 +502,7 @@ def bernoulli_(self, p=0.5, *, generator=None):
 def exponential_(self, lambd=1.0, *, generator=None):
     """self = exponential numbers of rate lambd, -log(1 - u) / lambd from tnet's uniform u (other
     numbers than torch's)."""
+    check_args("exponential_", "float", lambd=lambd)  # the parser's TypeError before the values' checks
     check(lambd > 0, lambda: f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     _draw("exponential_", self, False, 1.0, 0.0, generator)
     with_grad = _pw.pointwise("log1p", _pw.pointwise("neg", self.memory))
@@ -697,11 +702,14 @@ from . import pointwise as _pointwise  # noqa: E402
 
 
 def _boolean(name, op):
-    """op (a comparison or a logical op), whose bool result carries no gradient: recorded, where x
-    is in the graph, as overwriting x, so that x's past gets 0, as torch's eq_ & co."""
+    """op (a comparison or a logical op), whose bool result carries no gradient: recorded, where x (or a
+    comparison's other) is in the graph, as overwriting x, so that x's past and other get 0, as torch's eq_ & co
+    (torch's logical_and_ & co record nothing: other gets no gradient, x's past gets g unchanged, where tnet's 0)."""
     def fn(x, *args):
         out = op(x, *args)
-        return _overwritten(name, x, out.memory) if x.requires_grad else out
+        others = [a for a in args if isinstance(a, Tensor) and a.requires_grad and a is not x
+                  and not name.startswith("logical_")]
+        return _overwritten(name, x, out.memory, zeros=others) if x.requires_grad or others else out
     fn.__name__ = op.__name__  # still the kernel's OP (_kernel_takes)
     return fn
 
@@ -783,6 +791,7 @@ def _transformed_draw(name, self, normal, transform, generator, integers=False):
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Cauchy numbers, median + sigma tan(pi (u - 1/2)) of tnet's uniform u, as torch's formula."""
+    check_args("cauchy_", "float", median=median, sigma=sigma)  # the parser's TypeError before the values' checks
     check(sigma > 0.0, lambda: f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     half_turn = lambda u: _pw.pointwise("tan", _pw.pointwise("sub", _pw.pointwise("mul", u, math.pi), math.pi / 2))
     return _transformed_draw("cauchy_", self, False, lambda u: _pw.pointwise(
@@ -792,6 +801,7 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
 def geometric_(self, p, *, generator=None):
     """Geometric numbers (trials up to the first success of probability p: 1, 2, ...), as torch's
     ceil(log(u) / log(1 - p)) of a uniform u in (0, 1] (1 - tnet's u); integer tensors too."""
+    check_args("geometric_", "float", p=p)  # the parser's TypeError before the values' checks
     check(0.0 < p < 1.0, lambda: f"geometric_ expects p to be in (0, 1), got p={p}")
     scale = 1.0 / math.log1p(-p)
     trials = lambda u: _pw.pointwise("ceil", _pw.pointwise("mul", _pw.pointwise("log1p", _pw.pointwise("neg", u)), scale))
@@ -801,6 +811,7 @@ def geometric_(self, p, *, generator=None):
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """exp of normal numbers of mean and std, as torch's log_normal_."""
+    check_args("log_normal_", "float", mean=mean, std=std)  # the parser's TypeError before the values' checks
     check(std > 0.0, lambda: f"log_normal_ expects std > 0.0, but found std={std}")
     return _transformed_draw("log_normal_", self, True, lambda z: _pw.pointwise(
         "exp", _pw.pointwise("add", _pw.pointwise("mul", z, float(std)), float(mean))), generator)
@@ -845,6 +856,7 @@ def scatter_add_(self, dim, index, src):
 def index_put_(self, indices, values, accumulate=False):
     """Tensor.index_put_: self[indices] = values (a tuple of index tensors, as x[i, j] = v), or with
     accumulate index_put's sums written into self, recorded as an in-place op (gradients as torch's)."""
+    check_args("index_put_", "bool", accumulate=accumulate)  # the parser's TypeError before any value's check
     indices = tuple(indices)
     if not accumulate:
         self[indices] = values

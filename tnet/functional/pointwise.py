@@ -1842,6 +1842,14 @@ def lcm(input, other):
     return _binary("lcm", input, other, "lcm")
 
 
+def _exp2_number(v):
+    """2 ** v for a Python number, inf past float's range (Python's power raises OverflowError), as exp2 of a tensor."""
+    try:
+        return 2.0 ** v
+    except OverflowError:
+        return math.inf
+
+
 def ldexp(input, other):
     """input * 2 ** other, as torch.ldexp's: for an integer tensor other exactly, in input's dtype;
     for a float one, input * exp2(other) (overflowing where that power does, as torch's); other may
@@ -1855,7 +1863,7 @@ def ldexp(input, other):
         return _record2("ldexp", y, input, other, lambda g: (_pw.pointwise("ldexp_int", g, E, dtype=g.dtype), None),
                         saved=(E,))
     mark = tape_mark()  # torch's node: its one op's (LdexpBackward0)
-    return named("ldexp", mark, mul(input, exp2(other) if isinstance(other, Tensor) else 2.0 ** other))
+    return named("ldexp", mark, mul(input, exp2(other) if isinstance(other, Tensor) else _exp2_number(other)))
 
 
 def float_power(input, exponent):
@@ -1945,7 +1953,8 @@ _LAST_PLACE = {torch.float16: 1 << 13, torch.bfloat16: 1 << 16}  # in fp32's bit
 
 def nextafter(input, other):
     """The next value of input's dtype after input toward other (other itself where they are equal),
-    as torch.nextafter: two float tensors, broadcast; input's gradient is g, other's 0, as torch's."""
+    as torch.nextafter: two float tensors, broadcast; input's gradient is g where input != other (0 at a tie, where
+    the value does not move), other's 0, as torch's."""
     for arg, v in (("input", input), ("other", other)):
         if not isinstance(v, Tensor):
             raise TypeError(f"nextafter(): argument '{arg}' must be Tensor, not {type(v).__name__}")
@@ -1954,7 +1963,8 @@ def nextafter(input, other):
     input, other = _ints_to_float(input, other)  # an integer one beside a float one: promoted, as torch's
     A, B = input.memory, other.memory
     y = _pw.pointwise("nextafter", A, B, float(_LAST_PLACE.get(_pw.result_type([A, B]), 1)))
-    return _record2("nextafter", y, input, other, lambda g: (g, torch.zeros_like(g)))
+    return _record2("nextafter", y, input, other,
+                    lambda g: (_pw.pointwise("where", _pw.pointwise("eq", A, B), 0.0, g), torch.zeros_like(g)), saved=(A, B))
 
 
 def polygamma(n, input):

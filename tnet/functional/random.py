@@ -31,8 +31,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
     values and gradients are torch's."""
     check_args("dropout", "bool", train=training)
     check_tensors("dropout", input=input)
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    check_p(p)
     if not training or p == 0.0:
         return input
     if p == 1.0:  # torch's input * 0: NaN and inf give NaN, as does a NaN gradient
@@ -59,10 +58,11 @@ def native_dropout(input, p, train):
     """torch.native_dropout: (dropout's output, the bool mask of the elements kept), the output input times
     dropout's draw over ones (0 or 1 / (1 - p)); train=False: a copy of input and a mask of every element, as
     torch's."""
+    check_args("native_dropout", "bool", train=train)
     check_tensors("native_dropout", input=input)
-    _check_p(p)
-    if not train:
+    if not train:  # p unchecked, as torch's
         return mul(input, 1), ones(*input.shape, dtype=torch.bool)
+    check_p(p, RuntimeError)
     scale = dropout(ones(*input.shape, dtype=input.dtype), p)
     return mul(input, scale), ne(scale, 0)
 
@@ -75,7 +75,7 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     with torch's warning. inplace=True is accepted and computed out of place, as dropout."""
     check_args("dropout2d", "bool", train=training)
     check_tensors("dropout2d", input=input)
-    _check_p(p)
+    check_p(p)
     if input.ndim not in (3, 4):
         warnings.warn(f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and will result "
                       "in an error in a future release. To retain the behavior and silence this warning, please use "
@@ -94,9 +94,10 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 _SELU_ALPHA = 1.7580993408473766  # SELU's -alpha * scale: the value a dropped element takes
 
 
-def _check_p(p):
+def check_p(p, error=ValueError):
+    """p in [0, 1]: F's dropouts raise a ValueError, aten's (torch.dropout, torch.feature_dropout, ...) a RuntimeError."""
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise error(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
 def _keep_mask(input, p, mask_shape):
@@ -128,7 +129,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     input itself. inplace=True is computed out of place."""
     check_args("alpha_dropout", "bool", train=training)
     check_tensors("alpha_dropout", input=input)
-    _check_p(p)
+    check_p(p)
     if not training or p == 0.0:
         return input
     return _alpha(input, p, input.shape)
@@ -139,7 +140,7 @@ def feature_dropout(input, p, train):
     channel), the kept ones scaled by 1/(1-p)."""
     check_args("feature_dropout", "bool", train=train)
     check_tensors("feature_dropout", input=input)
-    _check_p(p)
+    check_p(p, RuntimeError)
     if not train or p == 0.0:
         return input
     if p == 1.0:  # every element dropped, before the rank's check: torch's input * 0 of any rank
@@ -152,7 +153,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
     torch's. inplace=True is computed out of place."""
     check_args("feature_alpha_dropout", "bool", train=training)
     check_tensors("feature_alpha_dropout", input=input)
-    _check_p(p)
+    check_p(p)
     if not training or p == 0.0:
         return input
     return _alpha(input, p, input.shape if p == 1.0 else _feature_shape("feature_alpha_dropout", input))
@@ -163,7 +164,7 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
     rest scaled by 1/(1-p)), as torch's. inplace=True is computed out of place."""
     check_args("feature_dropout", "bool", train=training)  # torch's dropout1d and dropout3d call feature_dropout
     check_tensors("dropout1d", input=input)
-    _check_p(p)
+    check_p(p)
     check(input.ndim in (2, 3), lambda: f"dropout1d: Expected 2D or 3D input, but received a {input.ndim}D input. "
                                         "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
                                         "spatial dimension, a channel dimension, and an optional batch dimension (i.e. "
@@ -176,7 +177,7 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     torch's, and drops along its first dim). inplace=True is computed out of place."""
     check_args("feature_dropout", "bool", train=training)
     check_tensors("dropout3d", input=input)
-    _check_p(p)
+    check_p(p)
     if input.ndim not in (4, 5):
         warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and will result "
                       "in an error in a future release. To retain the behavior and silence this warning, please use "
@@ -264,9 +265,10 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
     for name, v in (("mean", mean), ("std", std)):
         check_type(isinstance(v, (Tensor, numbers.Real)),
               lambda: f"normal: {name} must be a tnet.Tensor or a number, got {type(v).__name__}")
+    if not isinstance(std, Tensor):  # a number std is checked on the host (a tensor's would be a sync)
+        check(std >= 0.0, lambda: f"normal expects std >= 0.0, but found std {std}")
     if not tensors:
         check(size is not None, "normal: with a number mean and std, size is required")
-        check(std >= 0.0, lambda: f"normal expects std >= 0.0, but found std {std}")
         shape, dev, dtype = tuple(size), None, dtype or torch.float32
     else:
         check(size is None, "normal: size is taken only with a number mean and std")
@@ -283,6 +285,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     the host (a sync: the weights are read back) by numpy from the stream tnet.manual_seed reseeds
     (or generator, a numpy Generator): other numbers than torch's."""
     check_tensors("multinomial", input=input)
+    check_args("multinomial", "bool", replacement=replacement)
     num_samples = as_int(num_samples)
     check(input.ndim in (1, 2), lambda: f"prob_dist must be 1 or 2 dim, got {input.ndim}")
     check(input.memory.is_floating_point(), lambda: f"multinomial only supports floating-point dtypes for input, got: {input.dtype}")
@@ -316,7 +319,7 @@ def poisson(input, generator=None):
     check_tensors("poisson", input=input)
     check(input.memory.is_floating_point(), lambda: f"poisson: expected a float tensor of rates, got {input.dtype}")
     rates = input.memory.detach().to("cpu", torch.float64).numpy()
-    check(not (rates < 0).any(), "invalid Poisson rate, expected rate to be non-negative")
+    check(bool((rates >= 0).all()), "invalid Poisson rate, expected rate to be non-negative")  # NaN too, as torch's
     return _host_counts("poisson", lambda rng: rng.poisson(rates), input, generator)
 
 

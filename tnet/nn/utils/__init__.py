@@ -320,7 +320,10 @@ def vector_to_parameters(vec, parameters):
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
     """Tensors [L_i, *] stacked into [max L, B, *] (batch_first: [B, max L, *]), each padded with
-    padding_value after (padding_side 'right') or before ('left') its elements; differentiable."""
+    padding_value after (padding_side 'right') or before ('left') its elements, in the first one's dtype (torch's
+    copies into a tensor made like the first: floats after an int64 one are truncated); differentiable."""
+    if not isinstance(batch_first, bool):  # torch's parser
+        raise TypeError(f"pad_sequence(): argument 'batch_first' (position 2) must be bool, not {type(batch_first).__name__}")
     if padding_side not in ("left", "right"):
         raise RuntimeError(f"Expected padding_side to be one of left or right, but got {padding_side}.")
     sequences = _tensors(sequences)
@@ -328,12 +331,16 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
         raise RuntimeError("received an empty list of sequences")
     longest = max(s.shape[0] for s in sequences)
     padded = []
+    trailing = tuple(sequences[0].shape[1:])
     for s in sequences:
+        s = s if s.dtype == sequences[0].dtype else s.to(sequences[0].dtype)
+        if tuple(s.shape[1:]) != trailing:  # torch copies each into its rows of the first's shape: broadcast
+            s = s.expand(s.shape[0] if s.ndim else 1, *trailing)
         if s.shape[0] < longest:
             pad = full((longest - s.shape[0], *s.shape[1:]), padding_value, dtype=s.dtype)
             s = F.cat([s, pad] if padding_side == "right" else [pad, s])
         padded.append(s)
-    return F.stack(padded, 1 - int(bool(batch_first)))
+    return F.stack(padded, 0 if batch_first else 1)
 
 
 class PackedSequence(namedtuple("PackedSequence", ["data", "batch_sizes", "sorted_indices", "unsorted_indices"])):
