@@ -631,7 +631,9 @@ def test_frexp_nextafter_as_torch():
     assert p.grad.tolist() == [1.0, 1.0] and q.grad.tolist() == [0.0, 0.0]
     with pytest.raises(TypeError):
         tnet.nextafter(p, 1.0)
-    for lib in (torch, tnet):  # 0 at a tie (the value does not move), as torch's where(self != other, g, 0); in place too
+    # 0 at a tie (the value does not move), as torch's where(self != other, g, 0); in place too (torch 2.11, the GPU
+    # machine's, has no nextafter gradient: tnet alone there)
+    for lib in (torch, tnet) if tuple(map(int, torch.__version__.split(".")[:2])) >= (2, 13) else (tnet,):
         p, q = lib.tensor([[0.0, 1.0], [2.0, 5.0]], requires_grad=True), lib.tensor([1.0, 5.0], requires_grad=True)
         (lib.nextafter(p, q).sum() + (p * 1).nextafter_(q).sum()).backward()
         assert p.grad.tolist() == [[2.0, 2.0], [2.0, 0.0]] and q.grad.tolist() == [0.0, 0.0], lib
