@@ -7,7 +7,6 @@ import inspect
 import numpy as np
 import pytest
 import torch
-import triton.language as tl
 import torch.nn.functional as tF
 
 import tnet
@@ -167,31 +166,6 @@ def test_batch_norm_split_into_parts(monkeypatch, rng, channels_last, activation
     y = F.batch_norm(x, None, None, w, b, training=True, activation=activation)
     ref = act(tF.batch_norm(rx, None, None, rw, rb, training=True))
     check_backward(y, ref, {"x": (x, rx), "weight": (w, rw), "bias": (b, rb)}, rng, "parts")
-
-
-@pytest.mark.parametrize("tile", [4096, 32])
-def test_batch_norm_finalize_fused_into_the_part_kernels(monkeypatch, rng, tile):
-    """FUSED_FINALIZE: the last part program of each block of channels merges the parts (the forward's mean, invstd
-    and running statistics, the backward's sums), where a finalize launch did: its values, over 24 parts and 3
-    blocks of channels, in one or several steps of the merge's loop (tile); the counts left at zero, so that the
-    next call gives the same bits."""
-    monkeypatch.setattr(norm, "ROWS_MIN", 16)
-    monkeypatch.setattr(norm, "MAX_PARTS", 64)
-    monkeypatch.setattr(norm, "FINAL_TILE", tl.constexpr(tile))
-    x = tnet.tensor(rng.standard_normal((6, 40, 7, 9)) * 3 + 2, dtype=tnet.float32).memory
-    dy = tnet.tensor(rng.standard_normal((6, 40, 7, 9)), dtype=tnet.float32).memory
-    w, b = (tnet.tensor(rng.standard_normal(40), dtype=tnet.float32).memory for _ in range(2))
-    assert norm._row_parts(6 * 7 * 9) == (16, 24)
-    runs = []
-    for fuse in (False, True, True):
-        monkeypatch.setattr(norm, "FUSED_FINALIZE", fuse)
-        rm, rv = torch.zeros(40, device=x.device), torch.ones(40, device=x.device)
-        y, mean, invstd = norm.batch_norm_train(x, w, b, 1e-5, rm, rv, 0.3)
-        runs.append([t.cpu().double() for t in (y, mean, invstd, rm, rv, *norm.batch_norm_backward(dy, x, mean, invstd, w))])
-    for got, want, name in zip(runs[1], runs[0], ("y", "mean", "invstd", "running_mean", "running_var", "dx", "dw", "db")):
-        assert_close(got, want, 1e-6, name)
-    assert all(torch.equal(a, b) for a, b in zip(runs[1], runs[2]))
-    assert all(not counts.any() for counts in norm._COUNTS.values())
 
 
 def test_batch_norm_cumulative_average_counts_on_the_device(rng):

@@ -165,22 +165,18 @@ def clip():
 
 
 def norm():
-    """BatchNorm's stats kernel (with the count; with and without the finalize fused), finalize kernel (the stats' merge with running statistics or
+    """BatchNorm's stats kernel (with the count), finalize kernel (the stats' merge with running statistics or
     the cumulative average; the backward's sums), backward-reduce kernel (with GELU), and apply and backward
     kernels (batch or running statistics, with and without a weight), fp16 channels-last and NCHW (L 49,
     airbench's 256 channels at 7x7)."""
     from tnet.kernels import norm as n
-    for L, fuse in itertools.product((1, 49), (False, True)):
-        arg_types = {"x_ptr": "*fp16", "part_ptr": "*fp32", "count_ptr": "*i64", "out_ptr": "*fp32",
-                     "invstd_ptr": "*fp32", "run_mean_ptr": "*fp32", "run_var_ptr": "*fp32", "sem_ptr": "*i32",
-                     "R": "i32", "C": "i32", "chunk": "i32", "momentum": "fp32", "eps": "fp32"}
-        yield (f"batch_norm_stats_kernel L={L} fuse={fuse}", n.batch_norm_stats_kernel, arg_types,
-               dict(L=L, COUNT=True, FUSE=fuse, TRACK=True))
+    for L in (1, 49):
+        arg_types = {"x_ptr": "*fp16", "part_ptr": "*fp32", "count_ptr": "*i64", "R": "i32", "C": "i32", "chunk": "i32"}
+        yield f"batch_norm_stats_kernel L={L}", n.batch_norm_stats_kernel, arg_types, dict(L=L, COUNT=True)
         arg_types = {"dy_ptr": "*fp16", "x_ptr": "*fp16", "mean_ptr": "*fp32", "stat_ptr": "*fp32", "w_ptr": "*fp32",
-                     "b_ptr": "*fp32", "part_ptr": "*fp32", "db_ptr": "*fp32", "dw_ptr": "*fp32", "sem_ptr": "*i32",
-                     "R": "i32", "C": "i32", "chunk": "i32", "eps": "fp32"}
-        yield f"batch_norm_backward_reduce_kernel L={L} fuse={fuse}", n.batch_norm_backward_reduce_kernel, arg_types, \
-            dict(L=L, RUNNING=False, HAS_W=True, HAS_B=True, ACT=True, FUSE=fuse)
+                     "b_ptr": "*fp32", "part_ptr": "*fp32", "R": "i32", "C": "i32", "chunk": "i32", "eps": "fp32"}
+        yield f"batch_norm_backward_reduce_kernel L={L}", n.batch_norm_backward_reduce_kernel, arg_types, dict(
+            L=L, RUNNING=False, HAS_W=True, HAS_B=True, ACT=True)
         vectors = {"mean_ptr": "*fp32", "stat_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32"}
         for running, has_w in itertools.product((False, True), (False, True)):
             flags = dict(L=L, RUNNING=running, HAS_W=has_w, HAS_B=True, ACT=False)

@@ -6,9 +6,7 @@ Every kernel sees its input as R rows of C channels: row r, channel c lies at
 channels-last and 2-D input, where a row is one pixel's C contiguous values (read as 16-byte
 vectors along C). Per-channel sums over the rows are split into parts of `chunk` rows, one
 program per part and block of channels, then added up by batch_norm_finalize_kernel in a fixed
-order: deterministic. With FUSED_FINALIZE the part kernels add them up themselves: the last program of
-each block of channels to finish (an atomic count per block, reset by that program) sums its block's
-parts in the same fixed order, one launch fewer in each pass.
+order: deterministic, no atomics.
 
 Training forward: batch_norm_stats_kernel (per part: the sums of x - x[0] and of its square),
 batch_norm_finalize_kernel (mean and 1/std; the running statistics' update on the device) and
@@ -35,7 +33,7 @@ import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
-from .._device import INTERPRET, TRIAL_KERNELS
+from .._device import INTERPRET
 from .autotune import autotune, fit, jit, launch_kept
 from .launch import FLOATS, InputError, cdiv, check, check_float, is_channels_last, kept, next_power_of_2
 
@@ -61,12 +59,6 @@ MAX_PARTS = 512
 # batch_norm_finalize_kernel's channels per program: 32-byte rows of the [S, 2, C] parts, and
 # C / 8 programs reading them at once rather than a few looping; the interpreter pays per program
 FINAL_BLOCK_C = 128 if INTERPRET else 8
-# The parts summed by the part kernels' last program (see the module's docstring) rather than by a finalize launch:
-# written without a GPU, so on a GPU under TNET_TRIAL=1 until its GPU tests pass. Not for the cumulative average,
-# whose finalize reads a count that another block's program adds to.
-FUSED_FINALIZE = TRIAL_KERNELS
-# Values of the [S, C] parts a last program sums per step of its loop: BLOCK_C channels by FINAL_TILE // BLOCK_C parts
-FINAL_TILE = tl.constexpr(4096)
 
 
 @triton.jit
@@ -136,95 +128,13 @@ def _rows_of(part, chunk, R):
     return first, tl.minimum(first + chunk, R)
 
 
+@autotune(_PART_CONFIGS, key=["R", "C", "L", "COUNT"], interpret=_INTERPRET_BLOCKS, restore_value=["count_ptr"])
 @triton.jit
-def _last_part(sem_ptr, S):
-    """Whether this program is the last of its block of channels' S part programs (grid (S, C blocks)) to have
-    stored its part; that one resets the block's count to 0 for the next launch. The barrier puts every thread's
-    stores of the part before the count's release; the count's acquire makes the others' parts visible to the last
-    (which reads them past L1: _part_rows)."""
-    tl.debug_barrier()
-    block = sem_ptr + tl.program_id(1)
-    last = tl.atomic_add(block, 1, sem="acq_rel") == S - 1
-    if last:
-        tl.atomic_xchg(block, 0, sem="relaxed")
-    return last
-
-
-@triton.jit
-def _part_rows(part_ptr, s, cols, S, C, ROW: tl.constexpr):
-    """Row ROW (0 or 1) of parts s [BLOCK_S] of the [S, 2, C] parts at cols (0 outside), read from L2."""
-    mask = (s < S)[:, None] & (cols < C)[None, :]
-    return tl.load(part_ptr + s[:, None] * (2 * C) + ROW * C + cols[None, :], mask=mask, other=0.0,
-                   cache_modifier=".cg")
-
-
-@triton.jit
-def _merge_stats(part_ptr, cols, R, C, S, chunk, BLOCK_S: tl.constexpr):
-    """(mean, M2) per channel at cols from the stats kernel's S parts of chunk rows: Chan's merge of the parts'
-    (n, mean, M2) about part 0's mean, mean = m0 + sum n d / R and M2 = sum (M2 + n (d - mean + m0)^2), d = a part's
-    mean - m0, in a fixed order, BLOCK_S parts a step."""
-    m0 = tl.load(part_ptr + cols, mask=cols < C, other=0.0, cache_modifier=".cg")
-    acc = tl.zeros((BLOCK_S, cols.shape[0]), dtype=tl.float32)
-    for s0 in range(0, S, BLOCK_S):
-        s = s0 + tl.arange(0, BLOCK_S)
-        n = tl.minimum(chunk, R - s * chunk).to(tl.float32)[:, None]
-        d = _part_rows(part_ptr, s, cols, S, C, 0)
-        acc += tl.where((s < S)[:, None], n * (d - m0[None, :]), 0.0)
-    dmean = tl.sum(acc, axis=0) / R
-    acc = tl.zeros((BLOCK_S, cols.shape[0]), dtype=tl.float32)
-    for s0 in range(0, S, BLOCK_S):
-        s = s0 + tl.arange(0, BLOCK_S)
-        n = tl.minimum(chunk, R - s * chunk).to(tl.float32)[:, None]
-        e = tl.where((s < S)[:, None], _part_rows(part_ptr, s, cols, S, C, 0) - m0[None, :] - dmean[None, :], 0.0)
-        acc += _part_rows(part_ptr, s, cols, S, C, 1) + n * e * e
-    return m0 + dmean, tl.sum(acc, axis=0)
-
-
-@triton.jit
-def _store_stats(mean, m2, cols, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, R, C, momentum, eps,
-                 TRACK: tl.constexpr, CUMULATIVE: tl.constexpr):
-    """The batch's mean and 1/sqrt(biased var + eps) stored; TRACK: running = (1 - f) * running + f * batch, with the
-    unbiased variance, f = momentum, or with CUMULATIVE 1 / count (the cumulative average)."""
-    cmask = cols < C
-    tl.store(out_ptr + cols, mean, mask=cmask)
-    tl.store(invstd_ptr + cols, 1.0 / tl.sqrt(m2 / R + eps), mask=cmask)
-    if TRACK:
-        if CUMULATIVE:
-            f = 1.0 / tl.load(count_ptr).to(tl.float32)
-        else:
-            f = momentum
-        rm = tl.load(run_mean_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        rv = tl.load(run_var_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
-        rm = (1.0 - f) * rm + f * mean
-        rv = (1.0 - f) * rv + f * (m2 / (R - 1))
-        tl.store(run_mean_ptr + cols, rm.to(run_mean_ptr.dtype.element_ty), mask=cmask)
-        tl.store(run_var_ptr + cols, rv.to(run_var_ptr.dtype.element_ty), mask=cmask)
-
-
-@triton.jit
-def _store_sums(part_ptr, cols, C, S, out_ptr, out2_ptr, BLOCK_S: tl.constexpr):
-    """The two rows of the S parts summed over the parts, in a fixed order, into out and out2 at cols."""
-    acc0 = tl.zeros((BLOCK_S, cols.shape[0]), dtype=tl.float32)
-    acc1 = tl.zeros((BLOCK_S, cols.shape[0]), dtype=tl.float32)
-    for s0 in range(0, S, BLOCK_S):
-        s = s0 + tl.arange(0, BLOCK_S)
-        acc0 += _part_rows(part_ptr, s, cols, S, C, 0)
-        acc1 += _part_rows(part_ptr, s, cols, S, C, 1)
-    tl.store(out_ptr + cols, tl.sum(acc0, axis=0), mask=cols < C)
-    tl.store(out2_ptr + cols, tl.sum(acc1, axis=0), mask=cols < C)
-
-
-@autotune(_PART_CONFIGS, key=["R", "C", "L", "COUNT", "FUSE", "TRACK"], interpret=_INTERPRET_BLOCKS,
-          restore_value=["count_ptr", "run_mean_ptr", "run_var_ptr"])
-@triton.jit
-def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, sem_ptr, R, C,
-                            chunk, momentum, eps, L: tl.constexpr, COUNT: tl.constexpr, FUSE: tl.constexpr,
-                            TRACK: tl.constexpr, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, STAGES: tl.constexpr):
+def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, R, C, chunk, L: tl.constexpr, COUNT: tl.constexpr,
+                            BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, STAGES: tl.constexpr):
     """x as [R, C] -> part [S, 2, C]: per part of chunk rows, its mean and M2 (the sum of
     squared deviations from that mean); grid (S, C blocks). COUNT: program (0, 0) adds 1 to
-    the int64 count (num_batches_tracked); the finalize kernel, launched after, reads it. FUSE:
-    no finalize launch follows: the last part program of each block of channels stores out,
-    invstd and the running statistics, as the finalize kernel (not the cumulative average)."""
+    the int64 count (num_batches_tracked); the finalize kernel, launched after, reads it."""
     part = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     first, end = _rows_of(part, chunk, R)
@@ -254,12 +164,6 @@ def batch_norm_stats_kernel(x_ptr, part_ptr, count_ptr, out_ptr, invstd_ptr, run
     if COUNT:
         if (part == 0) & (tl.program_id(1) == 0):
             tl.store(count_ptr, tl.load(count_ptr) + 1)
-    if FUSE:
-        S = tl.num_programs(0)
-        if _last_part(sem_ptr, S):
-            mean, m2 = _merge_stats(part_ptr, cols, R, C, S, chunk, FINAL_TILE // BLOCK_C)
-            _store_stats(mean, m2, cols, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, R, C, momentum,
-                         eps, TRACK, False)
 
 
 @jit
@@ -273,12 +177,44 @@ def batch_norm_finalize_kernel(part_ptr, out_ptr, invstd_ptr, run_mean_ptr, run_
     instead; TRACK: running = (1 - f) * running + f * batch, with the unbiased variance,
     f = momentum, or with CUMULATIVE 1 / count (the cumulative average)."""
     cols = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
+    cmask = cols < C
     if STATS:
-        mean, m2 = _merge_stats(part_ptr, cols, R, C, S, chunk, BLOCK_S)
-        _store_stats(mean, m2, cols, out_ptr, invstd_ptr, run_mean_ptr, run_var_ptr, count_ptr, R, C, momentum, eps,
-                     TRACK, CUMULATIVE)
+        # Chan's merge of the parts' (n, mean, M2), about part 0's mean: mean = m0 + sum n d / R,
+        # M2 = sum (M2 + n (d - mean + m0)^2), d = part mean - m0; one tile (BLOCK_S >= S)
+        s = tl.arange(0, BLOCK_S)
+        n = tl.minimum(chunk, R - s * chunk).to(tl.float32)[:, None]
+        mask = (s < S)[:, None] & cmask[None, :]
+        at = s[:, None] * (2 * C) + cols[None, :]
+        m0 = tl.load(part_ptr + cols, mask=cmask, other=0.0)
+        d = tl.where(mask, tl.load(part_ptr + at, mask=mask, other=0.0) - m0[None, :], 0.0)
+        dmean = tl.sum(n * d, axis=0) / R
+        e = tl.where(mask, d - dmean[None, :], 0.0)
+        m2 = tl.sum(tl.load(part_ptr + at + C, mask=mask, other=0.0) + n * e * e, axis=0)
+        mean = m0 + dmean
+        tl.store(out_ptr + cols, mean, mask=cmask)
+        tl.store(invstd_ptr + cols, 1.0 / tl.sqrt(m2 / R + eps), mask=cmask)
+        if TRACK:
+            if CUMULATIVE:
+                f = 1.0 / tl.load(count_ptr).to(tl.float32)
+            else:
+                f = momentum
+            rm = tl.load(run_mean_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+            rv = tl.load(run_var_ptr + cols, mask=cmask, other=0.0).to(tl.float32)
+            rm = (1.0 - f) * rm + f * mean
+            rv = (1.0 - f) * rv + f * (m2 / (R - 1))
+            tl.store(run_mean_ptr + cols, rm.to(run_mean_ptr.dtype.element_ty), mask=cmask)
+            tl.store(run_var_ptr + cols, rv.to(run_var_ptr.dtype.element_ty), mask=cmask)
     else:
-        _store_sums(part_ptr, cols, C, S, out_ptr, invstd_ptr, BLOCK_S)
+        acc0 = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
+        acc1 = tl.zeros((BLOCK_S, BLOCK_C), dtype=tl.float32)
+        for s0 in range(0, S, BLOCK_S):  # once, where the launcher makes BLOCK_S >= S
+            s = s0 + tl.arange(0, BLOCK_S)
+            mask = (s < S)[:, None] & cmask[None, :]
+            at = s[:, None] * (2 * C) + cols[None, :]
+            acc0 += tl.load(part_ptr + at, mask=mask, other=0.0)
+            acc1 += tl.load(part_ptr + at + C, mask=mask, other=0.0)
+        tl.store(out_ptr + cols, tl.sum(acc0, axis=0), mask=cmask)
+        tl.store(invstd_ptr + cols, tl.sum(acc1, axis=0), mask=cmask)
 
 
 @autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
@@ -316,15 +252,14 @@ def _dz(dy, xc, scale, shift, ACT: tl.constexpr):
     return dy
 
 
-@autotune(_PART_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT", "FUSE"], interpret=_INTERPRET_BLOCKS)
+@autotune(_PART_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
 @triton.jit
-def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, part_ptr, db_ptr, dw_ptr,
-                                      sem_ptr, R, C, chunk, eps, L: tl.constexpr, RUNNING: tl.constexpr,
-                                      HAS_W: tl.constexpr, HAS_B: tl.constexpr, ACT: tl.constexpr, FUSE: tl.constexpr,
+def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, b_ptr, part_ptr, R, C, chunk, eps,
+                                      L: tl.constexpr, RUNNING: tl.constexpr, HAS_W: tl.constexpr,
+                                      HAS_B: tl.constexpr, ACT: tl.constexpr,
                                       BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, STAGES: tl.constexpr):
     """dy and x [R, C] -> part [S, 2, C]: per part of chunk rows, sum dz and sum dz * xhat,
-    xhat = (x - mean) * invstd, dz the gradient at z (see _dz); grid (S, C blocks). FUSE: the last
-    part program of each block of channels sums the parts into db and dw, as the finalize kernel."""
+    xhat = (x - mean) * invstd, dz the gradient at z (see _dz); grid (S, C blocks)."""
     part = tl.program_id(0)
     cols = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
     mean, invstd, w, shift = _normaliser(mean_ptr, stat_ptr, w_ptr, b_ptr, cols, C, eps, RUNNING, HAS_W, HAS_B)
@@ -344,10 +279,6 @@ def batch_norm_backward_reduce_kernel(dy_ptr, x_ptr, mean_ptr, stat_ptr, w_ptr, 
     out = part * 2 * C + cols
     tl.store(part_ptr + out, tl.sum(acc_g, axis=0), mask=cols < C)
     tl.store(part_ptr + out + C, tl.sum(acc_gx, axis=0) * invstd, mask=cols < C)
-    if FUSE:
-        S = tl.num_programs(0)
-        if _last_part(sem_ptr, S):
-            _store_sums(part_ptr, cols, C, S, db_ptr, dw_ptr, FINAL_TILE // BLOCK_C)
 
 
 @autotune(_TILE_CONFIGS, key=["R", "C", "L", "RUNNING", "HAS_W", "HAS_B", "ACT"], interpret=_INTERPRET_BLOCKS)
@@ -445,19 +376,6 @@ def _finalize(part, out, invstd, run_mean, run_var, count, R, C, S, chunk, momen
                      num_warps=8 if block_s > 128 else 4))
 
 
-_COUNTS = {}  # the last-part kernels' counts (_last_part), zeros, by device and stream
-
-
-def _counts(device, C):
-    """An int32 count per block of C channels (at the configs' narrowest, 16) for the part kernels of this device's
-    current stream (kernels of two streams may run at once); each launch leaves them at zero."""
-    key = (device, torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else None)
-    counts = _COUNTS.get(key)
-    if counts is None or counts.numel() < cdiv(C, 16):
-        counts = _COUNTS[key] = torch.zeros(max(cdiv(C, 16), 64), device=device, dtype=torch.int32)
-    return counts
-
-
 def _apply(x, view, mean, stat, weight, bias, eps, running, act):
     """y = act(normalised x) through the apply kernel; view: x's checked (R, C, L)."""
     R, C, L = view
@@ -506,17 +424,13 @@ def batch_norm_train(x, weight=None, bias=None, eps=1e-5, running_mean=None, run
     # no rows: one program only counts the batch (its part, of no rows, is never read)
     grid = _parts_grid(S, C) if R else (1, 1)
     counts = count is not None
-    fuse = FUSED_FINALIZE and R > 0 and not (track and momentum is None)
-    run_mean, run_var = (running_mean, running_var) if track else (mean, mean)
-    launch_kept(_BOUND, (batch_norm_stats_kernel, R, C, L, chunk, counts, fuse, track), batch_norm_stats_kernel, grid,
-                (x, part, count if counts else mean, mean, invstd, run_mean, run_var,
-                 _counts(device, C) if fuse else mean, R, C, chunk, float(momentum or 0.0), float(eps)),
-                dict(L=L, COUNT=counts, FUSE=fuse, TRACK=track))
+    launch_kept(_BOUND, (batch_norm_stats_kernel, R, C, L, chunk, counts), batch_norm_stats_kernel, grid,
+                (x, part, count if counts else mean, R, C, chunk), dict(L=L, COUNT=counts))
     if R == 0:
         return torch.empty_like(x), mean, invstd
-    if not fuse:
-        _finalize(part, mean, invstd, run_mean, run_var, mean if count is None else count, R, C, S, chunk,
-                  float(momentum or 0.0), float(eps), stats=True, track=track, cumulative=momentum is None)
+    _finalize(part, mean, invstd, running_mean if track else mean, running_var if track else mean,
+              mean if count is None else count, R, C, S, chunk, float(momentum or 0.0), float(eps), stats=True,
+              track=track, cumulative=momentum is None)
     return _apply(x, (R, C, L), mean, invstd, weight, bias, eps, False, act), mean, invstd
 
 
@@ -566,15 +480,12 @@ def backward_trusted(dy, x, mean, stat, weight, eps, running, need_x, need_param
     if need_params or (need_x and not running):
         chunk, S = _row_parts(R)
         part = torch.empty((S, 2, C), device=x.device, dtype=torch.float32)
+        launch_kept(_BOUND, (batch_norm_backward_reduce_kernel, R, C, chunk, *flags.values()),
+                    batch_norm_backward_reduce_kernel, _parts_grid(S, C),
+                    (dy, x, mean, stat, w, b, part, R, C, chunk, float(eps)), flags)
         db = torch.empty(C, device=x.device, dtype=torch.float32)
         dw = torch.empty(C, device=x.device, dtype=torch.float32)
-        fuse = FUSED_FINALIZE
-        launch_kept(_BOUND, (batch_norm_backward_reduce_kernel, R, C, chunk, fuse, *flags.values()),
-                    batch_norm_backward_reduce_kernel, _parts_grid(S, C),
-                    (dy, x, mean, stat, w, b, part, db, dw, _counts(x.device, C) if fuse else db, R, C, chunk,
-                     float(eps)), dict(flags, FUSE=fuse))
-        if not fuse:
-            _finalize(part, db, dw, db, db, db, R, C, S, chunk, 0.0, 0.0, stats=False, track=False, cumulative=False)
+        _finalize(part, db, dw, db, db, db, R, C, S, chunk, 0.0, 0.0, stats=False, track=False, cumulative=False)
     dx = None
     if need_x:
         dx = torch.empty_like(x)
