@@ -118,6 +118,20 @@ def test_grad_fn_classes_are_named_as_torchs():
     assert names[0] == names[1] == ["SumBackward0", "ExpBackward0", "MulBackward0", "AccumulateGrad"]
 
 
+def test_next_functions_keep_the_python_number_operands_slot():
+    """The autograd tutorial's print(d.grad_fn.next_functions) for d = 2 * sin(a) + 1: torch's add, sub, mul and div
+    wrap a Python number as a tensor operand, a (None, 0) edge beside the tensor's."""
+    def edges(lib):
+        a = lib.linspace(0., 1., steps=5, requires_grad=True)
+        b = lib.ones(5)
+        out = []
+        for y in (2 * lib.sin(a) + 1, a - 1, a / 2, a.div(2, rounding_mode="floor"), a * b, a * a, 1 - a, a ** 2):
+            out.append([None if n is None else type(n).__name__ for n, _ in y.grad_fn.next_functions])
+        return out
+    assert edges(tnet) == edges(torch)
+    assert edges(tnet)[0] == ["MulBackward0", None]
+
+
 def test_function_mark_dirty_rebases_the_input():
     class Double(tnet.autograd.Function):
         @staticmethod

@@ -228,8 +228,11 @@ class Node:
     def next_functions(self):
         if self._entry is None:
             return ()
-        return tuple((Node(x._entry) if x._entry is not None else Node(None, x) if x.requires_grad else None, 0)
-                     for x in self._entry.inputs)
+        edges = tuple((Node(x._entry) if x._entry is not None else Node(None, x) if x.requires_grad else None, 0)
+                      for x in self._entry.inputs)
+        if len(edges) == 1 and self.name() in _SCALAR_OPERAND_NODES:
+            edges += ((None, 0),)  # torch wraps the Python number as a tensor operand, an edge to no node
+        return edges
 
     def __eq__(self, other):
         return isinstance(other, Node) and self._entry is other._entry and self.variable is other.variable
@@ -239,6 +242,11 @@ class Node:
 
     def __repr__(self):
         return f"<{type(self).__name__} object>"
+
+
+# torch's binary arithmetic nodes whose Python-number operand (`c + 1`, `2 * b`) torch wraps as a tensor: their
+# next_functions keep its slot as (None, 0)
+_SCALAR_OPERAND_NODES = {"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0", "DivBackward2"}
 
 
 # torch's node class where a tnet op's name is not torch's: torch's composite ops end in another aten op, whose
