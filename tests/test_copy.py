@@ -1309,3 +1309,20 @@ def test_add_into_adds_through_strides(rng):
     assert torch.equal(a, want)
     with pytest.raises(RuntimeError):
         copy_module.add_into(a.expand(2, 5, 6), torch.ones(2, 5, 6, device=a.device))
+
+
+def test_stack_node_leads_to_its_inputs_as_torchs():
+    """StackBackward0's next_functions are the stacked tensors' own nodes (an input without grad an edge to None), as
+    torch's, not views made for the join; first and second derivatives through it as torch's."""
+    def run(lib):
+        a = lib.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+        b = lib.tensor([[5., 6.], [7., 8.]], requires_grad=True)
+        c = lib.ones(2, 2)
+        y = lib.stack([a, b * 2, c], 1)
+        edges = [None if n is None else type(n).__name__ for n, _ in y.grad_fn.next_functions]
+        w = lib.tensor(np.arange(12.).reshape(2, 3, 2).astype(np.float32))
+        ga, gb = lib.autograd.grad((y ** 2 * w).sum(), (a, b), create_graph=True)
+        (ga.sum() + (gb ** 2).sum()).backward()
+        return edges, [t.tolist() for t in (ga, gb, a.grad, b.grad)]
+    assert run(tnet) == run(torch)
+    assert run(tnet)[0] == ["AccumulateGrad", "MulBackward0", None]

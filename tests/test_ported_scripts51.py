@@ -1368,3 +1368,209 @@ def finetune_tutorial(m, state=None):
 
 def test_finetune_tutorial():
     compare(finetune_tutorial)
+
+
+# (k) the tutorials' "Hyperparameter tuning with Ray Tune" without Ray: Net(l1, l2) of the CIFAR tutorial, train_cifar(
+# config) (SGD(momentum=0.9) at config["lr"], the checkpoint dict of "epoch", "net_state_dict" and
+# "optimizer_state_dict" restored from the session, random_split 80/20 of the train set, DataLoaders with shuffle=True
+# and num_workers=8 at int(config["batch_size"]), the log line every 2000 batches, validation under no_grad by
+# torch.max(outputs.data, 1) and val_loss += loss.cpu().numpy(), a report per epoch) and test_accuracy; a stand-in for
+# ray.train's session and Checkpoint (a dict through torch.save and torch.load), the config drawn by numpy as
+# tune.choice and tune.loguniform would; one batch per epoch (shuffle only permutes it); torch replays tnet's split
+def ray_tune_cifar(m, state=None, replay=None):
+    torch, nn, optim, F = m.torch, m.nn, m.optim, m.F
+    import io
+    random_split = m.data.random_split
+    rng = np.random.default_rng(13)
+    config = {"l1": int(rng.choice([2 ** i for i in range(2, 5)])), "l2": int(rng.choice([2 ** i for i in range(2, 5)])),
+              "lr": float(np.exp(rng.uniform(np.log(1e-3), np.log(1e-1)))), "batch_size": 8}
+
+    class Session:
+        def __init__(self):
+            self.saved, self.reports = None, []
+
+        def get_checkpoint(self):
+            if self.saved is None:
+                return None
+            self.saved.seek(0)
+            return torch.load(self.saved)
+
+        def report(self, metrics, checkpoint):
+            self.saved = io.BytesIO()
+            torch.save(checkpoint, self.saved)
+            self.reports.append(metrics)
+    session = Session()
+
+    class Net(nn.Module):
+        def __init__(self, l1=120, l2=84):
+            super(Net, self).__init__()
+            self.conv1 = nn.Conv2d(3, 6, 5)
+            self.pool = nn.MaxPool2d(2, 2)
+            self.conv2 = nn.Conv2d(6, 16, 5)
+            self.fc1 = nn.Linear(16 * 5 * 5, l1)
+            self.fc2 = nn.Linear(l1, l2)
+            self.fc3 = nn.Linear(l2, 10)
+
+        def forward(self, x):
+            x = self.pool(F.relu(self.conv1(x)))
+            x = self.pool(F.relu(self.conv2(x)))
+            x = torch.flatten(x, 1)
+            x = F.relu(self.fc1(x))
+            x = F.relu(self.fc2(x))
+            x = self.fc3(x)
+            return x
+
+    def load_data(data_dir=None):
+        data = np.random.default_rng(14)
+        sets = [m.data.TensorDataset(torch.from_numpy(normal(data, n, 3, 32, 32)),
+                                     torch.from_numpy(data.integers(0, 10, n))) for n in (10, 6)]
+        return sets[0], sets[1]
+
+    log = []
+
+    def train_cifar(config, data_dir=None, epochs=3):
+        net = Net(config["l1"], config["l2"])
+        device = "cpu"
+        if torch.cuda.is_available():
+            device = "cuda:0"
+        net.to(device)
+        criterion = nn.CrossEntropyLoss()
+        optimizer = optim.SGD(net.parameters(), lr=config["lr"], momentum=0.9)
+        checkpoint = session.get_checkpoint()
+        if checkpoint:
+            checkpoint_state = checkpoint
+            start_epoch = checkpoint_state["epoch"]
+            net.load_state_dict(checkpoint_state["net_state_dict"])
+            optimizer.load_state_dict(checkpoint_state["optimizer_state_dict"])
+        else:
+            start_epoch = 0
+            log.append(load(m, net, state))
+        trainset, testset = load_data(data_dir)
+        test_abs = int(len(trainset) * 0.8)
+        train_subset, val_subset = random_split(trainset, [test_abs, len(trainset) - test_abs])
+        assert (len(train_subset), len(val_subset)) == (8, 2)
+        train_subset.indices = [int(i) for i in replayed(m, replay, f"split{start_epoch}", torch.tensor(train_subset.indices))]
+        val_subset.indices = [int(i) for i in replayed(m, replay, f"val{start_epoch}", torch.tensor(val_subset.indices))]
+        trainloader = torch.utils.data.DataLoader(train_subset, batch_size=int(config["batch_size"]), shuffle=True,
+                                                  num_workers=8)
+        valloader = torch.utils.data.DataLoader(val_subset, batch_size=int(config["batch_size"]), shuffle=True,
+                                                num_workers=8)
+        for epoch in range(start_epoch, epochs):
+            running_loss = 0.0
+            epoch_steps = 0
+            for i, data in enumerate(trainloader, 0):
+                inputs, labels = data
+                inputs, labels = inputs.to(device), labels.to(device)
+                optimizer.zero_grad()
+                outputs = net(inputs)
+                loss = criterion(outputs, labels)
+                loss.backward()
+                optimizer.step()
+                running_loss += loss.item()
+                epoch_steps += 1
+                if i % 2000 == 1999:
+                    log.append("[%d, %5d] loss: %.3f" % (epoch + 1, i + 1, running_loss / epoch_steps))
+                    running_loss = 0.0
+            val_loss = 0.0
+            val_steps = 0
+            total = 0
+            correct = 0
+            for i, data in enumerate(valloader, 0):
+                with torch.no_grad():
+                    inputs, labels = data
+                    inputs, labels = inputs.to(device), labels.to(device)
+                    outputs = net(inputs)
+                    _, predicted = torch.max(outputs.data, 1)
+                    total += labels.size(0)
+                    correct += (predicted == labels).sum().item()
+                    loss = criterion(outputs, labels)
+                    val_loss += loss.cpu().numpy()
+                    val_steps += 1
+            checkpoint_data = {"epoch": epoch, "net_state_dict": net.state_dict(),
+                               "optimizer_state_dict": optimizer.state_dict()}
+            session.report({"loss": val_loss / val_steps, "accuracy": correct / total, "train": running_loss},
+                           checkpoint=checkpoint_data)
+        return net
+
+    def test_accuracy(net, device="cpu"):
+        trainset, testset = load_data()
+        testloader = torch.utils.data.DataLoader(testset, batch_size=4, shuffle=False, num_workers=2)
+        correct = 0
+        total = 0
+        with torch.no_grad():
+            for data in testloader:
+                images, labels = data
+                images, labels = images.to(device), labels.to(device)
+                outputs = net(images)
+                _, predicted = torch.max(outputs.data, 1)
+                total += labels.size(0)
+                correct += (predicted == labels).sum().item()
+        return correct / total
+
+    train_cifar(config, epochs=2)
+    net = train_cifar(config, epochs=3)  # the trial restored from its last checkpoint: epoch 1 again, then 2
+    assert isinstance(session.reports[0]["loss"], np.floating), type(session.reports[0]["loss"])
+    record = [v for r in session.reports for v in (float(r["loss"]), r["accuracy"], r["train"])]
+    return log[0], record + [test_accuracy(net)] + summary(net.parameters())
+
+
+def test_ray_tune_cifar():
+    compare(ray_tune_cifar, replay={})
+
+
+# (l) the tutorials' "Profiling your PyTorch Module": MyModule's forward with profiler.record_function("LINEAR PASS")
+# and ("MASK INDICES") around a Linear and the mask's indices above out.sum(axis=1).mean().item(), first by
+# np.argwhere of mask.cpu().numpy() and torch.from_numpy, then by the tutorial's improvement (mask > threshold)
+# .nonzero(as_tuple=True); a warm-up call, profiler.profile(with_stack=True, profile_memory=True) and
+# prof.key_averages(group_by_stack_n=5).table(sort_by='self_cpu_time_total', row_limit=5) holding both labels; the
+# mask by torch.rand (replayed) in float32, as the tutorial's memory fix has it (its first version's float64 is not in
+# tnet), at tiny sizes; .cuda() by the device idiom
+def profiler_mymodule(m, state=None, replay=None):
+    torch, nn = m.torch, m.nn
+    profiler = m.torch.autograd.profiler  # the source's `import torch.autograd.profiler as profiler`
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+
+    class MyModule(nn.Module):
+        def __init__(self, in_features: int, out_features: int, bias: bool = True):
+            super(MyModule, self).__init__()
+            self.linear = nn.Linear(in_features, out_features, bias)
+
+        def forward(self, input, mask):
+            with profiler.record_function("LINEAR PASS"):
+                out = self.linear(input)
+            with profiler.record_function("MASK INDICES"):
+                threshold = out.sum(axis=1).mean().item()
+                hi_idx = np.argwhere(mask.cpu().numpy() > threshold)
+                hi_idx = torch.from_numpy(hi_idx).to(device)
+            return out, hi_idx
+
+    class MyModuleFast(MyModule):
+        def forward(self, input, mask):
+            with profiler.record_function("LINEAR PASS"):
+                out = self.linear(input)
+            with profiler.record_function("MASK INDICES"):
+                threshold = out.sum(axis=1).mean()
+                hi_idx = (mask > threshold).nonzero(as_tuple=True)
+            return out, hi_idx
+
+    model = MyModule(50, 10).to(device)
+    init = load(m, model, state)
+    input = replayed(m, replay, "input", torch.rand(16, 50)).to(device)
+    mask = replayed(m, replay, "mask", torch.rand((5, 5, 5), dtype=torch.float)).to(device)
+    model(input, mask)
+    with profiler.profile(with_stack=True, profile_memory=True) as prof:
+        out, idx = model(input, mask)
+    table = prof.key_averages(group_by_stack_n=5).table(sort_by='self_cpu_time_total', row_limit=5)
+    assert table.count("\n") > 5
+    assert {"LINEAR PASS", "MASK INDICES"} <= {e.key for e in prof.key_averages()}
+    fast = MyModuleFast(50, 10).to(device)
+    fast.load_state_dict(model.state_dict())
+    out2, idx2 = fast(input, mask)
+    assert len(idx2) == 3 and all(t.dtype == torch.long for t in idx2)
+    assert np.array_equal(np.stack([t.cpu().numpy() for t in idx2], 1), idx.cpu().numpy())
+    return init, out.flatten().tolist() + [float(idx.shape[0])] + idx.flatten().float().tolist() + \
+        (out2 - out).abs().flatten().tolist()
+
+
+def test_profiler_mymodule():
+    compare(profiler_mymodule, replay={})
