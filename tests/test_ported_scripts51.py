@@ -548,7 +548,8 @@ def test_gat():
 # MyTrainDataset of (torch.rand(20), torch.rand(1)) pairs (replayed), the Trainer with _run_batch, _run_epoch (b_sz by
 # len(next(iter(train_data))[0]), sampler.set_epoch of a DistributedSampler(num_replicas=1, rank=0)), _save_snapshot
 # of {"MODEL_STATE", "EPOCHS_RUN"} every save_every epochs and _load_snapshot(map_location) on a second Trainer that
-# resumes at the saved epoch; torch.nn.Linear(20, 1) under F.cross_entropy against the float [B, 1] targets, which is
+# resumes at the saved epoch (the source's DistributedSampler(dataset) raises without a process group, in both);
+# torch.nn.Linear(20, 1) under F.cross_entropy against the float [B, 1] targets, which is
 # identically zero in both libraries (a softmax over one class; the tutorial's own loss), with SGD(lr=1e-3). The
 # source's int gpu_id names a CUDA device, which neither library has here: the device is the usual idiom's
 def ddp_series_snapshot(m, state=None, replay=None):
@@ -631,6 +632,11 @@ def ddp_series_snapshot(m, state=None, replay=None):
         return from_data.DataLoader(dataset, batch_size=batch_size, pin_memory=True, shuffle=False,
                                     sampler=from_data.DistributedSampler(dataset, num_replicas=1, rank=0))
 
+    try:  # the source's DistributedSampler(dataset) outside torchrun: no process group, torch.distributed's error
+        from_data.DistributedSampler([0, 1])
+        raise AssertionError("a sampler without a process group")
+    except ValueError as e:
+        assert "Default process group has not been initialized" in str(e)
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "snapshot.pt")
         dataset, model, optimizer = load_train_objs()
