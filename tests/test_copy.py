@@ -1326,3 +1326,15 @@ def test_stack_node_leads_to_its_inputs_as_torchs():
         return edges, [t.tolist() for t in (ga, gb, a.grad, b.grad)]
     assert run(tnet) == run(torch)
     assert run(tnet)[0] == ["AccumulateGrad", "MulBackward0", None]
+
+
+def test_flatten_of_one_dim_is_its_input_as_torchs():
+    """torch.flatten(x, 1) of a matrix (start_dim == end_dim) returns x itself, its grad_fn the matrix's (a head's
+    flatten of a Linear's output keeps AddmmBackward0); a 0-d tensor still becomes 1-D."""
+    for lib in (tnet, torch):
+        x = lib.ones(2, 3, requires_grad=True) * 2
+        assert lib.flatten(x, 1) is x and x.flatten(0, 0) is x and x.flatten(-1) is x
+        assert lib.flatten(x) is not x and tuple(lib.flatten(x).shape) == (6,)
+        v = lib.ones(3)
+        assert v.flatten() is v and tuple(lib.ones(()).flatten().shape) == (1,)
+        assert type(lib.flatten(x, 1).grad_fn).__name__ == "MulBackward0"

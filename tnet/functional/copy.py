@@ -461,6 +461,8 @@ def flatten(input, start_dim=0, end_dim=-1):
     start, end = dim_index(start_dim, len(shape)), dim_index(end_dim, len(shape))
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if x.ndim and start == end:  # nothing to join: input itself, as torch's (torch.flatten(x, 1) of [N, C] keeps its node)
+        return x
     return reshape(x, *shape[:start], math.prod(shape[start:end + 1]), *shape[end + 1:])
 
 
