@@ -24,28 +24,51 @@ StepLR(optimizer, 1.0, gamma=0.95) with its float step size, clip_grad_norm_, th
 state_dict through a TemporaryDirectory); (j) the "Finetuning Torchvision Models" tutorial (train_model's phases under
 set_grad_enabled, the inception branch's loss1 + 0.4 * loss2, running corrects by torch.sum(preds == labels.data),
 feature extraction by requires_grad = False and params_to_update, the best weights by deepcopy of the state_dict) over
-a small inception-like net with an auxiliary head, which stands in for the pretrained inception_v3.
+a small inception-like net with an auxiliary head, which stands in for the pretrained inception_v3; (k) the
+"Hyperparameter tuning with Ray Tune" tutorial's train_cifar and test_accuracy without Ray (the CIFAR Net(l1, l2), the
+checkpoint dict restored from a stand-in session, random_split 80/20, DataLoaders with shuffle=True and num_workers=8,
+val_loss += loss.cpu().numpy()); (l) the "Profiling your PyTorch Module" tutorial's MyModule (record_function labels,
+np.argwhere of the mask on the host, then the tutorial's (mask > threshold).nonzero(as_tuple=True), profiler.profile(
+with_stack=True, profile_memory=True) and key_averages(group_by_stack_n=5).table).
 
 Each runs in tnet, then in torch from tnet's initial weights (state_dict through numpy), and the losses, metrics,
 decoded tokens, gradients printed by the tutorials and the weights summed into a few numbers agree. Numpy draws the
 data (and the Mario agent's exploration, as its source does); torch replays tnet's draws where the sources draw with
-the library's generator (`replayed`: the GAT split, the ddp series' dataset). Dropout is 0 in the compared training;
-where an attention's key bias has a gradient that is zero in exact arithmetic, Adam steps on its rounding noise, so that
-third of in_proj_bias is left out of the compared weights (as test_ported_scripts49.py found). Shapes are tiny (the
-Mario frames 36 pixels square, the recipe's input 12) and runs take one to nine steps.
+the library's generator (`replayed`: the GAT split, the ddp series' dataset, the Ray Tune split, the profiler's input
+and mask). Dropout is 0 in the compared training; where an attention's key bias has a gradient that is zero in exact
+arithmetic, Adam steps on its rounding noise, so that third of in_proj_bias is left out of the compared weights (as
+test_ported_scripts49.py found). Shapes are tiny (the Mario frames 36 pixels square, the recipe's input 12) and runs
+take one to nine steps.
 
-Fixed in tnet on the way (with its unit test in test_autograd_function.py): grad_fn.next_functions of an add, sub,
-mul or div with a Python number (`c = 2 * b`, `d = c + 1`) had one edge in tnet where torch's has two, the number
-wrapped as a tensor operand with the edge (None, 0): the autograd tutorial's printed chain, and a script that indexes
-next_functions[1], differed. The node now keeps that slot. The other scripts ran in tnet as in torch at their first run
-(the first differences, in the translation model's and the ViT's weights, were the key bias's rounding noise above).
+Fixed in tnet on the way (each with its unit test): grad_fn.next_functions of an add, sub, mul, div or where with a
+Python number (`c = 2 * b`, `d = c + 1`, `torch.where(m, x, 0.)`) lacked the edge (None, 0) that torch's has for the
+number, which it wraps as a tensor operand: the autograd tutorial's printed chain, and a script that indexes
+next_functions[1], differed. The tape entry now keeps the number operands' positions, and the reflected 1 + x and
+2 * x run as x.add(1) and x.mul(2), as torch's, so that the tensor's edge comes first (test_autograd_function.py).
+Probes of the same walk over other ops found StackBackward0's edges leading to UnsqueezeBackward0 views that tnet made
+for the join, where torch's lead to the stacked tensors: stack now records the tensors themselves and drops the added
+dim from their gradients (test_copy.py); and torch.flatten(x, 1) of a matrix (start_dim == end_dim) made a view with
+a ViewBackward0 node where torch returns x itself (a head's flatten of a Linear's or a pooled [N, C] output keeps
+its node, AddmmBackward0 say): it now returns its input (test_copy.py). DistributedSampler(dataset) without a process group raised RuntimeError("Requires
+distributed package to be available"), torch's error for a build without torch.distributed, where torch's sampler
+raises torch.distributed's ValueError ("Default process group has not been initialized"), which the ddp series'
+sampler meets outside torchrun: tnet's now asks torch.distributed as torch's does (test_utils_data.py). The scripts
+themselves ran in tnet as in torch at their first run (the first differences, in the translation model's and the
+ViT's weights, were the key bias's rounding noise above).
 
 Found and left as they are: the finetuning tutorial's epoch accuracy by running_corrects.double() raises TypeError in
 tnet, which has no float64 (README), so it reads .float() here. The ddp series moves its model with
 model.to(gpu_id), an int naming a CUDA device, which neither library has on this machine (tnet raises torch's
 RuntimeError there); the Trainer takes the usual "cuda if available else cpu" idiom. The autograd tutorial's
 torch.autograd.profiler.profile is torch's own class in tnet (it times host-side operators, not tnet's kernels), so
-its table is not compared."""
+its table is not compared; under the interpreter a with_stack profile lists Triton's Python frames. Other grad_fn
+graphs differ from torch's in their inner nodes while the gradients agree: a 1-D @ 1-D matmul's DotBackward0 and
+mv's MvBackward0 lead to tnet's internal views, einsum's to an UnsafeViewBackward0, vstack's, dstack's and
+atleast_2d's/atleast_3d's added dims are ViewBackward0 nodes where torch's are UnsqueezeBackward0,
+masked_fill with a tensor value is MaskedFillBackward0 with its edges swapped (torch: MaskedFillBackward1), lerp with a
+tensor weight LerpBackward0 (torch: LerpBackward1), clamp with one tensor bound lacks the absent bound's (None, 0)
+edge, and floor_divide has a node named FloorDivideBackward0 where torch's is NotImplemented (not
+differentiable); only a script that walks or prints those nodes sees it."""
 import collections
 import copy
 import math
