@@ -1061,14 +1061,13 @@ def recipes_net_default_device(m, state=None):
     torch, nn, F = m.torch, m.nn, m.F
     rng = np.random.default_rng(8)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    previous = torch.get_default_device()
     torch.set_default_device(device)
     try:
         mod = torch.nn.Linear(20, 30)
         assert mod.weight.device.type == device and torch.get_default_device().type == device
         assert mod(torch.randn(128, 20)).device.type == device
-    finally:
-        torch.set_default_device(previous)
+    finally:  # None, not the device: torch's set_default_device("cpu") leaves a device mode on for the later tests
+        torch.set_default_device(None)
     with torch.device(device):
         mod = torch.nn.Linear(20, 30)
         assert mod.weight.device.type == device
@@ -1536,8 +1535,8 @@ def ray_tune_cifar(m, state=None, replay=None):
                 correct += (predicted == labels).sum().item()
         return correct / total
 
-    train_cifar(config, epochs=2)
-    net = train_cifar(config, epochs=3)  # the trial restored from its last checkpoint: epoch 1 again, then 2
+    train_cifar(config, epochs=1)
+    net = train_cifar(config, epochs=2)  # the trial restored from its last checkpoint: epoch 0 again, then 1
     assert isinstance(session.reports[0]["loss"], np.floating), type(session.reports[0]["loss"])
     record = [v for r in session.reports for v in (float(r["loss"]), r["accuracy"], r["train"])]
     return log[0], record + [test_accuracy(net)] + summary(net.parameters())
