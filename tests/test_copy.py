@@ -1309,3 +1309,32 @@ def test_add_into_adds_through_strides(rng):
     assert torch.equal(a, want)
     with pytest.raises(RuntimeError):
         copy_module.add_into(a.expand(2, 5, 6), torch.ones(2, 5, 6, device=a.device))
+
+
+def test_stack_node_leads_to_its_inputs_as_torchs():
+    """StackBackward0's next_functions are the stacked tensors' own nodes (an input without grad an edge to None), as
+    torch's, not views made for the join; first and second derivatives through it as torch's."""
+    def run(lib):
+        a = lib.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+        b = lib.tensor([[5., 6.], [7., 8.]], requires_grad=True)
+        c = lib.ones(2, 2)
+        y = lib.stack([a, b * 2, c], 1)
+        edges = [None if n is None else type(n).__name__ for n, _ in y.grad_fn.next_functions]
+        w = lib.tensor(np.arange(12.).reshape(2, 3, 2).astype(np.float32))
+        ga, gb = lib.autograd.grad((y ** 2 * w).sum(), (a, b), create_graph=True)
+        (ga.sum() + (gb ** 2).sum()).backward()
+        return edges, [t.tolist() for t in (ga, gb, a.grad, b.grad)]
+    assert run(tnet) == run(torch)
+    assert run(tnet)[0] == ["AccumulateGrad", "MulBackward0", None]
+
+
+def test_flatten_of_one_dim_is_its_input_as_torchs():
+    """torch.flatten(x, 1) of a matrix (start_dim == end_dim) returns x itself, its grad_fn the matrix's (a head's
+    flatten of a Linear's output keeps AddmmBackward0); a 0-d tensor still becomes 1-D."""
+    for lib in (tnet, torch):
+        x = lib.ones(2, 3, requires_grad=True) * 2
+        assert lib.flatten(x, 1) is x and x.flatten(0, 0) is x and x.flatten(-1) is x
+        assert lib.flatten(x) is not x and tuple(lib.flatten(x).shape) == (6,)
+        v = lib.ones(3)
+        assert v.flatten() is v and tuple(lib.ones(()).flatten().shape) == (1,)
+        assert type(lib.flatten(x, 1).grad_fn).__name__ == "MulBackward0"

@@ -361,8 +361,9 @@ def test_distributed_sampler_as_torch(n, drop_last):
     assert [int(v) for (b,) in loader for v in b] == first[1]
     with pytest.raises(ValueError, match="Invalid rank"):
         DistributedSampler(range(n), 3, 3)
-    with pytest.raises(RuntimeError):
-        DistributedSampler(range(n))  # no process group
+    for sampler in (DistributedSampler, tud.distributed.DistributedSampler):  # no process group: torch's ValueError
+        with pytest.raises(ValueError, match="Default process group has not been initialized"):
+            sampler(range(n))
 
 
 def test_chain_and_stack_datasets_as_torch():

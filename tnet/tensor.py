@@ -174,9 +174,10 @@ class set_grad_enabled(_GradMode):
 
 
 class _Entry:
-    __slots__ = ("seq", "op", "inputs", "backward", "saved", "graph", "saves_nothing")
+    __slots__ = ("seq", "op", "inputs", "backward", "saved", "graph", "saves_nothing", "numbers")
 
     def __init__(self, op, inputs, backward, saved, graph=None, saves_nothing=False):
+        self.numbers = ()  # the operand positions that held Python numbers, where the op records them
         self.seq = next(_seq)
         self.op = op
         self.inputs = inputs
@@ -228,8 +229,12 @@ class Node:
     def next_functions(self):
         if self._entry is None:
             return ()
-        return tuple((Node(x._entry) if x._entry is not None else Node(None, x) if x.requires_grad else None, 0)
-                     for x in self._entry.inputs)
+        edges = [(Node(x._entry) if x._entry is not None else Node(None, x) if x.requires_grad else None, 0)
+                 for x in self._entry.inputs]
+        if self.name() in _SCALAR_OPERAND_NODES:
+            for i in self._entry.numbers:  # torch wraps the Python number as a tensor operand, an edge to no node
+                edges.insert(i, (None, 0))
+        return tuple(edges)
 
     def __eq__(self, other):
         return isinstance(other, Node) and self._entry is other._entry and self.variable is other.variable
@@ -239,6 +244,12 @@ class Node:
 
     def __repr__(self):
         return f"<{type(self).__name__} object>"
+
+
+# torch's nodes whose Python-number operand (`c + 1`, `2 * b`, `where(m, x, 0.)`) torch wraps as a tensor: their
+# next_functions keep its slot as (None, 0)
+_SCALAR_OPERAND_NODES = {"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0", "DivBackward2",
+                         "WhereBackward0"}
 
 
 # torch's node class where a tnet op's name is not torch's: torch's composite ops end in another aten op, whose

@@ -141,8 +141,9 @@ for _name, _method in {
         "unbind": unbind, "split": lambda self, split_size, dim=0: split(self, split_size, dim),  # torch's keyword
         "chunk": chunk, "clone": clone, "unfold": unfold_windows,
         "index_select": index_select,
-        "__matmul__": matmul, "__add__": add, "__radd__": _swapped(add), "__sub__": sub, "__rsub__": rsub,
-        "__mul__": mul, "__rmul__": _swapped(mul), "__truediv__": div, "__rtruediv__": _rtruediv,
+        "__matmul__": matmul, "__add__": add, "__radd__": add, "__sub__": sub, "__rsub__": rsub,
+        # 1 + x and 2 * x are x.add(1) and x.mul(2), as torch's reflected add and mul (x first: its node's edges)
+        "__mul__": mul, "__rmul__": mul, "__truediv__": div, "__rtruediv__": _rtruediv,
         "__neg__": neg, "__pow__": pow, "exp": exp, "log": log, "sqrt": sqrt,
         "sum": sum, "mean": mean, "max": max, "argmax": argmax,
         # element-wise ops, activations and reductions (issue 26); __hash__ stays id-based, as torch's

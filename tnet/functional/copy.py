@@ -461,6 +461,8 @@ def flatten(input, start_dim=0, end_dim=-1):
     start, end = dim_index(start_dim, len(shape)), dim_index(end_dim, len(shape))
     if start > end:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if x.ndim and start == end:  # nothing to join: input itself, as torch's (torch.flatten(x, 1) of [N, C] keeps its node)
+        return x
     return reshape(x, *shape[:start], math.prod(shape[start:end + 1]), *shape[end + 1:])
 
 
@@ -829,8 +831,10 @@ def cat(tensors, dim=0):
     return _joined("cat", tensors, dim)
 
 
-def _joined(name, tensors, dim):
-    """cat's work, recorded as the op `name` (stack's node is StackBackward0, as torch's)."""
+def _joined(name, tensors, dim, sources=None):
+    """cat's work, recorded as the op `name` (stack's node is StackBackward0, as torch's). sources: the tensors the
+    node records where `tensors` are their views with `dim` added (stack's, off the tape): its edges lead to them, as
+    torch's StackBackward0's do, and their gradients drop that dim."""
     if isinstance(tensors, Tensor) or not isinstance(tensors, (tuple, list)):
         raise TypeError(f"cat(): argument 'tensors' must be a tuple or list of Tensors, not {type(tensors).__name__}")
     if not isinstance(dim, numbers.Integral) or isinstance(dim, bool):
@@ -866,13 +870,15 @@ def _joined(name, tensors, dim):
         at += x.shape[d]
 
     def backward(g):
-        return [in_layout(g.narrow(d, starts[i], x.shape[d]), x.memory) if i in starts else torch.empty_like(x.memory)
-                for i, x in enumerate(tensors)]
+        grads = [in_layout(g.narrow(d, starts[i], x.shape[d]), x.memory) if i in starts else torch.empty_like(x.memory)
+                 for i, x in enumerate(tensors)]
+        return grads if sources is None else [r.squeeze(d) for r in grads]
 
     def graph(g, out):
-        return [narrow(g, d, starts[i], x.shape[d]) if i in starts else Tensor(torch.zeros_like(x.memory))
-                for i, x in enumerate(tensors)]
-    return _copy_record(name, tensors, y, backward, graph=graph)
+        grads = [narrow(g, d, starts[i], x.shape[d]) if i in starts else Tensor(torch.zeros_like(x.memory))
+                 for i, x in enumerate(tensors)]
+        return grads if sources is None else [squeeze(r, d) for r in grads]
+    return _copy_record(name, tensors if sources is None else sources, y, backward, graph=graph)
 
 
 concat = concatenate = cat  # torch's aliases; cat takes numpy's axis= too
@@ -891,7 +897,7 @@ def stack(tensors, dim=0):
     for i, x in enumerate(tensors):
         check(x.shape == tensors[0].shape, lambda: f"stack expects each tensor to be equal size, but got "
                                                    f"{list(tensors[0].shape)} at entry 0 and {list(x.shape)} at entry {i}")
-    return _joined("stack", [unsqueeze(x, d) for x in tensors], d)
+    return _joined("stack", [Tensor(x.memory.unsqueeze(d)) for x in tensors], d, sources=tensors)
 
 
 def clone(input, memory_format=torch.preserve_format):

@@ -125,8 +125,11 @@ def _record_each(name, y, operands, grads, saved=(), graph=None, saves_nothing=F
 
     def graph_backward(g, out):
         return tuple(graph_sum_to(gv, v) for v, gv in zip(operands, graph(g, out)) if isinstance(v, Tensor))
-    return record(name, y, inputs, backward, saved=saved, graph=None if graph is None else graph_backward,
-                  saves_nothing=saves_nothing)
+    out = record(name, y, inputs, backward, saved=saved, graph=None if graph is None else graph_backward,
+                 saves_nothing=saves_nothing)
+    if out._entry is not None:
+        out._entry.numbers = tuple(i for i, v in enumerate(operands) if not isinstance(v, Tensor))
+    return out
 
 
 def _record2(name, y, input, other, grads, saved=(), graph=None, saves_nothing=False):

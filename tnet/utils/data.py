@@ -501,8 +501,10 @@ class DistributedSampler(Sampler[T_co]):
 
     def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
         if num_replicas is None or rank is None:
-            if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+            if not torch.distributed.is_available():
                 raise RuntimeError("Requires distributed package to be available")
+            # without a process group torch.distributed's own ValueError ("Default process group has not been
+            # initialized"), as torch's sampler raises
             num_replicas = torch.distributed.get_world_size() if num_replicas is None else num_replicas
             rank = torch.distributed.get_rank() if rank is None else rank
         if rank >= num_replicas or rank < 0:
