@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import tnet
-from helpers import TOL
+from helpers import MATMUL_TOL, TOL
 
 
 def functions(T):
@@ -133,6 +133,47 @@ def test_next_functions_keep_the_python_number_operands_slot():
         return out
     assert edges(tnet) == edges(torch)
     assert edges(tnet)[0] == ["MulBackward0", None]
+
+
+def graph_of(node):
+    """node's class name and its edges, (graph_of(next node) or None, index), down to the leaves."""
+    if node is None:
+        return None
+    return type(node).__name__, tuple((graph_of(n), i) for n, i in node.next_functions)
+
+
+def same_graphs_and_grads(build):
+    """build(lib) -> (outputs, leaves), run with tnet and torch: each output's graph_of(grad_fn) and the leaves'
+    gradients of the outputs' summed sums are torch's."""
+    found = []
+    for lib in (tnet, torch):
+        outs, leaves = build(lib)
+        graphs = [graph_of(y.grad_fn) for y in outs]
+        sum(y.sum() for y in outs).backward()
+        found.append((graphs, [np.asarray(x.grad.tolist()) for x in leaves]))
+    (graphs, grads), (want_graphs, want_grads) = found
+    for got, want in zip(graphs, want_graphs):
+        assert got == want
+    for got, want in zip(grads, want_grads):
+        np.testing.assert_allclose(got, want, rtol=MATMUL_TOL, atol=MATMUL_TOL)
+
+
+def test_masked_fill_nodes_as_torchs():
+    """masked_fill with a 0-d tensor value is torch's MaskedFillBackward1, edges (input, value); with a number
+    MaskedFillBackward0; x[mask] = v torch's IndexPutBackward0, a number's edge (None, 0)."""
+    mask = np.random.RandomState(0).rand(3, 5) > 0.5
+
+    def build(lib):
+        a = lib.tensor(np.arange(15.).reshape(3, 5), dtype=lib.float32, requires_grad=True)
+        v = lib.tensor(2.5, requires_grad=True)
+        m = lib.tensor(mask)
+        x, y = a * 1, a * 2
+        x.masked_fill_(m, v)
+        y[m] = 3.0
+        z = a * 3
+        z[m] = v
+        return [a.masked_fill(m, v), a.masked_fill(m, lib.tensor(1.5)), a.masked_fill(m, 2.0), x, y, z], [a, v]
+    same_graphs_and_grads(build)
 
 
 def test_function_mark_dirty_rebases_the_input():

@@ -249,7 +249,7 @@ class Node:
 # torch's nodes whose Python-number operand (`c + 1`, `2 * b`, `where(m, x, 0.)`) torch wraps as a tensor: their
 # next_functions keep its slot as (None, 0)
 _SCALAR_OPERAND_NODES = {"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0", "DivBackward2",
-                         "WhereBackward0"}
+                         "WhereBackward0", "IndexPutBackward0"}
 
 
 # torch's node class where a tnet op's name is not torch's: torch's composite ops end in another aten op, whose
@@ -267,6 +267,7 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                      "circular_pad": "torch::autograd::CopySlices", "div_rounded": "DivBackward2",
                      "cross_entropy_smoothed": "AddBackward0",
                      "div_number": "DivBackward1", "norm_dim": "NormBackward1",
+                     "masked_fill_tensor": "MaskedFillBackward1",
                      # scaled_dot_product_attention's fused node of other ranks than 4 (torch's math path)
                      "sdpa_mm": "MmBackward0", "sdpa_bmm": "BmmBackward0", "sdpa_view": "UnsafeViewBackward0",
                      # two-operand ops by overload (pointwise._overload's labels)

@@ -35,8 +35,8 @@ from .copy import (Indexing, basic_index, check_put_dtype, expand, index_put, re
 from .inputs import check_args, check_tensors, needs_grad
 from .pointwise import (abs, add, add_or_sub, addcdiv, addcmul, ceil, celu, checked_alpha, clamp, clamp_max, clamp_min,
                         div, elu, exp, floor, graph_sum_to, hardsigmoid, hardswish, hardtanh, leaky_relu, lerp, log,
-                        mish, mul, neg, pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt, sub, sum_to, tanh,
-                        threshold, trunc, where, record_relu, INPLACE_WRITERS)
+                        masked_fill, mish, mul, neg, pow, relu, round, scale_first, scaled, selu, sigmoid, silu, sqrt,
+                        sub, sum_to, tanh, threshold, trunc, where, record_relu, INPLACE_WRITERS)
 from .random import bernoulli_draw, draw
 from .reduce import any as _any
 
@@ -542,7 +542,7 @@ def masked_fill_(self, mask, value):
             mask = _any(expand(mask, self.shape), dim=aliased, keepdim=True)
         inplace(Tensor(once), "masked_fill_", lambda x: where(mask, value, x), (value,))  # counts the write in
         return self  # self's version (one memory); an as_strided self that still overlaps raises copy_'s error
-    return inplace(self, "masked_fill_", lambda x: named("masked_fill", tape_mark(), where(mask, value, x)), (value,))
+    return inplace(self, "masked_fill_", lambda x: masked_fill(x, mask, value), (value,))
 
 
 def setitem(self, index, value):
@@ -564,7 +564,7 @@ def setitem(self, index, value):
             mask = mask if isinstance(mask, Tensor) else tnet_tensor(mask)
             mark = tape_mark()
             masked_fill_(self, reshape(mask, mask.shape + (1,) * (self.ndim - at - mask.ndim)), value)
-            if self._entry is not None and self._entry.op == "masked_fill":  # torch's node for x[mask] = v
+            if self._entry is not None and self._entry.op in ("masked_fill", "masked_fill_tensor"):  # torch's x[mask] = v
                 named("index_put", mark, self)
         else:
             _put(self, plan, value)

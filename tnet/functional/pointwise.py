@@ -1346,8 +1346,16 @@ def masked_fill(input, mask, value):
         check_type(isinstance(value, numbers.Real),
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
         value = as_value_of(value, input.dtype)
-    mark = tape_mark()
-    return named("masked_fill", mark, where(mask, value, input))
+    # torch's nodes: MaskedFillBackward0 of a number value; MaskedFillBackward1 of a tensor one, edges (input, value)
+    name = "masked_fill_tensor" if isinstance(value, Tensor) else "masked_fill"
+    C = mask.memory
+    v, x = _operands(name, value, input)
+    need_x, need_v = needs_grad(input, value)
+    return _record2(name, _pw.pointwise("where", C, v, x), input, value,
+                    lambda g: (_pw.pointwise("where", C, 0.0, g) if need_x else None,
+                               _pw.pointwise("where", C, g, 0.0) if need_v else None), saved=(C,),
+                    graph=lambda g, out: (where(mask, 0.0, g) if need_x else None,
+                                          where(mask, g, 0.0) if need_v else None))
 
 
 @functools.lru_cache(maxsize=64)
