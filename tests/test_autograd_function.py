@@ -176,6 +176,19 @@ def test_masked_fill_nodes_as_torchs():
     same_graphs_and_grads(build)
 
 
+def test_lerp_nodes_as_torchs():
+    """lerp with a tensor weight (0-d too, with or without a gradient) is torch's LerpBackward1, with a number
+    LerpBackward0; lerp_ the same."""
+    def build(lib):
+        a = lib.tensor(np.linspace(-1, 1, 15).reshape(3, 5), dtype=lib.float32, requires_grad=True)
+        b = lib.tensor(np.linspace(2, 0, 15).reshape(3, 5), dtype=lib.float32, requires_grad=True)
+        w = lib.tensor(np.linspace(0, 1, 5), dtype=lib.float32, requires_grad=True)
+        x = a * 1
+        x.lerp_(b, w)
+        return [lib.lerp(a, b, w), a.lerp(b, lib.tensor(0.25)), lib.lerp(a, b, 0.5), x], [a, b, w]
+    same_graphs_and_grads(build)
+
+
 def test_function_mark_dirty_rebases_the_input():
     class Double(tnet.autograd.Function):
         @staticmethod

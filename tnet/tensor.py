@@ -267,7 +267,7 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                      "circular_pad": "torch::autograd::CopySlices", "div_rounded": "DivBackward2",
                      "cross_entropy_smoothed": "AddBackward0",
                      "div_number": "DivBackward1", "norm_dim": "NormBackward1",
-                     "masked_fill_tensor": "MaskedFillBackward1",
+                     "masked_fill_tensor": "MaskedFillBackward1", "lerp_tensor": "LerpBackward1",
                      # scaled_dot_product_attention's fused node of other ranks than 4 (torch's math path)
                      "sdpa_mm": "MmBackward0", "sdpa_bmm": "BmmBackward0", "sdpa_view": "UnsafeViewBackward0",
                      # two-operand ops by overload (pointwise._overload's labels)

@@ -1260,7 +1260,9 @@ def lerp(input, end, weight):
     W = weight.memory if isinstance(weight, Tensor) else float(weight)
     Wg = W if W0 is None else W0
     need_s, need_e, need_w = needs_grad(input, end, weight)
-    return _record_each("lerp", _pw.pointwise("lerp", S, E, W), (input, end, weight),
+    # torch's overloads: LerpBackward0 of a number weight, LerpBackward1 of a tensor one
+    name = "lerp_tensor" if isinstance(weight, Tensor) else "lerp"
+    return _record_each(name, _pw.pointwise("lerp", S, E, W), (input, end, weight),
                         lambda g: (_pw.pointwise("mul", g, _rsub_one(Wg)) if need_s else None,  # torch's g (1 - w): inf g, inf
                                    _pw.pointwise("mul", g, Wg) if need_e else None,
                                    _pw.pointwise("mul", g, _pw.pointwise("sub", E0, S0)) if need_w else None),
