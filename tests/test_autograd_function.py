@@ -189,6 +189,20 @@ def test_lerp_nodes_as_torchs():
     same_graphs_and_grads(build)
 
 
+def test_clamp_with_one_tensor_bound_keeps_the_others_edge():
+    """torch's ClampBackward0 has three edges: an absent bound's is (None, 0); clamp_min and clamp_max of a tensor
+    (ClampMinBackward1, ClampMaxBackward1) have two."""
+    def build(lib):
+        a = lib.tensor(np.linspace(-1, 1, 15).reshape(3, 5), dtype=lib.float32, requires_grad=True)
+        lo = lib.tensor(np.linspace(-0.5, 0, 5), dtype=lib.float32, requires_grad=True)
+        hi = lib.tensor(np.linspace(0.7, 0.2, 5), dtype=lib.float32, requires_grad=True)
+        x = a * 1
+        x.clamp_(max=hi)
+        return [lib.clamp(a, min=lo), a.clamp(max=hi), lib.clamp(a, lo, hi), lib.clamp_min(a, lo), a.clamp_max(hi),
+                x], [a, lo, hi]
+    same_graphs_and_grads(build)
+
+
 def test_function_mark_dirty_rebases_the_input():
     class Double(tnet.autograd.Function):
         @staticmethod

@@ -177,7 +177,7 @@ class _Entry:
     __slots__ = ("seq", "op", "inputs", "backward", "saved", "graph", "saves_nothing", "numbers")
 
     def __init__(self, op, inputs, backward, saved, graph=None, saves_nothing=False):
-        self.numbers = ()  # the operand positions that held Python numbers, where the op records them
+        self.numbers = ()  # the operand positions that held Python numbers (or None), where the op records them
         self.seq = next(_seq)
         self.op = op
         self.inputs = inputs
@@ -246,10 +246,11 @@ class Node:
         return f"<{type(self).__name__} object>"
 
 
-# torch's nodes whose Python-number operand (`c + 1`, `2 * b`, `where(m, x, 0.)`) torch wraps as a tensor: their
-# next_functions keep its slot as (None, 0)
+# torch's nodes whose Python-number operand (`c + 1`, `2 * b`, `where(m, x, 0.)`) torch wraps as a tensor, or whose
+# absent optional tensor (clamp's other bound) torch passes as an undefined one: their next_functions keep its slot
+# as (None, 0)
 _SCALAR_OPERAND_NODES = {"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0", "DivBackward2",
-                         "WhereBackward0", "IndexPutBackward0"}
+                         "WhereBackward0", "IndexPutBackward0", "ClampBackward0"}
 
 
 # torch's node class where a tnet op's name is not torch's: torch's composite ops end in another aten op, whose
