@@ -13,7 +13,7 @@ from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
 from ..tensor import Tensor, named, no_grad, record, record_composed, tape_mark
-from .copy import diagonal, expand, permute, reshape, squeeze, tensors_result_type, to, transpose, unsafe_view, unsqueeze
+from .copy import contiguous, diagonal, expand, permute, reshape, squeeze, tensors_result_type, to, transpose, unsafe_view, unsqueeze
 from .pointwise import (abs, add, ceil, clamp_max, clamp_min, div, eq, isnan, logical_and, logical_or, mul, sign, sqrt, sub,
                         sum_to, where)
 from .inputs import check_args, check_tensors, needs_grad
@@ -31,22 +31,33 @@ def same_dtype(name, *xs):
                          f"{', '.join(dtypes[:-1])} and {dtypes[-1]}")
 
 
-def _matmul2d(a, b):
-    """a [M, K] @ b [K, N]. Under autocast the product reads 16-bit operands (amp.cast_operand)
-    and returns a 16-bit output; each gradient comes in its input's dtype, written so by the GEMM."""
+def _matmul2d(a, b, op="matmul"):
+    """a @ b of matrices or vectors, each read as a matrix ([M, K] @ [K, N]: a vector a as a row, b as a column,
+    views of their memory), one GEMM recorded as one node named op, as torch's mm, mv and dot: the result's shape
+    drops the vectors' dims. Under autocast the product reads 16-bit operands (amp.cast_operand) and returns a
+    16-bit output; each gradient comes in its input's dtype, written so by the GEMM."""
     need_a, need_b = needs_grad(a, b)
+    M, K, N = (a.shape[0] if a.ndim == 2 else 1), b.shape[0], (b.shape[1] if b.ndim == 2 else 1)
     low = amp.get_autocast_dtype()
     A, B = (a.memory, b.memory) if low is None else (amp.cast_operand(a, low), amp.cast_operand(b, low))
+    A, B = A.view(M, K), B.view(K, N)
     a_dtype, b_dtype = a.dtype, b.dtype
+    shape = (*a.shape[:-1], *b.shape[1:])
 
     def backward(g):
-        return (_gemm.matmul(g, B.t(), out_dtype=a_dtype) if need_a else None,
-                _gemm.matmul(A.t(), g, out_dtype=b_dtype) if need_b else None)
+        g = g.reshape(M, N)
+        return (_gemm.matmul(g, B.t(), out_dtype=a_dtype).view(a.shape) if need_a else None,
+                _gemm.matmul(A.t(), g, out_dtype=b_dtype).view(b.shape) if need_b else None)
 
     def graph(g, y):
-        return (matmul(g, transpose(b, 0, 1)) if need_a else None, matmul(transpose(a, 0, 1), g) if need_b else None)
-    return record("matmul", _gemm.matmul(A, B), (a, b), backward, saved=(b if need_a else None, a if need_b else None),
-                  graph=graph)
+        g, a2, b2 = (x if x.ndim == 2 else reshape(x, size) for x, size in ((g, (M, N)), (a, (M, K)), (b, (K, N))))
+        ga = matmul(g, transpose(b2, 0, 1)) if need_a else None
+        gb = matmul(transpose(a2, 0, 1), g) if need_b else None
+        return (ga if ga is None or a.ndim == 2 else reshape(ga, a.shape),
+                gb if gb is None or b.ndim == 2 else reshape(gb, b.shape))
+    # the result's own memory, no view of the GEMM's [M, N] (unsafe_view's reason: in-place ops may write it)
+    return record(op, _gemm.matmul(A, B).view(shape).detach(), (a, b), backward,
+                  saved=(b if need_a else None, a if need_b else None), graph=graph)
 
 
 def _bmm(a, b):
@@ -90,13 +101,18 @@ def matmul(input, other):
           lambda: f"matmul: a is {'x'.join(map(str, a.shape))} but b is {'x'.join(map(str, b.shape))}: they cannot be multiplied")
     if a.ndim == b.ndim == 2:
         return _matmul2d(a, b)
-    mark = tape_mark()  # torch's nodes of a vector's products: mv's, dot's, an in-place squeeze's (SqueezeBackward4)
-    if b.ndim == 1:  # a matrix (or batch) times a vector: a column, dropped after
-        y = unsafe_view(matmul(a, reshape(b, K, 1)), *a.shape[:-1])
-        return named("mv", mark, y) if a.ndim == 2 else named("dot", mark, y) if a.ndim == 1 else y
-    if a.ndim == 1:
-        y = unsafe_view(matmul(reshape(a, 1, K), b), *b.shape[:-2], b.shape[-1])
-        return named("squeeze_dim_inplace", mark, y) if b.ndim == 2 else y
+    # torch's nodes of a vector's products: mv's and dot's one node; a vector times a matrix an mm of its unsqueezed
+    # row, squeezed in place (SqueezeBackward4); a vector and a batch an mv of the batch folded to a matrix
+    if b.ndim == 1 and a.ndim <= 2:
+        return _matmul2d(a, b, "mv" if a.ndim == 2 else "dot")
+    if b.ndim == 1:  # a batch times a vector: its rows folded
+        return unsafe_view(_matmul2d(reshape(a, math.prod(a.shape[:-1]), K), b, "mv"), *a.shape[:-1])
+    if a.ndim == 1 and b.ndim == 2:
+        mark = tape_mark()
+        return named("squeeze_dim_inplace", mark, unsafe_view(_matmul2d(unsqueeze(a, 0), b), b.shape[-1]))
+    if a.ndim == 1:  # a vector times a batch: the batch's columns folded to rows (a copy), as torch's
+        rows = unsafe_view(contiguous(transpose(b, -1, -2)), math.prod(b.shape[:-2]) * b.shape[-1], K)
+        return unsafe_view(_matmul2d(rows, a, "mv"), *b.shape[:-2], b.shape[-1])
     M, N = a.shape[-2], b.shape[-1]
     lead = broadcast_shape("matmul", a.shape[:-2], b.shape[:-2])
     if a.dtype != b.dtype and (K == 0 or math.prod((*lead, M, N)) == 0):
@@ -585,8 +601,7 @@ def mv(input, vec):
     check_tensors("mv", input=input, vec=vec)
     check(input.ndim == 2 and vec.ndim == 1,
           lambda: f"vector + matrix @ vector expected, got 1, {input.ndim}, {vec.ndim}")
-    mark = tape_mark()
-    return named("mv", mark, matmul(input, vec))
+    return matmul(input, vec)
 
 
 def bilinear(input1, input2, weight, bias=None):
