@@ -231,6 +231,19 @@ def test_vector_products_double_backward():
         np.testing.assert_allclose(got, want, rtol=MATMUL_TOL, atol=MATMUL_TOL)
 
 
+def test_added_dims_nodes_as_torchs():
+    """atleast_2d/3d, vstack and dstack add a 1-D or 2-D tensor's dims as torch's UnsqueezeBackward0 nodes, a 0-d
+    tensor's as a ViewBackward0 (torch's reshape)."""
+    def build(lib):
+        s = lib.tensor(1.5, requires_grad=True)
+        v = lib.tensor([1., -2., 3.], requires_grad=True)
+        m = lib.tensor([[1., 2., 3.], [4., 5., 6.]], requires_grad=True)
+        return [lib.atleast_2d(v), lib.atleast_3d(v), lib.atleast_3d(m), lib.atleast_2d(s), lib.atleast_3d(s),
+                lib.atleast_1d(s), lib.vstack([v, v]), lib.dstack([m, m]), lib.hstack([s, v]),
+                lib.column_stack([v, m.t()])], [s, v, m]
+    same_graphs_and_grads(build)
+
+
 def test_function_mark_dirty_rebases_the_input():
     class Double(tnet.autograd.Function):
         @staticmethod

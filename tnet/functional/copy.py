@@ -1474,8 +1474,9 @@ def tile(input, dims, *more):
 
 
 def _at_least(x, n):
-    """x reshaped to n dims at least (torch's atleast_1d / atleast_2d: leading 1s)."""
-    return x if x.ndim >= n else reshape(x, (1,) * (n - x.ndim) + x.shape)
+    """x with n dims at least (torch's atleast_1d / atleast_2d: leading 1s), as torch's nodes: a 0-d x reshaped
+    (ViewBackward0), a 1-D one unsqueezed (UnsqueezeBackward0)."""
+    return x if x.ndim >= n else reshape(x, (1,) * n) if x.ndim == 0 else unsqueeze(x, 0)
 
 
 def hstack(tensors):
@@ -1575,8 +1576,8 @@ def _atleast(n, name, tensors):
         check_tensors(name, tensors=x)
         if x.ndim >= n:
             out.append(x)
-        elif n == 3 and x.ndim:
-            out.append(reshape(x, (1, *x.shape, 1) if x.ndim == 1 else (*x.shape, 1)))
+        elif n == 3 and x.ndim:  # torch's unsqueezes
+            out.append(unsqueeze(unsqueeze(x, 0) if x.ndim == 1 else x, -1))
         else:
             out.append(_at_least(x, n))
     return out[0] if single else tuple(out)
