@@ -244,6 +244,16 @@ def test_added_dims_nodes_as_torchs():
     same_graphs_and_grads(build)
 
 
+def test_floor_divide_node_as_torchs():
+    """floor_divide (//) has torch's node, NotImplemented (torch has no derivative of it), with its edges."""
+    def nodes(lib):
+        a = lib.tensor([[1., 2., 3.], [4., 5., 6.]], requires_grad=True)
+        return [(type(y.grad_fn).__name__, y.grad_fn.name(), graph_of(y.grad_fn))
+                for y in (lib.floor_divide(a, 2), a // a, 7 // a)]
+    assert nodes(tnet) == nodes(torch)
+    assert nodes(tnet)[0][:2] == ("NotImplemented", "torch::autograd::NotImplemented")
+
+
 def test_function_mark_dirty_rebases_the_input():
     class Double(tnet.autograd.Function):
         @staticmethod

@@ -269,6 +269,8 @@ _TORCH_NODE_NAMES = {"cross_entropy": "NllLossBackward0", "contiguous": "CloneBa
                      "cross_entropy_smoothed": "AddBackward0",
                      "div_number": "DivBackward1", "norm_dim": "NormBackward1",
                      "masked_fill_tensor": "MaskedFillBackward1", "lerp_tensor": "LerpBackward1",
+                     # torch has no derivative of floor_divide: its node is NotImplemented (tnet's gives 0)
+                     "floor_divide": "torch::autograd::NotImplemented",
                      # scaled_dot_product_attention's fused node of other ranks than 4 (torch's math path)
                      "sdpa_mm": "MmBackward0", "sdpa_bmm": "BmmBackward0", "sdpa_view": "UnsafeViewBackward0",
                      # two-operand ops by overload (pointwise._overload's labels)
