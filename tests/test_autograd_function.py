@@ -204,26 +204,28 @@ def test_clamp_with_one_tensor_bound_keeps_the_others_edge():
 
 
 def test_vector_products_nodes_as_torchs():
-    """matmul with a vector operand and mv: torch's MvBackward0 and DotBackward0 over the operands themselves, a
-    vector @ matrix's SqueezeBackward4 over an mm of the unsqueezed row, a batch's products an mv of it folded."""
+    """matmul with a vector operand, mv, dot and vdot: torch's MvBackward0, DotBackward0 and VdotBackward0 over the
+    operands themselves, a vector @ matrix's SqueezeBackward4 over an mm of the unsqueezed row, a batch's products
+    an mv of it folded."""
     rng = np.random.RandomState(1)
     values = {name: rng.randn(*shape) for name, shape in
               (("m", (3, 5)), ("v", (5,)), ("w", (3,)), ("b", (2, 3, 5)))}
 
     def build(lib):
         m, v, w, b = (lib.tensor(x, dtype=lib.float32, requires_grad=True) for x in values.values())
-        return [lib.mv(m, v), m @ v, w @ m, v @ v, lib.matmul(b, v), w @ b], [m, v, w, b]
+        return [lib.mv(m, v), m @ v, w @ m, v @ v, lib.matmul(b, v), w @ b, lib.dot(v, v * 2), lib.vdot(w, w)], \
+            [m, v, w, b]
     same_graphs_and_grads(build)
 
 
 def test_vector_products_double_backward():
-    """create_graph through mv, dot and vector @ matrix: the second derivatives are torch's."""
+    """create_graph through mv, 1-D @ 1-D, vector @ matrix and dot: the second derivatives are torch's."""
     rng = np.random.RandomState(2)
     values = [rng.randn(*shape) for shape in ((3, 5), (5,), (3,))]
     found = []
     for lib in (tnet, torch):
         m, v, w = (lib.tensor(x, dtype=lib.float32, requires_grad=True) for x in values)
-        y = (lib.mv(m, v) ** 2).sum() + (v @ v) ** 2 + ((w @ m) ** 2).sum()
+        y = (lib.mv(m, v) ** 2).sum() + (v @ v) ** 2 + ((w @ m) ** 2).sum() + lib.dot(w, w) ** 2
         gm, gv, gw = lib.autograd.grad(y, (m, v, w), create_graph=True)
         (gm.sum() + (gv * gv).sum() + gw.sum()).backward()
         found.append([np.asarray(x.grad.tolist()) for x in (m, v, w)])

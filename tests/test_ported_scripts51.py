@@ -61,14 +61,11 @@ tnet, which has no float64 (README), so it reads .float() here. The ddp series m
 model.to(gpu_id), an int naming a CUDA device, which neither library has on this machine (tnet raises torch's
 RuntimeError there); the Trainer takes the usual "cuda if available else cpu" idiom. The autograd tutorial's
 torch.autograd.profiler.profile is torch's own class in tnet (it times host-side operators, not tnet's kernels), so
-its table is not compared; under the interpreter a with_stack profile lists Triton's Python frames. Other grad_fn
-graphs differ from torch's in their inner nodes while the gradients agree: a 1-D @ 1-D matmul's DotBackward0 and
-mv's MvBackward0 lead to tnet's internal views, einsum's to an UnsafeViewBackward0, vstack's, dstack's and
-atleast_2d's/atleast_3d's added dims are ViewBackward0 nodes where torch's are UnsqueezeBackward0,
-masked_fill with a tensor value is MaskedFillBackward0 with its edges swapped (torch: MaskedFillBackward1), lerp with a
-tensor weight LerpBackward0 (torch: LerpBackward1), clamp with one tensor bound lacks the absent bound's (None, 0)
-edge, and floor_divide has a node named FloorDivideBackward0 where torch's is NotImplemented (not
-differentiable); only a script that walks or prints those nodes sees it."""
+its table is not compared; under the interpreter a with_stack profile lists Triton's Python frames. einsum's
+grad_fn graph differs from torch's in its inner nodes while the gradients agree (tnet's folds to an mm where torch's
+runs a bmm between permutes and views); only a script that walks or prints those nodes sees it. floor_divide's node
+is torch's NotImplemented, but tnet's backward through it gives 0 where torch's raises. (The vector products',
+masked_fill's, lerp's, clamp's and the added dims' nodes are torch's: test_autograd_function.py.)"""
 import collections
 import copy
 import math

@@ -1329,10 +1329,11 @@ def view_base(data, inputs):
 
 def record_composed(op, data, inputs, grads, saved):
     """record() of an op whose input gradients grads(g) are written in tnet's ops (g a tnet Tensor; a
-    sequence of Tensors out): off the tape for the backward, on it for create_graph's."""
+    sequence of Tensors out, None for an input that needs none): off the tape for the backward, on it for
+    create_graph's."""
     def backward(g):
         with no_grad():
-            return [t.memory for t in grads(Tensor(g))]
+            return [None if t is None else t.memory for t in grads(Tensor(g))]
     return record(op, data, inputs, backward, saved=saved, graph=lambda g, out: grads(g))
 
 

@@ -13,7 +13,8 @@ from ..kernels.pointwise import broadcast_shape
 from ..kernels import reduce as _reduce
 from ..kernels.launch import DTYPE_NAMES, InputError, InputIndexError, check, check_type, is_channels_last
 from ..tensor import Tensor, named, no_grad, record, record_composed, tape_mark
-from .copy import contiguous, diagonal, expand, permute, reshape, squeeze, tensors_result_type, to, transpose, unsafe_view, unsqueeze
+from .copy import (contiguous, diagonal, expand, permute, reshape, squeeze, tensors_result_type, to, transpose,
+                   unsafe_view, unsqueeze)
 from .pointwise import (abs, add, ceil, clamp_max, clamp_min, div, eq, isnan, logical_and, logical_or, mul, sign, sqrt, sub,
                         sum_to, where)
 from .inputs import check_args, check_tensors, needs_grad
@@ -585,15 +586,24 @@ def dot(input, tensor):
     """torch.dot: the 0-d inner product of two vectors of one size, a product and an fp32 sum: never
     tf32, as torch's dot (a BLAS dot, not a GEMM), whose products LBFGS's curvature pairs read."""
     check_tensors("dot", input=input, tensor=tensor)
-    check(input.ndim == 1 and tensor.ndim == 1,
-          lambda: f"1D tensors expected, but got {input.ndim}D and {tensor.ndim}D tensors")
-    check(input.shape == tensor.shape,
-          lambda: f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{tensor.shape[0]}] to have "
-                  f"the same number of elements, but got {input.shape[0]} and {tensor.shape[0]} elements respectively")
-    check(input.dtype == tensor.dtype, lambda: f"dot : expected both vectors to have same dtype, but found "
-                                               f"{input.dtype} and {tensor.dtype}")
-    mark = tape_mark()
-    return named("dot", mark, _reduce_sum(mul(input, tensor)))
+    return _dot("dot", input, tensor)
+
+
+def _dot(op, a, b):
+    """dot's and vdot's checks, product and sum, recorded as one node named op over a and b, as torch's
+    DotBackward0 and VdotBackward0: the gradients g b and g a."""
+    check(a.ndim == 1 and b.ndim == 1, lambda: f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    check(a.shape == b.shape,
+          lambda: f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] to have "
+                  f"the same number of elements, but got {a.shape[0]} and {b.shape[0]} elements respectively")
+    check(a.dtype == b.dtype,
+          lambda: f"{op} : expected both vectors to have same dtype, but found {a.dtype} and {b.dtype}")
+    with no_grad():
+        y = _reduce_sum(mul(a, b))
+    need_a, need_b = needs_grad(a, b)
+    return record_composed(op, y.memory, (a, b),
+                           lambda g: (mul(g, b) if need_a else None, mul(g, a) if need_b else None),
+                           saved=(b if need_a else None, a if need_b else None))
 
 
 def mv(input, vec):
@@ -706,4 +716,4 @@ def vdot(input, other):
     check_tensors("vdot", input=input, other=other)
     check(input.dtype == other.dtype, lambda: f"vdot : expected both vectors to have same dtype, but found "
                                               f"{input.dtype} and {other.dtype}")
-    return dot(input, other)
+    return _dot("vdot", input, other)
