@@ -143,14 +143,15 @@ def graph_of(node):
 
 
 def same_graphs_and_grads(build):
-    """build(lib) -> (outputs, leaves), run with tnet and torch: each output's graph_of(grad_fn) and the leaves'
-    gradients of the outputs' summed sums are torch's."""
+    """build(lib) -> (outputs, leaves), run with tnet and torch: each output's graph_of(grad_fn), before and after
+    the backward that frees the graph (torch's freed nodes keep their classes and edges), and the leaves' gradients
+    of the outputs' summed sums are torch's."""
     found = []
     for lib in (tnet, torch):
         outs, leaves = build(lib)
         graphs = [graph_of(y.grad_fn) for y in outs]
         sum(y.sum() for y in outs).backward()
-        found.append((graphs, [np.asarray(x.grad.tolist()) for x in leaves]))
+        found.append((graphs + [graph_of(y.grad_fn) for y in outs], [np.asarray(x.grad.tolist()) for x in leaves]))
     (graphs, grads), (want_graphs, want_grads) = found
     for got, want in zip(graphs, want_graphs):
         assert got == want
@@ -254,6 +255,17 @@ def test_floor_divide_node_as_torchs():
                 for y in (lib.floor_divide(a, 2), a // a, 7 // a)]
     assert nodes(tnet) == nodes(torch)
     assert nodes(tnet)[0][:2] == ("NotImplemented", "torch::autograd::NotImplemented")
+
+
+def test_freed_nodes_keep_their_names_and_edges():
+    """After a backward that frees the graph, torch's nodes keep their classes and next_functions: an mm's and a
+    reshape's (named by their inputs) and a relu's, printed or walked after loss.backward()."""
+    def build(lib):
+        a = lib.tensor(np.linspace(-1, 1, 6).reshape(2, 3), dtype=lib.float32, requires_grad=True)
+        b = lib.tensor(np.linspace(2, 0, 12).reshape(3, 4), dtype=lib.float32, requires_grad=True)
+        y = a @ b
+        return [y, y.relu(), a.reshape(6) * 2, (b @ b.t()).sum(0)], [a, b]
+    same_graphs_and_grads(build)
 
 
 def test_function_mark_dirty_rebases_the_input():

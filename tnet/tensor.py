@@ -174,10 +174,11 @@ class set_grad_enabled(_GradMode):
 
 
 class _Entry:
-    __slots__ = ("seq", "op", "inputs", "backward", "saved", "graph", "saves_nothing", "numbers")
+    __slots__ = ("seq", "op", "inputs", "backward", "saved", "graph", "saves_nothing", "numbers", "freed_node")
 
     def __init__(self, op, inputs, backward, saved, graph=None, saves_nothing=False):
         self.numbers = ()  # the operand positions that held Python numbers (or None), where the op records them
+        self.freed_node = None  # (name, edges) once free() dropped the inputs
         self.seq = next(_seq)
         self.op = op
         self.inputs = inputs
@@ -191,6 +192,10 @@ class _Entry:
         an entry that saves nothing stays usable (record's saves_nothing), as torch's nodes that
         saved no tensor."""
         if not self.saves_nothing:
+            # torch's freed node keeps its class and edges (grad_fn and next_functions after a backward): the name
+            # of an op named by its inputs, and where each input led
+            self.freed_node = (_node_name(self) if self.op in _NAMED_BY_INPUTS else None,
+                               tuple(map(_edge_of, self.inputs)))
             self.backward = self.graph = None
             self.inputs = self.saved = ()
 
@@ -229,8 +234,10 @@ class Node:
     def next_functions(self):
         if self._entry is None:
             return ()
-        edges = [(Node(x._entry) if x._entry is not None else Node(None, x) if x.requires_grad else None, 0)
-                 for x in self._entry.inputs]
+        freed = self._entry.freed_node
+        ends = freed[1] if freed is not None else map(_edge_of, self._entry.inputs)
+        edges = [(None if end is None else Node(end) if isinstance(end, _Entry) else Node(None, end), 0)
+                 for end in ends]
         if self.name() in _SCALAR_OPERAND_NODES:
             for i in self._entry.numbers:  # torch wraps the Python number as a tensor operand, an edge to no node
                 edges.insert(i, (None, 0))
@@ -297,6 +304,15 @@ INPLACE_NODE_NAMES = {**dict.fromkeys(("elu_", "selu_"), "EluBackward1"), "celu_
 _TORCH_NODE_NAMES.update(INPLACE_NODE_NAMES)
 
 
+def _edge_of(x):
+    """Where a node's edge to its input x leads: x's entry, x itself where it is a leaf that requires grad (its
+    AccumulateGrad node), else None."""
+    return x._entry if x._entry is not None else x if x.requires_grad else None
+
+
+_NAMED_BY_INPUTS = ("linear", "matmul", "reshape")  # ops whose node _node_name names by their inputs
+
+
 def _node_name(entry):
     """torch's name of a node: its backward class's, AccumulateGrad's for a leaf (entry None). linear, matmul and
     reshape are named by their inputs (while the entry holds them), as torch's: addmm, mm or bmm of matrices, a view
@@ -304,6 +320,8 @@ def _node_name(entry):
     if entry is None:
         return "torch::autograd::AccumulateGrad"
     op, inputs = entry.op, entry.inputs
+    if entry.freed_node is not None and entry.freed_node[0] is not None:
+        return entry.freed_node[0]
     if op == "linear" and inputs:
         return ("AddmmBackward0" if len(inputs) == 3 else "MmBackward0") if inputs[0].ndim == 2 else \
             "ViewBackward0" if len(inputs) == 3 else "UnsafeViewBackward0"
