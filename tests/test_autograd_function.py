@@ -268,6 +268,21 @@ def test_freed_nodes_keep_their_names_and_edges():
     same_graphs_and_grads(build)
 
 
+def test_linear_nodes_as_torchs():
+    """linear's node is torch's addmm(b, x, w.t()) or mm(x, w.t()): the bias's edge first, the weight's through a
+    TBackward0 (None for a frozen weight); [..., in] and [in] inputs fold to rows as torch's (a vector without a
+    bias through an unsqueeze)."""
+    rng = np.random.RandomState(3)
+    values = [rng.randn(*shape) for shape in ((4, 3), (2, 4, 3), (3,), (2, 3), (2,))]
+
+    def build(lib):
+        x2, x3, x1, w, b = (lib.tensor(v, dtype=lib.float32, requires_grad=True) for v in values)
+        F = lib.nn.functional
+        return [F.linear(x2, w, b), F.linear(x2, w), F.linear(x3, w, b), F.linear(x3, w), F.linear(x1, w, b),
+                F.linear(x1, w), F.linear(x2, w.detach(), b)], [x2, x3, x1, w, b]
+    same_graphs_and_grads(build)
+
+
 def test_function_mark_dirty_rebases_the_input():
     class Double(tnet.autograd.Function):
         @staticmethod

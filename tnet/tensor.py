@@ -235,7 +235,10 @@ class Node:
         if self._entry is None:
             return ()
         freed = self._entry.freed_node
-        ends = freed[1] if freed is not None else map(_edge_of, self._entry.inputs)
+        ends = freed[1] if freed is not None else tuple(map(_edge_of, self._entry.inputs))
+        if self._entry.op == "linear":  # torch's addmm(b, x, w.t()) or mm(x, w.t()): the bias first, w transposed
+            x, w, *b = ends
+            ends = (*b, x, None if w is None else _inner_node("t", (w,)))
         edges = [(None if end is None else Node(end) if isinstance(end, _Entry) else Node(None, end), 0)
                  for end in ends]
         if self.name() in _SCALAR_OPERAND_NODES:
@@ -302,6 +305,14 @@ INPLACE_NODE_NAMES = {**dict.fromkeys(("elu_", "selu_"), "EluBackward1"), "celu_
                       "squeeze_": "SqueezeBackward3", "squeeze_dim_inplace": "SqueezeBackward4",
                       "squeeze_dims_inplace": "SqueezeBackward5"}
 _TORCH_NODE_NAMES.update(INPLACE_NODE_NAMES)
+
+
+def _inner_node(op, ends):
+    """An entry standing for a node of torch's graph that tnet's tape has not (linear's transpose of its weight):
+    op's node, its edges to ends."""
+    entry = _Entry(op, (), None, ())
+    entry.freed_node = (None, tuple(ends))
+    return entry
 
 
 def _edge_of(x):

@@ -324,8 +324,9 @@ def linear(input, weight, bias=None):
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
     if x.ndim != 2:  # [in] or [..., in]: the leading dims as rows; torch's node a view of its addmm with a bias, else
         # its matmul's (an unsafe view, or for a vector an in-place squeeze)
-        mark = tape_mark()
-        y = unsafe_view(linear(reshape(x, math.prod(x.shape[:-1]), x.shape[-1]), w, b), *x.shape[:-1], w.shape[0])
+        mark = tape_mark()  # a vector's row: torch's view with a bias, else its matmul's unsqueeze
+        rows = unsqueeze(x, 0) if x.ndim == 1 and b is None else reshape(x, math.prod(x.shape[:-1]), x.shape[-1])
+        y = unsafe_view(linear(rows, w, b), *x.shape[:-1], w.shape[0])
         return named("view" if b is not None else "squeeze_dim_inplace" if x.ndim == 1 else "unsafe_view", mark, y)
     check(x.ndim == 2 and w.ndim == 2 and x.shape[1] == w.shape[1],
           lambda: f"linear: x is {'x'.join(map(str, x.shape))} but w is {'x'.join(map(str, w.shape))} ([out, in])")
