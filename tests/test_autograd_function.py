@@ -259,12 +259,13 @@ def test_floor_divide_node_as_torchs():
 
 def test_freed_nodes_keep_their_names_and_edges():
     """After a backward that frees the graph, torch's nodes keep their classes and next_functions: an mm's and a
-    reshape's (named by their inputs) and a relu's, printed or walked after loss.backward()."""
+    reshape's (named by their inputs) and a relu's, printed or walked after loss.backward(). A reshape that cannot
+    view is torch's UnsafeViewBackward0 over a CloneBackward0."""
     def build(lib):
         a = lib.tensor(np.linspace(-1, 1, 6).reshape(2, 3), dtype=lib.float32, requires_grad=True)
         b = lib.tensor(np.linspace(2, 0, 12).reshape(3, 4), dtype=lib.float32, requires_grad=True)
         y = a @ b
-        return [y, y.relu(), a.reshape(6) * 2, (b @ b.t()).sum(0)], [a, b]
+        return [y, y.relu(), a.reshape(6) * 2, (b @ b.t()).sum(0), a.t().reshape(6), b.t().reshape(2, 6)], [a, b]
     same_graphs_and_grads(build)
 
 

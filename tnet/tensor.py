@@ -239,6 +239,8 @@ class Node:
         if self._entry.op == "linear":  # torch's addmm(b, x, w.t()) or mm(x, w.t()): the bias first, w transposed
             x, w, *b = ends
             ends = (*b, x, None if w is None else _inner_node("t", (w,)))
+        elif self._entry.op == "reshape" and ends[0] is not None and self.name() == "UnsafeViewBackward0":
+            ends = (_inner_node("clone", ends),)  # torch's reshape that cannot view: a copy, then its _unsafe_view
         edges = [(None if end is None else Node(end) if isinstance(end, _Entry) else Node(None, end), 0)
                  for end in ends]
         if self.name() in _SCALAR_OPERAND_NODES:
