@@ -2,7 +2,9 @@
 reversal, a multi-output op, torch 2's setup_context form, in-place mark_dirty) give torch's
 values and gradients, and the errors torch gives for a bad backward; create_graph through them (the double-backward
 tutorial's Functions)."""
+import gc
 import importlib
+import weakref
 
 import numpy as np
 import pytest
@@ -267,6 +269,25 @@ def test_freed_nodes_keep_their_names_and_edges():
         y = a @ b
         return [y, y.relu(), a.reshape(6) * 2, (b @ b.t()).sum(0), a.t().reshape(6), b.t().reshape(2, 6)], [a, b]
     same_graphs_and_grads(build)
+
+
+def test_freed_nodes_hold_no_views_input():
+    """The edges a freed node keeps hold no activation: a view's entry (which keeps its input, its backward
+    reading shapes only) is kept as a node of its name and edges, so a loss held after its backward does not keep
+    the view's input memory alive."""
+    a = tnet.ones(4, 3, requires_grad=True)
+    h = a * 2
+    kept = weakref.ref(h.memory)
+    loss = (h.reshape(12) * 3).sum()
+    del h
+    loss.backward()
+    gc.collect()
+    assert kept() is None
+    names, node = [], loss.grad_fn
+    while node is not None:
+        names.append(type(node).__name__)
+        node = node.next_functions[0][0] if node.next_functions else None
+    assert names == ["SumBackward0", "MulBackward0", "ViewBackward0", "MulBackward0", "AccumulateGrad"]
 
 
 def test_linear_nodes_as_torchs():

@@ -195,7 +195,7 @@ class _Entry:
             # torch's freed node keeps its class and edges (grad_fn and next_functions after a backward): the name
             # of an op named by its inputs, and where each input led
             self.freed_node = (_node_name(self) if self.op in _NAMED_BY_INPUTS else None,
-                               tuple(map(_edge_of, self.inputs)))
+                               tuple(_kept_end(_edge_of(x)) for x in self.inputs))
             self.backward = self.graph = None
             self.inputs = self.saved = ()
 
@@ -315,6 +315,17 @@ def _inner_node(op, ends):
     entry = _Entry(op, (), None, ())
     entry.freed_node = (None, tuple(ends))
     return entry
+
+
+def _kept_end(end):
+    """end as a freed node keeps it: an entry that saves nothing (a view's) keeps its inputs, and with them their
+    memory, so it is kept as an inner node of its name and edges, which holds no tensor but a leaf's."""
+    if isinstance(end, _Entry) and end.saves_nothing and end.inputs:
+        entry = _inner_node(end.op, (_kept_end(_edge_of(x)) for x in end.inputs))
+        entry.freed_node = (_node_name(end), entry.freed_node[1])
+        entry.numbers = end.numbers
+        return entry
+    return end
 
 
 def _edge_of(x):
