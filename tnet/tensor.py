@@ -322,7 +322,7 @@ def _kept_end(end):
     memory, so it is kept as an inner node of its name and edges, which holds no tensor but a leaf's."""
     if isinstance(end, _Entry) and end.saves_nothing and end.inputs:
         entry = _inner_node(end.op, (_kept_end(_edge_of(x)) for x in end.inputs))
-        entry.freed_node = (_node_name(end), entry.freed_node[1])
+        entry.freed_node = (_node_name(end) if end.op in _NAMED_BY_INPUTS else None, entry.freed_node[1])
         entry.numbers = end.numbers
         return entry
     return end
