@@ -194,8 +194,14 @@ class _Entry:
         if not self.saves_nothing:
             # torch's freed node keeps its class and edges (grad_fn and next_functions after a backward): the name
             # of an op named by its inputs, and where each input led
-            self.freed_node = (_node_name(self) if self.op in _NAMED_BY_INPUTS else None,
-                               tuple(_kept_end(_edge_of(x)) for x in self.inputs))
+            ends = []  # _kept_end(_edge_of(x)) of each input, inlined: this runs for every entry of every backward
+            for x in self.inputs:
+                end = x._entry
+                if end is None:
+                    ends.append(x if x._requires_grad else None)
+                else:
+                    ends.append(_kept_end(end) if end.saves_nothing and end.inputs else end)
+            self.freed_node = (_node_name(self) if self.op in _NAMED_BY_INPUTS else None, ends)
             self.backward = self.graph = None
             self.inputs = self.saved = ()
 
