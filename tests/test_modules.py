@@ -617,3 +617,22 @@ def test_forward_names_its_input_as_torchs():
                 differ.append((name, *first))
     assert differ == []
     assert nn.Linear(3, 2)(input=tnet.randn(4, 3)).shape == (4, 2)
+
+
+def test_private_apply_as_torchs():
+    """Module._apply(fn), what libraries build their own .to on: fn of every parameter written into it (the same
+    Parameter objects), of their gradients, and of the buffers, children first, as torch's."""
+    calls = []
+    for lib in (torch, tnet):
+        model = lib.nn.Sequential(lib.nn.Linear(3, 2), lib.nn.BatchNorm1d(2))
+        model(lib.ones(4, 3)).sum().backward()
+        params = list(model.parameters())
+        before = [t.detach().numpy().copy() for t in [*params, *(p.grad for p in params), *model.buffers()]]
+        seen = []
+        assert model._apply(lambda t: (seen.append(tuple(t.shape)), t * 2)[1]) is model
+        assert all(p is q for p, q in zip(params, model.parameters()))
+        after = [t.detach().numpy() for t in [*params, *(p.grad for p in params), *model.buffers()]]
+        for a, b in zip(after, before):
+            np.testing.assert_array_equal(a, b * 2)
+        calls.append(seen)
+    assert calls[0] == calls[1]  # fn's calls in torch's order

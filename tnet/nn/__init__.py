@@ -20,7 +20,7 @@ from ..functional.inputs import legacy_reduction
 from ..kernels.launch import InputTypeError, check, dense, ntuple, pair, plain_ints, single, triple
 from ..factory import init_generator, zeros
 from ..tensor import (Tensor, add_hook, as_int, as_storage, check_factory_device, gate, hooks_of, is_grad_enabled,
-                      memory_of, tensor)
+                      memory_of, no_grad, tensor)
 from . import attention, init, utils
 
 # torch.nn.functional's path to the one functional module: `import tnet.nn.functional as F` and
@@ -723,6 +723,22 @@ class Module:
         for module in self.children():
             module.apply(fn)
         fn(self)
+        return self
+
+    def _apply(self, fn, recurse=True):
+        """torch's Module._apply (what libraries build their own .to on): fn(t) of each parameter, written into it
+        (p.data = fn(p): the Parameter object stays, as torch's default), of its .grad likewise, and of each buffer,
+        which fn's result replaces; the children's first where recurse. Returns self."""
+        if recurse:
+            for module in self.children():
+                module._apply(fn)
+        with no_grad():
+            for _, p in self._own_parameters():
+                p.data = fn(p)
+                if p.grad is not None:
+                    p.grad.data = fn(p.grad)
+            for name, buffer in self._own_buffers():
+                setattr(self, name, fn(buffer))
         return self
 
     def to(self, *args, **kwargs):
