@@ -1689,3 +1689,13 @@ def test_in_place_fills_check_argument_types_before_values_as_torch(call):
         with pytest.raises(TypeError):
             call(lib.ones(3))
     assert tnet.ones(3).exponential_(tnet.tensor(2.0)).shape == (3,) and tnet.ones(3).geometric_(np.float64(0.5)).shape == (3,)
+
+
+def test_cuda_manual_seed_returns_none_as_torchs():
+    """tnet.cuda.manual_seed and manual_seed_all seed tnet's one generator and return None, as torch.cuda's (a
+    script's `g = torch.cuda.manual_seed(s)` gets None there too); tnet.manual_seed returns the Generator."""
+    assert torch.cuda.manual_seed(3) is None and tnet.cuda.manual_seed(3) is None
+    assert tnet.cuda.manual_seed_all(3) is None
+    first = tnet.rand(4).numpy()
+    assert tnet.manual_seed(3) is not None
+    np.testing.assert_array_equal(tnet.rand(4).numpy(), first)

@@ -11,7 +11,7 @@ import torch
 from . import amp as _amp
 from . import factory as _factory
 from ._device import DEVICE
-from .factory import get_rng_state as _get_rng_state, manual_seed, set_rng_state as _set_rng_state
+from .factory import get_rng_state as _get_rng_state, manual_seed as _manual_seed, set_rng_state as _set_rng_state
 
 # torch.cuda's legacy typed constructors (`torch.cuda.FloatTensor(n, c, h, w).fill_(0)`,
 # `x.type(torch.cuda.FloatTensor)`): tnet's, on its one device
@@ -39,9 +39,14 @@ def synchronize(device=None):
         torch.cuda.synchronize(device)
 
 
+def manual_seed(seed):
+    """tnet.manual_seed (one stream serves the one device); returns None, as torch.cuda's."""
+    _manual_seed(seed)
+
+
 def manual_seed_all(seed):
     """tnet.manual_seed: one stream serves the one device."""
-    manual_seed(seed)
+    _manual_seed(seed)
 
 
 def set_device(device):
