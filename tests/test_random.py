@@ -1699,3 +1699,18 @@ def test_cuda_manual_seed_returns_none_as_torchs():
     first = tnet.rand(4).numpy()
     assert tnet.manual_seed(3) is not None
     np.testing.assert_array_equal(tnet.rand(4).numpy(), first)
+
+
+def test_rng_state_is_sixteen_bytes_as_torch_cudas():
+    """get_rng_state: the seed and offset as a uint8 tensor of 16 bytes, torch.cuda.get_rng_state's form (scripts
+    store it as a ByteTensor); set_rng_state takes it back, and the int64 pair of earlier tnet checkpoints too."""
+    tnet.manual_seed(5)
+    state = tnet.get_rng_state()
+    assert state.dtype == torch.uint8 and state.shape == (16,)
+    first = tnet.rand(3).numpy()
+    tnet.set_rng_state(state)
+    np.testing.assert_array_equal(tnet.rand(3).numpy(), first)
+    tnet.set_rng_state(state.memory.view(torch.int64))
+    np.testing.assert_array_equal(tnet.rand(3).numpy(), first)
+    with pytest.raises(RuntimeError, match="uint8 tensor of 16"):
+        tnet.set_rng_state(tnet.zeros(4))

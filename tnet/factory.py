@@ -124,17 +124,19 @@ def manual_seed(seed):
 
 
 def get_rng_state():
-    """The draw generator's state (an int64 tnet tensor [seed, offset], a copy), for
-    set_rng_state: torch's pair, on tnet's generator (the layers' init stream is not in it)."""
-    return Tensor(rng_state().clone())
+    """The draw generator's state, a copy, for set_rng_state: its seed and offset, two int64 values, as the 16
+    bytes of a uint8 tnet tensor, as torch.cuda's Philox state (the layers' init stream is not in it)."""
+    return Tensor(rng_state().clone().view(torch.uint8))
 
 
 def set_rng_state(new_state):
     """Restore the draw generator to a state from get_rng_state (a host write, so not within a
-    CUDA graph capture)."""
+    CUDA graph capture); the int64 pair that earlier tnet versions gave (a checkpoint's) is taken too."""
     memory = new_state.memory if isinstance(new_state, Tensor) else torch.as_tensor(new_state)
+    if memory.shape == (16,) and memory.dtype == torch.uint8:
+        memory = memory.contiguous().view(torch.int64)
     if memory.shape != (2,) or memory.dtype != torch.int64:
-        raise RuntimeError(f"set_rng_state: expected get_rng_state's int64 tensor of 2 elements, got {memory.dtype} "
+        raise RuntimeError(f"set_rng_state: expected get_rng_state's uint8 tensor of 16 elements, got {memory.dtype} "
                            f"{tuple(memory.shape)}")
     if _capturing():
         raise RuntimeError("set_rng_state: writes the generator state from the host; call it outside a graph capture")
