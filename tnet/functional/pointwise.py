@@ -127,7 +127,7 @@ def _record_each(name, y, operands, grads, saved=(), graph=None, saves_nothing=F
         return tuple(graph_sum_to(gv, v) for v, gv in zip(operands, graph(g, out)) if isinstance(v, Tensor))
     out = record(name, y, inputs, backward, saved=saved, graph=None if graph is None else graph_backward,
                  saves_nothing=saves_nothing)
-    if out._entry is not None:
+    if len(inputs) < len(operands) and out._entry is not None:  # where next_functions keeps a number's slot
         out._entry.numbers = tuple(i for i, v in enumerate(operands) if not isinstance(v, Tensor))
     return out
 
@@ -865,15 +865,28 @@ def where(condition, input=None, other=None):
             int if all(isinstance(v, numbers.Integral) for v in (input, other)) else float
         input = Tensor(torch.full((), input, dtype={bool: torch.bool, int: torch.int64, float: torch.float32}[kind],
                                   device=condition.device))
-    a, b = _operands("where", input, other)
+    return _selected("where", condition, input, other)
+
+
+def _selected(name, condition, input, other, swapped=False):
+    """where's values, input where condition holds, else other (tensors or numbers), each tensor's gradient g where
+    it was taken, recorded as name over (input, other), or with swapped over (other, input): masked_fill's node, the
+    filled tensor first and its value second."""
+    a, b = _operands(name, input, other)
     C = condition.memory
     need_a, need_b = needs_grad(input, other)
+
+    def grads(g):
+        return (_pw.pointwise("where", C, g, 0.0) if need_a else None,
+                _pw.pointwise("where", C, 0.0, g) if need_b else None)
+
+    def graph(g, out):
+        return where(condition, g, 0.0) if need_a else None, where(condition, 0.0, g) if need_b else None
     y = _pw.pointwise("where", C, a, b)
-    return _record2("where", y, input, other,
-                    lambda g: (_pw.pointwise("where", C, g, 0.0) if need_a else None,
-                               _pw.pointwise("where", C, 0.0, g) if need_b else None), saved=(C,),
-                    graph=lambda g, out: (where(condition, g, 0.0) if need_a else None,
-                                          where(condition, 0.0, g) if need_b else None))
+    if swapped:
+        return _record2(name, y, other, input, lambda g: grads(g)[::-1], saved=(C,),
+                        graph=lambda g, out: graph(g, out)[::-1])
+    return _record2(name, y, input, other, grads, saved=(C,), graph=graph)
 
 
 def isnan(input):
@@ -1349,15 +1362,8 @@ def masked_fill(input, mask, value):
               lambda: f"masked_fill: value must be a number or a 0-d tnet.Tensor, got {type(value).__name__}")
         value = as_value_of(value, input.dtype)
     # torch's nodes: MaskedFillBackward0 of a number value; MaskedFillBackward1 of a tensor one, edges (input, value)
-    name = "masked_fill_tensor" if isinstance(value, Tensor) else "masked_fill"
-    C = mask.memory
-    v, x = _operands(name, value, input)
-    need_x, need_v = needs_grad(input, value)
-    return _record2(name, _pw.pointwise("where", C, v, x), input, value,
-                    lambda g: (_pw.pointwise("where", C, 0.0, g) if need_x else None,
-                               _pw.pointwise("where", C, g, 0.0) if need_v else None), saved=(C,),
-                    graph=lambda g, out: (where(mask, 0.0, g) if need_x else None,
-                                          where(mask, g, 0.0) if need_v else None))
+    return _selected("masked_fill_tensor" if isinstance(value, Tensor) else "masked_fill", mask, value, input,
+                     swapped=True)
 
 
 @functools.lru_cache(maxsize=64)
